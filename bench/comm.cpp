@@ -1,0 +1,224 @@
+// moebench_comm: nccl-tests-style benchmark of all-to-all, all-reduce, all-gather,
+// reduce-scatter and send/recv over a sweep of sizes, on MPI (cpu) or NCCL (cuda).
+// Each size reports time, algbw, busbw and #wrong; the run exits 1 if anything is wrong.
+// Writes <out>/comm/<collective>.csv.
+#include <cstdio>
+#include <sstream>
+#include "bench/comm_check.h"
+#include "harness/bench.h"
+#include "kernels/convert.h"
+
+namespace moebench {
+namespace {
+
+using comm_bench::Collective;
+
+struct SweepDefaults { const char* min_bytes; const char* max_bytes; int warmup, iters; };
+SweepDefaults defaults_for(Scale s) {
+  switch (s) {
+    case Scale::tiny: return {"1K", "64K", 1, 3};
+    case Scale::local: return {"1K", "16M", 3, 20};
+    case Scale::paper: return {"1K", "1G", 5, 50};
+  }
+  return {"1K", "16M", 3, 20};
+}
+
+class CommBench final : public BenchProgram {
+ public:
+  std::string name() const override { return "moebench_comm"; }
+  std::string description() const override {
+    return "nccl-tests-style collective benchmark: all_to_all, all_reduce, all_gather, reduce_scatter, send_recv.";
+  }
+
+  void add_options(CLI::App& app) override {
+    app.add_option("-b,--min-bytes", min_text_, "Smallest size (bytes; K/M/G suffixes); default by scale");
+    app.add_option("-e,--max-bytes", max_text_, "Largest size; default by scale");
+    app.add_option("-f,--step-factor", step_, "Multiply the size by this from min to max")
+        ->check(CLI::Range(2, 1024))
+        ->capture_default_str();
+    app.add_option("--collectives", collective_names_, "Which collectives (default: all)")
+        ->check(CLI::IsMember({"all_to_all", "all_reduce", "all_gather", "reduce_scatter", "send_recv"}))
+        ->delimiter(',');
+    app.add_option("--fail-rank", fail_rank_, "Self-test: this rank fails at its first measurement (the job must end)");
+    app.add_flag("--corrupt-check", corrupt_, "Self-test: corrupt one received element before each check (#wrong > 0)");
+  }
+
+  std::optional<std::string> validate(const BenchContext& ctx) override {
+    const SweepDefaults d = defaults_for(ctx.scale());
+    if (min_text_.empty()) min_text_ = d.min_bytes;
+    if (max_text_.empty()) max_text_ = d.max_bytes;
+    const auto lo = parse_size(min_text_), hi = parse_size(max_text_);
+    if (!lo) return "--min-bytes: '" + min_text_ + "' is not a size (e.g. 1024, 64K, 16M, 1G)";
+    if (!hi) return "--max-bytes: '" + max_text_ + "' is not a size (e.g. 1024, 64K, 16M, 1G)";
+    if (*lo == 0) return "--min-bytes: must be > 0";
+    if (*hi < *lo) return "--max-bytes: " + max_text_ + " is smaller than --min-bytes " + min_text_;
+    min_bytes_ = *lo;
+    max_bytes_ = *hi;
+    warmup_ = ctx.opts.warmup >= 0 ? ctx.opts.warmup : d.warmup;
+    iters_ = ctx.opts.iters > 0 ? ctx.opts.iters : d.iters;
+    if (fail_rank_ >= ctx.rt.world())
+      return "--fail-rank: " + std::to_string(fail_rank_) + " is not a rank (0.." + std::to_string(ctx.rt.world() - 1) + ")";
+    if (ctx.backend() == Backend::cpu && ctx.dtype() != DType::f32)
+      return "--dtype: the cpu backend (MPI) reduces fp32 only";
+    collectives_.clear();
+    if (collective_names_.empty())
+      collectives_ = comm_bench::all_collectives();
+    else
+      for (const auto& n : collective_names_) collectives_.push_back(*comm_bench::parse_collective(n));
+    // send + receive buffers of the largest size, plus fp32 staging for 16-bit types on the GPU
+    const std::uint64_t staging = ctx.dtype() == DType::f32 ? 0 : max_bytes_ * 4 / dtype_size(ctx.dtype());
+    return ctx.check_fits(2 * max_bytes_ + staging, "--max-bytes " + max_text_);
+  }
+
+  void register_benchmarks(BenchContext& ctx) override {
+    const DType t = ctx.dtype();
+    send_ = ctx.alloc.allocate(max_bytes_, MemTag::buffers);
+    recv_ = ctx.alloc.allocate(max_bytes_, MemTag::buffers);
+    if (ctx.backend() == Backend::cuda && t != DType::f32)
+      staging_ = ctx.alloc.allocate(max_bytes_ / dtype_size(t) * 4, MemTag::temporary);
+    for (Collective c : collectives_) {
+      std::uint64_t prev = 0;
+      for (std::uint64_t b = min_bytes_; b <= max_bytes_; b *= static_cast<std::uint64_t>(step_)) {
+        const comm_bench::Geometry g = comm_bench::geometry(c, b, ctx.world.size(), t);
+        if (g.block == 0 || g.size_bytes == prev) continue;  // rounds to nothing, or to the previous size
+        prev = g.size_bytes;
+        const std::string name = std::string("comm/") + comm_bench::collective_name(c) + "/" + std::to_string(g.size_bytes);
+        benchmark::RegisterBenchmark(name.c_str(), [this, &ctx, c, g](benchmark::State& st) { run(st, ctx, c, g); })
+            ->UseManualTime()
+            ->Iterations(iters_)
+            ->Unit(benchmark::kMicrosecond);
+        if (b > max_bytes_ / static_cast<std::uint64_t>(step_)) break;
+      }
+    }
+  }
+
+  int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
+    std::int64_t total_wrong = 0;
+    bool errors = false;
+    if (ctx.rt.rank() == 0) {
+      std::printf("#\n# moebench_comm: %s backend, %s communicator, %d ranks, %s, device %s\n#\n",
+                  backend_name(ctx.backend()), ctx.world.kind().c_str(), ctx.world.size(), ctx.opts.dtype.c_str(),
+                  ctx.device.info().name.c_str());
+      std::printf("# %14s %12s %12s %12s %12s %12s %8s\n", "collective", "size(B)", "count", "time(us)", "algbw(GB/s)",
+                  "busbw(GB/s)", "#wrong");
+      for (Collective c : collectives_) {
+        CsvTable table({"collective", "size_bytes", "count", "time_us", "algbw_GBps", "busbw_GBps", "wrong"});
+        for (const RunRecord& r : runs) {
+          const std::string prefix = std::string("comm/") + comm_bench::collective_name(c) + "/";
+          if (r.name.rfind(prefix, 0) != 0) continue;
+          if (r.error) {
+            errors = true;
+            std::printf("  %14s %12s  error: %s\n", comm_bench::collective_name(c), r.name.substr(prefix.size()).c_str(),
+                        r.error_message.c_str());
+            continue;
+          }
+          const double wrong = r.counters.at("wrong");
+          total_wrong += static_cast<std::int64_t>(wrong);
+          const double us = r.seconds_per_iter * 1e6;
+          const double algbw = r.counters.at("size_bytes") / 1e9 / r.seconds_per_iter;
+          const double busbw = algbw * comm_bench::bus_factor(c, ctx.world.size());
+          std::printf("  %14s %12.0f %12.0f %12.2f %12.3f %12.3f %8.0f\n", comm_bench::collective_name(c),
+                      r.counters.at("size_bytes"), r.counters.at("count"), us, algbw, busbw, wrong);
+          table.add_row({comm_bench::collective_name(c), fmt(r.counters.at("size_bytes"), 15),
+                         fmt(r.counters.at("count"), 15), fmt(us), fmt(algbw), fmt(busbw), fmt(wrong, 15)});
+        }
+        if (table.rows() > 0)
+          table.write(ctx.opts.out_dir + "/comm/" + comm_bench::collective_name(c) + ".csv", ctx.provenance);
+      }
+      std::printf("# Out of bounds values : %lld %s\n#\n", static_cast<long long>(total_wrong), total_wrong ? "FAILED" : "OK");
+    }
+    return (total_wrong > 0 || errors) ? 1 : 0;
+  }
+
+ private:
+  void upload(BenchContext& ctx, const std::vector<float>& host, void* dst, std::size_t count) {
+    const Stream& s = ctx.device.default_stream();
+    if (ctx.backend() == Backend::cpu || ctx.dtype() == DType::f32) {
+      ctx.device.copy_to_device(dst, host.data(), count * 4, s);
+      return;
+    }
+    ctx.device.copy_to_device(staging_.data(), host.data(), count * 4, s);
+    convert_cuda(staging_.data(), DType::f32, dst, ctx.dtype(), count, s.handle);
+  }
+
+  void download(BenchContext& ctx, const void* src, std::vector<float>& host, std::size_t count) {
+    const Stream& s = ctx.device.default_stream();
+    host.resize(count);
+    if (ctx.backend() == Backend::cpu || ctx.dtype() == DType::f32) {
+      ctx.device.copy_to_host(host.data(), src, count * 4, s);
+      return;
+    }
+    convert_cuda(src, ctx.dtype(), staging_.data(), DType::f32, count, s.handle);
+    ctx.device.copy_to_host(host.data(), staging_.data(), count * 4, s);
+  }
+
+  void launch(BenchContext& ctx, Collective c, const comm_bench::Geometry& g) {
+    Communicator& w = ctx.world;
+    const Stream& s = ctx.device.default_stream();
+    const DType t = ctx.dtype();
+    switch (c) {
+      case Collective::all_to_all: w.all_to_all(send_.data(), recv_.data(), g.block, t, s); break;
+      case Collective::all_reduce: w.all_reduce(send_.data(), recv_.data(), g.block, t, ReduceOp::sum, s); break;
+      case Collective::all_gather: w.all_gather(send_.data(), recv_.data(), g.block, t, s); break;
+      case Collective::reduce_scatter: w.reduce_scatter(send_.data(), recv_.data(), g.block, t, ReduceOp::sum, s); break;
+      case Collective::send_recv: {
+        const int n = w.size(), r = w.rank();
+        w.send_recv(send_.data(), (r + 1) % n, recv_.data(), (r - 1 + n) % n, g.block, t, s);
+        break;
+      }
+    }
+  }
+
+  void run(benchmark::State& st, BenchContext& ctx, Collective c, const comm_bench::Geometry& g) {
+    const int rank = ctx.world.rank(), n = ctx.world.size();
+    if (rank == fail_rank_) throw Error("injected failure on rank " + std::to_string(rank) + " (--fail-rank)");
+    const Stream& s = ctx.device.default_stream();
+    std::vector<float> host(g.send_count);
+    comm_bench::fill_send(c, rank, g, host.data());
+    upload(ctx, host, send_.data(), g.send_count);
+
+    for (int i = 0; i < warmup_; ++i) launch(ctx, c, g);
+    ctx.world.wait(s);
+    Event start(ctx.backend()), stop(ctx.backend());
+    ctx.profile_begin();
+    for (auto _ : st) {
+      start.record(s);
+      launch(ctx, c, g);
+      stop.record(s);
+      ctx.world.wait(s);
+      ctx.set_iteration_time(st, Event::elapsed_ms(start, stop));
+    }
+    ctx.profile_end();
+
+    // Check one fresh run: zeroed receive buffer, so unwritten elements count as wrong.
+    ctx.device.fill_zero(recv_.data(), g.recv_count * dtype_size(ctx.dtype()), s);
+    launch(ctx, c, g);
+    ctx.world.wait(s);
+    download(ctx, recv_.data(), host, g.recv_count);
+    if (corrupt_ && rank == 0) host[host.size() / 2] += 1000.f;
+    const std::int64_t wrong = ctx.rt.sum(comm_bench::count_wrong(c, rank, n, g, host.data(), ctx.dtype()));
+
+    st.SetBytesProcessed(static_cast<std::int64_t>(g.size_bytes) * st.iterations());
+    st.counters["size_bytes"] = double(g.size_bytes);
+    st.counters["count"] = double(g.recv_count);
+    st.counters["wrong"] = double(wrong);
+  }
+
+  std::string min_text_, max_text_;
+  int step_ = 2;
+  std::vector<std::string> collective_names_;
+  std::vector<Collective> collectives_;
+  int fail_rank_ = -1;
+  bool corrupt_ = false;
+  std::uint64_t min_bytes_ = 0, max_bytes_ = 0;
+  int warmup_ = 0, iters_ = 1;
+  Buffer send_, recv_, staging_;
+};
+
+}  // namespace
+}  // namespace moebench
+
+int main(int argc, char** argv) {
+  moebench::CommBench bench;
+  return moebench::bench_main(argc, argv, bench);
+}

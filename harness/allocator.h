@@ -1,0 +1,78 @@
+// The tracking allocator: every buffer goes through it, so current and peak bytes per tag
+// (the MPMoE memory categories) are measured, not guessed. On a GPU, device_used_delta()
+// is cudaMemGetInfo's view of the same process, to cross-check.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include "harness/device.h"
+
+namespace moebench {
+
+enum class MemTag { model_states, activations, buffers, temporary };
+inline constexpr int kMemTagCount = 4;
+const char* mem_tag_name(MemTag t);
+
+class TrackingAllocator;
+
+// Owning, move-only handle to device (or host) memory of one tag.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { release(); }
+
+  void* data() const { return data_; }
+  template <class T> T* as() const { return static_cast<T*>(data_); }
+  std::size_t bytes() const { return bytes_; }
+  MemTag tag() const { return tag_; }
+  explicit operator bool() const { return data_ != nullptr; }
+  void release();
+
+ private:
+  friend class TrackingAllocator;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  MemTag tag_ = MemTag::temporary;
+  TrackingAllocator* owner_ = nullptr;
+};
+
+class TrackingAllocator {
+ public:
+  explicit TrackingAllocator(Backend backend);
+  TrackingAllocator(const TrackingAllocator&) = delete;
+  TrackingAllocator& operator=(const TrackingAllocator&) = delete;
+  ~TrackingAllocator();
+
+  // Throws Error naming the tag and the sizes if the memory is not there.
+  Buffer allocate(std::size_t bytes, MemTag tag);
+
+  Backend backend() const { return backend_; }
+  std::size_t current(MemTag t) const { return current_[static_cast<int>(t)]; }
+  std::size_t peak(MemTag t) const { return peak_[static_cast<int>(t)]; }
+  std::size_t current_total() const { return current_total_; }
+  std::size_t peak_total() const { return peak_total_; }
+  std::int64_t allocations() const { return allocations_; }
+  // Peaks restart from the current values (e.g. after set-up, before a measured step).
+  void reset_peaks();
+  // GPU bytes in use now minus at construction, per cudaMemGetInfo; nullopt on the CPU.
+  std::optional<std::int64_t> device_used_delta() const;
+
+ private:
+  friend class Buffer;
+  void free(Buffer& b);
+  Backend backend_;
+  std::array<std::size_t, kMemTagCount> current_{}, peak_{};
+  std::size_t current_total_ = 0, peak_total_ = 0;
+  std::int64_t allocations_ = 0;
+  std::size_t baseline_used_ = 0;
+};
+
+std::string format_bytes(double bytes);
+
+}  // namespace moebench

@@ -1,0 +1,68 @@
+// One communicator interface, three implementations: MPI (CPU buffers), NCCL (GPU buffers,
+// bootstrapped over MPI) and Self (a world of one, for builds without MPI). Counts are in
+// elements of `t`. Calls are enqueued on `s`; wait(s) completes them and, on NCCL, is where
+// an asynchronous failure or a hang is detected and turned into an error.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+#include "harness/device.h"
+#include "kernels/dtype.h"
+
+namespace moebench {
+
+class Runtime;
+
+enum class ReduceOp { sum, max };
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string kind() const = 0;  // "mpi", "nccl", "self"
+
+  // Block p of `send` (count elements) goes to rank p; block p of `recv` comes from rank p.
+  virtual void all_to_all(const void* send, void* recv, std::size_t count, DType t, const Stream& s) = 0;
+  // Per-peer counts and displacements, in elements.
+  virtual void all_to_all_v(const void* send, const std::vector<std::size_t>& send_counts,
+                            const std::vector<std::size_t>& send_displs, void* recv,
+                            const std::vector<std::size_t>& recv_counts, const std::vector<std::size_t>& recv_displs,
+                            DType t, const Stream& s) = 0;
+  virtual void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, const Stream& s) = 0;
+  // recv holds size() blocks of `count`, block p from rank p.
+  virtual void all_gather(const void* send, void* recv, std::size_t count, DType t, const Stream& s) = 0;
+  // send holds size() blocks of `recv_count`; this rank receives the reduction of block rank().
+  virtual void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DType t, ReduceOp op,
+                              const Stream& s) = 0;
+  virtual void send(const void* buf, std::size_t count, DType t, int peer, const Stream& s) = 0;
+  virtual void recv(void* buf, std::size_t count, DType t, int peer, const Stream& s) = 0;
+  // Sends to `dst` and receives from `src` at once (no deadlock in a ring).
+  virtual void send_recv(const void* send, int dst, void* recv, int src, std::size_t count, DType t,
+                         const Stream& s) = 0;
+  virtual void barrier(const Stream& s) = 0;
+  // Completes everything enqueued on `s` by this communicator.
+  virtual void wait(const Stream& s) = 0;
+  // Collective: ranks with the same colour form a sub-group, ordered by key.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+};
+
+// The communicator over all ranks for a backend: MPI for cpu (Self without MPI at world 1),
+// NCCL for cuda. Throws Error when the combination cannot work.
+// `timeout_s`: how long NCCL's wait() lets an operation run before aborting the job.
+std::unique_ptr<Communicator> make_world_communicator(const Runtime& rt, Backend backend, double timeout_s = 300.0);
+
+std::unique_ptr<Communicator> make_self_communicator();
+#if MOEBENCH_WITH_MPI
+std::unique_ptr<Communicator> make_mpi_communicator();
+#endif
+#if MOEBENCH_WITH_CUDA
+std::unique_ptr<Communicator> make_nccl_communicator(const Runtime& rt, double timeout_s);
+std::string nccl_version();
+#endif
+
+// Bytes of `count` elements, with an overflow check.
+std::size_t bytes_of(std::size_t count, DType t);
+
+}  // namespace moebench

@@ -1,0 +1,90 @@
+#include "harness/csv.h"
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+#include "kernels/exec.h"
+
+namespace moebench {
+
+const std::vector<std::string>& Provenance::columns() {
+  static const std::vector<std::string> c = {"backend", "device", "driver", "cuda", "nccl",
+                                             "ranks", "dtype", "scale", "commit", "date"};
+  return c;
+}
+
+std::vector<std::string> Provenance::values() const {
+  return {backend, device, driver, cuda, nccl, ranks, dtype, scale, commit, date};
+}
+
+CsvTable::CsvTable(std::vector<std::string> columns) : columns_(std::move(columns)) {}
+
+void CsvTable::add_row(std::vector<std::string> row) {
+  if (row.size() != columns_.size())
+    throw Error("csv: row has " + std::to_string(row.size()) + " fields, header has " + std::to_string(columns_.size()));
+  rows_.push_back(std::move(row));
+}
+
+std::string csv_escape(const std::string& f) {
+  if (f.find_first_of(",\"\n\r") == std::string::npos) return f;
+  std::string out = "\"";
+  for (char c : f) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string fmt(double v, int significant) {
+  if (std::isnan(v)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", significant, v);
+  return buf;
+}
+
+static void append_line(std::string& out, const std::vector<std::string>& a, const std::vector<std::string>* b) {
+  bool first = true;
+  for (const auto& f : a) { out += (first ? "" : ","); out += csv_escape(f); first = false; }
+  if (b)
+    for (const auto& f : *b) { out += (first ? "" : ","); out += csv_escape(f); first = false; }
+  out += "\n";
+}
+
+std::string CsvTable::to_string(const Provenance* p) const {
+  std::string out;
+  const auto pv = p ? p->values() : std::vector<std::string>{};
+  append_line(out, columns_, p ? &Provenance::columns() : nullptr);
+  for (const auto& r : rows_) append_line(out, r, p ? &pv : nullptr);
+  return out;
+}
+
+void CsvTable::write(const std::string& path, const Provenance& p) const { write_file_atomic(path, to_string(&p)); }
+
+void write_file_atomic(const std::string& path, const std::string& contents) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  if (ec) throw Error("cannot create folder " + target.parent_path().string() + ": " + ec.message());
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw Error("cannot write " + tmp);
+    const bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size() && std::fflush(f) == 0 &&
+                    ::fsync(::fileno(f)) == 0;
+    std::fclose(f);
+    if (!ok) {
+      fs::remove(tmp, ec);
+      throw Error("failed writing " + tmp);
+    }
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp);
+    throw Error("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  }
+}
+
+}  // namespace moebench

@@ -1,0 +1,37 @@
+// CSV tables written whole or not at all (temporary file + rename), each row ending with the
+// provenance columns: which backend, device, ranks, dtype, scale and commit produced it.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace moebench {
+
+struct Provenance {
+  std::string backend, device, driver, cuda, nccl, ranks, dtype, scale, commit, date;
+  static const std::vector<std::string>& columns();
+  std::vector<std::string> values() const;
+};
+
+class CsvTable {
+ public:
+  explicit CsvTable(std::vector<std::string> columns);
+  // Throws Error if the row's width differs from the header's.
+  void add_row(std::vector<std::string> row);
+  std::size_t rows() const { return rows_.size(); }
+  const std::vector<std::string>& columns() const { return columns_; }
+  std::string to_string(const Provenance* provenance) const;
+  // Creates parent folders, writes `path`.tmp.<pid>, flushes, renames over `path`.
+  void write(const std::string& path, const Provenance& provenance) const;
+
+ private:
+  std::vector<std::string> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// Writes `contents` to `path` atomically; throws Error on failure, leaving `path` untouched.
+void write_file_atomic(const std::string& path, const std::string& contents);
+std::string csv_escape(const std::string& field);
+// Shortest round-trip-safe decimal, or "" for NaN (a missing value).
+std::string fmt(double v, int significant = 6);
+
+}  // namespace moebench

@@ -1,0 +1,54 @@
+#include "harness/provenance.h"
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include "harness/comm.h"
+
+namespace moebench {
+
+std::string source_commit() {
+  if (const char* env = std::getenv("MOEBENCH_COMMIT"); env && *env) return env;
+#ifdef MOEBENCH_SOURCE_DIR
+  const std::string cmd = std::string("git -C '") + MOEBENCH_SOURCE_DIR + "' describe --always --dirty 2>/dev/null";
+  if (std::FILE* p = ::popen(cmd.c_str(), "r")) {
+    std::array<char, 128> buf{};
+    std::string out;
+    while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
+    ::pclose(p);
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    if (!out.empty()) return out;
+  }
+#endif
+  return "unknown";
+}
+
+std::string utc_now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Provenance make_provenance(const Device& device, int ranks, const std::string& dtype, const std::string& scale) {
+  Provenance p;
+  p.backend = backend_name(device.backend());
+  p.device = device.info().name;
+  p.driver = device.info().driver;
+  p.cuda = device.info().cuda;
+#if MOEBENCH_WITH_CUDA
+  p.nccl = device.backend() == Backend::cuda ? nccl_version() : "-";
+#else
+  p.nccl = "-";
+#endif
+  p.ranks = std::to_string(ranks);
+  p.dtype = dtype;
+  p.scale = scale;
+  p.commit = source_commit();
+  p.date = utc_now_iso8601();
+  return p;
+}
+
+}  // namespace moebench

@@ -1,0 +1,60 @@
+#include "harness/range.h"
+#include <algorithm>
+#if MOEBENCH_WITH_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+namespace moebench {
+
+#if MOEBENCH_WITH_NVTX
+static nvtxDomainHandle_t domain() {
+  static nvtxDomainHandle_t d = nvtxDomainCreateA("moebench");
+  return d;
+}
+void nvtx_push(const char* name) {
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = name;
+  nvtxDomainRangePushEx(domain(), &a);
+}
+void nvtx_pop() { nvtxDomainRangePop(domain()); }
+#else
+void nvtx_push(const char*) {}
+void nvtx_pop() {}
+#endif
+
+void Breakdown::add(std::string name, Event start, Event stop) {
+  if (std::find(order_.begin(), order_.end(), name) == order_.end()) order_.push_back(name);
+  spans_.push_back(Span{std::move(name), std::move(start), std::move(stop)});
+}
+
+std::map<std::string, double> Breakdown::totals_ms() const {
+  std::map<std::string, double> out;
+  for (const auto& n : order_) out[n] = 0.0;
+  for (const auto& s : spans_) out[s.name] += Event::elapsed_ms(s.start, s.stop);
+  return out;
+}
+
+void Breakdown::clear() {
+  spans_.clear();
+  order_.clear();
+}
+
+ScopedRange::ScopedRange(std::string_view name, const Stream& stream, Breakdown* breakdown)
+    : name_(name), stream_(stream), breakdown_(breakdown), start_(stream.backend) {
+  nvtx_push(name_.c_str());
+  if (breakdown_) start_.record(stream_);
+}
+
+ScopedRange::~ScopedRange() {
+  if (breakdown_) {
+    Event stop(stream_.backend);
+    stop.record(stream_);
+    breakdown_->add(name_, std::move(start_), std::move(stop));
+  }
+  nvtx_pop();
+}
+
+}  // namespace moebench

@@ -1,0 +1,47 @@
+// A breakdown range is one object that both times a named region on a stream and emits an
+// NVTX range of the same name in the "moebench" domain, so the Nsight Systems timeline and
+// the CSV columns use the same names. Times are read after the work (GPU events are async).
+#pragma once
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+#include "harness/device.h"
+
+namespace moebench {
+
+class Breakdown {
+ public:
+  void add(std::string name, Event start, Event stop);
+  // Total milliseconds per name, summed over every range recorded since clear().
+  std::map<std::string, double> totals_ms() const;
+  // Names in first-recorded order.
+  const std::vector<std::string>& names() const { return order_; }
+  void clear();
+
+ private:
+  struct Span { std::string name; Event start, stop; };
+  std::vector<Span> spans_;
+  std::vector<std::string> order_;
+};
+
+class ScopedRange {
+ public:
+  // `breakdown` may be null: then only the NVTX range is emitted.
+  ScopedRange(std::string_view name, const Stream& stream, Breakdown* breakdown = nullptr);
+  ~ScopedRange();
+  ScopedRange(const ScopedRange&) = delete;
+  ScopedRange& operator=(const ScopedRange&) = delete;
+
+ private:
+  std::string name_;
+  const Stream& stream_;
+  Breakdown* breakdown_;
+  Event start_;
+};
+
+// NVTX push/pop in the moebench domain (no-ops in a build without NVTX headers).
+void nvtx_push(const char* name);
+void nvtx_pop();
+
+}  // namespace moebench

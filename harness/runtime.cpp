@@ -1,0 +1,128 @@
+#include "harness/runtime.h"
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#if MOEBENCH_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace moebench {
+
+static Runtime* g_runtime = nullptr;
+
+Runtime* Runtime::current() { return g_runtime; }
+
+bool Runtime::has_mpi() const { return owns_mpi_; }
+
+Runtime::Runtime(int& argc, char**& argv, std::string program) : program_(std::move(program)) {
+#if MOEBENCH_WITH_MPI
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    owns_mpi_ = true;
+  }
+  // A failed MPI call aborts the whole job rather than returning to one rank.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local_rank_);
+  MPI_Comm_size(node, &local_size_);
+  MPI_Comm_free(&node);
+#else
+  (void)argc;
+  (void)argv;
+#endif
+  g_runtime = this;
+}
+
+Runtime::~Runtime() {
+  if (g_runtime == this) g_runtime = nullptr;
+#if MOEBENCH_WITH_MPI
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_mpi_ && !finalized) MPI_Finalize();
+#endif
+}
+
+bool Runtime::any(bool flag) const {
+#if MOEBENCH_WITH_MPI
+  int local = flag ? 1 : 0, global = 0;
+  MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return global != 0;
+#else
+  return flag;
+#endif
+}
+
+double Runtime::max(double v) const {
+#if MOEBENCH_WITH_MPI
+  double out = v;
+  MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return out;
+#else
+  return v;
+#endif
+}
+
+double Runtime::sum(double v) const {
+#if MOEBENCH_WITH_MPI
+  double out = v;
+  MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return out;
+#else
+  return v;
+#endif
+}
+
+std::int64_t Runtime::sum(std::int64_t v) const {
+#if MOEBENCH_WITH_MPI
+  std::int64_t out = v;
+  MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return out;
+#else
+  return v;
+#endif
+}
+
+void Runtime::barrier() const {
+#if MOEBENCH_WITH_MPI
+  MPI_Barrier(MPI_COMM_WORLD);
+#endif
+}
+
+void Runtime::agree_or_exit(const std::optional<std::string>& error) {
+  int reporter = error ? rank_ : world_;
+#if MOEBENCH_WITH_MPI
+  int lowest = reporter;
+  MPI_Allreduce(&reporter, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  reporter = lowest;
+#endif
+  if (reporter == world_) return;
+  if (reporter == rank_) {
+    std::cerr << program_ << ": error: " << *error << std::endl;
+  }
+#if MOEBENCH_WITH_MPI
+  if (owns_mpi_) MPI_Finalize();
+#endif
+  std::exit(2);
+}
+
+void Runtime::abort_job(const std::string& message, int code) const {
+  std::cerr << program_ << ": rank " << rank_ << ": error: " << message << std::endl;
+#if MOEBENCH_WITH_MPI
+  if (world_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  std::exit(code);
+}
+
+void fatal(const std::string& message, int code) {
+  if (g_runtime) g_runtime->abort_job(message, code);
+  std::cerr << "moebench: error: " << message << std::endl;
+  std::exit(code);
+}
+
+}  // namespace moebench

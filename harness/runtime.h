@@ -1,0 +1,52 @@
+// Process bootstrap: MPI (when built with it) gives rank, world size and the local rank that
+// picks the GPU; without MPI the world is one process. Owns the two ways a run can end badly:
+// a usage error every rank agrees on (one line, exit 2 everywhere) and a failure on any one
+// rank (its message, then the whole job is aborted so no rank hangs).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace moebench {
+
+class Runtime {
+ public:
+  Runtime(int& argc, char**& argv, std::string program);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  bool has_mpi() const;
+  const std::string& program() const { return program_; }
+
+  // Collective. If any rank passes an error, the lowest such rank prints it as
+  // "<program>: error: <message>" and every rank exits with code 2.
+  void agree_or_exit(const std::optional<std::string>& error);
+  // Collective: true if `flag` is true on any rank.
+  bool any(bool flag) const;
+  // Collective reductions over all ranks, for reporting (host values).
+  double max(double v) const;
+  double sum(double v) const;
+  std::int64_t sum(std::int64_t v) const;
+  void barrier() const;
+
+  // Not collective: prints "<program>: rank R: error: <message>" and ends every rank of the job.
+  [[noreturn]] void abort_job(const std::string& message, int code = 1) const;
+
+  // The runtime of this process, once constructed (for abort paths deep in the code).
+  static Runtime* current();
+
+ private:
+  std::string program_;
+  int rank_ = 0, world_ = 1, local_rank_ = 0, local_size_ = 1;
+  bool owns_mpi_ = false;
+};
+
+// Ends the job from anywhere: through the runtime when there is one, else exit(code).
+[[noreturn]] void fatal(const std::string& message, int code = 1);
+
+}  // namespace moebench

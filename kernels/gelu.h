@@ -1,0 +1,20 @@
+// GeLU (tanh approximation, as in GPT-2/Megatron) forward and backward, elementwise.
+// CPU: fp32 reference. CUDA: fp32/fp16/bf16 storage with fp32 arithmetic.
+#pragma once
+#include <cstddef>
+#include "kernels/dtype.h"
+#include "kernels/exec.h"
+
+namespace moebench {
+
+void gelu_forward_cpu(const float* x, float* y, std::size_t n);
+// dx = dy * gelu'(x); dx may alias dy.
+void gelu_backward_cpu(const float* x, const float* dy, float* dx, std::size_t n);
+
+void gelu_forward_cuda(const void* x, void* y, std::size_t n, DType t, void* stream);
+void gelu_backward_cuda(const void* x, const void* dy, void* dx, std::size_t n, DType t, void* stream);
+
+void gelu_forward(const Exec& ex, const void* x, void* y, std::size_t n, DType t);
+void gelu_backward(const Exec& ex, const void* x, const void* dy, void* dx, std::size_t n, DType t);
+
+}  // namespace moebench

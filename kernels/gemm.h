@@ -1,0 +1,31 @@
+// GEMM, row-major: C = alpha * op(A) * op(B) + beta * C, with op(X) = X or X^T.
+// CPU: OpenBLAS sgemm (fp32). CUDA: cublasGemmEx in fp32/fp16/bf16 with fp32 accumulation;
+// Exec::tensor_cores selects tensor-core (TF32 for fp32) or pedantic fp32 math.
+#pragma once
+#include <cstdint>
+#include "kernels/dtype.h"
+#include "kernels/exec.h"
+
+namespace moebench {
+
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  int m = 0, n = 0, k = 0;           // C is m x n, op(A) is m x k, op(B) is k x n
+  float alpha = 1.f, beta = 0.f;
+  const void* a = nullptr; int lda = 0;
+  const void* b = nullptr; int ldb = 0;
+  void* c = nullptr; int ldc = 0;
+  DType dtype = DType::f32;           // of A, B and C
+};
+
+// Leading dimensions of dense row-major operands.
+GemmArgs dense_gemm(bool trans_a, bool trans_b, int m, int n, int k, const void* a, const void* b, void* c,
+                    DType dtype = DType::f32, float alpha = 1.f, float beta = 0.f);
+
+void gemm_cpu(const GemmArgs& g);
+void gemm_cuda(const GemmArgs& g, void* stream, void* blas, bool tensor_cores);
+void gemm(const Exec& ex, const GemmArgs& g);
+
+inline double gemm_flops(int m, int n, int k) { return 2.0 * m * n * static_cast<double>(k); }
+
+}  // namespace moebench

@@ -1,0 +1,45 @@
+#include "kernels/gemm.h"
+#include <cblas.h>
+#include <string>
+
+namespace moebench {
+
+GemmArgs dense_gemm(bool trans_a, bool trans_b, int m, int n, int k, const void* a, const void* b, void* c,
+                    DType dtype, float alpha, float beta) {
+  GemmArgs g;
+  g.trans_a = trans_a; g.trans_b = trans_b;
+  g.m = m; g.n = n; g.k = k;
+  g.alpha = alpha; g.beta = beta;
+  g.a = a; g.lda = trans_a ? m : k;
+  g.b = b; g.ldb = trans_b ? k : n;
+  g.c = c; g.ldc = n;
+  g.dtype = dtype;
+  return g;
+}
+
+static void check_gemm(const GemmArgs& g) {
+  if (g.m < 0 || g.n < 0 || g.k < 0)
+    throw Error("gemm: negative size m=" + std::to_string(g.m) + " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k));
+  if (!is_float(g.dtype)) throw Error("gemm: dtype must be fp32, fp16 or bf16");
+}
+
+void gemm_cpu(const GemmArgs& g) {
+  check_gemm(g);
+  if (g.dtype != DType::f32) throw Error(std::string("gemm: the CPU backend computes in fp32 only, not ") + std::string(dtype_name(g.dtype)));
+  if (g.m == 0 || g.n == 0) return;
+  cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans, g.m, g.n,
+              g.k, g.alpha, static_cast<const float*>(g.a), g.lda, static_cast<const float*>(g.b), g.ldb, g.beta,
+              static_cast<float*>(g.c), g.ldc);
+}
+
+void gemm(const Exec& ex, const GemmArgs& g) {
+  if (ex.backend == Backend::cpu) return gemm_cpu(g);
+  check_gemm(g);
+  gemm_cuda(g, ex.stream, ex.blas, ex.tensor_cores);
+}
+
+#if !MOEBENCH_WITH_CUDA
+void gemm_cuda(const GemmArgs&, void*, void*, bool) { cuda_not_built("gemm"); }
+#endif
+
+}  // namespace moebench
