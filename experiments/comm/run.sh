@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# comm: nccl-tests-style sweep of all-to-all, all-reduce, all-gather, reduce-scatter and
+# send/recv. Writes results/comm/<collective>.csv (time, algbw, busbw, #wrong, provenance)
+# and results/comm/busbw.png. Fails if any element arrived wrong.
+#   experiments/comm/run.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+moebench_parse_args "$@"
+bin="$(moebench_bin moebench_comm)"
+moebench_launch "$MOEBENCH_RESULTS/comm" "$bin" --scale "$SCALE" --backend "$BACKEND" \
+  --out "$MOEBENCH_RESULTS" ${EXTRA[@]+"${EXTRA[@]}"}
+"$(moebench_python)" "$MOEBENCH_ROOT/plots/comm.py" "$MOEBENCH_RESULTS/comm"

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Configures and builds with the default preset (CUDA backend too when the toolkit is found).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake --preset default >/dev/null
+cmake --build --preset default -j "$(nproc)"

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Run ON A GPU BOX that has CUDA, CMake and a C++ compiler but no Debian packages and no
+# network: unpacks the .deb files from scripts/fetch_gpu_deps.sh into a private prefix
+# (never into /), builds moebench there (CUDA on, MPI off: world size 1), runs the unit and
+# GPU tests, and runs the GPU benchmarks at the given scale.
+#   scripts/gpu_box.sh [build|test|bench|all] [--scale paper] [--results DIR]
+# Env: MOEBENCH_DEPS_PREFIX (default /tmp/moebench-deps), CMAKE_CUDA_ARCHITECTURES (default: by toolkit),
+# MOEBENCH_CMAKE_ARGS (more configure arguments).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step="${1:-all}"; [ $# -gt 0 ] && shift
+scale=paper
+results="$PWD/results"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --scale) scale="$2"; shift 2 ;;
+    --results) results="$2"; shift 2 ;;
+    *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --results)" >&2; exit 2 ;;
+  esac
+done
+case "$step" in build|test|bench|all) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, bench or all" >&2; exit 2 ;; esac
+
+prefix="${MOEBENCH_DEPS_PREFIX:-/tmp/moebench-deps}"
+build="$PWD/build-gpu"
+arch_dir="$prefix/usr/lib/x86_64-linux-gnu"
+export LD_LIBRARY_PATH="$arch_dir/openblas-pthread:$arch_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+unpack() {
+  if [ ! -d .deps/debs ] || ! ls .deps/debs/*.deb >/dev/null 2>&1; then
+    echo "gpu_box.sh: error: no .deps/debs/*.deb; run scripts/fetch_gpu_deps.sh on a Debian machine and carry .deps" >&2
+    exit 1
+  fi
+  mkdir -p "$prefix"
+  for deb in .deps/debs/*.deb; do
+    if command -v dpkg-deb >/dev/null 2>&1; then
+      dpkg-deb -x "$deb" "$prefix"
+    else  # a .deb is an ar archive holding data.tar.*
+      local tmp; tmp="$(mktemp -d)"
+      (cd "$tmp" && ar x "$OLDPWD/$deb" && tar -xf data.tar.* -C "$prefix")
+      rm -rf "$tmp"
+    fi
+  done
+}
+
+do_build() {
+  unpack
+  local cuda_arch=()
+  [ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES="$CMAKE_CUDA_ARCHITECTURES")
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMOEBENCH_CUDA=ON -DMOEBENCH_MPI=OFF \
+        -DCMAKE_PREFIX_PATH="$prefix/usr" "${cuda_arch[@]}" ${MOEBENCH_CMAKE_ARGS:-} >/dev/null
+  cmake --build "$build" -j "$(nproc)"
+}
+
+do_test() {
+  (cd "$build" && ctest -L 'unit|gpu' --output-on-failure -j 4)
+}
+
+do_bench() {
+  MOEBENCH_BUILD="$build" MOEBENCH_RESULTS="$results" MOEBENCH_LAUNCHER=none \
+    experiments/run_all.sh --scale "$scale" --backend cuda --ranks 1
+}
+
+case "$step" in
+  build) do_build ;;
+  test) do_test ;;
+  bench) do_bench ;;
+  all) do_build; do_test; do_bench ;;
+esac

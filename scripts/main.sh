@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job: set-up, build, then every experiment at the local scale (CPU backend, MPI
+# ranks on this machine), writing results/<experiment>/*.csv and their PNG plots.
+# SCALE=tiny|local|paper, BACKEND=cpu|cuda and RANKS=N override the defaults.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+experiments/run_all.sh

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: set-up, build, then every test (unit, MPI at 1/2/4 ranks; GPU tests are
+# reported as skipped where there is no GPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+ctest --preset default -j 2 "$@"

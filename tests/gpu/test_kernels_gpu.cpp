@@ -1,0 +1,102 @@
+// Every CUDA kernel against its CPU reference, in each dtype, with a tolerance scaled by the
+// dtype's rounding (TF32 for fp32 GEMMs on tensor cores). Skipped where there is no GPU.
+#include "gpu/gpu_test_util.h"
+#include "harness/comm.h"
+#include "harness/runtime.h"
+#include "kernels/gelu.h"
+#include "kernels/gemm.h"
+
+namespace moebench {
+using namespace gputest;
+
+constexpr double kTf32Epsilon = 4.8828125e-04;  // 2^-11
+
+TEST(GpuGemm, MatchesCpuInEveryDtypeTransposeAndMathMode) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const int m = 96, n = 80, k = 128;
+  for (DType t : {DType::f32, DType::f16, DType::bf16})
+    for (bool tc : {true, false})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          const auto a = random_rounded(std::size_t(m) * k, t, 11), b = random_rounded(std::size_t(k) * n, t, 12);
+          std::vector<float> want(std::size_t(m) * n);
+          gemm_cpu(dense_gemm(ta, tb, m, n, k, a.data(), b.data(), want.data()));
+          Buffer da = upload(dev, alloc, a, t), db = upload(dev, alloc, b, t);
+          Buffer dc = upload(dev, alloc, std::vector<float>(want.size(), NAN), t);  // poisoned output
+          dev.set_tensor_cores(tc);
+          gemm(dev.exec(dev.default_stream()), dense_gemm(ta, tb, m, n, k, da.data(), db.data(), dc.data(), t));
+          const auto got = download(dev, alloc, dc, want.size(), t);
+          const double eps = (t == DType::f32 && tc) ? kTf32Epsilon : dtype_epsilon(t);
+          EXPECT_LT(rel_l2(got, want), 4 * eps + 1e-6)
+              << dtype_name(t) << " tensor_cores=" << tc << " ta=" << ta << " tb=" << tb;
+        }
+}
+
+TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const std::size_t n = 100003;  // not a multiple of the block size
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    const auto x = random_rounded(n, t, 5, 2.f), dy = random_rounded(n, t, 6);
+    std::vector<float> y(n), dx(n);
+    gelu_forward_cpu(x.data(), y.data(), n);
+    gelu_backward_cpu(x.data(), dy.data(), dx.data(), n);
+    Buffer dxv = upload(dev, alloc, x, t), ddy = upload(dev, alloc, dy, t);
+    Buffer dyv = upload(dev, alloc, std::vector<float>(n, NAN), t), ddx = upload(dev, alloc, std::vector<float>(n, NAN), t);
+    const Exec ex = dev.exec(dev.default_stream());
+    gelu_forward(ex, dxv.data(), dyv.data(), n, t);
+    gelu_backward(ex, dxv.data(), ddy.data(), ddx.data(), n, t);
+    const double tol = 2 * dtype_epsilon(t) + 1e-6;
+    EXPECT_LT(rel_l2(download(dev, alloc, dyv, n, t), y), tol) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, ddx, n, t), dx), tol) << dtype_name(t);
+  }
+}
+
+TEST(GpuConvert, RoundsExactlyLikeTheHost) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const auto x = random_rounded(4096, DType::f32, 9, 100.f);
+  for (DType t : {DType::f16, DType::bf16}) {
+    Buffer d = upload(dev, alloc, x, t);
+    const auto got = download(dev, alloc, d, x.size(), t);
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], round_to(t, x[i])) << dtype_name(t) << " " << x[i];
+  }
+}
+
+TEST(GpuAllocator, TrackedBytesAgreeWithCudaMemGetInfo) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const std::size_t bytes = std::size_t(256) << 20;
+  Buffer b = alloc.allocate(bytes, MemTag::activations);
+  const auto delta = alloc.device_used_delta();
+  ASSERT_TRUE(delta.has_value());
+  EXPECT_GE(*delta, std::int64_t(bytes));
+  EXPECT_LT(*delta, std::int64_t(bytes + (std::size_t(64) << 20)));
+  EXPECT_EQ(alloc.current(MemTag::activations), bytes);
+  EXPECT_FALSE(dev.info().name.empty());
+  EXPECT_FALSE(dev.info().driver.empty());
+}
+
+TEST(GpuNccl, WorldOfOneCollectivesAndEventsWork) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  auto comm = make_world_communicator(*Runtime::current(), Backend::cuda, 60.0);
+  if (comm->size() != 1) GTEST_SKIP() << "run at world size 1";
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  Buffer in = upload(dev, alloc, x, DType::f32), out = upload(dev, alloc, std::vector<float>(8, 0.f), DType::f32);
+  const Stream& s = dev.default_stream();
+  Event start(Backend::cuda), stop(Backend::cuda);
+  start.record(s);
+  comm->all_reduce(in.data(), out.data(), 8, DType::f32, ReduceOp::sum, s);
+  stop.record(s);
+  comm->wait(s);
+  EXPECT_GE(Event::elapsed_ms(start, stop), 0.0);
+  EXPECT_EQ(download(dev, alloc, out, 8, DType::f32), x);
+  comm->all_to_all(in.data(), out.data(), 8, DType::f32, s);
+  comm->barrier(s);
+  EXPECT_EQ(download(dev, alloc, out, 8, DType::f32), x);
+  EXPECT_EQ(comm->split(0, 0)->size(), 1);
+}
+
+}  // namespace moebench

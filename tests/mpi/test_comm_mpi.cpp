@@ -1,0 +1,139 @@
+// Every communicator operation on the MPI backend against hand-computed results, for
+// whatever world size mpirun gives (CTest runs 1, 2 and 4 ranks), plus sub-groups.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <numeric>
+#include "harness/comm.h"
+#include "harness/layout.h"
+
+namespace moebench {
+
+class MpiComm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    comm = make_mpi_communicator();
+    r = comm->rank();
+    n = comm->size();
+  }
+  std::unique_ptr<Communicator> comm;
+  Stream s;
+  int r = 0, n = 1;
+};
+
+TEST_F(MpiComm, AllReduceSumAndMax) {
+  std::vector<float> in = {float(r), float(2 * r + 1), -float(r)}, out(3);
+  comm->all_reduce(in.data(), out.data(), 3, DType::f32, ReduceOp::sum, s);
+  const float sr = n * (n - 1) / 2.f;
+  EXPECT_EQ(out, (std::vector<float>{sr, 2 * sr + n, -sr}));
+  comm->all_reduce(in.data(), out.data(), 3, DType::f32, ReduceOp::max, s);
+  EXPECT_EQ(out, (std::vector<float>{float(n - 1), float(2 * n - 1), 0.f}));
+  std::vector<std::int64_t> counts = {r + 1, 10};
+  comm->all_reduce(counts.data(), counts.data(), 2, DType::i64, ReduceOp::sum, s);  // in place
+  EXPECT_EQ(counts[0], std::int64_t(n) * (n + 1) / 2);
+  EXPECT_EQ(counts[1], 10 * n);
+}
+
+TEST_F(MpiComm, AllGather) {
+  std::vector<float> in = {float(10 * r), float(10 * r + 1)}, out(2 * n);
+  comm->all_gather(in.data(), out.data(), 2, DType::f32, s);
+  for (int p = 0; p < n; ++p) {
+    EXPECT_EQ(out[2 * p], 10.f * p);
+    EXPECT_EQ(out[2 * p + 1], 10.f * p + 1);
+  }
+}
+
+TEST_F(MpiComm, ReduceScatter) {
+  // send block p holds (p, r): rank p receives sum over ranks of (p, r) = (n p, n(n-1)/2)
+  std::vector<float> in(2 * n), out(2);
+  for (int p = 0; p < n; ++p) { in[2 * p] = float(p); in[2 * p + 1] = float(r); }
+  comm->reduce_scatter(in.data(), out.data(), 2, DType::f32, ReduceOp::sum, s);
+  EXPECT_EQ(out[0], float(n * r));
+  EXPECT_EQ(out[1], n * (n - 1) / 2.f);
+}
+
+TEST_F(MpiComm, AllToAll) {
+  std::vector<float> in(3 * n), out(3 * n);
+  for (int p = 0; p < n; ++p)
+    for (int i = 0; i < 3; ++i) in[3 * p + i] = float(100 * r + 10 * p + i);  // from r to p
+  comm->all_to_all(in.data(), out.data(), 3, DType::f32, s);
+  for (int p = 0; p < n; ++p)
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(out[3 * p + i], float(100 * p + 10 * r + i));
+}
+
+TEST_F(MpiComm, AllToAllVWithUnevenAndEmptyBlocks) {
+  // Rank r sends (r + p) % 3 elements to p, valued 1000 r + 10 p + i.
+  auto cnt = [](int from, int to) { return std::size_t((from + to) % 3); };
+  std::vector<std::size_t> sc(n), sd(n), rc(n), rd(n);
+  std::size_t so = 0, ro = 0;
+  for (int p = 0; p < n; ++p) {
+    sc[p] = cnt(r, p); sd[p] = so; so += sc[p];
+    rc[p] = cnt(p, r); rd[p] = ro; ro += rc[p];
+  }
+  std::vector<float> in(so + 1), out(ro + 1, -1.f);
+  for (int p = 0; p < n; ++p)
+    for (std::size_t i = 0; i < sc[p]; ++i) in[sd[p] + i] = float(1000 * r + 10 * p + int(i));
+  comm->all_to_all_v(in.data(), sc, sd, out.data(), rc, rd, DType::f32, s);
+  for (int p = 0; p < n; ++p)
+    for (std::size_t i = 0; i < rc[p]; ++i) EXPECT_EQ(out[rd[p] + i], float(1000 * p + 10 * r + int(i)));
+  EXPECT_EQ(out[ro], -1.f);  // nothing written past the received elements
+  std::vector<std::size_t> wrong(n + 1);
+  EXPECT_THROW(comm->all_to_all_v(in.data(), wrong, sd, out.data(), rc, rd, DType::f32, s), Error);
+}
+
+TEST_F(MpiComm, SendRecvRingAndPointToPoint) {
+  std::vector<float> in = {float(r), float(r) + 0.5f}, out(2);
+  comm->send_recv(in.data(), (r + 1) % n, out.data(), (r - 1 + n) % n, 2, DType::f32, s);
+  const int prev = (r - 1 + n) % n;
+  EXPECT_EQ(out, (std::vector<float>{float(prev), prev + 0.5f}));
+  if (n >= 2) {
+    std::vector<std::int32_t> v = {r * 7};
+    if (r == 0) comm->send(v.data(), 1, DType::i32, 1, s);
+    if (r == 1) {
+      comm->recv(v.data(), 1, DType::i32, 0, s);
+      EXPECT_EQ(v[0], 0);
+    }
+  }
+  EXPECT_THROW(comm->send(in.data(), 1, DType::f32, n, s), Error);
+}
+
+TEST_F(MpiComm, SixteenBitTypesMoveButDoNotReduce) {
+  std::vector<std::uint16_t> in(n, std::uint16_t(r + 1)), out(n);
+  comm->all_to_all(in.data(), out.data(), 1, DType::bf16, s);
+  for (int p = 0; p < n; ++p) EXPECT_EQ(out[p], p + 1);
+  EXPECT_THROW(comm->all_reduce(in.data(), out.data(), 1, DType::f16, ReduceOp::sum, s), Error);
+}
+
+TEST_F(MpiComm, BarrierAndSplitByColour) {
+  comm->barrier(s);
+  // Even and odd ranks form two groups ordered by descending rank.
+  auto sub = comm->split(r % 2, -r);
+  const int group_size = (n + 1 - r % 2) / 2;
+  EXPECT_EQ(sub->size(), group_size);
+  std::vector<float> in = {float(r)}, out(1);
+  sub->all_reduce(in.data(), out.data(), 1, DType::f32, ReduceOp::sum, s);
+  float want = 0;
+  for (int q = r % 2; q < n; q += 2) want += q;
+  EXPECT_EQ(out[0], want);
+  // Highest rank of the colour is rank 0 of the group.
+  int highest = r % 2;
+  for (int q = r % 2; q < n; q += 2) highest = q;
+  EXPECT_EQ(sub->rank(), (highest - r) / 2);
+}
+
+TEST_F(MpiComm, LayoutSubGroupsHoldTheExpectedRanks) {
+  if (n != 4) GTEST_SKIP() << "layout groups are checked at 4 ranks";
+  ParallelLayout l;
+  ASSERT_FALSE(ParallelLayout::make(4, 2, 1, 2, &l));
+  auto tp = comm->split(l.tp_color(r), r), dp = comm->split(l.dp_color(r), r), ep = comm->split(l.ep_color(r), r);
+  auto sum_ranks = [&](Communicator& c) {
+    std::vector<float> in = {float(r)}, out(1);
+    c.all_reduce(in.data(), out.data(), 1, DType::f32, ReduceOp::sum, s);
+    return out[0];
+  };
+  // tp groups {0,1} {2,3}; dp groups {0,2} {1,3}; ep (= dp here) {0,2} {1,3}
+  EXPECT_EQ(sum_ranks(*tp), r < 2 ? 1.f : 5.f);
+  EXPECT_EQ(sum_ranks(*dp), r % 2 == 0 ? 2.f : 4.f);
+  EXPECT_EQ(sum_ranks(*ep), r % 2 == 0 ? 2.f : 4.f);
+}
+
+}  // namespace moebench

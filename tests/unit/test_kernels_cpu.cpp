@@ -1,0 +1,80 @@
+#include <gtest/gtest.h>
+#include <cmath>
+#include <random>
+#include <vector>
+#include "kernels/convert.h"
+#include "kernels/gelu.h"
+#include "kernels/gemm.h"
+
+namespace moebench {
+
+static std::vector<float> randn(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TEST(GemmCpu, MatchesNaiveProductForEveryTransposeCombination) {
+  const int m = 7, n = 5, k = 9;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const auto a = randn(std::size_t(m) * k, 1), b = randn(std::size_t(k) * n, 2);
+      std::vector<float> c(std::size_t(m) * n, 1.f);
+      GemmArgs g = dense_gemm(ta, tb, m, n, k, a.data(), b.data(), c.data(), DType::f32, 0.5f, 2.f);
+      gemm(Exec{}, g);
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          double want = 2.0;  // beta * C with C = 1
+          for (int p = 0; p < k; ++p) {
+            const float av = ta ? a[std::size_t(p) * m + i] : a[std::size_t(i) * k + p];
+            const float bv = tb ? b[std::size_t(j) * k + p] : b[std::size_t(p) * n + j];
+            want += 0.5 * av * bv;
+          }
+          EXPECT_NEAR(c[std::size_t(i) * n + j], want, 1e-4) << "ta=" << ta << " tb=" << tb;
+        }
+    }
+}
+
+TEST(GemmCpu, RejectsNonFp32AndNegativeSizes) {
+  float x = 0;
+  EXPECT_THROW(gemm(Exec{}, dense_gemm(false, false, 1, 1, 1, &x, &x, &x, DType::f16)), Error);
+  EXPECT_THROW(gemm(Exec{}, dense_gemm(false, false, -1, 1, 1, &x, &x, &x)), Error);
+}
+
+TEST(GeluCpu, ForwardMatchesKnownValues) {
+  const float x[] = {-3.f, -1.f, 0.f, 0.5f, 2.f};
+  float y[5];
+  gelu_forward_cpu(x, y, 5);
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  const double want[] = {-0.0036373920817729943, -0.15880800939172324, 0.0, 0.34571400982514394, 1.9545976940871754};
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(y[i], want[i], 1e-6) << x[i];
+}
+
+TEST(GeluCpu, BackwardMatchesFiniteDifferences) {
+  const auto x = randn(64, 3), dy = randn(64, 4);
+  std::vector<float> dx(64);
+  gelu_backward_cpu(x.data(), dy.data(), dx.data(), 64);
+  for (int i = 0; i < 64; ++i) {
+    const double h = 1e-3;
+    float xp = x[i] + float(h), xm = x[i] - float(h), yp, ym;
+    gelu_forward_cpu(&xp, &yp, 1);
+    gelu_forward_cpu(&xm, &ym, 1);
+    EXPECT_NEAR(dx[i], dy[i] * (double(yp) - ym) / (double(xp) - xm), 2e-3) << "x=" << x[i];
+  }
+}
+
+TEST(Convert, RoundsToHalfAndBfloat16Exactly) {
+  EXPECT_EQ(round_to(DType::f16, 1.0f), 1.0f);
+  EXPECT_EQ(round_to(DType::f16, 1.0f + 1.0f / 4096), 1.0f);           // below half an ulp (2^-10)
+  EXPECT_EQ(round_to(DType::f16, 1.0f + 3.0f / 2048), 1.0f + 1.0f / 512); // ties go to even
+  EXPECT_EQ(round_to(DType::f16, 70000.f), INFINITY);
+  EXPECT_EQ(round_to(DType::f16, 1e-8f), 0.0f);
+  EXPECT_EQ(round_to(DType::f16, 3e-6f), std::ldexp(50.f, -24));  // subnormal spacing 2^-24
+  EXPECT_EQ(round_to(DType::bf16, 1.0f + 1.0f / 256), 1.0f);             // tie to even
+  EXPECT_EQ(round_to(DType::bf16, 1.0f + 3.0f / 256), 1.0f + 1.0f / 64);
+  EXPECT_EQ(round_to(DType::f32, 0.1f), 0.1f);
+}
+
+}  // namespace moebench
