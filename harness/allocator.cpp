@@ -94,6 +94,12 @@ Buffer TrackingAllocator::allocate(std::size_t bytes, MemTag tag) {
   return b;
 }
 
+void TrackingAllocator::reserve(Buffer& b, std::size_t bytes, MemTag tag) {
+  if (b && b.bytes() >= bytes) return;
+  b.release();
+  b = allocate(bytes, tag);
+}
+
 void TrackingAllocator::free(Buffer& b) {
   if (!b.data_) return;
   if (backend_ == Backend::cpu) {

@@ -51,6 +51,9 @@ class TrackingAllocator {
 
   // Throws Error naming the tag and the sizes if the memory is not there.
   Buffer allocate(std::size_t bytes, MemTag tag);
+  // Keeps `b` if it holds at least `bytes`, else replaces it (contents are not kept): per-step
+  // buffers are allocated once and grow, so steps do not pay for allocation.
+  void reserve(Buffer& b, std::size_t bytes, MemTag tag);
 
   Backend backend() const { return backend_; }
   std::size_t current(MemTag t) const { return current_[static_cast<int>(t)]; }

@@ -1,0 +1,30 @@
+// Expert capacity and positions (M6-T Eq. 2, GShard-style groups). Tokens form G equal,
+// contiguous groups (one per source rank in expert parallelism); inside a group each expert
+// takes assignments in priority order -- first choices of all tokens, then second choices,
+// ... (j-th best within the prototype, then token order) -- and keeps the first `capacity`;
+// the rest are dropped (their tokens pass through the residual). capacity < 0: dropless.
+#pragma once
+#include <cstdint>
+#include "kernels/exec.h"
+#include "kernels/gating.h"
+
+namespace moebench {
+
+struct CapacityShape {
+  GateShape gate;
+  int groups = 1;
+  int capacity = -1;  // per expert per group; < 0 keeps every assignment
+};
+
+// C = ceil(k * T / N * gamma) with k = total slots per token, T tokens per group, N experts.
+int expert_capacity(int slots, int tokens_per_group, int experts, double capacity_factor);
+
+// expert [T, S] -> position [T, S] (-1 if dropped), routed [G, E] and kept [G, E] counts.
+void assign_positions_cpu(const CapacityShape& c, const std::int32_t* expert, std::int32_t* position,
+                          std::int32_t* routed, std::int32_t* kept);
+void assign_positions_cuda(const CapacityShape& c, const std::int32_t* expert, std::int32_t* position,
+                           std::int32_t* routed, std::int32_t* kept, void* stream);
+void assign_positions(const Exec& ex, const CapacityShape& c, const std::int32_t* expert, std::int32_t* position,
+                      std::int32_t* routed, std::int32_t* kept);
+
+}  // namespace moebench

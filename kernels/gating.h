@@ -1,0 +1,39 @@
+// Gating: softmax over the experts of each prototype, then top-k inside each prototype
+// (M6-T expert prototyping, Eq. 3 and Fig. 8; Z = 1 is plain top-k over all experts).
+// E experts form Z prototypes of F = E/Z consecutive experts. Per token there are
+// S = Z*k slots; slot z*k + j holds the j-th best expert of prototype z (ties: lower index),
+// as a global expert id, and its softmax probability as the combine weight.
+// The CUDA kernel runs one block per (token, prototype), so prototypes are routed in
+// parallel: the cost follows k, not Z*k.
+#pragma once
+#include <cstdint>
+#include "kernels/exec.h"
+
+namespace moebench {
+
+struct GateShape {
+  int tokens = 0, experts = 0, prototypes = 1, k = 1;
+  int per_prototype() const { return experts / prototypes; }
+  int slots() const { return prototypes * k; }
+};
+
+// logits [T, E] -> probs [T, E], expert [T, S] (int32), weight [T, S]
+void softmax_topk_cpu(const GateShape& g, const float* logits, float* probs, std::int32_t* expert, float* weight);
+void softmax_topk_cuda(const GateShape& g, const float* logits, float* probs, std::int32_t* expert, float* weight,
+                       void* stream);
+void softmax_topk(const Exec& ex, const GateShape& g, const float* logits, float* probs, std::int32_t* expert,
+                  float* weight);
+
+// Softmax backward inside each prototype: dlogits = p * (dp - sum_{prototype} p * dp).
+void softmax_backward_cpu(const GateShape& g, const float* probs, const float* dprobs, float* dlogits);
+void softmax_backward_cuda(const GateShape& g, const float* probs, const float* dprobs, float* dlogits, void* stream);
+void softmax_backward(const Exec& ex, const GateShape& g, const float* probs, const float* dprobs, float* dlogits);
+
+// dprobs[t, expert[t, s]] += dweight[t, s] for every slot (then the aux-loss gradient adds on).
+void scatter_slot_grads_cpu(const GateShape& g, const std::int32_t* expert, const float* dweight, float* dprobs);
+void scatter_slot_grads_cuda(const GateShape& g, const std::int32_t* expert, const float* dweight, float* dprobs,
+                             void* stream);
+void scatter_slot_grads(const Exec& ex, const GateShape& g, const std::int32_t* expert, const float* dweight,
+                        float* dprobs);
+
+}  // namespace moebench

@@ -1,0 +1,83 @@
+#include "kernels/block_reduce.cuh"
+#include "kernels/cuda_check.cuh"
+#include "kernels/gating.h"
+
+namespace moebench {
+
+constexpr int kGateThreads = 128;
+
+// One block per (token, prototype): softmax over its F experts in shared memory, then k
+// rounds of block arg-max, each removing the winner.
+__global__ void softmax_topk_kernel(GateShape g, const float* logits, float* probs, int* expert, float* weight) {
+  extern __shared__ float row[];
+  __shared__ float scratch[32];
+  __shared__ int iscratch[32];
+  const int t = blockIdx.x, z = blockIdx.y, F = g.experts / g.prototypes;
+  const size_t o = size_t(t) * g.experts + size_t(z) * F;
+  float mx = -FLT_MAX;
+  for (int f = threadIdx.x; f < F; f += blockDim.x) mx = fmaxf(mx, row[f] = logits[o + f]);
+  mx = cuda::block_reduce<true>(mx, scratch);
+  float sum = 0.f;
+  for (int f = threadIdx.x; f < F; f += blockDim.x) sum += (row[f] = expf(row[f] - mx));
+  sum = cuda::block_reduce<false>(sum, scratch);
+  for (int f = threadIdx.x; f < F; f += blockDim.x) probs[o + f] = (row[f] /= sum);
+  __syncthreads();
+  for (int j = 0; j < g.k; ++j) {
+    float v = -FLT_MAX;
+    int i = 0x7fffffff;
+    for (int f = threadIdx.x; f < F; f += blockDim.x) cuda::better(v, i, row[f], f);
+    cuda::block_argmax(v, i, scratch, iscratch);
+    if (threadIdx.x == 0) {
+      const size_t slot = size_t(t) * g.prototypes * g.k + size_t(z) * g.k + j;
+      expert[slot] = z * F + i;
+      weight[slot] = v;
+      row[i] = -1.f;
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void softmax_backward_kernel(GateShape g, const float* probs, const float* dprobs, float* dlogits) {
+  __shared__ float scratch[32];
+  const int t = blockIdx.x, z = blockIdx.y, F = g.experts / g.prototypes;
+  const size_t o = size_t(t) * g.experts + size_t(z) * F;
+  float dot = 0.f;
+  for (int f = threadIdx.x; f < F; f += blockDim.x) dot += probs[o + f] * dprobs[o + f];
+  dot = cuda::block_reduce<false>(dot, scratch);
+  for (int f = threadIdx.x; f < F; f += blockDim.x) dlogits[o + f] = probs[o + f] * (dprobs[o + f] - dot);
+}
+
+// One thread per token: its slots name distinct experts, so no two writes collide.
+__global__ void scatter_slot_grads_kernel(GateShape g, const int* expert, const float* dweight, float* dprobs) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= g.tokens) return;
+  const int S = g.prototypes * g.k;
+  for (int s = 0; s < S; ++s) dprobs[size_t(t) * g.experts + expert[size_t(t) * S + s]] += dweight[size_t(t) * S + s];
+}
+
+void softmax_topk_cuda(const GateShape& g, const float* logits, float* probs, std::int32_t* expert, float* weight,
+                       void* stream) {
+  if (g.tokens == 0) return;
+  const size_t smem = size_t(g.per_prototype()) * sizeof(float);
+  if (smem > 48 * 1024) throw Error("softmax_topk: at most 12288 experts per prototype on the GPU");
+  softmax_topk_kernel<<<dim3(g.tokens, g.prototypes), kGateThreads, smem, static_cast<cudaStream_t>(stream)>>>(
+      g, logits, probs, expert, weight);
+  MOEBENCH_CUDA_LAUNCH_CHECK();
+}
+
+void softmax_backward_cuda(const GateShape& g, const float* probs, const float* dprobs, float* dlogits, void* stream) {
+  if (g.tokens == 0) return;
+  softmax_backward_kernel<<<dim3(g.tokens, g.prototypes), kGateThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      g, probs, dprobs, dlogits);
+  MOEBENCH_CUDA_LAUNCH_CHECK();
+}
+
+void scatter_slot_grads_cuda(const GateShape& g, const std::int32_t* expert, const float* dweight, float* dprobs,
+                             void* stream) {
+  if (g.tokens == 0) return;
+  scatter_slot_grads_kernel<<<(g.tokens + 127) / 128, 128, 0, static_cast<cudaStream_t>(stream)>>>(g, expert, dweight,
+                                                                                                     dprobs);
+  MOEBENCH_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace moebench

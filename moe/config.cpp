@@ -1,0 +1,26 @@
+#include "moe/config.h"
+
+namespace moebench {
+
+std::optional<std::string> MoEConfig::validate(int tokens, int expert_ranks) const {
+  auto s = [](auto v) { return std::to_string(v); };
+  if (hidden < 1) return "--hidden: must be >= 1, got " + s(hidden);
+  if (ffn < 1) return "--ffn: must be >= 1, got " + s(ffn);
+  if (tokens < 1) return "--tokens: must be >= 1, got " + s(tokens);
+  if (experts < 1) return "--experts: must be >= 1, got " + s(experts);
+  if (prototypes < 1) return "--prototypes: must be >= 1, got " + s(prototypes);
+  if (experts % prototypes != 0)
+    return "--prototypes: " + s(prototypes) + " does not divide --experts " + s(experts) +
+           " (each prototype holds experts/prototypes experts)";
+  if (top_k < 1) return "--top-k: must be >= 1, got " + s(top_k);
+  if (top_k > per_prototype())
+    return "--top-k: " + s(top_k) + " exceeds the " + s(per_prototype()) + " experts per prototype (--experts / --prototypes)";
+  if (capacity_factor && !(*capacity_factor > 0.0))
+    return "--capacity-factor: must be > 0, got " + std::to_string(*capacity_factor) + " (omit it for dropless routing)";
+  if (expert_ranks < 1 || experts % expert_ranks != 0)
+    return "--experts: " + s(experts) + " experts cannot be split evenly over " + s(expert_ranks) + " ranks";
+  if (aux_coef < 0) return "--aux-coef: must be >= 0";
+  return std::nullopt;
+}
+
+}  // namespace moebench

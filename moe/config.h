@@ -1,0 +1,29 @@
+// What one MoE layer is: sizes, gating (top-k, prototypes), capacity and aux loss, and
+// how the local experts compute. validate() names the option at fault.
+#pragma once
+#include <optional>
+#include <string>
+#include "kernels/dtype.h"
+#include "kernels/grouped_gemm.h"
+
+namespace moebench {
+
+struct MoEConfig {
+  int hidden = 768;
+  int ffn = 3072;
+  int experts = 16;
+  int prototypes = 1;  // Z: M6-T expert prototyping; 1 = plain top-k
+  int top_k = 1;       // k inside each prototype
+  std::optional<double> capacity_factor;  // gamma of M6-T Eq. 2; nullopt = dropless (as PPMoE)
+  bool aux_loss = true;
+  float aux_coef = 0.01f;
+  ExpertGemm expert_gemm = ExpertGemm::grouped;
+  DType dtype = DType::f32;
+
+  int slots() const { return prototypes * top_k; }
+  int per_prototype() const { return experts / prototypes; }
+  // tokens: per rank; expert_ranks: ranks the experts are split over.
+  std::optional<std::string> validate(int tokens, int expert_ranks) const;
+};
+
+}  // namespace moebench

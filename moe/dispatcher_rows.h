@@ -1,0 +1,32 @@
+// Shared by the dispatchers: the row map from (group, expert, position) to an expert-major
+// row, built from per-(group, expert) base offsets computed on the host from kept counts.
+#pragma once
+#include <cstdint>
+#include <vector>
+#include "harness/allocator.h"
+#include "harness/device.h"
+#include "kernels/permute.h"
+#include "moe/gate.h"
+
+namespace moebench {
+
+// Expert-major layout of the kept assignments of experts [first, first + count): expert by
+// expert, group by group inside an expert, position order inside a group. base[g, e] = -1
+// for experts outside the range. Returns rows per expert of the range.
+std::vector<int> expert_major_bases(const Routing& r, int first, int count, std::vector<std::int32_t>& base);
+
+class RowMapper {
+ public:
+  RowMapper(Device& dev, TrackingAllocator& alloc) : dev_(dev), alloc_(alloc) {}
+  // Builds row_of [T, S] on the device from host bases [G, E].
+  void build(const Routing& r, const std::vector<std::int32_t>& base);
+  RowMap map(int hidden) const { return RowMap{tokens_, slots_, hidden, row_of_.as<std::int32_t>()}; }
+
+ private:
+  Device& dev_;
+  TrackingAllocator& alloc_;
+  Buffer base_, row_of_;
+  int tokens_ = 0, slots_ = 1;
+};
+
+}  // namespace moebench

@@ -1,0 +1,140 @@
+#include "moe/gate.h"
+#include <cmath>
+#include "kernels/aux_loss.h"
+#include "kernels/axpy.h"
+#include "kernels/convert.h"
+#include "kernels/gemm.h"
+#include "moe/init.h"
+
+namespace moebench {
+
+double coefficient_of_variation(const std::vector<double>& v) {
+  if (v.empty()) return 0.0;
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= double(v.size());
+  if (mean == 0) return 0.0;
+  double var = 0;
+  for (double x : v) var += (x - mean) * (x - mean);
+  return std::sqrt(var / double(v.size())) / mean;
+}
+
+LoadStats load_stats(const std::vector<std::int32_t>& routed, const std::vector<std::int32_t>& kept, int experts) {
+  LoadStats s;
+  s.routed.assign(experts, 0.0);
+  s.kept.assign(experts, 0.0);
+  double total = 0, kept_total = 0;
+  for (std::size_t i = 0; i < routed.size(); ++i) {
+    s.routed[i % experts] += routed[i];
+    s.kept[i % experts] += kept[i];
+    total += routed[i];
+    kept_total += kept[i];
+  }
+  s.cv = coefficient_of_variation(s.kept);
+  s.dropped_fraction = total > 0 ? (total - kept_total) / total : 0.0;
+  return s;
+}
+
+Gate::Gate(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc) : cfg_(cfg), dev_(dev), alloc_(alloc) {
+  const std::size_t n = std::size_t(cfg.hidden) * cfg.experts;
+  weight_ = alloc_.allocate(n * 4, MemTag::model_states);
+  grad_ = alloc_.allocate(n * 4, MemTag::model_states);
+}
+
+void Gate::init(std::uint64_t seed) {
+  const std::size_t n = std::size_t(cfg_.hidden) * cfg_.experts;
+  const auto w = normal_vector(n, seed, /*id=*/1, 0.02f);
+  dev_.copy_to_device(weight_.data(), w.data(), n * 4, dev_.default_stream());
+  dev_.fill_zero(grad_.data(), n * 4, dev_.default_stream());
+}
+
+const float* Gate::as_fp32(const void* x, std::size_t n) {
+  if (cfg_.dtype == DType::f32) return static_cast<const float*>(x);
+  alloc_.reserve(x32_, n * 4, MemTag::activations);
+  convert_cuda(x, cfg_.dtype, x32_.data(), DType::f32, n, dev_.default_stream().handle);
+  return x32_.as<float>();
+}
+
+void Gate::forward(const void* x, int tokens, int groups, Routing& r) {
+  const Stream& s = dev_.default_stream();
+  const Exec ex = dev_.exec(s);
+  GateShape g{tokens, cfg_.experts, cfg_.prototypes, cfg_.top_k};
+  r.shape.gate = g;
+  r.shape.groups = groups;
+  r.shape.capacity = cfg_.capacity_factor
+                         ? expert_capacity(g.slots(), tokens / groups, cfg_.experts, *cfg_.capacity_factor)
+                         : -1;
+  const std::size_t te = std::size_t(tokens) * cfg_.experts, ts = std::size_t(tokens) * g.slots(),
+                    ge = std::size_t(groups) * cfg_.experts;
+  alloc_.reserve(r.logits, te * 4, MemTag::temporary);
+  alloc_.reserve(r.probs, te * 4, MemTag::activations);
+  alloc_.reserve(r.expert, ts * 4, MemTag::activations);
+  alloc_.reserve(r.position, ts * 4, MemTag::activations);
+  alloc_.reserve(r.weight, ts * 4, MemTag::activations);
+  alloc_.reserve(r.routed_dev, ge * 4, MemTag::buffers);
+  alloc_.reserve(r.kept_dev, ge * 4, MemTag::buffers);
+
+  const float* x32 = as_fp32(x, std::size_t(tokens) * cfg_.hidden);
+  gemm(ex, dense_gemm(false, false, tokens, cfg_.experts, cfg_.hidden, x32, weight_.data(), r.logits.data()));
+  softmax_topk(ex, g, r.logits.as<float>(), r.probs.as<float>(), r.expert.as<std::int32_t>(), r.weight.as<float>());
+  assign_positions(ex, r.shape, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(),
+                   r.routed_dev.as<std::int32_t>(), r.kept_dev.as<std::int32_t>());
+  r.routed.resize(ge);
+  r.kept.resize(ge);
+  dev_.copy_to_host(r.routed.data(), r.routed_dev.data(), ge * 4, s);
+  dev_.copy_to_host(r.kept.data(), r.kept_dev.data(), ge * 4, s);
+
+  r.aux_loss = 0.0;
+  if (cfg_.aux_loss) {
+    alloc_.reserve(bias_, 2 * ge * 4, MemTag::temporary);
+    float* density = bias_.as<float>();
+    float* proxy = density + ge;
+    aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, proxy);
+    r.density.resize(ge);
+    r.proxy.resize(ge);
+    dev_.copy_to_host(r.density.data(), density, ge * 4, s);
+    dev_.copy_to_host(r.proxy.data(), proxy, ge * 4, s);
+    const double scale = double(cfg_.aux_coef) * g.per_prototype() / g.prototypes;
+    for (std::size_t i = 0; i < ge; ++i) r.aux_loss += scale * r.density[i] * r.proxy[i];
+    r.aux_loss /= groups;
+  }
+}
+
+void Gate::backward(const Routing& r, const void* x, const float* dweight, void* dx, float aux_scale) {
+  const Stream& s = dev_.default_stream();
+  const Exec ex = dev_.exec(s);
+  const GateShape& g = r.shape.gate;
+  const int T = g.tokens, G = r.groups();
+  const std::size_t te = std::size_t(T) * cfg_.experts;
+  alloc_.reserve(dprobs_, te * 4, MemTag::temporary);
+  alloc_.reserve(dlogits_, te * 4, MemTag::temporary);
+  dev_.fill_zero(dprobs_.data(), te * 4, s);
+  scatter_slot_grads(ex, g, r.expert.as<std::int32_t>(), dweight, dprobs_.as<float>());
+  if (cfg_.aux_loss) {
+    // d(mean_g aux_g)/d probs[t, e] = coef (F/Z) density[g, e] / T_g / G
+    const std::size_t ge = std::size_t(G) * cfg_.experts;
+    std::vector<float> bias(ge);
+    const double scale = double(cfg_.aux_coef) * g.per_prototype() / g.prototypes / (double(T) / G) / G * aux_scale;
+    for (std::size_t i = 0; i < ge; ++i) bias[i] = float(scale * r.density[i]);
+    alloc_.reserve(bias_, std::max(bias_.bytes(), ge * 4), MemTag::temporary);
+    dev_.copy_to_device(bias_.data(), bias.data(), ge * 4, s);
+    add_group_bias(ex, T, cfg_.experts, G, bias_.as<float>(), dprobs_.as<float>());
+  }
+  softmax_backward(ex, g, r.probs.as<float>(), dprobs_.as<float>(), dlogits_.as<float>());
+
+  const std::size_t th = std::size_t(T) * cfg_.hidden;
+  const float* x32 = cfg_.dtype == DType::f32 ? static_cast<const float*>(x) : x32_.as<float>();  // kept from forward
+  gemm(ex, dense_gemm(true, false, cfg_.hidden, cfg_.experts, T, x32, dlogits_.data(), grad_.data()));
+  if (cfg_.dtype == DType::f32) {
+    gemm(ex, dense_gemm(false, true, T, cfg_.hidden, cfg_.experts, dlogits_.data(), weight_.data(), dx, DType::f32,
+                        1.f, 1.f));
+  } else {
+    alloc_.reserve(dx32_, th * 4, MemTag::temporary);
+    alloc_.reserve(dx_typed_, th * dtype_size(cfg_.dtype), MemTag::temporary);
+    gemm(ex, dense_gemm(false, true, T, cfg_.hidden, cfg_.experts, dlogits_.data(), weight_.data(), dx32_.data()));
+    convert_cuda(dx32_.data(), DType::f32, dx_typed_.data(), cfg_.dtype, th, s.handle);
+    axpy(ex, th, 1.f, dx_typed_.data(), dx, cfg_.dtype);
+  }
+}
+
+}  // namespace moebench

@@ -1,0 +1,61 @@
+// The gate (router): an fp32 linear projection (PPMoE keeps the gate in fp32), softmax and
+// top-k per prototype, capacity and positions per token group, and the load-balancing loss.
+// Produces the Routing every dispatcher consumes; backward turns the combine-weight
+// gradients (plus the aux-loss gradient) into the gate-weight gradient and the input gradient.
+#pragma once
+#include <cstdint>
+#include <vector>
+#include "harness/allocator.h"
+#include "harness/device.h"
+#include "kernels/capacity.h"
+#include "moe/config.h"
+
+namespace moebench {
+
+struct Routing {
+  CapacityShape shape;  // tokens, experts, prototypes, k, groups, capacity
+  Buffer logits, probs;            // [T, E] fp32
+  Buffer expert, position;         // [T, S] int32: global expert id; position in its expert or -1
+  Buffer weight;                   // [T, S] fp32 combine weights
+  Buffer routed_dev, kept_dev;     // [G, E] int32
+  std::vector<std::int32_t> routed, kept;  // host copies [G, E]
+  std::vector<float> density, proxy;       // host [G, E], with the aux loss on
+  double aux_loss = 0.0;                   // mean over groups
+  int tokens() const { return shape.gate.tokens; }
+  int groups() const { return shape.groups; }
+  int slots() const { return shape.gate.slots(); }
+};
+
+// Load statistics of one step, from kept (computed) and routed token counts per expert.
+struct LoadStats {
+  std::vector<double> routed, kept;  // per expert, summed over groups
+  double cv = 0.0;                   // sigma / mu of kept (M6-T Sec. 3.1)
+  double dropped_fraction = 0.0;     // assignments over capacity / all assignments
+};
+LoadStats load_stats(const std::vector<std::int32_t>& routed, const std::vector<std::int32_t>& kept, int experts);
+double coefficient_of_variation(const std::vector<double>& v);
+
+class Gate {
+ public:
+  Gate(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc);
+  void init(std::uint64_t seed);
+  // x [T, h] in cfg.dtype; groups divide T.
+  void forward(const void* x, int tokens, int groups, Routing& r);
+  // dweight [T, S]; adds the gate's input gradient into dx [T, h] (cfg.dtype) and writes
+  // grad(). aux_scale multiplies the aux-loss gradient (dispatchers that replicate tokens
+  // over ranks let each rank add its share).
+  void backward(const Routing& r, const void* x, const float* dweight, void* dx, float aux_scale);
+
+  Buffer& weight() { return weight_; }  // [h, E] fp32
+  Buffer& grad() { return grad_; }
+
+ private:
+  const float* as_fp32(const void* x, std::size_t n);
+  const MoEConfig& cfg_;
+  Device& dev_;
+  TrackingAllocator& alloc_;
+  Buffer weight_, grad_;
+  Buffer x32_, dprobs_, dlogits_, dx32_, dx_typed_, bias_;
+};
+
+}  // namespace moebench

@@ -1,0 +1,65 @@
+// A CPU MoE layer on host data, for tests: build, run forward/backward, read results back.
+#pragma once
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+#include "moe/init.h"
+#include "moe/moe_layer.h"
+
+namespace moebench::testing_util {
+
+struct CpuLayer {
+  Device dev = Device::open(Backend::cpu);
+  TrackingAllocator alloc{Backend::cpu};
+  std::unique_ptr<MoELayer> layer;
+  std::vector<float> y, dx;
+
+  // factory(env) makes the dispatcher; the config is copied into the layer first.
+  template <class Factory>
+  CpuLayer(const MoEConfig& cfg, Factory&& factory, std::uint64_t seed = 7) {
+    MoEConfig c = cfg;
+    DispatcherEnv env{c, dev, alloc};
+    auto d = factory(env);
+    layer = std::make_unique<MoELayer>(c, dev, alloc, std::move(d));
+    layer->init(seed);
+  }
+  const MoEConfig& cfg() const { return layer->config(); }
+  void forward(const std::vector<float>& x) {
+    x_ = x;
+    y.assign(x.size(), 0.f);
+    layer->forward(x_.data(), int(x.size() / cfg().hidden), y.data());
+  }
+  void backward(const std::vector<float>& dy) {
+    dx.assign(dy.size(), 0.f);
+    layer->backward(dy.data(), dx.data());
+  }
+  float* gate_w() { return layer->gate().weight().as<float>(); }
+  float* gate_g() { return layer->gate().grad().as<float>(); }
+  float* w1() { return layer->experts().w1().as<float>(); }
+  float* w2() { return layer->experts().w2().as<float>(); }
+  float* w1_g() { return layer->experts().w1_grad().as<float>(); }
+  float* w2_g() { return layer->experts().w2_grad().as<float>(); }
+  std::size_t expert_weights() const { return std::size_t(cfg().hidden) * cfg().ffn; }
+  std::vector<std::int32_t> slots(const Buffer& b) const {
+    const std::size_t n = std::size_t(layer->routing().tokens()) * layer->routing().slots();
+    return std::vector<std::int32_t>(b.as<std::int32_t>(), b.as<std::int32_t>() + n);
+  }
+  std::vector<float> x_;
+};
+
+inline std::vector<float> tokens(int count, int hidden, std::uint64_t seed, int first_token = 0) {
+  return normal_vector(std::size_t(count) * hidden, seed, 77, 1.f, std::size_t(first_token) * hidden);
+}
+
+// max |a - b| / (1 + max |b|)
+inline double rel_diff(const float* a, const float* b, std::size_t n) {
+  double d = 0, m = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    d = std::max(d, std::fabs(double(a[i]) - b[i]));
+    m = std::max(m, std::fabs(double(b[i])));
+  }
+  return d / (1.0 + m);
+}
+
+}  // namespace moebench::testing_util
