@@ -1,0 +1,300 @@
+// Every MoE CUDA op against its CPU reference, and the whole layer on the GPU against the
+// CPU layer. Skipped where there is no GPU.
+#include <cstring>
+#include "gpu/gpu_test_util.h"
+#include "harness/comm.h"
+#include "harness/runtime.h"
+#include "kernels/aux_loss.h"
+#include "kernels/axpy.h"
+#include "kernels/capacity.h"
+#include "kernels/gating.h"
+#include "kernels/grouped_gemm.h"
+#include "kernels/permute.h"
+#include "moe/moe_layer.h"
+#include "moe_test_util.h"
+
+namespace moebench {
+using namespace gputest;
+
+template <class T>
+static Buffer to_device(Device& dev, TrackingAllocator& alloc, const std::vector<T>& host) {
+  Buffer b = alloc.allocate(std::max<std::size_t>(host.size(), 1) * sizeof(T), MemTag::temporary);
+  dev.copy_to_device(b.data(), host.data(), host.size() * sizeof(T), dev.default_stream());
+  return b;
+}
+template <class T>
+static std::vector<T> to_host(Device& dev, const Buffer& b, std::size_t n) {
+  std::vector<T> h(n);
+  dev.copy_to_host(h.data(), b.data(), n * sizeof(T), dev.default_stream());
+  return h;
+}
+
+TEST(GpuGating, SoftmaxTopkMatchesCpu) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  for (GateShape g : {GateShape{64, 64, 1, 1}, GateShape{64, 64, 1, 4}, GateShape{64, 64, 4, 4}, GateShape{8, 4096, 1, 16},
+                      GateShape{8, 4096, 4, 4}}) {
+    const std::size_t te = std::size_t(g.tokens) * g.experts, ts = std::size_t(g.tokens) * g.slots();
+    const auto logits = random_rounded(te, DType::f32, 3, 2.f);
+    std::vector<float> probs(te), weight(ts);
+    std::vector<std::int32_t> expert(ts);
+    softmax_topk_cpu(g, logits.data(), probs.data(), expert.data(), weight.data());
+    Buffer dl = to_device(dev, alloc, logits), dp = alloc.allocate(te * 4, MemTag::temporary),
+           de = alloc.allocate(ts * 4, MemTag::temporary), dw = alloc.allocate(ts * 4, MemTag::temporary);
+    softmax_topk(dev.exec(dev.default_stream()), g, dl.as<float>(), dp.as<float>(), de.as<std::int32_t>(), dw.as<float>());
+    EXPECT_LT(rel_l2(to_host<float>(dev, dp, te), probs), 1e-5) << "E=" << g.experts << " Z=" << g.prototypes;
+    EXPECT_EQ(to_host<std::int32_t>(dev, de, ts), expert) << "E=" << g.experts << " Z=" << g.prototypes << " k=" << g.k;
+    EXPECT_LT(rel_l2(to_host<float>(dev, dw, ts), weight), 1e-5);
+
+    const auto dprobs = random_rounded(te, DType::f32, 4);
+    std::vector<float> dlogits(te);
+    softmax_backward_cpu(g, probs.data(), dprobs.data(), dlogits.data());
+    Buffer ddp = to_device(dev, alloc, dprobs), ddl = alloc.allocate(te * 4, MemTag::temporary);
+    softmax_backward(dev.exec(dev.default_stream()), g, dp.as<float>(), ddp.as<float>(), ddl.as<float>());
+    EXPECT_LT(rel_l2(to_host<float>(dev, ddl, te), dlogits), 1e-5);
+
+    const auto dweight = random_rounded(ts, DType::f32, 5);
+    std::vector<float> acc = dprobs;
+    scatter_slot_grads_cpu(g, expert.data(), dweight.data(), acc.data());
+    Buffer ddw = to_device(dev, alloc, dweight);
+    scatter_slot_grads(dev.exec(dev.default_stream()), g, de.as<std::int32_t>(), ddw.as<float>(), ddp.as<float>());
+    EXPECT_LT(rel_l2(to_host<float>(dev, ddp, te), acc), 1e-6);
+  }
+}
+
+TEST(GpuCapacity, PositionsCountsAndRowMapMatchCpu) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  for (int capacity : {-1, 3, 40}) {
+    CapacityShape c{GateShape{256, 32, 2, 2}, 4, capacity};
+    const std::size_t ts = 256 * 4, ge = 4 * 32;
+    std::vector<std::int32_t> expert(ts);
+    const auto r = random_rounded(ts, DType::f32, 6);
+    for (int t = 0; t < 256; ++t)
+      for (int z = 0; z < 2; ++z) {
+        const int a = int(std::fabs(r[t * 4 + z * 2]) * 7) % 16, b = (a + 1 + int(std::fabs(r[t * 4 + z * 2 + 1]) * 5) % 15) % 16;
+        expert[t * 4 + z * 2] = z * 16 + a;
+        expert[t * 4 + z * 2 + 1] = z * 16 + b;  // distinct within the prototype
+      }
+    std::vector<std::int32_t> pos(ts), routed(ge), kept(ge);
+    assign_positions_cpu(c, expert.data(), pos.data(), routed.data(), kept.data());
+    Buffer de = to_device(dev, alloc, expert), dpos = alloc.allocate(ts * 4, MemTag::temporary),
+           dr = alloc.allocate(ge * 4, MemTag::temporary), dk = alloc.allocate(ge * 4, MemTag::temporary);
+    const Exec ex = dev.exec(dev.default_stream());
+    assign_positions(ex, c, de.as<std::int32_t>(), dpos.as<std::int32_t>(), dr.as<std::int32_t>(), dk.as<std::int32_t>());
+    EXPECT_EQ(to_host<std::int32_t>(dev, dpos, ts), pos) << "capacity " << capacity;
+    EXPECT_EQ(to_host<std::int32_t>(dev, dr, ge), routed);
+    EXPECT_EQ(to_host<std::int32_t>(dev, dk, ge), kept);
+
+    std::vector<std::int32_t> base(ge);
+    for (std::size_t i = 0; i < ge; ++i) base[i] = (i % 3 == 0) ? -1 : std::int32_t(i * 10);
+    std::vector<std::int32_t> row_of(ts);
+    RowMapSource src{256, 4, 32, 4, expert.data(), pos.data(), base.data()};
+    build_row_map_cpu(src, row_of.data());
+    Buffer db = to_device(dev, alloc, base), drow = alloc.allocate(ts * 4, MemTag::temporary);
+    RowMapSource dsrc{256, 4, 32, 4, de.as<std::int32_t>(), dpos.as<std::int32_t>(), db.as<std::int32_t>()};
+    build_row_map(ex, dsrc, drow.as<std::int32_t>());
+    EXPECT_EQ(to_host<std::int32_t>(dev, drow, ts), row_of);
+  }
+}
+
+TEST(GpuPermute, DispatchCombineAndBackwardMatchCpuInEveryDtype) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const int T = 50, S = 3, h = 72, R = 120;
+  std::vector<std::int32_t> row_of(T * S);
+  for (int i = 0; i < T * S; ++i) row_of[i] = (i % 5 == 4) ? -1 : (i * 37) % 150 < R ? (i * 37) % 150 : -1;
+  // make rows unique: keep the first slot that names a row
+  std::vector<bool> used(R, false);
+  for (auto& r : row_of)
+    if (r >= 0) { if (used[r]) r = -1; else used[r] = true; }
+  Buffer drow = to_device(dev, alloc, row_of);
+  const RowMap hm{T, S, h, row_of.data()}, dm{T, S, h, drow.as<std::int32_t>()};
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    const double tol = 4 * dtype_epsilon(t) + 1e-6;
+    const auto x = random_rounded(std::size_t(T) * h, t, 7);
+    const auto rows_in = random_rounded(std::size_t(R) * h, t, 8);
+    const auto weight = random_rounded(std::size_t(T) * S, DType::f32, 9);
+    const auto dout = random_rounded(std::size_t(T) * h, t, 10);
+    std::vector<float> rows = rows_in, y(std::size_t(T) * h), drows(std::size_t(R) * h, 0.f), dweight(T * S),
+                       dx(std::size_t(T) * h);
+    dispatch_rows_cpu(hm, x.data(), rows.data());
+    Buffer dxv = upload(dev, alloc, x, t), drv = upload(dev, alloc, rows_in, t), dw = to_device(dev, alloc, weight);
+    const Exec ex = dev.exec(dev.default_stream());
+    dispatch_rows(ex, dm, dxv.data(), drv.data(), t);
+    EXPECT_EQ(download(dev, alloc, drv, rows.size(), t), rows) << dtype_name(t);  // copies are exact
+
+    combine_rows_cpu(hm, rows.data(), weight.data(), y.data());
+    Buffer dy = upload(dev, alloc, std::vector<float>(y.size(), NAN), t);
+    combine_rows(ex, dm, drv.data(), dw.as<float>(), dy.data(), t);
+    EXPECT_LT(rel_l2(download(dev, alloc, dy, y.size(), t), y), tol) << dtype_name(t);
+
+    combine_rows_backward_cpu(hm, dout.data(), rows.data(), weight.data(), drows.data(), dweight.data());
+    Buffer ddout = upload(dev, alloc, dout, t), ddrows = upload(dev, alloc, std::vector<float>(drows.size(), 0.f), t);
+    Buffer ddw = to_device(dev, alloc, std::vector<float>(dweight.size(), NAN));
+    combine_rows_backward(ex, dm, ddout.data(), drv.data(), dw.as<float>(), ddrows.data(), ddw.as<float>(), t);
+    EXPECT_LT(rel_l2(download(dev, alloc, ddrows, drows.size(), t), drows), tol) << dtype_name(t);
+    EXPECT_LT(rel_l2(to_host<float>(dev, ddw, dweight.size()), dweight), tol) << dtype_name(t);
+
+    dispatch_rows_backward_cpu(hm, rows.data(), dx.data(), false);
+    Buffer ddx = upload(dev, alloc, std::vector<float>(dx.size(), NAN), t);
+    dispatch_rows_backward(ex, dm, drv.data(), ddx.data(), false, t);
+    EXPECT_LT(rel_l2(download(dev, alloc, ddx, dx.size(), t), dx), tol) << dtype_name(t);
+  }
+}
+
+TEST(GpuGroupedGemm, GroupedAndSerialMatchCpuWithEmptyExperts) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const int h = 64, f = 96;
+  const std::vector<int> rows = {17, 0, 40, 1, 64};
+  int R = 0;
+  for (int r : rows) R += r;
+  for (DType t : {DType::f32, DType::f16, DType::bf16})
+    for (ExpertGemm mode : {ExpertGemm::serial, ExpertGemm::grouped}) {
+      const auto x = random_rounded(std::size_t(R) * h, t, 11), w = random_rounded(rows.size() * h * f, t, 12);
+      std::vector<float> want(std::size_t(R) * f, 0.f), dw_want(rows.size() * h * f);
+      std::vector<GemmArgs> hp, hw;
+      Buffer dx = upload(dev, alloc, x, t), dwt = upload(dev, alloc, w, t);
+      Buffer dy = upload(dev, alloc, std::vector<float>(want.size(), NAN), t);
+      Buffer dg = upload(dev, alloc, std::vector<float>(dw_want.size(), NAN), t);
+      std::vector<GemmArgs> dp;
+      const std::size_t es = dtype_size(t);
+      int off = 0;
+      for (std::size_t e = 0; e < rows.size(); ++e) {
+        hp.push_back(dense_gemm(false, false, rows[e], f, h, x.data() + off * h, w.data() + e * h * f, want.data() + off * f));
+        hp.push_back(dense_gemm(true, false, h, f, rows[e], x.data() + off * h, want.data() + off * f, dw_want.data() + e * h * f));
+        dp.push_back(dense_gemm(false, false, rows[e], f, h, dx.as<char>() + off * h * es, dwt.as<char>() + e * h * f * es,
+                                dy.as<char>() + off * f * es, t));
+        off += rows[e];
+      }
+      grouped_gemm(Exec{}, {hp[0], hp[2], hp[4], hp[6], hp[8]}, ExpertGemm::serial, nullptr, 0);
+      round_to(t, want.data(), want.size());  // the device stores y in t before dW reads it
+      grouped_gemm(Exec{}, {hp[1], hp[3], hp[5], hp[7], hp[9]}, ExpertGemm::serial, nullptr, 0);
+      Buffer ptrs = alloc.allocate(grouped_gemm_workspace_bytes(16), MemTag::buffers);
+      dev.set_tensor_cores(true);
+      const Exec ex = dev.exec(dev.default_stream());
+      grouped_gemm(ex, dp, mode, ptrs.data(), ptrs.bytes());
+      const double eps = t == DType::f32 ? 4.8828125e-04 : dtype_epsilon(t);
+      const auto got = download(dev, alloc, dy, want.size(), t);
+      EXPECT_LT(rel_l2(got, want), 4 * eps + 1e-6) << dtype_name(t) << (mode == ExpertGemm::grouped ? " grouped" : " serial");
+      // weight gradients with an empty expert (k = 0 must give zeros) from the device outputs
+      std::vector<GemmArgs> dpw;
+      off = 0;
+      for (std::size_t e = 0; e < rows.size(); ++e) {
+        dpw.push_back(dense_gemm(true, false, h, f, rows[e], dx.as<char>() + off * h * es, dy.as<char>() + off * f * es,
+                                 dg.as<char>() + e * h * f * es, t));
+        off += rows[e];
+      }
+      grouped_gemm(ex, dpw, mode, ptrs.data(), ptrs.bytes());
+      const auto gw = download(dev, alloc, dg, dw_want.size(), t);
+      for (int i = 0; i < h * f; ++i) ASSERT_EQ(gw[std::size_t(h) * f + i], 0.f) << "empty expert gradient";
+      EXPECT_LT(rel_l2(gw, dw_want), 8 * eps + 1e-6) << dtype_name(t);
+    }
+}
+
+TEST(GpuAuxAndAxpy, MatchCpu) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  GateShape g{96, 32, 2, 2};
+  const std::size_t te = 96 * 32, ts = 96 * 4;
+  std::vector<float> logits = random_rounded(te, DType::f32, 13), probs(te), weight(ts);
+  std::vector<std::int32_t> expert(ts);
+  softmax_topk_cpu(g, logits.data(), probs.data(), expert.data(), weight.data());
+  std::vector<float> density(3 * 32), proxy(3 * 32);
+  aux_loss_stats_cpu(g, 3, probs.data(), expert.data(), density.data(), proxy.data());
+  Buffer dp = to_device(dev, alloc, probs), de = to_device(dev, alloc, expert);
+  Buffer dd = alloc.allocate(96 * 4 * 3, MemTag::temporary), dq = alloc.allocate(96 * 4 * 3, MemTag::temporary);
+  const Exec ex = dev.exec(dev.default_stream());
+  aux_loss_stats(ex, g, 3, dp.as<float>(), de.as<std::int32_t>(), dd.as<float>(), dq.as<float>());
+  EXPECT_EQ(to_host<float>(dev, dd, density.size()), density);
+  EXPECT_LT(rel_l2(to_host<float>(dev, dq, proxy.size()), proxy), 1e-6);
+  add_group_bias_cpu(96, 32, 3, density.data(), probs.data());
+  add_group_bias(ex, 96, 32, 3, dd.as<float>(), dp.as<float>());
+  EXPECT_LT(rel_l2(to_host<float>(dev, dp, te), probs), 1e-6);
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    const auto x = random_rounded(1000, t, 14), y0 = random_rounded(1000, t, 15);
+    std::vector<float> y = y0;
+    axpy_cpu(1000, -0.5f, x.data(), y.data());
+    Buffer dx = upload(dev, alloc, x, t), dy = upload(dev, alloc, y0, t);
+    axpy(ex, 1000, -0.5f, dx.data(), dy.data(), t);
+    EXPECT_LT(rel_l2(download(dev, alloc, dy, 1000, t), y), 2 * dtype_epsilon(t) + 1e-7) << dtype_name(t);
+  }
+}
+
+// The whole layer (gate, capacity, permutation, grouped experts, backward) on the GPU against
+// the CPU layer with the same weights and tokens.
+TEST(GpuMoELayer, ForwardAndBackwardMatchTheCpuLayer) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  for (DType t : {DType::f32, DType::bf16}) {
+    MoEConfig c;
+    c.hidden = 64; c.ffn = 128; c.experts = 8; c.prototypes = 2; c.top_k = 2;
+    c.capacity_factor = 1.25;
+    c.aux_coef = 0.1f;
+    c.dtype = t;
+    const int T = 96;
+    auto x = testing_util::tokens(T, 64, 1);
+    auto dy = testing_util::tokens(T, 64, 2);
+    round_to(t, x.data(), x.size());
+    round_to(t, dy.data(), dy.size());
+    MoEConfig cc = c;
+    cc.dtype = DType::f32;
+    testing_util::CpuLayer ref(cc, [](const DispatcherEnv& env) { return make_local_dispatcher(env, 2); });
+    if (t != DType::f32) {  // the CPU reference gets the weights the GPU stores
+      round_to(t, ref.w1(), 8 * ref.expert_weights());
+      round_to(t, ref.w2(), 8 * ref.expert_weights());
+    }
+    ref.forward(x);
+    ref.backward(dy);
+
+    TrackingAllocator alloc(Backend::cuda);
+    dev.set_tensor_cores(false);
+    MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}, 2));
+    layer.init(7);
+    Buffer dx = upload(dev, alloc, x, t), ddy = upload(dev, alloc, dy, t);
+    Buffer y = upload(dev, alloc, std::vector<float>(x.size(), NAN), t), dxo = upload(dev, alloc, std::vector<float>(x.size(), NAN), t);
+    layer.forward(dx.data(), T, y.data());
+    layer.backward(ddy.data(), dxo.data());
+    const double tol = t == DType::f32 ? 1e-5 : 3e-2;
+    EXPECT_LT(rel_l2(download(dev, alloc, y, x.size(), t), ref.y), tol) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, dxo, x.size(), t), ref.dx), tol) << dtype_name(t);
+    const std::vector<float> gate_ref(ref.gate_g(), ref.gate_g() + 64 * 8);
+    EXPECT_LT(rel_l2(to_host<float>(dev, layer.gate().grad(), 64 * 8), gate_ref), tol) << dtype_name(t);
+    const std::vector<float> w1_ref(ref.w1_g(), ref.w1_g() + 8 * ref.expert_weights());
+    EXPECT_LT(rel_l2(download(dev, alloc, layer.experts().w1_grad(), w1_ref.size(), t), w1_ref), tol) << dtype_name(t);
+    EXPECT_EQ(layer.routing().kept, ref.layer->routing().kept) << dtype_name(t);
+  }
+}
+
+// NCCL at world size 1 carries the expert-parallel and PPMoE dispatchers' collectives.
+TEST(GpuMoELayer, NcclDispatchersAtWorldOneMatchLocal) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  auto comm = make_world_communicator(*Runtime::current(), Backend::cuda, 60.0);
+  if (comm->size() != 1) GTEST_SKIP() << "run at world size 1";
+  MoEConfig c;
+  c.hidden = 32; c.ffn = 64; c.experts = 4; c.top_k = 2;
+  const int T = 40;
+  const auto x = testing_util::tokens(T, 32, 3), dy = testing_util::tokens(T, 32, 4);
+  TrackingAllocator alloc(Backend::cuda);
+  dev.set_tensor_cores(false);
+  std::vector<std::vector<float>> ys, dxs;
+  for (int which = 0; which < 3; ++which) {
+    DispatcherEnv env{c, dev, alloc};
+    auto d = which == 0 ? make_local_dispatcher(env) : which == 1 ? make_expert_parallel_dispatcher(env, *comm)
+                                                                  : make_ppmoe_dispatcher(env, *comm);
+    MoELayer layer(c, dev, alloc, std::move(d));
+    layer.init(5);
+    Buffer bx = upload(dev, alloc, x, DType::f32), bdy = upload(dev, alloc, dy, DType::f32);
+    Buffer by = upload(dev, alloc, x, DType::f32), bdx = upload(dev, alloc, x, DType::f32);
+    layer.forward(bx.data(), T, by.data());
+    layer.backward(bdy.data(), bdx.data());
+    ys.push_back(download(dev, alloc, by, x.size(), DType::f32));
+    dxs.push_back(download(dev, alloc, bdx, x.size(), DType::f32));
+  }
+  for (int which = 1; which < 3; ++which) {
+    EXPECT_LT(rel_l2(ys[which], ys[0]), 1e-6) << which;
+    EXPECT_LT(rel_l2(dxs[which], dxs[0]), 1e-6) << which;
+  }
+}
+
+}  // namespace moebench
