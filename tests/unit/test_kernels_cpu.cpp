@@ -4,6 +4,7 @@
 #include <vector>
 #include "kernels/convert.h"
 #include "kernels/gelu.h"
+#include "kernels/gelu_math.h"
 #include "kernels/gemm.h"
 
 namespace moebench {
@@ -50,6 +51,15 @@ TEST(GeluCpu, ForwardMatchesKnownValues) {
   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   const double want[] = {-0.0036373920817729943, -0.15880800939172324, 0.0, 0.34571400982514394, 1.9545976940871754};
   for (int i = 0; i < 5; ++i) EXPECT_NEAR(y[i], want[i], 1e-6) << x[i];
+}
+
+TEST(GeluCpu, TanhApproximationIsWithinFp32Rounding) {
+  double worst = 0;
+  for (int i = -200000; i <= 200000; ++i) {
+    const float x = float(i) * 1e-4f;  // [-20, 20]
+    worst = std::max(worst, std::fabs(double(gelu_math::tanh_approx(x)) - std::tanh(double(x))));
+  }
+  EXPECT_LT(worst, 1e-6);
 }
 
 TEST(GeluCpu, BackwardMatchesFiniteDifferences) {
