@@ -109,3 +109,49 @@ TEST(CommBenchCli, CorrectRunWritesCsvWithProvenance) {
 }
 
 }  // namespace
+
+// The MoE layer bench: bad layer shapes and layouts name their option on every rank.
+namespace {
+
+Result run_moe(const std::string& args, int ranks = 0) {
+  std::string cmd = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
+  if (ranks > 0) cmd += std::string(MOEBENCH_MPIEXEC) + " -np " + std::to_string(ranks) + " ";
+  cmd = "timeout 60 " + cmd + MOEBENCH_MOE_LAYER_BIN + " --scale tiny " + args + " --out " + out_dir() + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p)) r.output += buf.data();
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+void expect_moe_error(const std::string& args, int ranks, const std::string& option) {
+  const Result r = run_moe(args, ranks);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+  EXPECT_EQ(count(r.output, "error: " + option), 1) << args << "\n" << r.output;  // one line, from one rank
+}
+
+TEST(MoELayerCli, BadShapesAndLayoutsNameTheOption) {
+  expect_moe_error("--experts 6 --dispatchers expert_parallel", 4, "--experts");   // E not divisible by ranks
+  expect_moe_error("--experts 8 --prototypes 3", 0, "--prototypes");               // E not divisible by Z
+  expect_moe_error("--experts 8 --prototypes 2 --top-k 5", 0, "--top-k");          // k > experts per prototype
+  expect_moe_error("--capacity-factor 0", 0, "--capacity-factor");                 // gamma <= 0
+  expect_moe_error("--capacity-factor -1.5", 0, "--capacity-factor");
+  expect_moe_error("--tokens 0", 0, "--tokens");
+  expect_moe_error("--tp 3 --dispatchers ppmoe", 4, "--tp");                       // TP group not dividing the world
+  expect_moe_error("--expert-gemm batched", 0, "--expert-gemm");
+}
+
+TEST(MoELayerCli, DumpsLoadInNumpyAndMatchAnIndependentRecomputation) {
+  const char* py = "/usr/bin/python3";
+  if (std::system((std::string(py) + " -c 'import numpy' 2>/dev/null").c_str()) != 0) GTEST_SKIP() << "no numpy";
+  const std::string dir = out_dir() + "_dump";
+  const Result r = run_moe("--dispatchers local --top-k 2 --capacity-factor 1.0 --dump " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string check = std::string(py) + " " + MOEBENCH_SOURCE_DIR + "/tests/cli/check_dump.py " + dir + "/local/rank0_";
+  EXPECT_EQ(std::system(check.c_str()), 0);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,193 @@
+// moebench_m6t_cv (m6t.cv, M6-T Fig. 1 and Sec. 3.1): the load-balance coefficient of
+// variation c_v = sigma/mu of the tokens each expert computes, per layer, while a stack of
+// MoE layers trains, with and without the auxiliary loss, and the share of tokens dropped at
+// capacity factors 1.25 and 2.0 (Eq. 2).
+// Synthetic data: tokens from a mixture of Gaussian clusters whose frequencies follow a Zipf
+// law (cluster k has weight 1/(k+1)^s), so routing starts out unbalanced, as real text does.
+// Task: regress a fixed random linear map of the input through residual MoE layers
+// x_{l+1} = x_l + MoE_l(x_l) (mean squared error), by plain SGD. Writes <out>/m6t/cv.csv.
+#include <cmath>
+#include <cstdio>
+#include "bench/moe_host.h"
+#include "harness/bench.h"
+#include "kernels/axpy.h"
+#include "moe/init.h"
+#include "moe/moe_layer.h"
+
+namespace moebench {
+namespace {
+
+struct Run { double gamma; bool aux; };
+struct Row { double gamma; bool aux; int step, layer; double cv, cv_routed, dropped, aux_loss, task_loss; };
+
+class CvBench final : public BenchProgram {
+ public:
+  std::string name() const override { return "moebench_m6t_cv"; }
+  std::string description() const override {
+    return "Expert-load c_v per layer during training, with/without aux loss, dropped tokens at capacity 1.25/2.0 (M6-T Fig. 1).";
+  }
+  void add_options(CLI::App& app) override {
+    app.add_option("--layers", layers_, "MoE layers in the stack (default: by scale)");
+    app.add_option("--steps", steps_, "SGD steps (default: by scale)");
+    app.add_option("--tokens", tokens_, "Tokens per step (default: by scale)");
+    app.add_option("--experts", experts_, "Experts per layer (default: by scale)");
+    app.add_option("--lr", lr_, "SGD learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+    app.add_option("--aux-coef", aux_coef_, "Aux-loss coefficient when on")->check(CLI::NonNegativeNumber)->capture_default_str();
+    app.add_option("--capacity-factors", gammas_, "Capacity factors to run")->delimiter(',')->check(CLI::PositiveNumber);
+    app.add_option("--clusters", clusters_, "Gaussian clusters in the token distribution")->check(CLI::Range(1, 100000))->capture_default_str();
+    app.add_option("--zipf", zipf_, "Zipf exponent of the cluster frequencies")->check(CLI::NonNegativeNumber)->capture_default_str();
+  }
+
+  std::optional<std::string> validate(const BenchContext& ctx) override {
+    auto def = [](int& v, int d) { if (v < 0) v = d; };
+    switch (ctx.scale()) {
+      case Scale::tiny: def(layers_, 2); def(steps_, 4); def(tokens_, 128); def(experts_, 8); hidden_ = 32; break;
+      case Scale::local: def(layers_, 4); def(steps_, 150); def(tokens_, 512); def(experts_, 16); hidden_ = 64; break;
+      // M6-T Table 3, 3-layer model: h 128, f 512, 4096 experts.
+      case Scale::paper: def(layers_, 3); def(steps_, 500); def(tokens_, 32768); def(experts_, 4096); hidden_ = 128; break;
+    }
+    if (gammas_.empty()) gammas_ = {1.25, 2.0};
+    if (layers_ < 1) return "--layers: must be >= 1";
+    if (steps_ < 1) return "--steps: must be >= 1";
+    MoEConfig c = config(gammas_[0], true, ctx.dtype());
+    return c.validate(tokens_, 1);
+  }
+
+  void register_benchmarks(BenchContext& ctx) override {
+    for (double g : gammas_)
+      for (bool aux : {true, false}) {
+        const std::string name = "m6t_cv/gamma" + fmt(g) + (aux ? "/aux" : "/no_aux");
+        benchmark::RegisterBenchmark(name.c_str(), [this, &ctx, g, aux](benchmark::State& st) { run(st, ctx, Run{g, aux}); })
+            ->UseManualTime()
+            ->Iterations(1)
+            ->Unit(benchmark::kMillisecond);
+      }
+  }
+
+  int finish(BenchContext& ctx, const std::vector<RunRecord>&) override {
+    if (ctx.rt.rank() != 0) return 0;
+    CsvTable t({"capacity_factor", "aux_loss_on", "step", "layer", "cv", "cv_routed", "dropped_fraction", "aux_loss",
+                "task_loss", "tokens", "experts", "hidden", "clusters", "zipf", "lr"});
+    for (const Row& r : rows_)
+      t.add_row({fmt(r.gamma), r.aux ? "1" : "0", std::to_string(r.step), std::to_string(r.layer), fmt(r.cv), fmt(r.cv_routed),
+                 fmt(r.dropped), fmt(r.aux_loss), fmt(r.task_loss), std::to_string(tokens_), std::to_string(experts_),
+                 std::to_string(hidden_), std::to_string(clusters_), fmt(zipf_), fmt(lr_)});
+    t.write(ctx.opts.out_dir + "/m6t/cv.csv", ctx.provenance);
+    std::printf("%-8s %-6s %s\n", "gamma", "aux", "c_v per layer at the last step (dropped fraction)");
+    for (double g : gammas_)
+      for (bool aux : {true, false}) {
+        std::printf("%-8.2f %-6s", g, aux ? "on" : "off");
+        for (const Row& r : rows_)
+          if (r.gamma == g && r.aux == aux && r.step == steps_ - 1) std::printf(" %.3f (%.3f)", r.cv, r.dropped);
+        std::printf("\n");
+      }
+    return 0;
+  }
+
+ private:
+  MoEConfig config(double gamma, bool aux, DType t) const {
+    MoEConfig c;
+    c.hidden = hidden_; c.ffn = 4 * hidden_; c.experts = experts_; c.top_k = 1;
+    c.capacity_factor = gamma;
+    c.aux_loss = aux;
+    c.aux_coef = float(aux_coef_);
+    c.dtype = t;
+    return c;
+  }
+
+  // Step s's tokens: cluster k with probability ~ 1/(k+1)^zipf, centre N(0, 1), spread 0.3.
+  std::vector<float> sample(int step) const {
+    std::vector<double> cdf(clusters_);
+    double acc = 0;
+    for (int k = 0; k < clusters_; ++k) cdf[k] = (acc += 1.0 / std::pow(k + 1.0, zipf_));
+    const auto u = normal_vector(std::size_t(tokens_), 99, 1000 + step, 1.f);
+    const auto noise = normal_vector(std::size_t(tokens_) * hidden_, 99, 2000000 + step, 0.3f);
+    std::vector<float> x(noise);
+    for (int t = 0; t < tokens_; ++t) {
+      const double p = 0.5 * std::erfc(-u[t] / std::sqrt(2.0)) * acc;  // normal -> uniform -> cluster
+      const int k = int(std::lower_bound(cdf.begin(), cdf.end(), p) - cdf.begin());
+      const auto centre = normal_vector(std::size_t(hidden_), 99, 500 + std::min(k, clusters_ - 1), 1.f);
+      for (int i = 0; i < hidden_; ++i) x[std::size_t(t) * hidden_ + i] += centre[i];
+    }
+    return x;
+  }
+
+  void run(benchmark::State& st, BenchContext& ctx, Run run) {
+    const MoEConfig c = config(run.gamma, run.aux, ctx.dtype());
+    const int T = tokens_, h = hidden_;
+    const std::size_t n = std::size_t(T) * h, es = dtype_size(c.dtype);
+    Device& dev = ctx.device;
+    const Exec ex = dev.exec(dev.default_stream());
+    std::vector<std::unique_ptr<MoELayer>> layers;
+    std::vector<Buffer> xs, ys;
+    for (int l = 0; l < layers_; ++l) {
+      layers.push_back(std::make_unique<MoELayer>(c, dev, ctx.alloc, make_local_dispatcher(DispatcherEnv{c, dev, ctx.alloc})));
+      layers.back()->init(1000 + l);
+    }
+    for (int l = 0; l <= layers_; ++l) xs.push_back(ctx.alloc.allocate(n * es, MemTag::activations));
+    Buffer y = ctx.alloc.allocate(n * es, MemTag::activations), dxl = ctx.alloc.allocate(n * es, MemTag::activations);
+    Buffer grad = ctx.alloc.allocate(n * es, MemTag::activations);
+    const auto teacher = normal_vector(std::size_t(h) * h, 7, 7, 1.f / std::sqrt(float(h)));
+    Event a(ctx.backend()), b(ctx.backend());
+    double step_ms = 0;
+    for (auto _ : st) {
+      for (int step = 0; step < steps_; ++step) {
+        const auto x0 = sample(step);
+        a.record(dev.default_stream());
+        Buffer in = device_from_f32(dev, ctx.alloc, x0, c.dtype, MemTag::temporary);
+        dev.copy(xs[0].data(), in.data(), n * es, dev.default_stream());
+        for (int l = 0; l < layers_; ++l) {
+          layers[l]->forward(xs[l].data(), T, y.data());
+          dev.copy(xs[l + 1].data(), xs[l].data(), n * es, dev.default_stream());
+          axpy(ex, n, 1.f, y.data(), xs[l + 1].data(), c.dtype);  // residual
+        }
+        // task loss: mean over elements of 0.5 (x_L - x0 R)^2 (order 1, as a language-model loss), and its gradient
+        const auto out = host_f32(dev, ctx.alloc, xs[layers_].data(), n, c.dtype);
+        std::vector<float> g(n);
+        double task = 0;
+        for (int t = 0; t < T; ++t)
+          for (int j = 0; j < h; ++j) {
+            double target = 0;
+            for (int i = 0; i < h; ++i) target += double(x0[std::size_t(t) * h + i]) * teacher[std::size_t(i) * h + j];
+            const double d = out[std::size_t(t) * h + j] - target;
+            task += 0.5 * d * d / (double(T) * h);
+            g[std::size_t(t) * h + j] = float(d / (double(T) * h));
+          }
+        Buffer gd = device_from_f32(dev, ctx.alloc, g, c.dtype, MemTag::temporary);
+        dev.copy(grad.data(), gd.data(), n * es, dev.default_stream());
+        for (int l = layers_ - 1; l >= 0; --l) {
+          layers[l]->backward(grad.data(), dxl.data());
+          axpy(ex, n, 1.f, dxl.data(), grad.data(), c.dtype);  // through the residual
+        }
+        for (int l = 0; l < layers_; ++l) {
+          MoELayer& L = *layers[l];
+          const LoadStats s = L.load();
+          rows_.push_back(Row{run.gamma, run.aux, step, l, s.cv, coefficient_of_variation(s.routed), s.dropped_fraction,
+                              L.routing().aux_loss, task});
+          axpy(ex, std::size_t(h) * c.experts, -float(lr_), L.gate().grad().data(), L.gate().weight().data(), DType::f32);
+          const std::size_t w = std::size_t(c.experts) * h * c.ffn;
+          axpy(ex, w, -float(lr_), L.experts().w1_grad().data(), L.experts().w1().data(), c.dtype);
+          axpy(ex, w, -float(lr_), L.experts().w2_grad().data(), L.experts().w2().data(), c.dtype);
+        }
+        b.record(dev.default_stream());
+        dev.synchronize();
+        step_ms += Event::elapsed_ms(a, b);
+      }
+      ctx.set_iteration_time(st, step_ms);
+    }
+    st.counters["ms_per_step"] = step_ms / steps_;
+  }
+
+  int layers_ = -1, steps_ = -1, tokens_ = -1, experts_ = -1, hidden_ = 64, clusters_ = 64;
+  double lr_ = 2.0, aux_coef_ = 0.01, zipf_ = 1.1;
+  std::vector<double> gammas_;
+  std::vector<Row> rows_;
+};
+
+}  // namespace
+}  // namespace moebench
+
+int main(int argc, char** argv) {
+  moebench::CvBench bench;
+  return moebench::bench_main(argc, argv, bench);
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# m6t.gating (M6-T Table 1): gate kernel, gate and layer time for top-1/2/4/16 and
+# 4 prototypes x top-4 (and x top-1), beside Table 1's ms/step ratios.
+# Writes results/m6t/gating.csv and results/m6t/gating.png.
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+RANKS="${RANKS:-1}"
+moebench_parse_args "$@"
+moebench_launch "$MOEBENCH_RESULTS/m6t" "$(moebench_bin moebench_m6t_gating)" --scale "$SCALE" --backend "$BACKEND" \
+  --out "$MOEBENCH_RESULTS" ${EXTRA[@]+"${EXTRA[@]}"}
+"$(moebench_python)" "$MOEBENCH_ROOT/plots/m6t_gating.py" "$MOEBENCH_RESULTS/m6t"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# ppmoe.serial (PPMoE Sec. 3.3.2): N serial expert GEMMs vs one grouped GEMM vs one dense GEMM
+# of equal FLOPs. Writes results/ppmoe/serial.csv and results/ppmoe/serial.png.
+#   experiments/ppmoe/serial.sh [--scale local] [--backend cpu|cuda] [bench options]
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+RANKS="${RANKS:-1}"
+moebench_parse_args "$@"
+moebench_launch "$MOEBENCH_RESULTS/ppmoe" "$(moebench_bin moebench_ppmoe_serial)" --scale "$SCALE" --backend "$BACKEND" \
+  --out "$MOEBENCH_RESULTS" ${EXTRA[@]+"${EXTRA[@]}"}
+"$(moebench_python)" "$MOEBENCH_ROOT/plots/ppmoe_serial.py" "$MOEBENCH_RESULTS/ppmoe"

@@ -1,0 +1,26 @@
+"""Shared by the plot scripts: reading a results CSV and titling a figure with its provenance."""
+import csv
+import pathlib
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+
+def read_rows(path):
+    path = pathlib.Path(path)
+    if not path.exists():
+        print(f"{sys.argv[0]}: error: {path} does not exist (run the experiment first)", file=sys.stderr)
+        sys.exit(1)
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def provenance_line(row):
+    return (f"{row['backend']} backend, {row['ranks']} ranks, {row['dtype']}, {row['scale']} scale\n"
+            f"{row['device']} ({row['commit']})")
+
+
+def num(value):
+    return float(value) if value not in ("", None) else float("nan")
