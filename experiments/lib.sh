@@ -79,3 +79,13 @@ moebench_python() {
   echo "error: no python3 with matplotlib; run scripts/setup.sh" >&2
   exit 2
 }
+
+# moebench_experiment SUBDIR BENCH PLOT ARGS...: the whole of a one-bench experiment script --
+# parse ARGS, run BENCH on $RANKS ranks writing results/SUBDIR, then draw plots/PLOT.
+moebench_experiment() {
+  local subdir="$1" bench="$2" plot="$3"; shift 3
+  moebench_parse_args "$@"
+  moebench_launch "$MOEBENCH_RESULTS/$subdir" "$(moebench_bin "$bench")" --scale "$SCALE" --backend "$BACKEND" \
+    --out "$MOEBENCH_RESULTS" ${EXTRA[@]+"${EXTRA[@]}"}
+  "$(moebench_python)" "$MOEBENCH_ROOT/plots/$plot" "$MOEBENCH_RESULTS/$subdir"
+}

@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <library_types.h>
 #include "kernels/dtype.h"
 #include "kernels/exec.h"
 
@@ -25,6 +26,16 @@ template <class F> void dispatch_float(DType t, const char* op, F&& f) {
     case DType::f16: f(__half{}); return;
     case DType::bf16: f(__nv_bfloat16{}); return;
     default: throw Error(std::string(op) + ": dtype must be fp32, fp16 or bf16");
+  }
+}
+
+// The cuBLAS element type of a float DType.
+inline cudaDataType_t data_type(DType t) {
+  switch (t) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    default: throw Error("GEMM dtype must be fp32, fp16 or bf16");
   }
 }
 

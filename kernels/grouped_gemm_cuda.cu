@@ -1,17 +1,9 @@
 #include <vector>
 #include "kernels/cuda_check.cuh"
+#include "kernels/cuda_types.cuh"
 #include "kernels/grouped_gemm.h"
 
 namespace moebench {
-
-static cudaDataType_t cuda_type(DType t) {
-  switch (t) {
-    case DType::f32: return CUDA_R_32F;
-    case DType::f16: return CUDA_R_16F;
-    case DType::bf16: return CUDA_R_16BF;
-    default: throw Error("grouped_gemm: dtype must be fp32, fp16 or bf16");
-  }
-}
 
 // Each problem is a group of one; row-major operands are swapped as in gemm_cuda.
 void grouped_gemm_cuda(const std::vector<GemmArgs>& problems, void* stream, void* blas, bool tensor_cores,
@@ -58,7 +50,7 @@ void grouped_gemm_cuda(const std::vector<GemmArgs>& problems, void* stream, void
   MOEBENCH_CUBLAS_CHECK(cublasSetStream(handle, s));
   const cublasComputeType_t compute =
       dtype == DType::f32 ? (tensor_cores ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F) : CUBLAS_COMPUTE_32F;
-  const cudaDataType_t t = cuda_type(dtype);
+  const cudaDataType_t t = cuda::data_type(dtype);
   MOEBENCH_CUBLAS_CHECK(cublasGemmGroupedBatchedEx(handle, ta.data(), tb.data(), m.data(), n.data(), k.data(),
                                                    alpha.data(), d_a, t, lda.data(), d_b, t, ldb.data(), beta.data(),
                                                    d_c, t, ldc.data(), count, size.data(), compute));

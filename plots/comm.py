@@ -1,45 +1,33 @@
 #!/usr/bin/env python3
 """Draws bus bandwidth against message size for every results/comm/<collective>.csv into busbw.png."""
-import csv
 import pathlib
 import sys
 
-import matplotlib
+import matplotlib.pyplot as plt
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from common import num, provenance_line, read_rows, save
 
 
-def main(folder: str) -> int:
+def main(folder):
     root = pathlib.Path(folder)
-    files = sorted(p for p in root.glob("*.csv"))
+    files = sorted(root.glob("*.csv"))
     if not files:
         print(f"plots/comm.py: error: no CSV files in {root}", file=sys.stderr)
         return 1
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    provenance = None
+    rows = []
     for path in files:
-        with path.open(newline="") as f:
-            rows = list(csv.DictReader(f))
-        if not rows:
-            continue
-        sizes = [float(r["size_bytes"]) for r in rows]
-        busbw = [float(r["busbw_GBps"]) for r in rows]
-        ax.plot(sizes, busbw, marker="o", markersize=3, label=rows[0]["collective"])
-        provenance = rows[0]
+        rows = read_rows(path)
+        if rows:
+            ax.plot([num(r["size_bytes"]) for r in rows], [num(r["busbw_GBps"]) for r in rows], marker="o",
+                    markersize=3, label=rows[0]["collective"])
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("bus bandwidth (GB/s)")
-    if provenance:
-        ax.set_title(f"moebench comm: {provenance['backend']} backend, {provenance['ranks']} ranks, "
-                     f"{provenance['dtype']}\n{provenance['device']} ({provenance['scale']} scale, {provenance['commit']})",
-                     fontsize=9)
+    ax.set_title("moebench comm (nccl-tests busbw)\n" + provenance_line(rows[0]), fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    out = root / "busbw.png"
-    fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    save(fig, root / "busbw.png")
     return 0
 
 

@@ -24,3 +24,9 @@ def provenance_line(row):
 
 def num(value):
     return float(value) if value not in ("", None) else float("nan")
+
+
+def save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")

@@ -5,7 +5,7 @@ import sys
 
 import matplotlib.pyplot as plt
 
-from common import num, provenance_line, read_rows
+from common import num, provenance_line, read_rows, save
 
 
 def main(folder):
@@ -28,9 +28,7 @@ def main(folder):
             ax.set_ylabel("c_v of tokens per expert")
             ax.legend(fontsize=7)
     fig.suptitle("M6-T Fig. 1 analogue: load balance while training\n" + provenance_line(rows[0]), fontsize=8)
-    fig.tight_layout()
-    fig.savefig(folder / "cv.png", dpi=120)
-    print(f"wrote {folder / 'cv.png'}")
+    save(fig, folder / "cv.png")
     return 0
 
 

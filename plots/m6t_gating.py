@@ -5,7 +5,7 @@ import sys
 
 import matplotlib.pyplot as plt
 
-from common import num, provenance_line, read_rows
+from common import num, provenance_line, read_rows, save
 
 
 def main(folder):
@@ -27,9 +27,7 @@ def main(folder):
         ax.set_title(f"{size}: h={r['hidden']} f={r['ffn']} E={r['experts']} T={r['tokens']}\n" + provenance_line(r),
                      fontsize=8)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(folder / "gating.png", dpi=120)
-    print(f"wrote {folder / 'gating.png'}")
+    save(fig, folder / "gating.png")
     return 0
 
 

@@ -5,7 +5,7 @@ import sys
 
 import matplotlib.pyplot as plt
 
-from common import num, provenance_line, read_rows
+from common import num, provenance_line, read_rows, save
 
 RANGES = ["moe.gating", "moe.dispatch", "moe.expert", "moe.combine", "moe.combine.bwd", "moe.expert.bwd",
           "moe.dispatch.bwd", "moe.gating.bwd", "moe.sync.bwd"]
@@ -32,9 +32,7 @@ def main(folder):
                  f"{r['tokens_per_rank']} tokens/rank\n" + provenance_line(r), fontsize=8)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_ylim(0, max(bottom) * 1.12)
-    fig.tight_layout()
-    fig.savefig(folder / "layer_breakdown.png", dpi=120)
-    print(f"wrote {folder / 'layer_breakdown.png'}")
+    save(fig, folder / "layer_breakdown.png")
     return 0
 
 

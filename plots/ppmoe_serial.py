@@ -5,7 +5,7 @@ import sys
 
 import matplotlib.pyplot as plt
 
-from common import num, provenance_line, read_rows
+from common import num, provenance_line, read_rows, save
 
 
 def main(folder):
@@ -24,9 +24,7 @@ def main(folder):
     ax.set_ylabel("time relative to one dense GEMM")
     ax.set_title("PPMoE Sec. 3.3.2: N small GEMMs vs one big GEMM\n" + provenance_line(rows[0]), fontsize=8)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(folder / "serial.png", dpi=120)
-    print(f"wrote {folder / 'serial.png'}")
+    save(fig, folder / "serial.png")
     return 0
 
 

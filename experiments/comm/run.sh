@@ -5,8 +5,4 @@
 #   experiments/comm/run.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
-moebench_parse_args "$@"
-bin="$(moebench_bin moebench_comm)"
-moebench_launch "$MOEBENCH_RESULTS/comm" "$bin" --scale "$SCALE" --backend "$BACKEND" \
-  --out "$MOEBENCH_RESULTS" ${EXTRA[@]+"${EXTRA[@]}"}
-"$(moebench_python)" "$MOEBENCH_ROOT/plots/comm.py" "$MOEBENCH_RESULTS/comm"
+moebench_experiment comm moebench_comm comm.py "$@"

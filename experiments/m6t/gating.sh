@@ -5,7 +5,4 @@
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 RANKS="${RANKS:-1}"
-moebench_parse_args "$@"
-moebench_launch "$MOEBENCH_RESULTS/m6t" "$(moebench_bin moebench_m6t_gating)" --scale "$SCALE" --backend "$BACKEND" \
-  --out "$MOEBENCH_RESULTS" ${EXTRA[@]+"${EXTRA[@]}"}
-"$(moebench_python)" "$MOEBENCH_ROOT/plots/m6t_gating.py" "$MOEBENCH_RESULTS/m6t"
+moebench_experiment m6t moebench_m6t_gating m6t_gating.py "$@"

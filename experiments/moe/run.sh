@@ -7,7 +7,4 @@
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 RANKS="${RANKS:-2}"  # local scale: one rank per core
-moebench_parse_args "$@"
-moebench_launch "$MOEBENCH_RESULTS/moe" "$(moebench_bin moebench_moe_layer)" --scale "$SCALE" --backend "$BACKEND" \
-  --out "$MOEBENCH_RESULTS" ${EXTRA[@]+"${EXTRA[@]}"}
-"$(moebench_python)" "$MOEBENCH_ROOT/plots/moe_layer.py" "$MOEBENCH_RESULTS/moe"
+moebench_experiment moe moebench_moe_layer moe_layer.py "$@"

@@ -5,7 +5,4 @@
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 RANKS="${RANKS:-1}"
-moebench_parse_args "$@"
-moebench_launch "$MOEBENCH_RESULTS/ppmoe" "$(moebench_bin moebench_ppmoe_serial)" --scale "$SCALE" --backend "$BACKEND" \
-  --out "$MOEBENCH_RESULTS" ${EXTRA[@]+"${EXTRA[@]}"}
-"$(moebench_python)" "$MOEBENCH_ROOT/plots/ppmoe_serial.py" "$MOEBENCH_RESULTS/ppmoe"
+moebench_experiment ppmoe moebench_ppmoe_serial ppmoe_serial.py "$@"

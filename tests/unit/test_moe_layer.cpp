@@ -168,6 +168,27 @@ TEST(MoELayer, BackwardMatchesFiniteDifferences) {
   EXPECT_GT(checked, 500) << "skipped " << skipped;
 }
 
+// With the gate weight set to the identity (h = E), the tokens are the logits: a fixed routing
+// whose aux loss and load statistics are worked out by hand.
+TEST(MoELayer, AuxLossAndLoadStatisticsOnAFixedRouting) {
+  MoEConfig c;
+  c.hidden = 2; c.ffn = 4; c.experts = 2; c.top_k = 1;
+  c.aux_coef = 1.f;
+  CpuLayer L(c, local);
+  const float eye[4] = {1, 0, 0, 1};
+  std::copy(eye, eye + 4, L.gate_w());
+  // logits (ln 3, 0) -> probs (0.75, 0.25); (0, ln 1.5) -> (0.4, 0.6); (ln 3, 0) again
+  const float l3 = std::log(3.f), l15 = std::log(1.5f);
+  L.forward({l3, 0.f, 0.f, l15, l3, 0.f});
+  // density (2/3, 1/3), proxy ((0.75 + 0.4 + 0.75) / 3, (0.25 + 0.6 + 0.25) / 3)
+  const double want = 1.0 * 2 * (2.0 / 3 * 1.9 / 3 + 1.0 / 3 * 1.1 / 3);
+  EXPECT_NEAR(L.layer->routing().aux_loss, want, 1e-6);
+  const LoadStats s = L.layer->load();
+  EXPECT_EQ(s.kept, (std::vector<double>{2, 1}));
+  EXPECT_NEAR(s.cv, (0.5 / 1.5), 1e-12);  // mean 1.5, sigma 0.5
+  EXPECT_EQ(s.dropped_fraction, 0.0);
+}
+
 TEST(MoEConfig, BadInputNamesTheOption) {
   auto err = [](MoEConfig c, int tokens, int ranks) { return c.validate(tokens, ranks).value_or(""); };
   MoEConfig c = small(8, 1, 1);
