@@ -7,17 +7,27 @@
 
 namespace moebench {
 
+static std::string run_command(const std::string& cmd) {
+  std::string out;
+  if (std::FILE* p = ::popen(cmd.c_str(), "r")) {
+    std::array<char, 256> buf{};
+    while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
+    ::pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+// The source commit; "-dirty" when tracked sources (not results/, which runs rewrite) differ from it.
 std::string source_commit() {
   if (const char* env = std::getenv("MOEBENCH_COMMIT"); env && *env) return env;
 #ifdef MOEBENCH_SOURCE_DIR
-  const std::string cmd = std::string("git -C '") + MOEBENCH_SOURCE_DIR + "' describe --always --dirty 2>/dev/null";
-  if (std::FILE* p = ::popen(cmd.c_str(), "r")) {
-    std::array<char, 128> buf{};
-    std::string out;
-    while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
-    ::pclose(p);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    if (!out.empty()) return out;
+  const std::string git = std::string("git -C '") + MOEBENCH_SOURCE_DIR + "' ";
+  const std::string hash = run_command(git + "rev-parse --short HEAD 2>/dev/null");
+  if (!hash.empty()) {
+    const std::string changes =
+        run_command(git + "status --porcelain --untracked-files=no -- . ':(exclude)results' 2>/dev/null");
+    return changes.empty() ? hash : hash + "-dirty";
   }
 #endif
   return "unknown";
