@@ -42,8 +42,22 @@ unpack() {
   done
 }
 
+# NCCL: the toolkit's, or NCCL_HOME, or the one a Python wheel (nvidia-nccl) installed.
+find_nccl() {
+  [ -n "${NCCL_HOME:-}" ] && return
+  ls /usr/local/cuda/lib64/libnccl.so* >/dev/null 2>&1 && return
+  local dir
+  dir="$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null || true)"
+  if [ -n "$dir" ] && [ -f "$dir/include/nccl.h" ]; then
+    export NCCL_HOME="$dir"
+    export LD_LIBRARY_PATH="$dir/lib:$LD_LIBRARY_PATH"
+    echo "gpu_box.sh: NCCL from $dir"
+  fi
+}
+
 do_build() {
   unpack
+  find_nccl
   local cuda_arch=()
   [ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES="$CMAKE_CUDA_ARCHITECTURES")
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMOEBENCH_CUDA=ON -DMOEBENCH_MPI=OFF \
@@ -52,10 +66,12 @@ do_build() {
 }
 
 do_test() {
+  find_nccl
   (cd "$build" && ctest -L 'unit|gpu' --output-on-failure -j 4)
 }
 
 do_bench() {
+  find_nccl
   MOEBENCH_BUILD="$build" MOEBENCH_RESULTS="$results" MOEBENCH_LAUNCHER=none \
     experiments/run_all.sh --scale "$scale" --backend cuda --ranks 1
 }
