@@ -47,7 +47,7 @@ find_nccl() {
   [ -n "${NCCL_HOME:-}" ] && return
   ls /usr/local/cuda/lib64/libnccl.so* >/dev/null 2>&1 && return
   local dir
-  dir="$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null || true)"
+  dir="$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)"
   if [ -n "$dir" ] && [ -f "$dir/include/nccl.h" ]; then
     export NCCL_HOME="$dir"
     export LD_LIBRARY_PATH="$dir/lib:$LD_LIBRARY_PATH"
