@@ -79,24 +79,27 @@ std::vector<char*> args_for_rank(int rank, int argc, char** argv) {
 int bench_main(int argc, char** argv, BenchProgram& program) {
   Runtime rt(argc, argv, program.name());
   try {
-    std::vector<char*> args = args_for_rank(rt.rank(), argc, argv);
-    int gb_argc = static_cast<int>(args.size()) - 1;
-    benchmark::Initialize(&gb_argc, args.data());
-
     CommonOptions opts;
     CLI::App app(program.description() +
                  "\nGoogle Benchmark flags (--benchmark_filter, --benchmark_out=FILE --benchmark_out_format=json, ...) are accepted too.",
                  program.name());
     add_common_options(app, opts);
     program.add_options(app);
+    // Our help, not Google Benchmark's (which would claim --help first).
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+        if (rt.rank() == 0) std::cout << app.help();
+        return 0;
+      }
+    std::vector<char*> args = args_for_rank(rt.rank(), argc, argv);
+    int gb_argc = static_cast<int>(args.size()) - 1;
+    benchmark::Initialize(&gb_argc, args.data());
+
     std::optional<std::string> usage_error;
     try {
       std::vector<std::string> rest;
       for (int i = gb_argc - 1; i >= 1; --i) rest.emplace_back(args[i]);
       app.parse(rest);
-    } catch (const CLI::CallForHelp&) {
-      if (rt.rank() == 0) std::cout << app.help();
-      return 0;
     } catch (const CLI::ParseError& e) {
       usage_error = e.what();
     }

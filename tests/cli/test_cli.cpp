@@ -68,6 +68,13 @@ TEST(CommBenchCli, BadOptionsNameTheOption) {
   expect_usage_error("--no-such-option", "--no-such-option");
 }
 
+TEST(CommBenchCli, HelpListsOurOptions) {
+  const Result r = run("--help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--max-bytes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--backend"), std::string::npos) << r.output;
+}
+
 TEST(CommBenchCli, CudaWithoutGpuIsAClearError) {
   if (moebench::Device::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present";
   expect_usage_error("--backend cuda", "--backend cuda");
