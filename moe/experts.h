@@ -21,7 +21,8 @@ class Experts {
   void forward(const void* x, const std::vector<int>& rows, void* y);
   // dy [R, h] -> dx [R, h]; writes w1_grad / w2_grad.
   void backward(const void* dy, void* dx);
-  // Only the six GEMM sets of forward + backward on the last rows (for the overhead ratio).
+  // Only the GEMMs of forward + backward, in the same grouped calls, on the rows of the last
+  // forward (for the overhead ratio). Overwrites the weight gradients.
   void gemms_only();
 
   int first() const { return first_; }
@@ -43,6 +44,7 @@ class Experts {
   std::size_t es_;  // element size
   Buffer w1_, w2_, w1_grad_, w2_grad_, pointers_;
   Buffer h_, a_, da_;  // [R, f]: pre-activation, activation, its gradient
+  Buffer scratch_;     // gemms_only outputs
   const void* x_ = nullptr;
   std::vector<int> rows_;
   std::vector<std::size_t> offset_;  // first row of each expert
