@@ -11,6 +11,7 @@
 #include "bench/moe_host.h"
 #include "harness/bench.h"
 #include "kernels/axpy.h"
+#include "kernels/gemm.h"
 #include "moe/init.h"
 #include "moe/moe_layer.h"
 
@@ -100,14 +101,13 @@ class CvBench final : public BenchProgram {
     std::vector<double> cdf(clusters_);
     double acc = 0;
     for (int k = 0; k < clusters_; ++k) cdf[k] = (acc += 1.0 / std::pow(k + 1.0, zipf_));
+    const auto centres = normal_vector(std::size_t(clusters_) * hidden_, 99, 500, 1.f);
     const auto u = normal_vector(std::size_t(tokens_), 99, 1000 + step, 1.f);
-    const auto noise = normal_vector(std::size_t(tokens_) * hidden_, 99, 2000000 + step, 0.3f);
-    std::vector<float> x(noise);
+    std::vector<float> x = normal_vector(std::size_t(tokens_) * hidden_, 99, 2000000 + step, 0.3f);
     for (int t = 0; t < tokens_; ++t) {
       const double p = 0.5 * std::erfc(-u[t] / std::sqrt(2.0)) * acc;  // normal -> uniform -> cluster
-      const int k = int(std::lower_bound(cdf.begin(), cdf.end(), p) - cdf.begin());
-      const auto centre = normal_vector(std::size_t(hidden_), 99, 500 + std::min(k, clusters_ - 1), 1.f);
-      for (int i = 0; i < hidden_; ++i) x[std::size_t(t) * hidden_ + i] += centre[i];
+      const int k = std::min(int(std::lower_bound(cdf.begin(), cdf.end(), p) - cdf.begin()), clusters_ - 1);
+      for (int i = 0; i < hidden_; ++i) x[std::size_t(t) * hidden_ + i] += centres[std::size_t(k) * hidden_ + i];
     }
     return x;
   }
@@ -143,16 +143,14 @@ class CvBench final : public BenchProgram {
         }
         // task loss: mean over elements of 0.5 (x_L - x0 R)^2 (order 1, as a language-model loss), and its gradient
         const auto out = host_f32(dev, ctx.alloc, xs[layers_].data(), n, c.dtype);
-        std::vector<float> g(n);
+        std::vector<float> target(n), g(n);
+        gemm_cpu(dense_gemm(false, false, T, h, h, x0.data(), teacher.data(), target.data()));
         double task = 0;
-        for (int t = 0; t < T; ++t)
-          for (int j = 0; j < h; ++j) {
-            double target = 0;
-            for (int i = 0; i < h; ++i) target += double(x0[std::size_t(t) * h + i]) * teacher[std::size_t(i) * h + j];
-            const double d = out[std::size_t(t) * h + j] - target;
-            task += 0.5 * d * d / (double(T) * h);
-            g[std::size_t(t) * h + j] = float(d / (double(T) * h));
-          }
+        for (std::size_t i = 0; i < n; ++i) {
+          const double d = double(out[i]) - target[i];
+          task += 0.5 * d * d / double(n);
+          g[i] = float(d / double(n));
+        }
         Buffer gd = device_from_f32(dev, ctx.alloc, g, c.dtype, MemTag::temporary);
         dev.copy(grad.data(), gd.data(), n * es, dev.default_stream());
         for (int l = layers_ - 1; l >= 0; --l) {

@@ -3,19 +3,21 @@
 # network: unpacks the .deb files from scripts/fetch_gpu_deps.sh into a private prefix
 # (never into /), builds moebench there (CUDA on, MPI off: world size 1), runs the unit and
 # GPU tests, and runs the GPU benchmarks at the given scale.
-#   scripts/gpu_box.sh [build|test|bench|all] [--scale paper] [--results DIR]
+#   scripts/gpu_box.sh [build|test|bench|all] [--scale paper] [--dtype fp16] [--results DIR]
 # Env: MOEBENCH_DEPS_PREFIX (default /tmp/moebench-deps), CMAKE_CUDA_ARCHITECTURES (default: by toolkit),
 # MOEBENCH_CMAKE_ARGS (more configure arguments).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step="${1:-all}"; [ $# -gt 0 ] && shift
 scale=paper
+dtype=fp16  # the documents train in fp16
 results="$PWD/results"
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) scale="$2"; shift 2 ;;
     --results) results="$2"; shift 2 ;;
-    *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --results)" >&2; exit 2 ;;
+    --dtype) dtype="$2"; shift 2 ;;
+    *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --dtype, --results)" >&2; exit 2 ;;
   esac
 done
 case "$step" in build|test|bench|all) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, bench or all" >&2; exit 2 ;; esac
@@ -73,7 +75,7 @@ do_test() {
 do_bench() {
   find_nccl
   MOEBENCH_BUILD="$build" MOEBENCH_RESULTS="$results" MOEBENCH_LAUNCHER=none \
-    experiments/run_all.sh --scale "$scale" --backend cuda --ranks 1
+    experiments/run_all.sh --scale "$scale" --backend cuda --ranks 1 --dtype "$dtype"
 }
 
 case "$step" in
