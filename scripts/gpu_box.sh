@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 step="${1:-all}"; [ $# -gt 0 ] && shift
 scale=paper
 dtype=fp16  # the documents train in fp16
-results="$PWD/results"
+results="$PWD/results/cuda"  # beside the CPU results, not over them
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) scale="$2"; shift 2 ;;
