@@ -1,9 +1,18 @@
 // gtest main for the GPU tests: a Runtime (world of one) around them, for the NCCL bootstrap.
+// With no GPU it prints one marker line that CTest reads as "skipped"; with a GPU every
+// failure shows as a failure (a per-test skip must not hide another test's failure).
 #include <gtest/gtest.h>
+#include <iostream>
+#include "harness/device.h"
 #include "harness/runtime.h"
 
 int main(int argc, char** argv) {
   moebench::Runtime rt(argc, argv, "moebench_gpu_tests");
   ::testing::InitGoogleTest(&argc, argv);
+  std::string why;
+  if (moebench::Device::cuda_device_count(&why) == 0) {
+    std::cout << "MOEBENCH_NO_GPU: GPU tests skipped (" << why << ")" << std::endl;
+    return 0;
+  }
   return RUN_ALL_TESTS();
 }
