@@ -16,8 +16,8 @@
 namespace moebench {
 namespace {
 
-struct Routing_ { std::string name; int prototypes, k; const char* paper_column; };
-const std::vector<Routing_> kRoutings = {{"top1", 1, 1, "Top-1"},     {"top2", 1, 2, nullptr},
+struct RoutingCase { std::string name; int prototypes, k; const char* paper_column; };
+const std::vector<RoutingCase> kRoutings = {{"top1", 1, 1, "Top-1"},     {"top2", 1, 2, nullptr},
                                          {"top4", 1, 4, "Top-4"},     {"top16", 1, 16, "Top-16"},
                                          {"4xtop4", 4, 4, "4 Top-4"}, {"4xtop1", 4, 1, nullptr}};
 struct Size { std::string name; int hidden, ffn, experts, tokens; };
@@ -125,7 +125,7 @@ class GatingBench final : public BenchProgram {
   }
 
  private:
-  MoEConfig config(const Size& s, const Routing_& r, DType t) const {
+  MoEConfig config(const Size& s, const RoutingCase& r, DType t) const {
     MoEConfig c;
     c.hidden = s.hidden; c.ffn = s.ffn; c.experts = s.experts;
     c.prototypes = r.prototypes; c.top_k = r.k;
@@ -134,7 +134,7 @@ class GatingBench final : public BenchProgram {
     return c;
   }
 
-  void run(benchmark::State& st, BenchContext& ctx, const Size& s, const Routing_& r) {
+  void run(benchmark::State& st, BenchContext& ctx, const Size& s, const RoutingCase& r) {
     const MoEConfig c = config(s, r, ctx.dtype());
     const int T = s.tokens;
     MoELayer layer(c, ctx.device, ctx.alloc, make_local_dispatcher(DispatcherEnv{c, ctx.device, ctx.alloc}));
