@@ -102,6 +102,12 @@ class SerialBench final : public BenchProgram {
 
   void run(benchmark::State& st, BenchContext& ctx, const Width& w, int n, const std::string& variant) {
     const DType t = ctx.dtype();
+    // The grouped call has no tensor-core-free mode for 16-bit types: it would run serially.
+    if (ctx.skip_if_any(st, variant == "grouped" && ctx.backend() == Backend::cuda && t != DType::f32 &&
+                                    ctx.opts.no_tensor_cores
+                                ? std::optional<std::string>("grouped GEMM: cuBLAS has no 16-bit mode without tensor cores")
+                                : std::nullopt))
+      return;
     const std::size_t es = dtype_size(t), h = std::size_t(w.hidden), f = std::size_t(w.ffn), T = std::size_t(tokens_);
     const int experts = variant == "dense" ? 1 : n;
     Buffer x = device_from_f32(ctx.device, ctx.alloc, normal_vector(T * h, 1, 1, 1.f), t, MemTag::activations);

@@ -68,16 +68,6 @@ double Runtime::max(double v) const {
 #endif
 }
 
-double Runtime::sum(double v) const {
-#if MOEBENCH_WITH_MPI
-  double out = v;
-  MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  return out;
-#else
-  return v;
-#endif
-}
-
 std::int64_t Runtime::sum(std::int64_t v) const {
 #if MOEBENCH_WITH_MPI
   std::int64_t out = v;
@@ -85,12 +75,6 @@ std::int64_t Runtime::sum(std::int64_t v) const {
   return out;
 #else
   return v;
-#endif
-}
-
-void Runtime::barrier() const {
-#if MOEBENCH_WITH_MPI
-  MPI_Barrier(MPI_COMM_WORLD);
 #endif
 }
 

@@ -30,9 +30,7 @@ class Runtime {
   bool any(bool flag) const;
   // Collective reductions over all ranks, for reporting (host values).
   double max(double v) const;
-  double sum(double v) const;
   std::int64_t sum(std::int64_t v) const;
-  void barrier() const;
 
   // Not collective: prints "<program>: rank R: error: <message>" and ends every rank of the job.
   [[noreturn]] void abort_job(const std::string& message, int code = 1) const;
