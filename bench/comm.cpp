@@ -1,7 +1,8 @@
 // moebench_comm: nccl-tests-style benchmark of all-to-all, all-reduce, all-gather,
 // reduce-scatter and send/recv over a sweep of sizes, on MPI (cpu) or NCCL (cuda).
-// Each size reports time, algbw, busbw and #wrong; the run exits 1 if anything is wrong.
-// Writes <out>/comm/<collective>.csv.
+// Each size reports time (median over repetitions, with min and max), algbw, busbw and
+// #wrong; the run exits 1 if anything is wrong. Writes <out>/comm/<collective>.csv.
+#include <csignal>
 #include <cstdio>
 #include <sstream>
 #include "bench/comm_check.h"
@@ -17,10 +18,10 @@ struct SweepDefaults { const char* min_bytes; const char* max_bytes; int warmup,
 SweepDefaults defaults_for(Scale s) {
   switch (s) {
     case Scale::tiny: return {"1K", "64K", 1, 3};
-    case Scale::local: return {"1K", "16M", 3, 20};
-    case Scale::paper: return {"1K", "1G", 5, 50};
+    case Scale::local: return {"1K", "16M", 3, 10};
+    case Scale::paper: return {"1K", "1G", 5, 20};
   }
-  return {"1K", "16M", 3, 20};
+  return {"1K", "16M", 3, 10};
 }
 
 class CommBench final : public BenchProgram {
@@ -31,33 +32,38 @@ class CommBench final : public BenchProgram {
   }
 
   void add_options(CLI::App& app) override {
-    app.add_option("-b,--min-bytes", min_text_, "Smallest size (bytes; K/M/G suffixes); default by scale");
-    app.add_option("-e,--max-bytes", max_text_, "Largest size; default by scale");
-    app.add_option("-f,--step-factor", step_, "Multiply the size by this from min to max")
-        ->check(CLI::Range(2, 1024))
-        ->capture_default_str();
-    app.add_option("--collectives", collective_names_, "Which collectives (default: all)")
-        ->check(CLI::IsMember({"all_to_all", "all_reduce", "all_gather", "reduce_scatter", "send_recv"}))
-        ->delimiter(',');
-    app.add_option("--fail-rank", fail_rank_, "Self-test: this rank fails at its first measurement (the job must end)");
+    app.add_option("-b,--min-bytes", min_text_, "Smallest size (bytes; K/M/G suffixes); default by scale")
+        ->type_name("SIZE")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    app.add_option("-e,--max-bytes", max_text_, "Largest size; default by scale")
+        ->type_name("SIZE")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    add_whole(app, "-f,--step-factor", step_, 2, 1024, "Multiply the size by this from min to max (default 2)");
+    add_choices(app, "--collectives", collective_names_,
+                {"all_to_all", "all_reduce", "all_gather", "reduce_scatter", "send_recv"}, "Which collectives (default: all)");
+    add_whole(app, "--fail-rank", fail_rank_, 0, 1 << 20, "Self-test: this rank fails at its first measurement (the job must end)");
+    add_whole(app, "--stall-rank", stall_rank_, 0, 1 << 20,
+              "Self-test: this rank stops itself (SIGSTOP) at its first measurement (--comm-timeout must end the job)");
     app.add_flag("--corrupt-check", corrupt_, "Self-test: corrupt one received element before each check (#wrong > 0)");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
     const SweepDefaults d = defaults_for(ctx.scale());
-    if (min_text_.empty()) min_text_ = d.min_bytes;
-    if (max_text_.empty()) max_text_ = d.max_bytes;
-    const auto lo = parse_size(min_text_), hi = parse_size(max_text_);
-    if (!lo) return "--min-bytes: '" + min_text_ + "' is not a size (e.g. 1024, 64K, 16M, 1G)";
-    if (!hi) return "--max-bytes: '" + max_text_ + "' is not a size (e.g. 1024, 64K, 16M, 1G)";
-    if (*lo == 0) return "--min-bytes: must be > 0";
-    if (*hi < *lo) return "--max-bytes: " + max_text_ + " is smaller than --min-bytes " + min_text_;
+    const std::string lo_text = min_text_.value_or(d.min_bytes), hi_text = max_text_.value_or(d.max_bytes);
+    const auto lo = parse_size(lo_text), hi = parse_size(hi_text);
+    const std::string sizes = "a size in bytes, e.g. 1024, 64K, 16M, 1G";
+    if (!lo) return "--min-bytes: '" + lo_text + "' is not a size; allowed: " + sizes;
+    if (!hi) return "--max-bytes: '" + hi_text + "' is not a size; allowed: " + sizes;
+    if (*lo == 0) return "--min-bytes: '0' is out of range; allowed: " + sizes + ", at least 1";
+    if (*hi < *lo) return "--max-bytes: " + hi_text + " is smaller than --min-bytes " + lo_text;
     min_bytes_ = *lo;
     max_bytes_ = *hi;
-    warmup_ = ctx.opts.warmup >= 0 ? ctx.opts.warmup : d.warmup;
-    iters_ = ctx.opts.iters > 0 ? ctx.opts.iters : d.iters;
-    if (fail_rank_ >= ctx.rt.world())
-      return "--fail-rank: " + std::to_string(fail_rank_) + " is not a rank (0.." + std::to_string(ctx.rt.world() - 1) + ")";
+    step = step_.value_or(2);
+    warmup_ = ctx.opts.warmup.value_or(d.warmup);
+    iters_ = ctx.opts.iters.value_or(d.iters);
+    for (const auto& [opt, r] : {std::pair{"--fail-rank", fail_rank_}, std::pair{"--stall-rank", stall_rank_}})
+      if (r && *r >= ctx.rt.world())
+        return std::string(opt) + ": '" + std::to_string(*r) + "' is not a rank; allowed: 0 to " + std::to_string(ctx.rt.world() - 1);
     if (ctx.backend() == Backend::cpu && ctx.dtype() != DType::f32)
       return "--dtype: the cpu backend (MPI) reduces fp32 only";
     collectives_.clear();
@@ -65,9 +71,22 @@ class CommBench final : public BenchProgram {
       collectives_ = comm_bench::all_collectives();
     else
       for (const auto& n : collective_names_) collectives_.push_back(*comm_bench::parse_collective(n));
+    // Every collective must get at least one size, or the run would measure nothing and say nothing.
+    for (Collective c : collectives_)
+      if (sizes_for(c, ctx).empty()) {
+        const comm_bench::Geometry smallest = comm_bench::geometry(c, 1ull << 40, ctx.world.size(), ctx.dtype());
+        const std::uint64_t need = smallest.size_bytes / smallest.block;  // one element per block
+        return "--min-bytes/--max-bytes: no size from " + lo_text + " to " + hi_text + " holds one " + ctx.opts.dtype +
+               " element per rank for " + comm_bench::collective_name(c) + " on " + std::to_string(ctx.world.size()) +
+               " rank(s); the smallest such size is " + std::to_string(need) + " bytes";
+      }
     // send + receive buffers of the largest size, plus fp32 staging for 16-bit types on the GPU
     const std::uint64_t staging = ctx.dtype() == DType::f32 ? 0 : max_bytes_ * 4 / dtype_size(ctx.dtype());
-    return ctx.check_fits(2 * max_bytes_ + staging, "--max-bytes " + max_text_);
+    return ctx.check_fits(2 * max_bytes_ + staging, "--max-bytes " + hi_text);
+  }
+
+  std::vector<OutputFolder> output_folders(const BenchContext& ctx) const override {
+    return {{"--out", ctx.opts.out_dir + "/comm", false}};
   }
 
   void register_benchmarks(BenchContext& ctx) override {
@@ -76,20 +95,11 @@ class CommBench final : public BenchProgram {
     recv_ = ctx.alloc.allocate(max_bytes_, MemTag::buffers);
     if (ctx.backend() == Backend::cuda && t != DType::f32)
       staging_ = ctx.alloc.allocate(max_bytes_ / dtype_size(t) * 4, MemTag::temporary);
-    for (Collective c : collectives_) {
-      std::uint64_t prev = 0;
-      for (std::uint64_t b = min_bytes_; b <= max_bytes_; b *= static_cast<std::uint64_t>(step_)) {
-        const comm_bench::Geometry g = comm_bench::geometry(c, b, ctx.world.size(), t);
-        if (g.block == 0 || g.size_bytes == prev) continue;  // rounds to nothing, or to the previous size
-        prev = g.size_bytes;
+    for (Collective c : collectives_)
+      for (const comm_bench::Geometry& g : sizes_for(c, ctx)) {
         const std::string name = std::string("comm/") + comm_bench::collective_name(c) + "/" + std::to_string(g.size_bytes);
-        benchmark::RegisterBenchmark(name.c_str(), [this, &ctx, c, g](benchmark::State& st) { run(st, ctx, c, g); })
-            ->UseManualTime()
-            ->Iterations(iters_)
-            ->Unit(benchmark::kMicrosecond);
-        if (b > max_bytes_ / static_cast<std::uint64_t>(step_)) break;
+        ctx.add(name, iters_, [this, &ctx, c, g](benchmark::State& st) { run(st, ctx, c, g); }, benchmark::kMicrosecond);
       }
-    }
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
@@ -99,10 +109,11 @@ class CommBench final : public BenchProgram {
       std::printf("#\n# moebench_comm: %s backend, %s communicator, %d ranks, %s, device %s\n#\n",
                   backend_name(ctx.backend()), ctx.world.kind().c_str(), ctx.world.size(), ctx.opts.dtype.c_str(),
                   ctx.device.info().name.c_str());
-      std::printf("# %14s %12s %12s %12s %12s %12s %8s\n", "collective", "size(B)", "count", "time(us)", "algbw(GB/s)",
-                  "busbw(GB/s)", "#wrong");
+      std::printf("# %14s %12s %12s %12s %12s %12s %8s   (median of %d repetitions; busbw range min..max)\n",
+                  "collective", "size(B)", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", ctx.repetitions());
       for (Collective c : collectives_) {
-        CsvTable table({"collective", "size_bytes", "count", "time_us", "algbw_GBps", "busbw_GBps", "wrong"});
+        CsvTable table({"collective", "size_bytes", "count", "time_us", "time_us_min", "time_us_max", "algbw_GBps",
+                        "busbw_GBps", "busbw_GBps_min", "busbw_GBps_max", "wrong", "repetitions", "iterations"});
         for (const RunRecord& r : runs) {
           const std::string prefix = std::string("comm/") + comm_bench::collective_name(c) + "/";
           if (r.name.rfind(prefix, 0) != 0) continue;
@@ -112,15 +123,19 @@ class CommBench final : public BenchProgram {
                         r.error_message.c_str());
             continue;
           }
-          const double wrong = r.counters.at("wrong");
+          const double wrong = r.counter("wrong").max;
           total_wrong += static_cast<std::int64_t>(wrong);
-          const double us = r.seconds_per_iter * 1e6;
-          const double algbw = r.counters.at("size_bytes") / 1e9 / r.seconds_per_iter;
-          const double busbw = algbw * comm_bench::bus_factor(c, ctx.world.size());
-          std::printf("  %14s %12.0f %12.0f %12.2f %12.3f %12.3f %8.0f\n", comm_bench::collective_name(c),
-                      r.counters.at("size_bytes"), r.counters.at("count"), us, algbw, busbw, wrong);
-          table.add_row({comm_bench::collective_name(c), fmt(r.counters.at("size_bytes"), 15),
-                         fmt(r.counters.at("count"), 15), fmt(us), fmt(algbw), fmt(busbw), fmt(wrong, 15)});
+          const double bytes = r.counter("size_bytes").median, count = r.counter("count").median;
+          const double factor = comm_bench::bus_factor(c, ctx.world.size());
+          const double t_med = r.time_ms().median * 1e3, t_min = r.time_ms().min * 1e3, t_max = r.time_ms().max * 1e3;
+          const double algbw = bytes / 1e3 / t_med;  // bytes / us = MB/s; / 1e3 = GB/s
+          const double busbw = algbw * factor;
+          std::printf("  %14s %12.0f %12.0f %12.2f %12.3f %12.3f %8.0f   [%.3f .. %.3f]\n", comm_bench::collective_name(c),
+                      bytes, count, t_med, algbw, busbw, wrong, bytes / 1e3 / t_max * factor, bytes / 1e3 / t_min * factor);
+          table.add_row({comm_bench::collective_name(c), fmt(bytes, 15), fmt(count, 15), fmt(t_med), fmt(t_min),
+                         fmt(t_max), fmt(algbw), fmt(busbw), fmt(bytes / 1e3 / t_max * factor),
+                         fmt(bytes / 1e3 / t_min * factor), fmt(wrong, 15), std::to_string(r.repetitions()),
+                         std::to_string(r.iterations)});
         }
         if (table.rows() > 0)
           table.write(ctx.opts.out_dir + "/comm/" + comm_bench::collective_name(c) + ".csv", ctx.provenance);
@@ -171,7 +186,8 @@ class CommBench final : public BenchProgram {
 
   void run(benchmark::State& st, BenchContext& ctx, Collective c, const comm_bench::Geometry& g) {
     const int rank = ctx.world.rank(), n = ctx.world.size();
-    if (rank == fail_rank_) throw Error("injected failure on rank " + std::to_string(rank) + " (--fail-rank)");
+    if (fail_rank_ && rank == *fail_rank_) throw Error("injected failure on rank " + std::to_string(rank) + " (--fail-rank)");
+    if (stall_rank_ && rank == *stall_rank_) ::raise(SIGSTOP);
     const Stream& s = ctx.device.default_stream();
     std::vector<float> host(g.send_count);
     comm_bench::fill_send(c, rank, g, host.data());
@@ -204,11 +220,24 @@ class CommBench final : public BenchProgram {
     st.counters["wrong"] = double(wrong);
   }
 
-  std::string min_text_, max_text_;
-  int step_ = 2;
+  // The sizes a sweep visits for `c`: one per distinct layout, none that rounds to nothing.
+  std::vector<comm_bench::Geometry> sizes_for(Collective c, const BenchContext& ctx) const {
+    std::vector<comm_bench::Geometry> out;
+    std::uint64_t prev = 0;
+    for (std::uint64_t b = min_bytes_; b <= max_bytes_; b *= static_cast<std::uint64_t>(step)) {
+      const comm_bench::Geometry g = comm_bench::geometry(c, b, ctx.world.size(), ctx.dtype());
+      if (g.block > 0 && g.size_bytes != prev) out.push_back(g);
+      prev = g.block > 0 ? g.size_bytes : prev;
+      if (b > max_bytes_ / static_cast<std::uint64_t>(step)) break;
+    }
+    return out;
+  }
+
+  std::optional<std::string> min_text_, max_text_;
+  std::optional<int> step_, fail_rank_, stall_rank_;
+  int step = 2;
   std::vector<std::string> collective_names_;
   std::vector<Collective> collectives_;
-  int fail_rank_ = -1;
   bool corrupt_ = false;
   std::uint64_t min_bytes_ = 0, max_bytes_ = 0;
   int warmup_ = 0, iters_ = 1;
@@ -218,7 +247,4 @@ class CommBench final : public BenchProgram {
 }  // namespace
 }  // namespace moebench
 
-int main(int argc, char** argv) {
-  moebench::CommBench bench;
-  return moebench::bench_main(argc, argv, bench);
-}
+int main(int argc, char** argv) { return moebench::bench_main<moebench::CommBench>(argc, argv); }

@@ -28,40 +28,47 @@ class CvBench final : public BenchProgram {
     return "Expert-load c_v per layer during training, with/without aux loss, dropped tokens at capacity 1.25/2.0 (M6-T Fig. 1).";
   }
   void add_options(CLI::App& app) override {
-    app.add_option("--layers", layers_, "MoE layers in the stack (default: by scale)");
-    app.add_option("--steps", steps_, "SGD steps (default: by scale)");
-    app.add_option("--tokens", tokens_, "Tokens per step (default: by scale)");
-    app.add_option("--experts", experts_, "Experts per layer (default: by scale)");
-    app.add_option("--lr", lr_, "SGD learning rate")->check(CLI::PositiveNumber)->capture_default_str();
-    app.add_option("--aux-coef", aux_coef_, "Aux-loss coefficient when on")->check(CLI::NonNegativeNumber)->capture_default_str();
-    app.add_option("--capacity-factors", gammas_, "Capacity factors to run")->delimiter(',')->check(CLI::PositiveNumber);
-    app.add_option("--clusters", clusters_, "Gaussian clusters in the token distribution")->check(CLI::Range(1, 100000))->capture_default_str();
-    app.add_option("--zipf", zipf_, "Zipf exponent of the cluster frequencies")->check(CLI::NonNegativeNumber)->capture_default_str();
+    add_whole(app, "--layers", layers_opt_, 1, 1024, "MoE layers in the stack (default: by scale)");
+    add_whole(app, "--steps", steps_opt_, 1, 1 << 24, "Training steps (default: by scale)");
+    add_whole(app, "--tokens", tokens_opt_, 1, 1 << 30, "Tokens per step (default: by scale)");
+    add_whole(app, "--experts", experts_opt_, 1, 1 << 20, "Experts per layer (default: by scale)");
+    add_real(app, "--lr", lr_opt_, above(0), "Learning rate (default 2.0)");
+    add_real(app, "--aux-coef", aux_coef_opt_, at_least(0), "Aux-loss coefficient when on (default 0.01)");
+    add_reals(app, "--capacity-factors", gammas_, above(0), "Capacity factors to run (default 1.25,2.0)");
+    add_whole(app, "--clusters", clusters_opt_, 1, 100000, "Gaussian clusters in the token distribution (default 64)");
+    add_real(app, "--zipf", zipf_opt_, at_least(0), "Zipf exponent of the cluster frequencies (default 1.1)");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
-    auto def = [](int& v, int d) { if (v < 0) v = d; };
+    if (ctx.world.size() != 1)
+      return "m6t.cv trains one stack on one device, so it runs on one rank; got " + std::to_string(ctx.world.size()) +
+             " (launch it with 1 rank: --ranks 1)";
     switch (ctx.scale()) {
-      case Scale::tiny: def(layers_, 2); def(steps_, 4); def(tokens_, 128); def(experts_, 8); hidden_ = 32; break;
-      case Scale::local: def(layers_, 4); def(steps_, 150); def(tokens_, 512); def(experts_, 16); hidden_ = 64; break;
+      case Scale::tiny: defaults(2, 4, 128, 8); hidden_ = 32; break;
+      case Scale::local: defaults(4, 150, 512, 16); hidden_ = 64; break;
       // M6-T Table 3, 3-layer model: h 128, f 512, 4096 experts.
-      case Scale::paper: def(layers_, 3); def(steps_, 500); def(tokens_, 32768); def(experts_, 4096); hidden_ = 128; break;
+      case Scale::paper: defaults(3, 500, 32768, 4096); hidden_ = 128; break;
     }
+    lr_ = lr_opt_.value_or(2.0);
+    aux_coef_ = aux_coef_opt_.value_or(0.01);
+    clusters_ = clusters_opt_.value_or(64);
+    zipf_ = zipf_opt_.value_or(1.1);
     if (gammas_.empty()) gammas_ = {1.25, 2.0};
-    if (layers_ < 1) return "--layers: must be >= 1";
-    if (steps_ < 1) return "--steps: must be >= 1";
     MoEConfig c = config(gammas_[0], true, ctx.dtype());
     return c.validate(tokens_, 1);
+  }
+
+  std::vector<OutputFolder> output_folders(const BenchContext& ctx) const override {
+    return {{"--out", ctx.opts.out_dir + "/m6t", false}};
   }
 
   void register_benchmarks(BenchContext& ctx) override {
     for (double g : gammas_)
       for (bool aux : {true, false}) {
         const std::string name = "m6t_cv/gamma" + fmt(g) + (aux ? "/aux" : "/no_aux");
-        benchmark::RegisterBenchmark(name.c_str(), [this, &ctx, g, aux](benchmark::State& st) { run(st, ctx, Run{g, aux}); })
-            ->UseManualTime()
-            ->Iterations(1)
-            ->Unit(benchmark::kMillisecond);
+        // One training run each: the result is a trajectory, not a timing, so it is not repeated.
+        ctx.add(name, 1, [this, &ctx, g, aux](benchmark::State& st) { run(st, ctx, Run{g, aux}); },
+                benchmark::kMillisecond, 1);
       }
   }
 
@@ -176,7 +183,16 @@ class CvBench final : public BenchProgram {
     st.counters["ms_per_step"] = step_ms / steps_;
   }
 
-  int layers_ = -1, steps_ = -1, tokens_ = -1, experts_ = -1, hidden_ = 64, clusters_ = 64;
+  void defaults(int layers, int steps, int tokens, int experts) {
+    layers_ = layers_opt_.value_or(layers);
+    steps_ = steps_opt_.value_or(steps);
+    tokens_ = tokens_opt_.value_or(tokens);
+    experts_ = experts_opt_.value_or(experts);
+  }
+
+  std::optional<int> layers_opt_, steps_opt_, tokens_opt_, experts_opt_, clusters_opt_;
+  std::optional<double> lr_opt_, aux_coef_opt_, zipf_opt_;
+  int layers_ = 1, steps_ = 1, tokens_ = 1, experts_ = 1, hidden_ = 64, clusters_ = 64;
   double lr_ = 2.0, aux_coef_ = 0.01, zipf_ = 1.1;
   std::vector<double> gammas_;
   std::vector<Row> rows_;
@@ -185,7 +201,4 @@ class CvBench final : public BenchProgram {
 }  // namespace
 }  // namespace moebench
 
-int main(int argc, char** argv) {
-  moebench::CvBench bench;
-  return moebench::bench_main(argc, argv, bench);
-}
+int main(int argc, char** argv) { return moebench::bench_main<moebench::CvBench>(argc, argv); }

@@ -3,9 +3,11 @@
 // gate kernel alone (softmax + top-k), the whole gate (projection, top-k, capacity, aux loss)
 // and the layer forward + backward. M6-T Table 1's ms/step sit beside the layer times as
 // ratios to top-1 (a whole model step there, one layer here). Targets: 4 x top-4 gate+layer
-// <= 1.02 x top-4; top-16 gate kernel <= 2 x top-1. Writes <out>/m6t/gating.csv.
+// <= 1.02 x top-4; top-16 gate kernel <= 2 x top-1. Times are medians over repetitions, with
+// their spread; ratios are of medians of one run. Writes <out>/m6t/gating.csv. One device, one rank.
 #include <libfccp/csv.h>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include "bench/moe_host.h"
 #include "harness/bench.h"
@@ -29,14 +31,18 @@ class GatingBench final : public BenchProgram {
     return "Top-k routing vs expert prototyping: gate kernel, gate and layer time (M6-T Table 1).";
   }
   void add_options(CLI::App& app) override {
-    app.add_option("--sizes", size_names_, "m6t (M6-T Table 3: h 128, f 512, 4096 experts) and/or gpt (h 768, f 3072, 64 experts)")
-        ->check(CLI::IsMember({"m6t", "gpt"}))
-        ->delimiter(',');
-    app.add_option("--reference", reference_, "M6-T Table 1 as CSV")->capture_default_str();
-    app.add_option("--capacity-factor", gamma_, "Capacity factor (M6-T uses 1.25)")->check(CLI::PositiveNumber)->capture_default_str();
+    add_choices(app, "--sizes", size_names_, {"m6t", "gpt"},
+                "m6t (M6-T Table 3: h 128, f 512, 4096 experts) and/or gpt (h 768, f 3072, 64 experts); default by scale");
+    add_path(app, "--reference", reference_,
+             "M6-T Table 1 as CSV (default: experiments/reference/m6t_table1.csv of this checkout)");
+    add_real(app, "--capacity-factor", gamma_opt_, above(0), "Capacity factor (default 1.25, as M6-T)");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
+    if (ctx.world.size() != 1)
+      return "m6t.gating measures one device, so it runs on one rank; got " + std::to_string(ctx.world.size()) +
+             " (launch it with 1 rank: --ranks 1)";
+    gamma_ = gamma_opt_.value_or(1.25);
     switch (ctx.scale()) {
       case Scale::tiny: sizes_ = {{"m6t", 32, 64, 64, 128}}; warmup_ = 1; iters_ = 2; break;
       // 2 cores: the M6-T widths with 512 instead of 4096 experts and 1024 tokens.
@@ -50,8 +56,9 @@ class GatingBench final : public BenchProgram {
       if (keep.empty()) return "--sizes: none of the given sizes is defined at --scale " + ctx.opts.scale;
       sizes_ = keep;
     }
-    if (ctx.opts.warmup >= 0) warmup_ = ctx.opts.warmup;
-    if (ctx.opts.iters > 0) iters_ = ctx.opts.iters;
+    warmup_ = ctx.opts.warmup.value_or(warmup_);
+    iters_ = ctx.opts.iters.value_or(iters_);
+    if (reference_.empty()) reference_ = default_reference();
     try {
       io::CSVReader<5, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(reference_);
       in.read_header(io::ignore_extra_column, "Model Size", "Top-1", "Top-4", "Top-16", "4 Top-4");
@@ -69,54 +76,60 @@ class GatingBench final : public BenchProgram {
     return std::nullopt;
   }
 
+  std::vector<OutputFolder> output_folders(const BenchContext& ctx) const override {
+    return {{"--out", ctx.opts.out_dir + "/m6t", false}};
+  }
+
   void register_benchmarks(BenchContext& ctx) override {
     for (const Size& s : sizes_)
       for (const auto& r : kRoutings)
-        benchmark::RegisterBenchmark(("m6t_gating/" + s.name + "/" + r.name).c_str(),
-                                     [this, &ctx, s, r](benchmark::State& st) { run(st, ctx, s, r); })
-            ->UseManualTime()
-            ->Iterations(iters_)
-            ->Unit(benchmark::kMillisecond);
+        ctx.add("m6t_gating/" + s.name + "/" + r.name, iters_, [this, &ctx, s, r](benchmark::State& st) { run(st, ctx, s, r); });
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
+    fixture_.reset();
     if (ctx.rt.rank() != 0) return 0;
     std::map<std::string, const RunRecord*> by;
     for (const auto& r : runs)
-      if (!r.error) by[r.name.substr(0, r.name.find("/iterations"))] = &r;
+      if (!r.error) by[r.name] = &r;
     CsvTable t({"size", "routing", "prototypes", "top_k", "experts", "hidden", "ffn", "tokens", "capacity_factor",
-                "gate_kernel_ms", "gate_ms", "layer_ms", "layer_vs_top1", "gate_kernel_vs_top1",
-                "paper_3layer_ms_per_step", "paper_3layer_vs_top1", "ratio_of_ratios"});
+                "gate_kernel_ms", "gate_kernel_ms_min", "gate_kernel_ms_max", "gate_ms", "gate_ms_min", "gate_ms_max",
+                "layer_ms", "layer_ms_min", "layer_ms_max", "layer_vs_top1", "gate_kernel_vs_top1",
+                "paper_3layer_ms_per_step", "paper_3layer_vs_top1", "ratio_of_ratios", "repetitions"});
     const auto& p3 = paper_["3-layer"];
     for (const Size& s : sizes_) {
-      const RunRecord* top1 = by["m6t_gating/" + s.name + "/top1"];
-      const RunRecord* top4 = by["m6t_gating/" + s.name + "/top4"];
-      const RunRecord* top16 = by["m6t_gating/" + s.name + "/top16"];
-      const RunRecord* p44 = by["m6t_gating/" + s.name + "/4xtop4"];
-      const RunRecord* p41 = by["m6t_gating/" + s.name + "/4xtop1"];
+      auto find = [&](const std::string& routing) -> const RunRecord* {
+        const auto it = by.find("m6t_gating/" + s.name + "/" + routing);
+        return it == by.end() ? nullptr : it->second;
+      };
+      const RunRecord *top1 = find("top1"), *top4 = find("top4"), *top16 = find("top16"), *p44 = find("4xtop4"),
+                      *p41 = find("4xtop1");
       for (const auto& r : kRoutings) {
-        const RunRecord* run = by["m6t_gating/" + s.name + "/" + r.name];
+        const RunRecord* run = find(r.name);
         if (!run || !top1) continue;
-        const double layer = run->seconds_per_iter * 1e3, layer1 = top1->seconds_per_iter * 1e3;
-        const double kern = run->counters.at("gate_kernel_ms"), kern1 = top1->counters.at("gate_kernel_ms");
-        double paper = NAN, paper_ratio = NAN;
+        const Spread layer = run->time_ms(), kern = run->counter("gate_kernel_ms"), gate = run->counter("gate_ms");
+        const double layer1 = top1->time_ms().median, kern1 = top1->counter("gate_kernel_ms").median;
+        std::optional<double> paper, paper_ratio, ratio_of_ratios;
         if (r.paper_column && p3.count(r.paper_column)) {
           paper = p3.at(r.paper_column);
-          paper_ratio = paper / p3.at("Top-1");
+          paper_ratio = *paper / p3.at("Top-1");
+          ratio_of_ratios = (layer.median / layer1) / *paper_ratio;
         }
         t.add_row({s.name, r.name, std::to_string(r.prototypes), std::to_string(r.k), std::to_string(s.experts),
-                   std::to_string(s.hidden), std::to_string(s.ffn), std::to_string(s.tokens), fmt(gamma_), fmt(kern),
-                   fmt(run->counters.at("gate_ms")), fmt(layer), fmt(layer / layer1), fmt(kern / kern1), fmt(paper),
-                   fmt(paper_ratio), fmt((layer / layer1) / paper_ratio)});
+                   std::to_string(s.hidden), std::to_string(s.ffn), std::to_string(s.tokens), fmt(gamma_),
+                   fmt(kern.median), fmt(kern.min), fmt(kern.max), fmt(gate.median), fmt(gate.min), fmt(gate.max),
+                   fmt(layer.median), fmt(layer.min), fmt(layer.max), fmt(layer.median / layer1),
+                   fmt(kern.median / kern1), fmt_or_na(paper), fmt_or_na(paper_ratio), fmt_or_na(ratio_of_ratios),
+                   std::to_string(run->repetitions())});
       }
       if (top1 && top4 && top16 && p44 && p41) {
-        auto gate_layer = [](const RunRecord* r) { return r->seconds_per_iter * 1e3 + r->counters.at("gate_ms"); };
+        auto gate_layer = [](const RunRecord* r) { return r->time_ms().median + r->counter("gate_ms").median; };
         const double a = gate_layer(p44) / gate_layer(top4), flop_matched = gate_layer(p41) / gate_layer(top4);
-        const double b = top16->counters.at("gate_kernel_ms") / top1->counters.at("gate_kernel_ms");
+        const double b = top16->counter("gate_kernel_ms").median / top1->counter("gate_kernel_ms").median;
         std::printf("m6t_gating/%s: 4 x top-4 / top-4 (gate + layer) = %.3f (target <= 1.02: %s); "
-                    "top-16 / top-1 gate kernel = %.3f (target <= 2: %s) [%s backend]\n",
+                    "top-16 / top-1 gate kernel = %.3f (target <= 2: %s) [%s backend, medians of %d repetitions]\n",
                     s.name.c_str(), a, a <= 1.02 ? "met" : "NOT met", b, b <= 2.0 ? "met" : "NOT met",
-                    backend_name(ctx.backend()));
+                    backend_name(ctx.backend()), ctx.repetitions());
         std::printf("m6t_gating/%s: FLOP-matched 4 x top-1 / top-4 (gate + layer) = %.3f\n", s.name.c_str(), flop_matched);
       }
     }
@@ -134,56 +147,95 @@ class GatingBench final : public BenchProgram {
     return c;
   }
 
-  void run(benchmark::State& st, BenchContext& ctx, const Size& s, const RoutingCase& r) {
+  // The paper's Table 1 as the repository keeps it: beside this binary's checkout
+  // (<checkout>/build/bench/ -> <checkout>/experiments/reference/), else in the source tree it was built from.
+  static std::string default_reference() {
+    namespace fs = std::filesystem;
+    const fs::path rel = fs::path("experiments") / "reference" / "m6t_table1.csv";
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec)
+      for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
+        if (fs::exists(dir / rel, ec)) return (dir / rel).string();
+    return (fs::path(MOEBENCH_SOURCE_DIR) / rel).string();
+  }
+
+  // One routing case's layer and tensors, made at its first repetition and kept for the rest.
+  struct Fixture {
+    std::string key;
+    std::unique_ptr<MoELayer> layer;
+    Buffer x, dy, y, dx, probs, e, w;
+  };
+
+  Fixture& fixture(BenchContext& ctx, const Size& s, const RoutingCase& r) {
+    const std::string key = s.name + "/" + r.name;
+    if (fixture_ && fixture_->key == key) return *fixture_;
+    fixture_.reset();
+    auto f = std::make_unique<Fixture>();
+    f->key = key;
     const MoEConfig c = config(s, r, ctx.dtype());
     const int T = s.tokens;
-    MoELayer layer(c, ctx.device, ctx.alloc, make_local_dispatcher(DispatcherEnv{c, ctx.device, ctx.alloc}));
-    layer.init(5);
-    Buffer x = device_from_f32(ctx.device, ctx.alloc, normal_vector(std::size_t(T) * c.hidden, 5, 77, 1.f), c.dtype, MemTag::activations);
-    Buffer dy = device_from_f32(ctx.device, ctx.alloc, normal_vector(std::size_t(T) * c.hidden, 5, 78, 1e-3f), c.dtype, MemTag::activations);
-    Buffer y = ctx.alloc.allocate(x.bytes(), MemTag::activations), dx = ctx.alloc.allocate(x.bytes(), MemTag::activations);
+    f->layer = std::make_unique<MoELayer>(c, ctx.device, ctx.alloc, make_local_dispatcher(DispatcherEnv{c, ctx.device, ctx.alloc}));
+    f->layer->init(5);
+    f->x = device_from_f32(ctx.device, ctx.alloc, normal_vector(std::size_t(T) * c.hidden, 5, 77, 1.f), c.dtype, MemTag::activations);
+    f->dy = device_from_f32(ctx.device, ctx.alloc, normal_vector(std::size_t(T) * c.hidden, 5, 78, 1e-3f), c.dtype, MemTag::activations);
+    f->y = ctx.alloc.allocate(f->x.bytes(), MemTag::activations);
+    f->dx = ctx.alloc.allocate(f->x.bytes(), MemTag::activations);
+    const GateShape g{T, c.experts, c.prototypes, c.top_k};
+    f->probs = ctx.alloc.allocate(std::size_t(T) * c.experts * 4, MemTag::temporary);
+    f->e = ctx.alloc.allocate(std::size_t(T) * g.slots() * 4, MemTag::temporary);
+    f->w = ctx.alloc.allocate(std::size_t(T) * g.slots() * 4, MemTag::temporary);
+    for (int i = 0; i < warmup_; ++i) {
+      f->layer->forward(f->x.data(), T, f->y.data());
+      f->layer->backward(f->dy.data(), f->dx.data());
+    }
+    ctx.device.synchronize();
+    fixture_ = std::move(f);
+    return *fixture_;
+  }
+
+  void run(benchmark::State& st, BenchContext& ctx, const Size& s, const RoutingCase& r) {
+    Fixture& f = fixture(ctx, s, r);
+    MoELayer& layer = *f.layer;
+    const MoEConfig& c = layer.config();
+    const int T = s.tokens;
     const Stream& str = ctx.device.default_stream();
     const Exec ex = ctx.device.exec(str);
-    // The gate kernel alone on the logits of the last forward.
-    Routing scratch;
     const GateShape g{T, c.experts, c.prototypes, c.top_k};
-    Buffer probs = ctx.alloc.allocate(std::size_t(T) * c.experts * 4, MemTag::temporary);
-    Buffer e = ctx.alloc.allocate(std::size_t(T) * g.slots() * 4, MemTag::temporary);
-    Buffer w = ctx.alloc.allocate(std::size_t(T) * g.slots() * 4, MemTag::temporary);
-    for (int i = 0; i < warmup_; ++i) {
-      layer.forward(x.data(), T, y.data());
-      layer.backward(dy.data(), dx.data());
-    }
+    Routing scratch;
     Event a(ctx.backend()), b(ctx.backend());
     double kernel_ms = 0, gate_ms = 0;
     ctx.profile_begin();
     for (auto _ : st) {
       a.record(str);
-      layer.forward(x.data(), T, y.data());
-      layer.backward(dy.data(), dx.data());
+      layer.forward(f.x.data(), T, f.y.data());
+      layer.backward(f.dy.data(), f.dx.data());
       b.record(str);
       ctx.device.synchronize();
       ctx.set_iteration_time(st, Event::elapsed_ms(a, b));
+      // The gate kernel alone on the logits of the last forward.
       a.record(str);
-      softmax_topk(ex, g, layer.routing().logits.as<float>(), probs.as<float>(), e.as<std::int32_t>(), w.as<float>());
+      softmax_topk(ex, g, layer.routing().logits.as<float>(), f.probs.as<float>(), f.e.as<std::int32_t>(), f.w.as<float>());
       b.record(str);
       ctx.device.synchronize();
       kernel_ms += ctx.rt.max(Event::elapsed_ms(a, b));
       a.record(str);
-      layer.gate().forward(x.data(), T, 1, scratch);
+      layer.gate().forward(f.x.data(), T, 1, scratch);
       b.record(str);
       ctx.device.synchronize();
       gate_ms += ctx.rt.max(Event::elapsed_ms(a, b));
     }
     ctx.profile_end();
-    st.counters["gate_kernel_ms"] = kernel_ms / iters_;
-    st.counters["gate_ms"] = gate_ms / iters_;
+    st.counters["gate_kernel_ms"] = kernel_ms / double(st.iterations());
+    st.counters["gate_ms"] = gate_ms / double(st.iterations());
   }
 
   std::vector<std::string> size_names_;
   std::vector<Size> sizes_;
-  std::string reference_ = std::string(MOEBENCH_SOURCE_DIR) + "/experiments/reference/m6t_table1.csv";
+  std::string reference_;
+  std::optional<double> gamma_opt_;
   double gamma_ = 1.25;
+  std::unique_ptr<Fixture> fixture_;
   int warmup_ = 1, iters_ = 3;
   std::map<std::string, std::map<std::string, double>> paper_;
 };
@@ -191,7 +243,4 @@ class GatingBench final : public BenchProgram {
 }  // namespace
 }  // namespace moebench
 
-int main(int argc, char** argv) {
-  moebench::GatingBench bench;
-  return moebench::bench_main(argc, argv, bench);
-}
+int main(int argc, char** argv) { return moebench::bench_main<moebench::GatingBench>(argc, argv); }

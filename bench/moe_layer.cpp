@@ -2,7 +2,10 @@
 // reference, expert parallel = DPMoE, PPMoE), with the breakdown ranges moe.gating,
 // moe.dispatch, moe.expert, moe.combine and their backward -- the single-layer analogue of
 // PPMoE Tables 1 and 3 -- and the overhead ratio: layer time over the time of its expert
-// GEMMs alone on the same routed rows (target <= 1.15). Writes <out>/moe/layer_<dispatcher>.csv.
+// GEMMs alone on the same routed rows (target <= 1.15), taken iteration by iteration inside
+// each repetition and reported as median and spread. Load statistics are over every rank's
+// tokens. Writes <out>/moe/layer_<dispatcher>.csv; --dump DIR writes the state of the last
+// real forward + backward as .npy (tests/cli/check_dump.py recomputes it independently).
 #include <cstdio>
 #include <filesystem>
 #include "bench/moe_host.h"
@@ -20,6 +23,17 @@ const std::vector<std::string> kRanges = {"moe.gating",      "moe.dispatch",    
                                           "moe.dispatch.bwd", "moe.gating.bwd", "moe.sync.bwd"};
 constexpr double kOverheadTarget = 1.15;
 
+// One dispatcher's layer with its tensors, made at its first repetition and kept for the rest;
+// its own allocator, so its peaks are its own.
+struct Fixture {
+  std::string dispatcher;
+  TrackingAllocator alloc;
+  std::unique_ptr<MoELayer> layer;
+  Buffer x, dy, y, dx;
+  bool dumped = false;
+  explicit Fixture(Backend b) : alloc(b) {}
+};
+
 class MoELayerBench final : public BenchProgram {
  public:
   std::string name() const override { return "moebench_moe_layer"; }
@@ -28,11 +42,9 @@ class MoELayerBench final : public BenchProgram {
   }
   void add_options(CLI::App& app) override {
     moe_.add(app);
-    app.add_option("--dispatchers", dispatchers_, "Dispatchers to run (default: all)")
-        ->check(CLI::IsMember({"local", "expert_parallel", "ppmoe"}))
-        ->delimiter(',');
-    app.add_option("--tp", tp_, "PPMoE tensor-parallel group size (default: all ranks)");
-    app.add_option("--dump", dump_dir_, "Write each layer's input, weights, routing, output and gradients as .npy here");
+    add_choices(app, "--dispatchers", dispatchers_, {"local", "expert_parallel", "ppmoe"}, "Dispatchers to run (default: all)");
+    add_whole(app, "--tp", tp_opt_, 1, 1 << 20, "PPMoE tensor-parallel group size (default: all ranks)");
+    add_path(app, "--dump", dump_dir_, "Write each layer's input, weights, routing, output and gradients as .npy here");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
@@ -40,19 +52,22 @@ class MoELayerBench final : public BenchProgram {
     int tokens = 0;
     switch (ctx.scale()) {
       case Scale::tiny: d.hidden = 64; d.ffn = 256; d.experts = 8; tokens = 128; warmup_ = 1; iters_ = 3; break;
-      case Scale::local: d.hidden = 768; d.ffn = 3072; d.experts = 16; tokens = 4096; warmup_ = 1; iters_ = 3; break;
+      case Scale::local: d.hidden = 768; d.ffn = 3072; d.experts = 16; tokens = 4096; warmup_ = 1; iters_ = 2; break;
       case Scale::paper: d.hidden = 1024; d.ffn = 4096; d.experts = 64; tokens = 8192; warmup_ = 3; iters_ = 10; break;
     }
-    if (ctx.opts.warmup >= 0) warmup_ = ctx.opts.warmup;
-    if (ctx.opts.iters > 0) iters_ = ctx.opts.iters;
+    warmup_ = ctx.opts.warmup.value_or(warmup_);
+    iters_ = ctx.opts.iters.value_or(iters_);
     const int world = ctx.world.size();
-    if (tp_ < 0) tp_ = world;
-    if (tp_ < 1 || world % tp_ != 0)
-      return "--tp: " + std::to_string(tp_) + " must divide the number of ranks (" + std::to_string(world) + ")";
     if (dispatchers_.empty()) dispatchers_ = {"local", "expert_parallel", "ppmoe"};
+    const bool has_ppmoe = std::find(dispatchers_.begin(), dispatchers_.end(), "ppmoe") != dispatchers_.end();
+    if (tp_opt_ && !has_ppmoe) return "--tp: only the ppmoe dispatcher uses it; add ppmoe to --dispatchers or drop --tp";
+    tp_ = tp_opt_.value_or(world);
+    if (world % tp_ != 0)
+      return "--tp: '" + std::to_string(tp_) + "' does not divide the " + std::to_string(world) +
+             " ranks; allowed: a divisor of the number of ranks";
     for (const auto& d2 : dispatchers_) {
       const int r = d2 == "expert_parallel" ? world : d2 == "ppmoe" ? tp_ : 1;
-      if (auto e = moe_.resolve(d, tokens, ctx.dtype(), r)) {
+      if (auto e = moe_.resolve(d, tokens, ctx.dtype(), ctx.backend(), r)) {
         if (d2 == "ppmoe" && e->rfind("--experts", 0) == 0) return *e + " (the --tp group)";
         return e;
       }
@@ -61,58 +76,97 @@ class MoELayerBench final : public BenchProgram {
     const double es = double(dtype_size(c.dtype));
     // all experts (the local reference holds them all), weights + gradients, and rows for twice a balanced load
     const double weights = 4.0 * c.experts * c.hidden * double(c.ffn) * es;
-    const double rows = 2.0 * moe_.tokens * c.slots();
-    const double acts = rows * (4.0 * c.hidden + 3.0 * c.ffn) * es + 4.0 * moe_.tokens * c.experts * 4 +
-                        8.0 * moe_.tokens * c.hidden * es;
+    const double rows = 2.0 * moe_.resolved_tokens * c.slots();
+    const double acts = rows * (4.0 * c.hidden + 3.0 * c.ffn) * es + 4.0 * moe_.resolved_tokens * c.experts * 4 +
+                        8.0 * moe_.resolved_tokens * c.hidden * es;
     return ctx.check_fits(std::uint64_t(weights + acts), "--experts/--hidden/--ffn/--tokens");
   }
 
+  std::vector<OutputFolder> output_folders(const BenchContext& ctx) const override {
+    std::vector<OutputFolder> out = {{"--out", ctx.opts.out_dir + "/moe", false}};
+    if (!dump_dir_.empty())
+      for (const auto& d : dispatchers_) out.push_back({"--dump", dump_dir_ + "/" + d, true});
+    return out;
+  }
+
   void register_benchmarks(BenchContext& ctx) override {
-    for (const auto& d : dispatchers_) {
-      benchmark::RegisterBenchmark(("moe_layer/" + d).c_str(), [this, &ctx, d](benchmark::State& st) { run(st, ctx, d); })
-          ->UseManualTime()
-          ->Iterations(iters_)
-          ->Unit(benchmark::kMillisecond);
-    }
+    for (const auto& d : dispatchers_)
+      ctx.add("moe_layer/" + d, iters_, [this, &ctx, d](benchmark::State& st) { run(st, ctx, d); });
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
+    fixture_.reset();
     if (ctx.rt.rank() != 0) return 0;
     const MoEConfig& c = moe_.config;
     for (const RunRecord& r : runs) {
-      const std::string d = r.name.substr(r.name.find('/') + 1, r.name.find('/', 10) - r.name.find('/') - 1);
+      const std::string d = r.name.substr(r.name.find('/') + 1);
       if (r.error) {
         std::printf("moe_layer/%s: skipped: %s\n", d.c_str(), r.error_message.c_str());
         continue;
       }
       std::vector<std::string> cols = {"dispatcher", "tokens_per_rank", "hidden", "ffn", "experts", "prototypes",
-                                       "top_k", "capacity_factor", "expert_gemm", "total_ms"};
+                                       "top_k", "capacity_factor", "expert_gemm", "total_ms", "total_ms_min",
+                                       "total_ms_max"};
       for (const auto& n : kRanges) cols.push_back(n + "_ms");
-      for (const char* extra : {"expert_gemms_ms", "overhead_ratio", "target_ratio", "tokens_per_s",
-                                "peak_model_states_bytes", "peak_activations_bytes", "peak_buffers_bytes",
-                                "peak_temporary_bytes", "tokens_dropped_fraction", "load_cv"})
+      for (const char* extra :
+           {"expert_gemms_ms", "expert_gemms_ms_min", "expert_gemms_ms_max", "overhead_ratio", "overhead_ratio_min",
+            "overhead_ratio_max", "overhead_status", "target_ratio", "tokens_per_s", "peak_model_states_bytes",
+            "peak_activations_bytes", "peak_buffers_bytes", "peak_temporary_bytes", "tokens_dropped_fraction", "load_cv",
+            "repetitions", "iterations"})
         cols.push_back(extra);
       CsvTable t(cols);
-      const double total = r.seconds_per_iter * 1e3;
-      std::vector<std::string> row = {d, std::to_string(moe_.tokens),
+      const Spread total = r.time_ms(), gem = r.counter("expert_gemms_ms"), ratio = r.counter("overhead_ratio");
+      const std::optional<std::string> unresolved = unresolved_reason(total, gem, ratio);
+      std::vector<std::string> row = {d, std::to_string(moe_.resolved_tokens),
                                       std::to_string(c.hidden), std::to_string(c.ffn), std::to_string(c.experts),
                                       std::to_string(c.prototypes), std::to_string(c.top_k),
-                                      c.capacity_factor ? fmt(*c.capacity_factor) : "dropless", moe_.expert_gemm, fmt(total)};
-      for (const auto& n : kRanges) row.push_back(fmt(r.counters.at(n)));
-      const double gem = r.counters.at("expert_gemms_ms");
-      for (double v : {gem, total / gem, kOverheadTarget, r.counters.at("tokens_per_s"), r.counters.at("peak_model_states"),
-                       r.counters.at("peak_activations"), r.counters.at("peak_buffers"), r.counters.at("peak_temporary"),
-                       r.counters.at("dropped_fraction"), r.counters.at("load_cv")})
-        row.push_back(fmt(v, 8));
+                                      c.capacity_factor ? fmt(*c.capacity_factor) : "dropless", moe_.expert_gemm,
+                                      fmt(total.median), fmt(total.min), fmt(total.max)};
+      for (const auto& n : kRanges) row.push_back(fmt(r.counter(n).median));
+      for (double v : {gem.median, gem.min, gem.max}) row.push_back(fmt(v));
+      for (double v : {ratio.median, ratio.min, ratio.max}) row.push_back(unresolved ? "n/a" : fmt(v, 4));
+      row.push_back(unresolved ? "unresolved: " + *unresolved : "ok");
+      row.push_back(fmt(kOverheadTarget));
+      row.push_back(fmt(moe_.resolved_tokens / (total.median / 1e3)));
+      for (const char* k : {"peak_model_states", "peak_activations", "peak_buffers", "peak_temporary"})
+        row.push_back(fmt(r.counter(k).max, 15));
+      row.push_back(fmt(r.counter("dropped_fraction").median, 8));
+      row.push_back(fmt(r.counter("load_cv").median, 8));
+      row.push_back(std::to_string(r.repetitions()));
+      row.push_back(std::to_string(r.iterations));
       t.add_row(row);
       t.write(ctx.opts.out_dir + "/moe/layer_" + d + ".csv", ctx.provenance);
-      std::printf("moe_layer/%-16s total %9.2f ms  expert GEMMs %9.2f ms  overhead ratio %.3f (target <= %.2f: %s)\n",
-                  d.c_str(), total, gem, total / gem, kOverheadTarget, total / gem <= kOverheadTarget ? "met" : "NOT met");
+      if (unresolved)
+        std::printf("moe_layer/%-16s total %9.3f ms  expert GEMMs %9.3f ms  overhead ratio: unresolved (%s)\n", d.c_str(),
+                    total.median, gem.median, unresolved->c_str());
+      else
+        std::printf("moe_layer/%-16s total %9.2f ms  expert GEMMs %9.2f ms  overhead ratio %.3f [%.3f .. %.3f] over %d "
+                    "repetitions (target <= %.2f: %s)\n",
+                    d.c_str(), total.median, gem.median, ratio.median, ratio.min, ratio.max, ratio.samples,
+                    kOverheadTarget, ratio.median <= kOverheadTarget ? "met" : "NOT met");
     }
     return 0;
   }
 
  private:
+  // The ratio is a result only when the layer's own overhead stands out of the noise: a layer
+  // cannot be faster than its own GEMMs, and an overhead smaller than the spread of the
+  // GEMM-only time is below what the timer resolves on this machine.
+  static std::optional<std::string> unresolved_reason(const Spread& total, const Spread& gem, const Spread& ratio) {
+    char buf[256];
+    if (ratio.median < 1.0) {
+      std::snprintf(buf, sizeof buf, "layer %.3g ms measured below its own GEMMs %.3g ms (timer noise at this size)",
+                    total.median, gem.median);
+      return std::string(buf);
+    }
+    if (total.median - gem.median < gem.max - gem.min) {
+      std::snprintf(buf, sizeof buf, "overhead %.3g ms is within the GEMM-only spread %.3g ms", total.median - gem.median,
+                    gem.max - gem.min);
+      return std::string(buf);
+    }
+    return std::nullopt;
+  }
+
   std::unique_ptr<TokenDispatcher> make(BenchContext& ctx, const std::string& d, const DispatcherEnv& env) {
     if (d == "expert_parallel") return make_expert_parallel_dispatcher(env, ctx.world);
     if (d == "ppmoe") {
@@ -122,102 +176,170 @@ class MoELayerBench final : public BenchProgram {
     return make_local_dispatcher(env);
   }
 
-  void run(benchmark::State& st, BenchContext& ctx, const std::string& d) {
+  // PPMoE ranks of one TP group hold the same tokens; otherwise every rank has its own.
+  int token_block(const BenchContext& ctx, const std::string& d) const {
+    return d == "ppmoe" ? ctx.world.rank() / tp_ : ctx.world.rank();
+  }
+
+  Fixture& fixture(BenchContext& ctx, const std::string& d) {
+    if (fixture_ && fixture_->dispatcher == d) return *fixture_;
+    fixture_.reset();  // one layer alive at a time
     const MoEConfig& c = moe_.config;
-    const int T = moe_.tokens, h = c.hidden, rank = ctx.world.rank();
-    ctx.alloc.reset_peaks();
-    auto layer = std::make_unique<MoELayer>(c, ctx.device, ctx.alloc, make(ctx, d, DispatcherEnv{c, ctx.device, ctx.alloc}));
-    layer->init(moe_.seed);
-    // PPMoE ranks of one TP group hold the same tokens; otherwise every rank has its own.
-    const int token_block = d == "ppmoe" ? rank / tp_ : rank;
-    Buffer x = device_from_f32(ctx.device, ctx.alloc, normal_vector(std::size_t(T) * h, moe_.seed, 77, 1.f, std::size_t(token_block) * T * h),
-                               c.dtype, MemTag::activations);
-    Buffer dy = device_from_f32(ctx.device, ctx.alloc, normal_vector(std::size_t(T) * h, moe_.seed, 78, 1e-3f, std::size_t(token_block) * T * h),
-                                c.dtype, MemTag::activations);
-    Buffer y = ctx.alloc.allocate(std::size_t(T) * h * dtype_size(c.dtype), MemTag::activations);
-    Buffer dx = ctx.alloc.allocate(std::size_t(T) * h * dtype_size(c.dtype), MemTag::activations);
-    const Stream& s = ctx.device.default_stream();
+    const int T = moe_.resolved_tokens, h = c.hidden;
+    const std::uint64_t seed = moe_.resolved_seed;
+    auto f = std::make_unique<Fixture>(ctx.backend());
+    f->dispatcher = d;
+    f->layer = std::make_unique<MoELayer>(c, ctx.device, f->alloc, make(ctx, d, DispatcherEnv{c, ctx.device, f->alloc}));
+    f->layer->init(seed);
+    const std::size_t first = std::size_t(token_block(ctx, d)) * T * h;
+    f->x = device_from_f32(ctx.device, f->alloc, normal_vector(std::size_t(T) * h, seed, 77, 1.f, first), c.dtype,
+                           MemTag::activations);
+    f->dy = device_from_f32(ctx.device, f->alloc, normal_vector(std::size_t(T) * h, seed, 78, 1e-3f, first), c.dtype,
+                            MemTag::activations);
+    f->y = f->alloc.allocate(std::size_t(T) * h * dtype_size(c.dtype), MemTag::activations);
+    f->dx = f->alloc.allocate(std::size_t(T) * h * dtype_size(c.dtype), MemTag::activations);
     for (int i = 0; i < warmup_; ++i) {
-      layer->forward(x.data(), T, y.data());
-      layer->backward(dy.data(), dx.data());
+      f->layer->forward(f->x.data(), T, f->y.data());
+      f->layer->backward(f->dy.data(), f->dx.data());
     }
     ctx.device.synchronize();
+    fixture_ = std::move(f);
+    return *fixture_;
+  }
+
+  void run(benchmark::State& st, BenchContext& ctx, const std::string& d) {
+    Fixture& f = fixture(ctx, d);
+    if (!scratch_) scratch_ = std::make_unique<TrackingAllocator>(ctx.backend());
+    MoELayer& layer = *f.layer;
+    const int T = moe_.resolved_tokens;
+    const Stream& s = ctx.device.default_stream();
     std::map<std::string, double> range_ms;
+    double total_ms = 0, gemm_ms = 0;
     Event start(ctx.backend()), stop(ctx.backend());
     ctx.profile_begin();
     for (auto _ : st) {
       Breakdown b;
       start.record(s);
-      layer->forward(x.data(), T, y.data(), &b);
-      layer->backward(dy.data(), dx.data(), &b);
+      layer.forward(f.x.data(), T, f.y.data(), &b);
+      layer.backward(f.dy.data(), f.dx.data(), &b);
       stop.record(s);
       ctx.device.synchronize();
-      ctx.set_iteration_time(st, Event::elapsed_ms(start, stop));
+      const double ms = ctx.rt.max(Event::elapsed_ms(start, stop));
+      st.SetIterationTime(ms / 1e3);
+      total_ms += ms;
       const auto totals = b.totals_ms();
       for (const auto& n : kRanges) range_ms[n] += ctx.rt.max(totals.count(n) ? totals.at(n) : 0.0);
-    }
-    ctx.profile_end();
-    // The same expert GEMMs alone, on the rows this step routed.
-    double gemm_ms = 0;
-    for (int i = 0; i < iters_; ++i) {
+      // The same expert GEMMs alone, right after, on the rows this step routed (not in the manual time).
       start.record(s);
-      layer->experts().gemms_only();
+      layer.experts().gemms_only(*scratch_);
       stop.record(s);
       ctx.device.synchronize();
       gemm_ms += ctx.rt.max(Event::elapsed_ms(start, stop));
     }
-    if (!dump_dir_.empty()) dump(ctx, d, *layer, x, y, dy, dx);
-    for (const auto& n : kRanges) st.counters[n] = range_ms[n] / iters_;
-    st.counters["expert_gemms_ms"] = gemm_ms / iters_;
-    st.counters["tokens_per_s"] = benchmark::Counter(double(T) * st.iterations(), benchmark::Counter::kIsRate);
-    const auto load = layer->load();
+    ctx.profile_end();
+    if (!dump_dir_.empty() && !f.dumped) {
+      dump(ctx, d, layer, f);
+      f.dumped = true;
+    }
+    const double n = double(st.iterations());
+    for (const auto& name : kRanges) st.counters[name] = range_ms[name] / n;
+    st.counters["expert_gemms_ms"] = gemm_ms / n;
+    st.counters["overhead_ratio"] = total_ms / gemm_ms;
+    const LoadStats load = global_load(ctx, d, layer);
     st.counters["dropped_fraction"] = load.dropped_fraction;
     st.counters["load_cv"] = load.cv;
     for (MemTag tag : {MemTag::model_states, MemTag::activations, MemTag::buffers, MemTag::temporary})
-      st.counters[std::string("peak_") + mem_tag_name(tag)] = ctx.rt.max(double(ctx.alloc.peak(tag)));
+      st.counters[std::string("peak_") + mem_tag_name(tag)] = ctx.rt.max(double(f.alloc.peak(tag)));
   }
 
-  void dump(BenchContext& ctx, const std::string& d, MoELayer& layer, const Buffer& x, const Buffer& y, const Buffer& dy,
-            const Buffer& dx) {
+  // Routed and kept tokens per expert summed over every rank's tokens (PPMoE ranks of one TP
+  // group hold the same tokens: one of them counts).
+  LoadStats global_load(BenchContext& ctx, const std::string& d, MoELayer& layer) {
+    const int E = moe_.config.experts;
+    const bool counts = d != "ppmoe" || ctx.world.rank() % tp_ == 0;
+    const Routing& r = layer.routing();
+    std::vector<double> both(2 * std::size_t(E), 0.0);  // [routed][kept]
+    if (counts)
+      for (std::size_t i = 0; i < r.routed.size(); ++i) {
+        both[i % E] += r.routed[i];
+        both[E + i % E] += r.kept[i];
+      }
+    ctx.rt.sum(both);
+    std::vector<std::int32_t> routed(E), kept(E);
+    for (int e = 0; e < E; ++e) {
+      routed[e] = std::int32_t(both[e]);
+      kept[e] = std::int32_t(both[E + e]);
+    }
+    return load_stats(routed, kept, E);
+  }
+
+  void dump(BenchContext& ctx, const std::string& d, MoELayer& layer, Fixture& f) {
     const MoEConfig& c = moe_.config;
-    const std::size_t T = std::size_t(moe_.tokens), h = std::size_t(c.hidden), f = std::size_t(c.ffn);
-    const std::size_t L = std::size_t(layer.experts().count()), S = std::size_t(c.slots());
-    const std::string base = dump_dir_ + "/" + d + "/rank" + std::to_string(ctx.world.rank()) + "_";
+    const std::size_t T = std::size_t(moe_.resolved_tokens), h = std::size_t(c.hidden), ff = std::size_t(c.ffn);
+    const std::size_t L = std::size_t(layer.experts().count()), S = std::size_t(c.slots()), E = std::size_t(c.experts);
+    const std::string folder = dump_dir_ + "/" + d;
+    const std::string base = folder + "/rank" + std::to_string(ctx.world.rank()) + "_";
     Device& dev = ctx.device;
-    auto f32 = [&](const void* p, std::size_t n, DType t) { return host_f32(dev, ctx.alloc, p, n, t); };
+    auto f32 = [&](const void* p, std::size_t n, DType t) { return host_f32(dev, f.alloc, p, n, t); };
     auto i32 = [&](const Buffer& b, std::size_t n) {
       std::vector<std::int32_t> v(n);
       dev.copy_to_host(v.data(), b.data(), n * 4, dev.default_stream());
       return v;
     };
-    write_npy(base + "x.npy", f32(x.data(), T * h, c.dtype).data(), {T, h});
-    write_npy(base + "y.npy", f32(y.data(), T * h, c.dtype).data(), {T, h});
-    write_npy(base + "dy.npy", f32(dy.data(), T * h, c.dtype).data(), {T, h});
-    write_npy(base + "dx.npy", f32(dx.data(), T * h, c.dtype).data(), {T, h});
-    write_npy(base + "gate_weight.npy", f32(layer.gate().weight().data(), h * c.experts, DType::f32).data(), {h, std::size_t(c.experts)});
-    write_npy(base + "gate_grad.npy", f32(layer.gate().grad().data(), h * c.experts, DType::f32).data(), {h, std::size_t(c.experts)});
-    write_npy(base + "w1.npy", f32(layer.experts().w1().data(), L * h * f, c.dtype).data(), {L, h, f});
-    write_npy(base + "w2.npy", f32(layer.experts().w2().data(), L * f * h, c.dtype).data(), {L, f, h});
-    write_npy(base + "w1_grad.npy", f32(layer.experts().w1_grad().data(), L * h * f, c.dtype).data(), {L, h, f});
-    write_npy(base + "w2_grad.npy", f32(layer.experts().w2_grad().data(), L * f * h, c.dtype).data(), {L, f, h});
+    write_npy(base + "x.npy", f32(f.x.data(), T * h, c.dtype).data(), {T, h});
+    write_npy(base + "y.npy", f32(f.y.data(), T * h, c.dtype).data(), {T, h});
+    write_npy(base + "dy.npy", f32(f.dy.data(), T * h, c.dtype).data(), {T, h});
+    write_npy(base + "dx.npy", f32(f.dx.data(), T * h, c.dtype).data(), {T, h});
+    write_npy(base + "gate_weight.npy", f32(layer.gate().weight().data(), h * E, DType::f32).data(), {h, E});
+    write_npy(base + "gate_grad.npy", f32(layer.gate().grad().data(), h * E, DType::f32).data(), {h, E});
+    write_npy(base + "w1.npy", f32(layer.experts().w1().data(), L * h * ff, c.dtype).data(), {L, h, ff});
+    write_npy(base + "w2.npy", f32(layer.experts().w2().data(), L * ff * h, c.dtype).data(), {L, ff, h});
+    write_npy(base + "w1_grad.npy", f32(layer.experts().w1_grad().data(), L * h * ff, c.dtype).data(), {L, h, ff});
+    write_npy(base + "w2_grad.npy", f32(layer.experts().w2_grad().data(), L * ff * h, c.dtype).data(), {L, ff, h});
     const Routing& r = layer.routing();
-    write_npy(base + "route_expert.npy", i32(r.expert, T * S).data(), {T, S});
-    write_npy(base + "route_position.npy", i32(r.position, T * S).data(), {T, S});
-    write_npy(base + "route_weight.npy", f32(r.weight.data(), T * S, DType::f32).data(), {T, S});
+    const auto expert = i32(r.expert, T * S), position = i32(r.position, T * S);
+    const auto weight = f32(r.weight.data(), T * S, DType::f32);
+    std::vector<float> combine(T * S);  // what each slot's expert output is multiplied by (0: dropped)
+    for (std::size_t i = 0; i < T * S; ++i) combine[i] = position[i] >= 0 ? weight[i] : 0.f;
+    write_npy(base + "probs.npy", f32(r.probs.data(), T * E, DType::f32).data(), {T, E});
+    write_npy(base + "route_expert.npy", expert.data(), {T, S});
+    write_npy(base + "route_position.npy", position.data(), {T, S});
+    write_npy(base + "route_weight.npy", weight.data(), {T, S});
+    write_npy(base + "combine_weight.npy", combine.data(), {T, S});
+    const float aux = float(r.aux_loss);
+    write_npy(base + "aux_loss.npy", &aux, {});
+    if (ctx.world.rank() == 0) write_file_atomic(folder + "/meta.json", meta_json(ctx, d, layer));
+  }
+
+  // How the dumped ranks form layers, so a checker can rebuild the whole computation.
+  std::string meta_json(const BenchContext& ctx, const std::string& d, MoELayer& layer) const {
+    const MoEConfig& c = moe_.config;
+    char buf[1024];
+    std::snprintf(buf, sizeof buf,
+                  "{\"dispatcher\": \"%s\", \"ranks\": %d, \"tp\": %d, \"tokens_per_rank\": %d, \"hidden\": %d, "
+                  "\"ffn\": %d, \"experts\": %d, \"prototypes\": %d, \"top_k\": %d, \"capacity_factor\": %s, "
+                  "\"capacity_groups_per_rank\": %d, \"aux_loss\": %s, \"aux_coef\": %.9g, \"aux_grad_scale\": %.9g, "
+                  "\"dtype\": \"%s\", \"backend\": \"%s\"}\n",
+                  d.c_str(), ctx.world.size(), d == "ppmoe" ? tp_ : 1, moe_.resolved_tokens, c.hidden, c.ffn, c.experts,
+                  c.prototypes, c.top_k, c.capacity_factor ? fmt(*c.capacity_factor, 17).c_str() : "null",
+                  layer.dispatcher().capacity_groups(moe_.resolved_tokens), c.aux_loss ? "true" : "false",
+                  double(c.aux_coef), double(layer.dispatcher().aux_grad_scale()), ctx.opts.dtype.c_str(),
+                  backend_name(ctx.backend()));
+    return buf;
   }
 
   MoEOptions moe_;
   std::vector<std::string> dispatchers_;
-  int tp_ = -1;
+  std::optional<int> tp_opt_;
+  int tp_ = 1;
   std::string dump_dir_;
   int warmup_ = 1, iters_ = 3;
   std::unique_ptr<Communicator> tp_comm_;
+  std::unique_ptr<Fixture> fixture_;
+  std::unique_ptr<TrackingAllocator> scratch_;
 };
 
 }  // namespace
 }  // namespace moebench
 
-int main(int argc, char** argv) {
-  moebench::MoELayerBench bench;
-  return moebench::bench_main(argc, argv, bench);
-}
+int main(int argc, char** argv) { return moebench::bench_main<moebench::MoELayerBench>(argc, argv); }

@@ -3,36 +3,40 @@
 namespace moebench {
 
 void MoEOptions::add(CLI::App& app) {
-  app.add_option("--hidden", hidden, "Hidden size h (default: by scale)");
-  app.add_option("--ffn", ffn, "Expert FFN size f (default: by scale, 4h)");
-  app.add_option("--experts", experts, "Experts in the layer E (default: by scale)");
-  app.add_option("--prototypes", prototypes, "Expert prototypes Z (M6-T); E/Z experts each (default 1)");
-  app.add_option("--top-k", top_k, "Experts per token inside each prototype (default: by scale)");
-  app.add_option("--tokens", tokens, "Tokens per rank (default: by scale)");
-  app.add_option("--capacity-factor", capacity_factor, "Capacity factor gamma of M6-T Eq. 2 (> 0); default dropless")
-      ->each([this](const std::string&) { capacity_given = true; });
+  constexpr int kMax = 1 << 30;
+  add_whole(app, "--hidden", hidden, 1, kMax, "Hidden size h (default: by scale)");
+  add_whole(app, "--ffn", ffn, 1, kMax, "Expert FFN size f (default: by scale, 4h when --hidden is given)");
+  add_whole(app, "--experts", experts, 1, kMax, "Experts in the layer E (default: by scale)");
+  add_whole(app, "--prototypes", prototypes, 1, kMax, "Expert prototypes Z (M6-T); E/Z experts each (default 1)");
+  add_whole(app, "--top-k", top_k, 1, kMax, "Experts per token inside each prototype (default: by scale)");
+  add_whole(app, "--tokens", tokens, 1, kMax, "Tokens per rank (default: by scale)");
+  add_real(app, "--capacity-factor", capacity_factor, above(0), "Capacity factor gamma of M6-T Eq. 2; default dropless");
   app.add_flag("--no-aux", no_aux, "Switch the load-balancing loss off");
-  app.add_option("--aux-coef", aux_coef, "Load-balancing loss coefficient")->capture_default_str();
-  app.add_option("--expert-gemm", expert_gemm, "Local experts as one grouped GEMM or serial GEMMs")
-      ->check(CLI::IsMember({"grouped", "serial"}))
-      ->capture_default_str();
-  app.add_option("--seed", seed, "Seed of weights and tokens")->capture_default_str();
+  add_real(app, "--aux-coef", aux_coef, at_least(0), "Load-balancing loss coefficient (default 0.01)");
+  add_choice(app, "--expert-gemm", expert_gemm, {"grouped", "serial"},
+             "Local experts as one grouped GEMM or serial GEMMs (default grouped)");
+  add_whole(app, "--seed", seed, std::int64_t(0), std::int64_t(1) << 62, "Seed of weights and tokens (default 1234)");
 }
 
-std::optional<std::string> MoEOptions::resolve(const MoEConfig& d, int default_tokens, DType dtype, int expert_ranks) {
+std::optional<std::string> MoEOptions::resolve(const MoEConfig& d, int default_tokens, DType dtype, Backend backend,
+                                               int expert_ranks) {
+  if (no_aux && aux_coef)
+    return "--aux-coef: given with --no-aux, which switches the aux loss off; drop one of the two";
   config = d;
-  if (hidden >= 0) config.hidden = hidden;
-  config.ffn = ffn >= 0 ? ffn : (hidden >= 0 ? 4 * hidden : d.ffn);
-  if (experts >= 0) config.experts = experts;
-  if (prototypes >= 0) config.prototypes = prototypes;
-  if (top_k >= 0) config.top_k = top_k;
-  if (capacity_given) config.capacity_factor = capacity_factor;
+  if (hidden) config.hidden = *hidden;
+  config.ffn = ffn ? *ffn : (hidden ? 4 * *hidden : d.ffn);
+  if (experts) config.experts = *experts;
+  if (prototypes) config.prototypes = *prototypes;
+  if (top_k) config.top_k = *top_k;
+  if (capacity_factor) config.capacity_factor = *capacity_factor;
   config.aux_loss = !no_aux;
-  config.aux_coef = aux_coef;
+  if (aux_coef) config.aux_coef = float(*aux_coef);
   config.expert_gemm = expert_gemm == "serial" ? ExpertGemm::serial : ExpertGemm::grouped;
   config.dtype = dtype;
-  if (tokens < 0) tokens = default_tokens;
-  return config.validate(tokens, expert_ranks);
+  resolved_tokens = tokens.value_or(default_tokens);
+  resolved_seed = std::uint64_t(seed.value_or(1234));
+  if (auto e = config.validate(resolved_tokens, expert_ranks)) return e;
+  return config.validate_for(backend);
 }
 
 }  // namespace moebench

@@ -1,5 +1,6 @@
 // Command-line options that describe an MoE layer (shared by the MoE benches), with
-// per-scale defaults: a value given on the command line always wins.
+// per-scale defaults: a value given on the command line always wins, and "not given" is
+// nullopt, never a value a user could type.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <optional>
@@ -10,17 +11,20 @@
 namespace moebench {
 
 struct MoEOptions {
-  int hidden = -1, ffn = -1, experts = -1, prototypes = -1, top_k = -1, tokens = -1;  // -1: the scale's default
-  double capacity_factor = -1;  // < 0 on the command line means "not given"
-  bool capacity_given = false, dropless = false, no_aux = false;
-  float aux_coef = 0.01f;
+  std::optional<int> hidden, ffn, experts, prototypes, top_k, tokens;
+  std::optional<double> capacity_factor, aux_coef;  // capacity nullopt: dropless
+  bool no_aux = false;
   std::string expert_gemm = "grouped";
-  std::uint64_t seed = 1234;
+  std::optional<std::int64_t> seed;
 
   void add(CLI::App& app);
-  // Fills unset fields from `defaults`, then validates (tokens per rank, ranks the experts split over).
-  std::optional<std::string> resolve(const MoEConfig& defaults, int default_tokens, DType dtype, int expert_ranks);
+  // Fills unset fields from `defaults`, then validates (tokens per rank, ranks the experts split
+  // over, and what the backend can compute).
+  std::optional<std::string> resolve(const MoEConfig& defaults, int default_tokens, DType dtype, Backend backend,
+                                     int expert_ranks);
   MoEConfig config;
+  int resolved_tokens = 0;
+  std::uint64_t resolved_seed = 1234;
 };
 
 }  // namespace moebench

@@ -1,7 +1,8 @@
 // moebench_ppmoe_serial (ppmoe.serial): the claim of PPMoE Sec. 3.3.2 that N small expert
 // GEMMs run one after another cost about one big GEMM of the same FLOPs. For N experts of
 // T/N tokens each: serial GEMMs, one grouped GEMM, and one dense [T, h] x [h, f] GEMM.
-// Writes <out>/ppmoe/serial.csv with the time ratios (target: grouped >= 0.9 x dense speed).
+// Writes <out>/ppmoe/serial.csv with the median times over repetitions, their spread and the
+// ratios of the medians (target: grouped >= 0.9 x dense speed). One device, so one rank.
 #include <cstdio>
 #include <map>
 #include "harness/bench.h"
@@ -23,23 +24,25 @@ class SerialBench final : public BenchProgram {
     return "N serial expert GEMMs vs one grouped GEMM vs one dense GEMM of equal FLOPs (PPMoE Sec. 3.3.2).";
   }
   void add_options(CLI::App& app) override {
-    app.add_option("--widths", width_names_, "Model widths: medium (GPT-3 Medium 1024/4096), 6.7b (4096/16384), tiny (64/256)")
-        ->check(CLI::IsMember({"medium", "6.7b", "tiny"}))
-        ->delimiter(',');
-    app.add_option("--tokens", tokens_, "Tokens T in total (split over the N experts)");
-    app.add_option("--max-experts", max_experts_, "Largest N (powers of two from 1)");
+    add_choices(app, "--widths", width_names_, {"medium", "6.7b", "tiny"},
+                "Model widths: medium (GPT-3 Medium 1024/4096), 6.7b (4096/16384), tiny (64/256); default by scale");
+    add_whole(app, "--tokens", tokens_opt_, 1, 1 << 30, "Tokens T in total (split over the N experts); default by scale");
+    add_whole(app, "--max-experts", max_experts_opt_, 1, 1 << 16, "Largest N (powers of two from 1); default by scale");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
+    if (ctx.world.size() != 1)
+      return "ppmoe.serial measures one device, so it runs on one rank; got " + std::to_string(ctx.world.size()) +
+             " (launch it with 1 rank: --ranks 1)";
     switch (ctx.scale()) {
       case Scale::tiny: defaults({"tiny"}, 256, 8, 1, 3); break;
-      case Scale::local: defaults({"medium"}, 1024, 64, 1, 3); break;
+      case Scale::local: defaults({"medium"}, 1024, 64, 1, 2); break;
       case Scale::paper: defaults({"medium", "6.7b"}, 16384, 64, 3, 10); break;
     }
-    if (ctx.opts.warmup >= 0) warmup_ = ctx.opts.warmup;
-    if (ctx.opts.iters > 0) iters_ = ctx.opts.iters;
-    if (tokens_ < 1) return "--tokens: must be >= 1, got " + std::to_string(tokens_);
-    if (max_experts_ < 1) return "--max-experts: must be >= 1, got " + std::to_string(max_experts_);
+    warmup_ = ctx.opts.warmup.value_or(warmup_);
+    iters_ = ctx.opts.iters.value_or(iters_);
+    if (max_experts_ & (max_experts_ - 1))
+      return "--max-experts: '" + std::to_string(max_experts_) + "' is not a power of two; allowed: 1, 2, 4, 8, ...";
     if (tokens_ % max_experts_ != 0)
       return "--tokens: " + std::to_string(tokens_) + " must be divisible by --max-experts " + std::to_string(max_experts_);
     widths_.clear();
@@ -54,39 +57,49 @@ class SerialBench final : public BenchProgram {
     return ctx.check_fits(need, "--tokens/--max-experts/--widths");
   }
 
+  std::vector<OutputFolder> output_folders(const BenchContext& ctx) const override {
+    return {{"--out", ctx.opts.out_dir + "/ppmoe", false}};
+  }
+
   void register_benchmarks(BenchContext& ctx) override {
     for (const Width& w : widths_)
       for (int n = 1; n <= max_experts_; n *= 2)
         for (const char* v : {"dense", "serial", "grouped"}) {
           const std::string name = "ppmoe_serial/" + w.name + "/" + std::to_string(n) + "/" + v;
-          benchmark::RegisterBenchmark(name.c_str(), [this, &ctx, w, n, v](benchmark::State& st) { run(st, ctx, w, n, v); })
-              ->UseManualTime()
-              ->Iterations(iters_)
-              ->Unit(benchmark::kMillisecond);
+          ctx.add(name, iters_, [this, &ctx, w, n, v](benchmark::State& st) { run(st, ctx, w, n, v); });
         }
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
+    fixture_.reset();
     if (ctx.rt.rank() != 0) return 0;
-    std::map<std::string, double> ms;
+    std::map<std::string, Spread> ms;
     for (const auto& r : runs)
-      if (!r.error) ms[r.name.substr(0, r.name.find("/iterations"))] = r.seconds_per_iter * 1e3;
-    CsvTable t({"width", "hidden", "ffn", "tokens", "experts", "dense_ms", "serial_ms", "grouped_ms", "serial_over_dense",
-                "grouped_over_dense", "dense_tflops", "grouped_tflops", "grouped_speed_vs_dense", "target_speed_vs_dense"});
-    std::printf("%-8s %6s %10s %10s %10s %14s %15s\n", "width", "N", "dense ms", "serial ms", "grouped ms",
-                "serial/dense", "grouped speed");
+      if (!r.error) ms[r.name] = r.time_ms();
+    const bool grouped_is_serial = ctx.backend() == Backend::cpu;
+    CsvTable t({"width", "hidden", "ffn", "tokens", "experts", "dense_ms", "dense_ms_min", "dense_ms_max", "serial_ms",
+                "serial_ms_min", "serial_ms_max", "grouped_ms", "grouped_ms_min", "grouped_ms_max", "serial_over_dense",
+                "grouped_over_dense", "dense_tflops", "grouped_tflops", "grouped_speed_vs_dense", "target_speed_vs_dense",
+                "grouped_implementation", "repetitions"});
+    std::printf("%-8s %6s %10s %10s %10s %14s %15s   (medians of %d repetitions)\n", "width", "N", "dense ms", "serial ms",
+                "grouped ms", "serial/dense", "grouped speed", ctx.repetitions());
     for (const Width& w : widths_)
       for (int n = 1; n <= max_experts_; n *= 2) {
         const std::string key = "ppmoe_serial/" + w.name + "/" + std::to_string(n) + "/";
         if (!ms.count(key + "dense") || !ms.count(key + "serial") || !ms.count(key + "grouped")) continue;
-        const double d = ms[key + "dense"], s = ms[key + "serial"], g = ms[key + "grouped"];
+        const Spread d = ms[key + "dense"], s = ms[key + "serial"], g = ms[key + "grouped"];
         const double flops = gemm_flops(tokens_, w.ffn, w.hidden);
         t.add_row({w.name, std::to_string(w.hidden), std::to_string(w.ffn), std::to_string(tokens_), std::to_string(n),
-                   fmt(d), fmt(s), fmt(g), fmt(s / d), fmt(g / d), fmt(flops / d / 1e9), fmt(flops / g / 1e9), fmt(d / g),
-                   fmt(kGroupedTarget)});
-        std::printf("%-8s %6d %10.3f %10.3f %10.3f %14.3f %9.3f (>= %.1f)\n", w.name.c_str(), n, d, s, g, s / d, d / g,
-                    kGroupedTarget);
+                   fmt(d.median), fmt(d.min), fmt(d.max), fmt(s.median), fmt(s.min), fmt(s.max), fmt(g.median),
+                   fmt(g.min), fmt(g.max), fmt(s.median / d.median), fmt(g.median / d.median),
+                   fmt(flops / d.median / 1e9), fmt(flops / g.median / 1e9), fmt(d.median / g.median),
+                   fmt(kGroupedTarget),
+                   grouped_is_serial ? "serial loop (OpenBLAS has no grouped GEMM)" : "cublasGemmGroupedBatchedEx",
+                   std::to_string(d.samples)});
+        std::printf("%-8s %6d %10.3f %10.3f %10.3f %14.3f %9.3f (>= %.1f)\n", w.name.c_str(), n, d.median, s.median,
+                    g.median, s.median / d.median, d.median / g.median, kGroupedTarget);
       }
+    if (grouped_is_serial) std::printf("(cpu backend: \"grouped\" is the serial loop; OpenBLAS has no grouped GEMM)\n");
     t.write(ctx.opts.out_dir + "/ppmoe/serial.csv", ctx.provenance);
     return 0;
   }
@@ -94,10 +107,48 @@ class SerialBench final : public BenchProgram {
  private:
   void defaults(std::vector<std::string> widths, int tokens, int max_experts, int warmup, int iters) {
     if (width_names_.empty()) width_names_ = std::move(widths);
-    if (tokens_ < 0) tokens_ = tokens;
-    if (max_experts_ < 0) max_experts_ = max_experts;
+    tokens_ = tokens_opt_.value_or(tokens);
+    max_experts_ = max_experts_opt_.value_or(max_experts);
     warmup_ = warmup;
     iters_ = iters;
+  }
+
+  // The operands of one (width, N, variant), made at its first repetition and kept for the rest.
+  struct Fixture {
+    std::string key;
+    Buffer x, wts, y, ptrs;
+    std::vector<GemmArgs> problems;
+  };
+
+  Fixture& fixture(BenchContext& ctx, const Width& w, int n, const std::string& variant) {
+    const std::string key = w.name + "/" + std::to_string(n) + "/" + variant;
+    if (fixture_ && fixture_->key == key) return *fixture_;
+    fixture_.reset();
+    auto f = std::make_unique<Fixture>();
+    f->key = key;
+    const DType t = ctx.dtype();
+    const std::size_t es = dtype_size(t), h = std::size_t(w.hidden), ff = std::size_t(w.ffn), T = std::size_t(tokens_);
+    const int experts = variant == "dense" ? 1 : n;
+    f->x = device_from_f32(ctx.device, ctx.alloc, normal_vector(T * h, 1, 1, 1.f), t, MemTag::activations);
+    f->wts = ctx.alloc.allocate(std::size_t(experts) * h * ff * es, MemTag::model_states);
+    {
+      const auto w0 = normal_vector(h * ff, 1, 2, 0.02f);  // each expert the same values: timing only
+      Buffer one = device_from_f32(ctx.device, ctx.alloc, w0, t, MemTag::temporary);
+      for (int e = 0; e < experts; ++e)
+        ctx.device.copy(f->wts.as<char>() + e * h * ff * es, one.data(), h * ff * es, ctx.device.default_stream());
+    }
+    f->y = ctx.alloc.allocate(T * ff * es, MemTag::activations);
+    f->ptrs = ctx.alloc.allocate(grouped_gemm_workspace_bytes(std::size_t(experts)), MemTag::buffers);
+    const std::size_t rows = T / std::size_t(experts);
+    for (int e = 0; e < experts; ++e)
+      f->problems.push_back(dense_gemm(false, false, int(rows), int(ff), int(h), f->x.as<char>() + e * rows * h * es,
+                                       f->wts.as<char>() + e * h * ff * es, f->y.as<char>() + e * rows * ff * es, t));
+    const ExpertGemm mode = variant == "grouped" ? ExpertGemm::grouped : ExpertGemm::serial;
+    const Exec ex = ctx.device.exec(ctx.device.default_stream());
+    for (int i = 0; i < warmup_; ++i) grouped_gemm(ex, f->problems, mode, f->ptrs.data(), f->ptrs.bytes());
+    ctx.device.synchronize();
+    fixture_ = std::move(f);
+    return *fixture_;
   }
 
   void run(benchmark::State& st, BenchContext& ctx, const Width& w, int n, const std::string& variant) {
@@ -108,51 +159,30 @@ class SerialBench final : public BenchProgram {
                                 ? std::optional<std::string>("grouped GEMM: cuBLAS has no 16-bit mode without tensor cores")
                                 : std::nullopt))
       return;
-    const std::size_t es = dtype_size(t), h = std::size_t(w.hidden), f = std::size_t(w.ffn), T = std::size_t(tokens_);
-    const int experts = variant == "dense" ? 1 : n;
-    Buffer x = device_from_f32(ctx.device, ctx.alloc, normal_vector(T * h, 1, 1, 1.f), t, MemTag::activations);
-    Buffer wts = ctx.alloc.allocate(std::size_t(experts) * h * f * es, MemTag::model_states);
-    {
-      const auto w0 = normal_vector(h * f, 1, 2, 0.02f);  // each expert the same values: timing only
-      Buffer one = device_from_f32(ctx.device, ctx.alloc, w0, t, MemTag::temporary);
-      for (int e = 0; e < experts; ++e)
-        ctx.device.copy(wts.as<char>() + e * h * f * es, one.data(), h * f * es, ctx.device.default_stream());
-    }
-    Buffer y = ctx.alloc.allocate(T * f * es, MemTag::activations);
-    Buffer ptrs = ctx.alloc.allocate(grouped_gemm_workspace_bytes(std::size_t(experts)), MemTag::buffers);
-    std::vector<GemmArgs> problems;
-    const std::size_t rows = T / std::size_t(experts);
-    for (int e = 0; e < experts; ++e)
-      problems.push_back(dense_gemm(false, false, int(rows), int(f), int(h), x.as<char>() + e * rows * h * es,
-                                    wts.as<char>() + e * h * f * es, y.as<char>() + e * rows * f * es, t));
+    Fixture& f = fixture(ctx, w, n, variant);
     const ExpertGemm mode = variant == "grouped" ? ExpertGemm::grouped : ExpertGemm::serial;
     const Exec ex = ctx.device.exec(ctx.device.default_stream());
     const Stream& s = ctx.device.default_stream();
-    for (int i = 0; i < warmup_; ++i) grouped_gemm(ex, problems, mode, ptrs.data(), ptrs.bytes());
-    ctx.device.synchronize();
     Event start(ctx.backend()), stop(ctx.backend());
     ctx.profile_begin();
     for (auto _ : st) {
       start.record(s);
-      grouped_gemm(ex, problems, mode, ptrs.data(), ptrs.bytes());
+      grouped_gemm(ex, f.problems, mode, f.ptrs.data(), f.ptrs.bytes());
       stop.record(s);
       stop.synchronize();
       ctx.set_iteration_time(st, Event::elapsed_ms(start, stop));
     }
     ctx.profile_end();
-    st.counters["TFLOPs"] = benchmark::Counter(gemm_flops(tokens_, w.ffn, w.hidden) / 1e12 * st.iterations(),
-                                               benchmark::Counter::kIsRate);
   }
 
   std::vector<std::string> width_names_;
   std::vector<Width> widths_;
-  int tokens_ = -1, max_experts_ = -1, warmup_ = 1, iters_ = 3;
+  std::optional<int> tokens_opt_, max_experts_opt_;
+  int tokens_ = 1, max_experts_ = 1, warmup_ = 1, iters_ = 3;
+  std::unique_ptr<Fixture> fixture_;
 };
 
 }  // namespace
 }  // namespace moebench
 
-int main(int argc, char** argv) {
-  moebench::SerialBench bench;
-  return moebench::bench_main(argc, argv, bench);
-}
+int main(int argc, char** argv) { return moebench::bench_main<moebench::SerialBench>(argc, argv); }

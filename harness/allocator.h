@@ -1,10 +1,13 @@
 // The tracking allocator: every buffer goes through it, so current and peak bytes per tag
 // (the MPMoE memory categories) are measured, not guessed. On a GPU, device_used_delta()
-// is cudaMemGetInfo's view of the same process, to cross-check.
+// is cudaMemGetInfo's view of the same process, to cross-check. A buffer shares ownership of
+// its allocator's books, so it may outlive the allocator object (a bench member freed after
+// main's locals): it is still released with the right backend and counted where it came from.
 #pragma once
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include "harness/device.h"
@@ -16,6 +19,7 @@ inline constexpr int kMemTagCount = 4;
 const char* mem_tag_name(MemTag t);
 
 class TrackingAllocator;
+struct AllocatorBooks;
 
 // Owning, move-only handle to device (or host) memory of one tag.
 class Buffer {
@@ -39,7 +43,7 @@ class Buffer {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   MemTag tag_ = MemTag::temporary;
-  TrackingAllocator* owner_ = nullptr;
+  std::shared_ptr<AllocatorBooks> owner_;
 };
 
 class TrackingAllocator {
@@ -55,25 +59,19 @@ class TrackingAllocator {
   // buffers are allocated once and grow, so steps do not pay for allocation.
   void reserve(Buffer& b, std::size_t bytes, MemTag tag);
 
-  Backend backend() const { return backend_; }
-  std::size_t current(MemTag t) const { return current_[static_cast<int>(t)]; }
-  std::size_t peak(MemTag t) const { return peak_[static_cast<int>(t)]; }
-  std::size_t current_total() const { return current_total_; }
-  std::size_t peak_total() const { return peak_total_; }
-  std::int64_t allocations() const { return allocations_; }
+  Backend backend() const;
+  std::size_t current(MemTag t) const;
+  std::size_t peak(MemTag t) const;
+  std::size_t current_total() const;
+  std::size_t peak_total() const;
+  std::int64_t allocations() const;
   // Peaks restart from the current values (e.g. after set-up, before a measured step).
   void reset_peaks();
   // GPU bytes in use now minus at construction, per cudaMemGetInfo; nullopt on the CPU.
   std::optional<std::int64_t> device_used_delta() const;
 
  private:
-  friend class Buffer;
-  void free(Buffer& b);
-  Backend backend_;
-  std::array<std::size_t, kMemTagCount> current_{}, peak_{};
-  std::size_t current_total_ = 0, peak_total_ = 0;
-  std::int64_t allocations_ = 0;
-  std::size_t baseline_used_ = 0;
+  std::shared_ptr<AllocatorBooks> books_;
 };
 
 std::string format_bytes(double bytes);

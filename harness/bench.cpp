@@ -1,9 +1,29 @@
 #include "harness/bench.h"
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <sstream>
+#include "harness/output_check.h"
 #include "harness/provenance.h"
+#include "harness/watchdog.h"
 
 namespace moebench {
+
+int BenchContext::repetitions() const {
+  if (opts.repetitions) return *opts.repetitions;
+  return scale() == Scale::tiny ? 3 : 5;
+}
+
+void BenchContext::add(const std::string& name, int iterations, std::function<void(benchmark::State&)> fn,
+                       benchmark::TimeUnit unit, std::optional<int> reps) {
+  benchmark::RegisterBenchmark(name.c_str(), [fn = std::move(fn)](benchmark::State& st) { fn(st); })
+      ->UseManualTime()
+      ->Iterations(iterations)
+      ->Repetitions(reps.value_or(repetitions()))
+      ->Unit(unit);
+  registered.push_back(name);
+}
 
 std::optional<std::string> BenchContext::check_fits(std::uint64_t bytes, const std::string& option) const {
   std::size_t free_b = 0, total_b = 0;
@@ -33,34 +53,77 @@ void BenchContext::profile_end() const {
   if (opts.profile) profiler_stop(backend());
 }
 
+Spread RunRecord::time_ms() const {
+  std::vector<double> ms;
+  for (double s : seconds) ms.push_back(s * 1e3);
+  return spread_of(ms);
+}
+
+Spread RunRecord::counter(const std::string& key) const {
+  const auto it = counters.find(key);
+  if (it == counters.end()) throw Error(name + ": no counter '" + key + "'");
+  return spread_of(it->second);
+}
+
+std::string describe_ms(const Spread& s) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%.4g ms (median of %d; %.4g-%.4g)", s.median, s.samples, s.min, s.max);
+  return buf;
+}
+
 namespace {
 
-// Keeps every run for the program's CSV and forwards to the console on rank 0.
+// Gathers every repetition of a benchmark into one record; on rank 0 prints one line per
+// benchmark and our own context (Google Benchmark's console reporter is not used: its times
+// are not ours, and its context line warns about its own library build, which our manual
+// times do not depend on).
 class RecordingReporter : public benchmark::BenchmarkReporter {
  public:
-  explicit RecordingReporter(benchmark::BenchmarkReporter* forward) : forward_(forward) {}
-  bool ReportContext(const Context& c) override { return forward_ ? forward_->ReportContext(c) : true; }
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs) {
-      if (r.run_type != Run::RT_Iteration) continue;
-      RunRecord rec;
-      rec.name = r.benchmark_name();
-      rec.iterations = r.iterations;
-      rec.seconds_per_iter = r.iterations ? r.real_accumulated_time / double(r.iterations) : 0.0;
-      for (const auto& [k, v] : r.counters) rec.counters[k] = v.value;
-      rec.error = r.error_occurred;
-      rec.error_message = r.error_message;
-      records.push_back(std::move(rec));
-    }
-    if (forward_) forward_->ReportRuns(runs);
+  RecordingReporter(bool print, std::string header) : print_(print), header_(std::move(header)) {
+    SetErrorStream(&gb_errors);
   }
-  void Finalize() override {
-    if (forward_) forward_->Finalize();
+  bool ReportContext(const Context&) override {
+    if (print_) std::printf("%s", header_.c_str());
+    return true;
+  }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    bool any = false;
+    for (const auto& r : runs) {
+      if (r.run_type != Run::RT_Iteration) continue;  // Google Benchmark's aggregates: we compute our own
+      any = true;
+      const std::string name = r.run_name.function_name;
+      if (records.empty() || records.back().name != name) {
+        records.emplace_back();
+        records.back().name = name;
+        records.back().iterations = r.iterations;
+      }
+      RunRecord& rec = records.back();
+      if (r.error_occurred) {
+        rec.error = true;
+        rec.error_message = r.error_message;
+        continue;
+      }
+      rec.seconds.push_back(r.iterations ? r.real_accumulated_time / double(r.iterations) : 0.0);
+      for (const auto& [k, v] : r.counters) rec.counters[k].push_back(v.value);
+    }
+    if (print_ && any) print(records.back());
   }
   std::vector<RunRecord> records;
+  std::ostringstream gb_errors;
 
  private:
-  benchmark::BenchmarkReporter* forward_;
+  void print(const RunRecord& r) const {
+    if (r.error) {
+      std::printf("%-48s skipped: %s\n", r.name.c_str(), r.error_message.c_str());
+    } else if (!r.seconds.empty()) {
+      const Spread s = r.time_ms();
+      std::printf("%-48s %12.4g ms  [%.4g .. %.4g]  %d x %lld iterations\n", r.name.c_str(), s.median, s.min, s.max,
+                  s.samples, static_cast<long long>(r.iterations));
+    }
+    std::fflush(stdout);
+  }
+  bool print_;
+  std::string header_;
 };
 
 // Only rank 0 writes --benchmark_out: other ranks drop those flags before Google Benchmark sees them.
@@ -74,23 +137,88 @@ std::vector<char*> args_for_rank(int rank, int argc, char** argv) {
   return out;
 }
 
+// The value of --flag=VALUE among argv, if given.
+std::optional<std::string> flag_value(int argc, char** argv, const std::string& flag) {
+  const std::string prefix = flag + "=";
+  std::optional<std::string> v;
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) v = std::string(argv[i] + prefix.size());
+  return v;
+}
+
+// Google Benchmark's own flags with values it would answer by printing its usage and exiting
+// with status 0 (and on one rank only): checked before it sees them.
+std::optional<std::string> check_benchmark_flags(int argc, char** argv) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> choices = {
+      {"--benchmark_out_format", {"json", "console", "csv"}},
+      {"--benchmark_format", {"console", "json", "csv"}},
+      {"--benchmark_time_unit", {"ns", "us", "ms", "s"}},
+      {"--benchmark_color", {"auto", "true", "false", "yes", "no", "1", "0"}}};
+  for (const auto& [flag, allowed] : choices)
+    if (const auto v = flag_value(argc, argv, flag))
+      if (std::find(allowed.begin(), allowed.end(), *v) == allowed.end())
+        return flag + ": '" + *v + "' is not allowed; allowed: " + describe_choice(allowed);
+  if (const auto out = flag_value(argc, argv, "--benchmark_out"); out && out->empty())
+    return "--benchmark_out: is an empty path; allowed: a file path";
+  return std::nullopt;
+}
+
+// Options that only mean something on the GPU.
+std::optional<std::string> check_common(const CommonOptions& o) {
+  if (o.backend_kind() == Backend::cpu) {
+    if (o.dtype != "fp32")
+      return "--dtype: '" + o.dtype + "' is not computed by the cpu backend; allowed there: fp32 (or use --backend cuda)";
+    if (o.profile) return "--profile: brackets the CUDA profiler; it means nothing with --backend cpu";
+    if (o.no_tensor_cores) return "--no-tensor-cores: only the cuda backend has tensor cores; drop it with --backend cpu";
+  }
+  return std::nullopt;
+}
+
+// Every folder the program writes, on the rank that writes it; stale temporaries removed.
+std::optional<std::string> check_outputs(const BenchContext& ctx, const BenchProgram& program, int argc, char** argv) {
+  const bool writer = ctx.rt.rank() == 0;
+  if (writer)
+    if (const auto out = flag_value(argc, argv, "--benchmark_out"))
+      if (auto e = check_output_file("--benchmark_out", *out)) return e;
+  for (const OutputFolder& f : program.output_folders(ctx)) {
+    if (!f.every_rank && !writer) continue;
+    if (auto e = check_output_folder(f.option, f.path)) return e;
+    remove_stale_temporaries(f.path);
+  }
+  return std::nullopt;
+}
+
+std::string context_header(const BenchContext& ctx, const std::string& program) {
+  std::ostringstream h;
+  h << "# " << program << ": " << backend_name(ctx.backend()) << " backend (" << ctx.device.info().name << "), "
+    << ctx.world.size() << " rank(s), " << ctx.opts.dtype << ", " << ctx.opts.scale << " scale, "
+    << ctx.repetitions() << " repetitions per measurement, commit " << ctx.provenance.commit << "\n"
+    << "# times: the slowest rank's, per iteration, from our own timers (steady clock on the cpu, CUDA events on a GPU);\n"
+    << "# lines give the median over repetitions and [min .. max]. Google Benchmark only schedules the runs, so the\n"
+    << "# build type of its library (Debian's is a debug build) does not enter these times.\n";
+  return h.str();
+}
+
 }  // namespace
 
-int bench_main(int argc, char** argv, BenchProgram& program) {
-  Runtime rt(argc, argv, program.name());
+int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchProgram>()>& make_program) {
+  std::unique_ptr<BenchProgram> program = make_program();
+  Runtime rt(argc, argv, program->name());
   try {
     CommonOptions opts;
-    CLI::App app(program.description() +
-                 "\nGoogle Benchmark flags (--benchmark_filter, --benchmark_out=FILE --benchmark_out_format=json, ...) are accepted too.",
-                 program.name());
+    CLI::App app(program->description() +
+                     "\nGoogle Benchmark flags (--benchmark_filter=REGEX, --benchmark_out=FILE "
+                     "--benchmark_out_format=json, ...) are accepted too.",
+                 program->name());
     add_common_options(app, opts);
-    program.add_options(app);
+    program->add_options(app);
     // Our help, not Google Benchmark's (which would claim --help first).
     for (int i = 1; i < argc; ++i)
       if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
         if (rt.rank() == 0) std::cout << app.help();
         return 0;
       }
+    rt.agree_or_exit(check_benchmark_flags(argc, argv));
     std::vector<char*> args = args_for_rank(rt.rank(), argc, argv);
     int gb_argc = static_cast<int>(args.size()) - 1;
     benchmark::Initialize(&gb_argc, args.data());
@@ -101,37 +229,49 @@ int bench_main(int argc, char** argv, BenchProgram& program) {
       for (int i = gb_argc - 1; i >= 1; --i) rest.emplace_back(args[i]);
       app.parse(rest);
     } catch (const CLI::ParseError& e) {
-      usage_error = e.what();
+      usage_error = usage_message(e, app);
     }
+    if (!usage_error) usage_error = check_common(opts);
     rt.agree_or_exit(usage_error);
+    Watchdog::set_timeout(opts.comm_timeout());
 
     std::optional<Device> device;
     std::optional<std::string> device_error;
     try {
       device.emplace(Device::open(opts.backend_kind(), rt.local_rank()));
       device->set_tensor_cores(!opts.no_tensor_cores);
-      if (opts.backend_kind() == Backend::cpu && opts.dtype != "fp32")
-        device_error = "--dtype " + opts.dtype + ": the cpu backend computes in fp32 only; use --dtype fp32 or --backend cuda";
     } catch (const Error& e) {
       device_error = e.what();
     }
     rt.agree_or_exit(device_error);
 
     TrackingAllocator alloc(opts.backend_kind());
-    std::unique_ptr<Communicator> world = make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout_s);
-    BenchContext ctx{rt, opts, *device, alloc, *world,
-                     make_provenance(*device, rt.world(), opts.dtype, opts.scale)};
-    rt.agree_or_exit(program.validate(ctx));
+    std::unique_ptr<Communicator> world = make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout());
+    BenchContext ctx{rt, opts, *device, alloc, *world, make_provenance(*device, rt.world(), opts.dtype, opts.scale), {}};
+    rt.agree_or_exit(program->validate(ctx));
+    rt.agree_or_exit(check_outputs(ctx, *program, argc, argv));
 
-    program.register_benchmarks(ctx);
-    std::unique_ptr<benchmark::BenchmarkReporter> console;
-    if (rt.rank() == 0) console = std::make_unique<benchmark::ConsoleReporter>();
-    RecordingReporter reporter(console.get());
-    benchmark::RunSpecifiedBenchmarks(&reporter);
+    program->register_benchmarks(ctx);
+    RecordingReporter reporter(rt.rank() == 0, context_header(ctx, program->name()));
+    const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&reporter);
+    if (ran == 0) {
+      const std::string filter = benchmark::GetBenchmarkFilter();
+      const bool bad_regex = reporter.gb_errors.str().find("Could not compile") != std::string::npos;
+      std::string names;
+      for (std::size_t i = 0; i < ctx.registered.size() && i < 3; ++i) names += (i ? ", " : "") + ctx.registered[i];
+      rt.agree_or_exit("--benchmark_filter: '" + filter + "' " +
+                       (bad_regex ? "is not a valid regular expression (POSIX extended)"
+                                  : "selects none of the " + std::to_string(ctx.registered.size()) +
+                                        " benchmarks of this run (e.g. " + names + ")") +
+                       "; --benchmark_list_tests=true lists them");
+    }
     benchmark::Shutdown();
 
-    int rc = program.finish(ctx, reporter.records);
+    int rc = 0;
+    // --benchmark_list_tests=true lists and measures nothing: then there is nothing to write.
+    if (rt.any(!reporter.records.empty())) rc = program->finish(ctx, reporter.records);
     rc = rt.any(rc != 0) ? (rc != 0 ? rc : 1) : 0;
+    program.reset();  // before the communicators, allocator and device its members came from
     world.reset();
     return rc;
   } catch (const std::exception& e) {

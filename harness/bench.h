@@ -1,9 +1,13 @@
 // Google Benchmark glue shared by every bench binary: MPI bootstrap, common options, device,
 // allocator and world communicator; manual time = the slowest rank's time per iteration;
-// rank 0 alone reports (other ranks get no reporter and no --benchmark_out file); the runs
-// are handed back to the program, which writes its paper-shaped CSV.
+// every measurement repeated (--repetitions) and reported as median and spread; rank 0 alone
+// reports (other ranks get no --benchmark_out file); the runs are handed back to the program,
+// which writes its paper-shaped CSV. The program object is made and destroyed inside
+// bench_main, so everything it holds is released while the device, allocator and
+// communicators it came from still exist.
 #pragma once
 #include <benchmark/benchmark.h>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,6 +19,7 @@
 #include "harness/device.h"
 #include "harness/options.h"
 #include "harness/runtime.h"
+#include "harness/spread.h"
 
 namespace moebench {
 
@@ -25,10 +30,17 @@ struct BenchContext {
   TrackingAllocator& alloc;
   Communicator& world;
   Provenance provenance;
+  std::vector<std::string> registered;  // names, in registration order
 
   Backend backend() const { return opts.backend_kind(); }
   DType dtype() const { return opts.dtype_kind(); }
   Scale scale() const { return opts.scale_kind(); }
+  // --repetitions, or 3 at the tiny scale and 5 otherwise.
+  int repetitions() const;
+  // Registers `name`: manual time, `iterations` per repetition, repetitions() repetitions
+  // (or `repetitions` when given: a run whose output is not a timing needs one).
+  void add(const std::string& name, int iterations, std::function<void(benchmark::State&)> fn,
+           benchmark::TimeUnit unit = benchmark::kMillisecond, std::optional<int> repetitions = std::nullopt);
   // An error naming `option` if `bytes` more would not fit in the device's free memory.
   std::optional<std::string> check_fits(std::uint64_t bytes, const std::string& option) const;
   // Sets the iteration's manual time to the slowest rank's `local_ms`.
@@ -39,13 +51,25 @@ struct BenchContext {
   void profile_end() const;
 };
 
+// One registered benchmark after all its repetitions.
 struct RunRecord {
-  std::string name;
-  std::int64_t iterations = 0;
-  double seconds_per_iter = 0;  // manual (slowest-rank) time
-  std::map<std::string, double> counters;
+  std::string name;                // as registered
+  std::int64_t iterations = 0;     // per repetition
+  std::vector<double> seconds;     // manual (slowest-rank) seconds per iteration, one per repetition
+  std::map<std::string, std::vector<double>> counters;  // one value per repetition
   bool error = false;
   std::string error_message;
+
+  Spread time_ms() const;
+  Spread counter(const std::string& name) const;  // throws Error if absent
+  int repetitions() const { return int(seconds.size()); }
+};
+
+// Where a program writes; checked before anything is measured.
+struct OutputFolder {
+  std::string option;  // e.g. "--out", "--dump"
+  std::string path;
+  bool every_rank = false;  // written by every rank (else by rank 0)
 };
 
 class BenchProgram {
@@ -56,11 +80,21 @@ class BenchProgram {
   virtual void add_options(CLI::App&) {}
   // Deterministic checks of the options against the world and device; run on every rank.
   virtual std::optional<std::string> validate(const BenchContext&) { return std::nullopt; }
+  // The folders it will write (default: none).
+  virtual std::vector<OutputFolder> output_folders(const BenchContext&) const { return {}; }
   virtual void register_benchmarks(BenchContext& ctx) = 0;
   // Called on every rank after the runs (`runs` is filled on rank 0); returns the exit code.
   virtual int finish(BenchContext&, const std::vector<RunRecord>&) { return 0; }
 };
 
-int bench_main(int argc, char** argv, BenchProgram& program);
+int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchProgram>()>& make_program);
+
+template <class Program>
+int bench_main(int argc, char** argv) {
+  return bench_main(argc, argv, [] { return std::make_unique<Program>(); });
+}
+
+// A line for the console and the CSV: "12.3 ms (median of 5; 11.9-13.0)".
+std::string describe_ms(const Spread& s);
 
 }  // namespace moebench

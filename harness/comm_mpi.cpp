@@ -1,8 +1,10 @@
 // MPI communicator for CPU buffers. Calls are blocking, so the stream argument only orders
-// nothing further (CPU streams run in call order) and wait() has nothing to complete.
+// nothing further (CPU streams run in call order) and wait() has nothing to complete. Every
+// call runs under the watchdog: a peer that never arrives ends the job after --comm-timeout.
 #include <climits>
 #include <mpi.h>
 #include "harness/comm.h"
+#include "harness/watchdog.h"
 
 namespace moebench {
 namespace {
@@ -45,6 +47,7 @@ class MpiCommunicator final : public Communicator {
 
   void all_to_all(const void* send, void* recv, std::size_t count, DType t, const Stream&) override {
     const int c = to_int(count, "all_to_all");
+    Watchdog::Scope watch("all_to_all (mpi)");
     MPI_Alltoall(send, c, mpi_type(t, false), recv, c, mpi_type(t, false), comm_);
   }
 
@@ -61,31 +64,37 @@ class MpiCommunicator final : public Communicator {
       irc[i] = to_int(rc[i], "all_to_all_v count");
       ird[i] = to_int(rd[i], "all_to_all_v displacement");
     }
+    Watchdog::Scope watch("all_to_all_v (mpi)");
     MPI_Alltoallv(send, isc.data(), isd.data(), mpi_type(t, false), recv, irc.data(), ird.data(), mpi_type(t, false),
                   comm_);
   }
 
   void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, const Stream&) override {
+    Watchdog::Scope watch("all_reduce (mpi)");
     MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, to_int(count, "all_reduce"), mpi_type(t, true), mpi_op(op),
                   comm_);
   }
 
   void all_gather(const void* send, void* recv, std::size_t count, DType t, const Stream&) override {
     const int c = to_int(count, "all_gather");
+    Watchdog::Scope watch("all_gather (mpi)");
     MPI_Allgather(send, c, mpi_type(t, false), recv, c, mpi_type(t, false), comm_);
   }
 
   void reduce_scatter(const void* send, void* recv, std::size_t n, DType t, ReduceOp op, const Stream&) override {
+    Watchdog::Scope watch("reduce_scatter (mpi)");
     MPI_Reduce_scatter_block(send, recv, to_int(n, "reduce_scatter"), mpi_type(t, true), mpi_op(op), comm_);
   }
 
   void send(const void* buf, std::size_t count, DType t, int peer, const Stream&) override {
     check_peer(peer);
+    Watchdog::Scope watch("send (mpi)");
     MPI_Send(buf, to_int(count, "send"), mpi_type(t, false), peer, kTag, comm_);
   }
 
   void recv(void* buf, std::size_t count, DType t, int peer, const Stream&) override {
     check_peer(peer);
+    Watchdog::Scope watch("recv (mpi)");
     MPI_Recv(buf, to_int(count, "recv"), mpi_type(t, false), peer, kTag, comm_, MPI_STATUS_IGNORE);
   }
 
@@ -93,15 +102,20 @@ class MpiCommunicator final : public Communicator {
     check_peer(dst);
     check_peer(src);
     const int c = to_int(count, "send_recv");
+    Watchdog::Scope watch("send_recv (mpi)");
     MPI_Sendrecv(send, c, mpi_type(t, false), dst, kTag, recv, c, mpi_type(t, false), src, kTag, comm_,
                  MPI_STATUS_IGNORE);
   }
 
-  void barrier(const Stream&) override { MPI_Barrier(comm_); }
+  void barrier(const Stream&) override {
+    Watchdog::Scope watch("barrier (mpi)");
+    MPI_Barrier(comm_);
+  }
   void wait(const Stream&) override {}
 
   std::unique_ptr<Communicator> split(int color, int key) override {
     MPI_Comm sub;
+    Watchdog::Scope watch("communicator split (mpi)");
     MPI_Comm_split(comm_, color, key, &sub);
     MPI_Comm_set_errhandler(sub, MPI_ERRORS_ARE_FATAL);
     return std::make_unique<MpiCommunicator>(sub, true);

@@ -38,11 +38,14 @@ std::string csv_escape(const std::string& f) {
 }
 
 std::string fmt(double v, int significant) {
-  if (std::isnan(v)) return "";
+  if (!std::isfinite(v)) throw Error(std::string("a result came out ") + (std::isnan(v) ? "NaN" : "infinite") +
+                                     " (diverging training or a failed measurement); it is not written as a value");
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*g", significant, v);
   return buf;
 }
+
+std::string fmt_or_na(const std::optional<double>& v, int significant) { return v ? fmt(*v, significant) : "n/a"; }
 
 static void append_line(std::string& out, const std::vector<std::string>& a, const std::vector<std::string>* b) {
   bool first = true;

@@ -1,6 +1,7 @@
 // CSV tables written whole or not at all (temporary file + rename), each row ending with the
 // provenance columns: which backend, device, ranks, dtype, scale and commit produced it.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,10 @@ class CsvTable {
 // Writes `contents` to `path` atomically; throws Error on failure, leaving `path` untouched.
 void write_file_atomic(const std::string& path, const std::string& contents);
 std::string csv_escape(const std::string& field);
-// Shortest round-trip-safe decimal, or "" for NaN (a missing value).
+// A decimal of `significant` digits. Throws Error for NaN or infinity: a measured value that is
+// not a number is a failure to report, never a blank field.
 std::string fmt(double v, int significant = 6);
+// A value that may legitimately be absent (a paper that gives none): "n/a" then.
+std::string fmt_or_na(const std::optional<double>& v, int significant = 6);
 
 }  // namespace moebench

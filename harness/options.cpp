@@ -1,5 +1,8 @@
 #include "harness/options.h"
 #include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 
 namespace moebench {
 
@@ -12,26 +15,236 @@ const char* scale_name(Scale s) {
   return "?";
 }
 
+namespace {
+
+std::string number_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+[[noreturn]] void reject(const std::string& name, const std::string& value, const std::string& problem,
+                         const std::string& allowed) {
+  throw CLI::ValidationError(name, "'" + value + "' " + problem + "; allowed: " + allowed);
+}
+
+// Whole number or nullopt; no sign tricks, no trailing text, no overflow.
+std::optional<std::int64_t> parse_whole(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  std::size_t i = (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  if (i == text.size()) return std::nullopt;
+  for (std::size_t j = i; j < text.size(); ++j)
+    if (!std::isdigit(static_cast<unsigned char>(text[j]))) return std::nullopt;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) return std::nullopt;
+  return std::int64_t(v);
+}
+
+double parse_real(const std::string& name, const std::string& text, const std::string& allowed) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || std::isspace(static_cast<unsigned char>(text[0])))
+    reject(name, text, "is not a number", allowed);
+  if (!std::isfinite(v) || errno == ERANGE) reject(name, text, "is not a finite number", allowed);
+  return v;
+}
+
+bool in_real_range(double v, RealBound lo, std::optional<double> hi) {
+  const bool above_lo = lo.inclusive ? v >= lo.value : v > lo.value;
+  return above_lo && (!hi || v <= *hi);
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+CLI::Option* single(CLI::App& app, const std::string& names, CLI::callback_t fn, const std::string& help,
+                    const std::string& type) {
+  // Given twice, the last wins (an experiment script's defaults come first, the user's options after).
+  return app.add_option(names, std::move(fn), help)
+      ->expected(1)
+      ->type_name(type)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
+
+// "-b,--min-bytes" -> "--min-bytes": messages name the long form.
+std::string long_name(const std::string& names) {
+  const std::size_t p = names.rfind("--");
+  return p == std::string::npos ? names : names.substr(p);
+}
+
+}  // namespace
+
+std::string usage_message(const CLI::ParseError& e, const CLI::App& app) {
+  const std::string what = e.what();
+  // CLI11 says "--tokens: 1 required INT missing" for an option given without its value.
+  const std::size_t colon = what.find(": ");
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) && colon != std::string::npos &&
+      what.find("missing", colon) != std::string::npos) {
+    const std::string name = what.substr(0, colon);
+    std::string allowed;
+    try {
+      const std::string help = app.get_option(name)->get_description();
+      const std::size_t open = help.rfind('['), close = help.rfind(']');
+      if (open != std::string::npos && close != std::string::npos && close > open) allowed = help.substr(open + 1, close - open - 1);
+    } catch (const CLI::OptionNotFound&) {
+    }
+    return name + ": needs a value" + (allowed.empty() ? "" : "; allowed: " + allowed);
+  }
+  return what;
+}
+
+std::string describe_whole(std::int64_t min, std::int64_t max) {
+  const bool no_max = max >= std::numeric_limits<int>::max();
+  if (no_max) return "a whole number >= " + std::to_string(min);
+  return "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+}
+
+std::string describe_real(RealBound lo, std::optional<double> hi) {
+  std::string s = std::string("a number ") + (lo.inclusive ? ">= " : "> ") + number_text(lo.value);
+  if (hi) s += " and <= " + number_text(*hi);
+  return s;
+}
+
+std::string describe_choice(const std::vector<std::string>& allowed) {
+  std::string s;
+  for (std::size_t i = 0; i < allowed.size(); ++i) {
+    if (i > 0) s += i + 1 == allowed.size() ? " or " : ", ";
+    s += allowed[i];
+  }
+  return s;
+}
+
+CLI::Option* add_whole(CLI::App& app, const std::string& name, std::optional<std::int64_t>& out, std::int64_t min,
+                       std::int64_t max, const std::string& help) {
+  const std::string allowed = describe_whole(min, max), shown = long_name(name);
+  return single(
+      app, name,
+      [name = shown, min, max, allowed, &out](const CLI::results_t& r) {
+        const auto v = parse_whole(r.at(0));
+        if (!v) reject(name, r.at(0), "is not a whole number", allowed);
+        if (*v < min || *v > max) reject(name, r.at(0), "is out of range", allowed);
+        out = *v;
+        return true;
+      },
+      help + " [" + allowed + "]", "INT");
+}
+
+CLI::Option* add_whole(CLI::App& app, const std::string& name, std::optional<int>& out, int min, int max,
+                       const std::string& help) {
+  const std::string allowed = describe_whole(min, max), shown = long_name(name);
+  return single(
+      app, name,
+      [name = shown, min, max, allowed, &out](const CLI::results_t& r) {
+        const auto v = parse_whole(r.at(0));
+        if (!v) reject(name, r.at(0), "is not a whole number", allowed);
+        if (*v < min || *v > max) reject(name, r.at(0), "is out of range", allowed);
+        out = int(*v);
+        return true;
+      },
+      help + " [" + allowed + "]", "INT");
+}
+
+CLI::Option* add_real(CLI::App& app, const std::string& name, std::optional<double>& out, RealBound lo,
+                      const std::string& help, std::optional<double> hi) {
+  const std::string allowed = describe_real(lo, hi);
+  return single(
+      app, name,
+      [name = long_name(name), lo, hi, allowed, &out](const CLI::results_t& r) {
+        const double v = parse_real(name, r.at(0), allowed);
+        if (!in_real_range(v, lo, hi)) reject(name, r.at(0), "is out of range", allowed);
+        out = v;
+        return true;
+      },
+      help + " [" + allowed + "]", "NUM");
+}
+
+CLI::Option* add_reals(CLI::App& app, const std::string& name, std::vector<double>& out, RealBound lo,
+                       const std::string& help) {
+  const std::string allowed = "comma-separated numbers, each " + describe_real(lo).substr(9);  // drop "a number "
+  return single(
+      app, name,
+      [name = long_name(name), lo, allowed, &out](const CLI::results_t& r) {
+        out.clear();
+        for (const std::string& item : split_commas(r.at(0))) {
+          const double v = parse_real(name, item, allowed);
+          if (!in_real_range(v, lo, std::nullopt)) reject(name, item, "is out of range", allowed);
+          out.push_back(v);
+        }
+        return true;
+      },
+      help + " [" + allowed + "]", "NUM[,NUM...]");
+}
+
+CLI::Option* add_choice(CLI::App& app, const std::string& name, std::string& out, const std::vector<std::string>& allowed,
+                        const std::string& help) {
+  const std::string words = describe_choice(allowed);
+  return single(
+      app, name,
+      [name = long_name(name), allowed, words, &out](const CLI::results_t& r) {
+        if (std::find(allowed.begin(), allowed.end(), r.at(0)) == allowed.end())
+          reject(name, r.at(0), "is not one of the choices", words);
+        out = r.at(0);
+        return true;
+      },
+      help + " [" + words + "]", "NAME");
+}
+
+CLI::Option* add_choices(CLI::App& app, const std::string& name, std::vector<std::string>& out,
+                         const std::vector<std::string>& allowed, const std::string& help) {
+  const std::string words = "comma-separated, each " + describe_choice(allowed);
+  return single(
+      app, name,
+      [name = long_name(name), allowed, words, &out](const CLI::results_t& r) {
+        out.clear();
+        for (const std::string& item : split_commas(r.at(0))) {
+          if (std::find(allowed.begin(), allowed.end(), item) == allowed.end())
+            reject(name, item, "is not one of the choices", words);
+          if (std::find(out.begin(), out.end(), item) != out.end()) reject(name, item, "is given twice", words);
+          out.push_back(item);
+        }
+        return true;
+      },
+      help + " [" + words + "]", "NAME[,NAME...]");
+}
+
+CLI::Option* add_path(CLI::App& app, const std::string& name, std::string& out, const std::string& help) {
+  return single(
+      app, name,
+      [name = long_name(name), &out](const CLI::results_t& r) {
+        if (r.at(0).empty()) reject(name, "", "is an empty path", "a file or folder path");
+        out = r.at(0);
+        return true;
+      },
+      help, "PATH");
+}
+
 void add_common_options(CLI::App& app, CommonOptions& o) {
-  app.add_option("--backend", o.backend, "Where ops run: cpu (OpenBLAS, MPI) or cuda (cuBLAS, NCCL)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  app.add_option("--scale", o.scale, "Problem sizes: tiny (tests), local (a 2-core machine), paper (the documents' own)")
-      ->check(CLI::IsMember({"tiny", "local", "paper"}))
-      ->capture_default_str();
-  app.add_option("--dtype", o.dtype, "Element type of activations and weights: fp32, fp16, bf16 (cpu: fp32 only)")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
-      ->capture_default_str();
-  app.add_option("--out", o.out_dir, "Folder the CSV results are written under")->capture_default_str();
+  add_choice(app, "--backend", o.backend, {"cpu", "cuda"}, "Where ops run: cpu (OpenBLAS, MPI) or cuda (cuBLAS, NCCL); default cpu");
+  add_choice(app, "--scale", o.scale, {"tiny", "local", "paper"},
+             "Problem sizes: tiny (tests), local (a 2-core machine), paper (the documents' own); default local");
+  add_choice(app, "--dtype", o.dtype, {"fp32", "fp16", "bf16"},
+             "Element type of activations and weights (cpu: fp32 only); default fp32");
+  add_path(app, "--out", o.out_dir, "Folder the CSV results are written under; default results");
   app.add_flag("--profile", o.profile,
-               "Bracket only the measured iterations with cudaProfilerStart/Stop (nsys --capture-range=cudaProfilerApi)");
-  app.add_flag("--no-tensor-cores", o.no_tensor_cores, "GEMMs without tensor cores (pedantic fp32 math)");
-  app.add_option("--warmup", o.warmup, "Untimed iterations before each measurement (default: by scale)")
-      ->check(CLI::Range(0, 1000000));
-  app.add_option("--iters", o.iters, "Timed iterations per measurement (default: by scale)")->check(CLI::Range(1, 1000000));
-  app.add_option("--comm-timeout", o.comm_timeout_s, "Seconds a GPU collective may run before the job is aborted")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+               "Bracket only the measured iterations with cudaProfilerStart/Stop (nsys --capture-range=cudaProfilerApi; cuda only)");
+  app.add_flag("--no-tensor-cores", o.no_tensor_cores, "GEMMs without tensor cores (pedantic fp32 math; cuda only)");
+  add_whole(app, "--warmup", o.warmup, 0, 1000000, "Untimed iterations before each measurement (default: by scale)");
+  add_whole(app, "--iters", o.iters, 1, 1000000, "Timed iterations per repetition (default: by scale)");
+  add_whole(app, "--repetitions", o.repetitions, 1, 1000,
+            "Repetitions of each measurement; the CSV gives their median and spread (default: by scale)");
+  add_real(app, "--comm-timeout", o.comm_timeout_s, above(0),
+           "Seconds a communication operation may take before the whole job is ended (default 300)", 1e7);
 }
 
 std::optional<std::uint64_t> parse_size(const std::string& text) {

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include "harness/watchdog.h"
 #if MOEBENCH_WITH_MPI
 #include <mpi.h>
 #endif
@@ -36,6 +37,7 @@ Runtime::Runtime(int& argc, char**& argv, std::string program) : program_(std::m
   (void)argc;
   (void)argv;
 #endif
+  Watchdog::set_identity(program_.c_str(), rank_);
   g_runtime = this;
 }
 
@@ -51,6 +53,7 @@ Runtime::~Runtime() {
 bool Runtime::any(bool flag) const {
 #if MOEBENCH_WITH_MPI
   int local = flag ? 1 : 0, global = 0;
+  Watchdog::Scope watch("an agreement between ranks (MPI_Allreduce)");
   MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   return global != 0;
 #else
@@ -61,6 +64,7 @@ bool Runtime::any(bool flag) const {
 double Runtime::max(double v) const {
 #if MOEBENCH_WITH_MPI
   double out = v;
+  Watchdog::Scope watch("the slowest-rank time (MPI_Allreduce)");
   MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return out;
 #else
@@ -71,6 +75,7 @@ double Runtime::max(double v) const {
 std::int64_t Runtime::sum(std::int64_t v) const {
 #if MOEBENCH_WITH_MPI
   std::int64_t out = v;
+  Watchdog::Scope watch("a sum over ranks (MPI_Allreduce)");
   MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   return out;
 #else
@@ -78,10 +83,21 @@ std::int64_t Runtime::sum(std::int64_t v) const {
 #endif
 }
 
+void Runtime::sum(std::vector<double>& v) const {
+#if MOEBENCH_WITH_MPI
+  if (v.empty()) return;
+  Watchdog::Scope watch("a sum over ranks (MPI_Allreduce)");
+  MPI_Allreduce(MPI_IN_PLACE, v.data(), int(v.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+#else
+  (void)v;
+#endif
+}
+
 void Runtime::agree_or_exit(const std::optional<std::string>& error) {
   int reporter = error ? rank_ : world_;
 #if MOEBENCH_WITH_MPI
   int lowest = reporter;
+  Watchdog::Scope watch("the check of the options on every rank (MPI_Allreduce)");
   MPI_Allreduce(&reporter, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   reporter = lowest;
 #endif

@@ -1,11 +1,13 @@
 // Process bootstrap: MPI (when built with it) gives rank, world size and the local rank that
 // picks the GPU; without MPI the world is one process. Owns the two ways a run can end badly:
 // a usage error every rank agrees on (one line, exit 2 everywhere) and a failure on any one
-// rank (its message, then the whole job is aborted so no rank hangs).
+// rank (its message, then the whole job is aborted so no rank hangs). Its collectives run
+// under the watchdog, so a stopped peer ends the job after --comm-timeout instead of hanging it.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace moebench {
 
@@ -31,6 +33,8 @@ class Runtime {
   // Collective reductions over all ranks, for reporting (host values).
   double max(double v) const;
   std::int64_t sum(std::int64_t v) const;
+  // Element-wise sum over all ranks, in place (every rank passes the same length).
+  void sum(std::vector<double>& v) const;
 
   // Not collective: prints "<program>: rank R: error: <message>" and ends every rank of the job.
   [[noreturn]] void abort_job(const std::string& message, int code = 1) const;

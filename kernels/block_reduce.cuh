@@ -13,7 +13,9 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-// Every thread gets the block's sum (or max). Uses 32 floats of shared scratch.
+// Every thread gets the block's sum (or max). Uses 32 floats of shared scratch. Barriers
+// separate every write of scratch from the reads of it (racecheck-clean): only warp 0 reads
+// the per-warp partials, and the result is written after everyone has finished reading.
 template <bool kMax>
 __device__ __forceinline__ float block_reduce(float v, float* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
@@ -21,8 +23,11 @@ __device__ __forceinline__ float block_reduce(float v, float* scratch) {
   __syncthreads();  // scratch may still be read by a previous reduction
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  v = lane < warps ? scratch[lane] : (kMax ? -FLT_MAX : 0.f);
-  if (warp == 0) v = kMax ? warp_max(v) : warp_sum(v);
+  if (warp == 0) {
+    v = lane < warps ? scratch[lane] : (kMax ? -FLT_MAX : 0.f);
+    v = kMax ? warp_max(v) : warp_sum(v);
+  }
+  __syncthreads();  // warp 0 has read every partial before slot 0 is overwritten
   if (threadIdx.x == 0) scratch[0] = v;
   __syncthreads();
   return scratch[0];
@@ -42,8 +47,9 @@ __device__ __forceinline__ void block_argmax(float& v, int& i, float* sv, int* s
     v = lane < warps ? sv[lane] : -FLT_MAX;
     i = lane < warps ? si[lane] : 0x7fffffff;
     for (int o = 16; o > 0; o >>= 1) better(v, i, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, i, o));
-    if (lane == 0) { sv[0] = v; si[0] = i; }
   }
+  __syncthreads();  // as in block_reduce: reads of the partials end before slot 0 is written
+  if (threadIdx.x == 0) { sv[0] = v; si[0] = i; }
   __syncthreads();
   v = sv[0];
   i = si[0];

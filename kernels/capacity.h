@@ -4,6 +4,7 @@
 // ... (j-th best within the prototype, then token order) -- and keeps the first `capacity`;
 // the rest are dropped (their tokens pass through the residual). capacity < 0: dropless.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include "kernels/exec.h"
 #include "kernels/gating.h"
@@ -22,9 +23,19 @@ int expert_capacity(int slots, int tokens_per_group, int experts, double capacit
 // expert [T, S] -> position [T, S] (-1 if dropped), routed [G, E] and kept [G, E] counts.
 void assign_positions_cpu(const CapacityShape& c, const std::int32_t* expert, std::int32_t* position,
                           std::int32_t* routed, std::int32_t* kept);
+// The GPU version is a parallel counting sort that keeps the CPU order exactly: for each
+// (group, prototype) the assignments, in priority order (choice j, then token), are cut into
+// tiles of kCapacityTile; (1) a histogram per tile and expert, (2) an exclusive scan over the
+// tiles per expert gives each tile's first position (and the routed / kept totals), (3) one
+// warp per tile ranks its assignments among equal experts in order (__match_any_sync).
+// Work O(T k + tiles E) instead of one thread per expert reading all T k slots.
+inline constexpr int kCapacityTile = 1024;
+// Device bytes of workspace assign_positions needs (0 on the CPU).
+std::size_t assign_positions_workspace_bytes(const Exec& ex, const CapacityShape& c);
 void assign_positions_cuda(const CapacityShape& c, const std::int32_t* expert, std::int32_t* position,
-                           std::int32_t* routed, std::int32_t* kept, void* stream);
+                           std::int32_t* routed, std::int32_t* kept, void* workspace, std::size_t workspace_bytes,
+                           void* stream);
 void assign_positions(const Exec& ex, const CapacityShape& c, const std::int32_t* expert, std::int32_t* position,
-                      std::int32_t* routed, std::int32_t* kept);
+                      std::int32_t* routed, std::int32_t* kept, void* workspace = nullptr, std::size_t workspace_bytes = 0);
 
 }  // namespace moebench

@@ -28,15 +28,23 @@ void assign_positions_cpu(const CapacityShape& c, const std::int32_t* expert, st
   }
 }
 
+std::size_t assign_positions_workspace_bytes(const Exec& ex, const CapacityShape& c) {
+  if (ex.backend != Backend::cuda) return 0;
+  const std::size_t per_group = std::size_t(c.gate.tokens / c.groups);
+  const std::size_t tiles = (std::size_t(c.gate.k) * per_group + kCapacityTile - 1) / kCapacityTile;
+  return std::size_t(c.groups) * std::size_t(c.gate.experts) * tiles * sizeof(std::int32_t);
+}
+
 void assign_positions(const Exec& ex, const CapacityShape& c, const std::int32_t* expert, std::int32_t* position,
-                      std::int32_t* routed, std::int32_t* kept) {
-  if (ex.backend == Backend::cuda) return assign_positions_cuda(c, expert, position, routed, kept, ex.stream);
+                      std::int32_t* routed, std::int32_t* kept, void* workspace, std::size_t workspace_bytes) {
+  if (ex.backend == Backend::cuda)
+    return assign_positions_cuda(c, expert, position, routed, kept, workspace, workspace_bytes, ex.stream);
   assign_positions_cpu(c, expert, position, routed, kept);
 }
 
 #if !MOEBENCH_WITH_CUDA
 void assign_positions_cuda(const CapacityShape&, const std::int32_t*, std::int32_t*, std::int32_t*, std::int32_t*,
-                           void*) {
+                           void*, std::size_t, void*) {
   cuda_not_built("assign_positions");
 }
 #endif

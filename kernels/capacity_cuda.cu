@@ -3,33 +3,103 @@
 
 namespace moebench {
 
-// One thread per (group, expert) walks its group's assignments in priority order, so
-// positions follow exactly the CPU order without a sort. Threads of a warp mostly read the
-// same slot (one prototype), which the cache serves as a broadcast.
-__global__ void assign_positions_kernel(CapacityShape c, const int* expert, int* position, int* routed, int* kept) {
-  const GateShape g = c.gate;
-  const int e = blockIdx.x * blockDim.x + threadIdx.x, gr = blockIdx.y;
-  if (e >= g.experts) return;
-  const int F = g.experts / g.prototypes, z = e / F, S = g.prototypes * g.k, per_group = g.tokens / c.groups;
-  int count = 0;
-  for (int j = 0; j < g.k; ++j)
-    for (int t = gr * per_group; t < (gr + 1) * per_group; ++t) {
-      const size_t slot = size_t(t) * S + size_t(z) * g.k + j;
-      if (expert[slot] == e) {
-        position[slot] = (c.capacity < 0 || count < c.capacity) ? count : -1;
-        ++count;
-      }
+// The assignments of (group gr, prototype z) in priority order: q = j * P + (t - gr * P),
+// i.e. choice-major, then token. Their experts, relative to the prototype, are the keys.
+struct Sequence {
+  GateShape g;
+  int per_group, tiles;
+  __device__ long length() const { return long(g.k) * per_group; }
+  __device__ size_t slot(int gr, int z, long q) const {
+    const int j = int(q / per_group), t = gr * per_group + int(q % per_group);
+    return size_t(t) * g.prototypes * g.k + size_t(z) * g.k + j;
+  }
+  __device__ int* tile_row(int* counts, int gr, int z, int tile) const {
+    return counts + ((size_t(gr) * g.prototypes + z) * tiles + tile) * (g.experts / g.prototypes);
+  }
+};
+
+// (1) counts[gr, z, tile, key]: how many assignments of the tile go to each expert.
+__global__ void tile_histogram_kernel(Sequence sq, const int* expert, int* counts) {
+  const int tile = blockIdx.x, z = blockIdx.y, gr = blockIdx.z, F = sq.g.experts / sq.g.prototypes;
+  int* row = sq.tile_row(counts, gr, z, tile);
+  const long end = min(sq.length(), long(tile + 1) * kCapacityTile);
+  for (long q = long(tile) * kCapacityTile + threadIdx.x; q < end; q += blockDim.x)
+    atomicAdd(&row[expert[sq.slot(gr, z, q)] - z * F], 1);  // integer counts: order-free, exact
+}
+
+// (2) One thread per (group, expert): exclusive scan of its counts over the tiles, in place,
+// so each tile row then holds the first position of every expert in that tile.
+__global__ void tile_offsets_kernel(Sequence sq, int capacity, int groups, int* counts, int* routed, int* kept) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x, E = sq.g.experts, F = E / sq.g.prototypes;
+  if (i >= groups * E) return;
+  const int gr = i / E, e = i % E, z = e / F, key = e % F;
+  int running = 0;
+  for (int tile = 0; tile < sq.tiles; ++tile) {
+    int* c = sq.tile_row(counts, gr, z, tile) + key;
+    const int here = *c;
+    *c = running;
+    running += here;
+  }
+  routed[i] = running;
+  kept[i] = capacity < 0 ? running : min(running, capacity);
+}
+
+// (3) One warp per tile walks it 32 assignments at a time, in order: lanes naming the same
+// expert rank among themselves (__match_any_sync), then the lowest of them advances that
+// expert's running start. __syncwarp orders the reads of a start before its update.
+__global__ void tile_positions_kernel(Sequence sq, int capacity, int warps_total, const int* expert, int* counts,
+                                      int* position) {
+  const int lane = threadIdx.x & 31, w = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (w >= warps_total) return;  // whole warps leave together
+  const int tile = w % sq.tiles, z = (w / sq.tiles) % sq.g.prototypes, gr = w / sq.tiles / sq.g.prototypes;
+  const int F = sq.g.experts / sq.g.prototypes;
+  int* start = sq.tile_row(counts, gr, z, tile);
+  const long begin = long(tile) * kCapacityTile, end = min(sq.length(), begin + kCapacityTile);
+  for (long q0 = begin; q0 < end; q0 += 32) {
+    const long q = q0 + lane;
+    const bool valid = q < end;
+    const size_t slot = valid ? sq.slot(gr, z, q) : 0;
+    const int key = valid ? expert[slot] - z * F : -1;
+    const unsigned peers = __match_any_sync(0xffffffffu, key);
+    const int rank = __popc(peers & ((1u << lane) - 1u));
+    const int first = valid ? start[key] : 0;
+    __syncwarp();
+    if (valid && rank == 0) start[key] = first + __popc(peers);
+    __syncwarp();
+    if (valid) {
+      const int pos = first + rank;
+      position[slot] = (capacity < 0 || pos < capacity) ? pos : -1;
     }
-  routed[size_t(gr) * g.experts + e] = count;
-  kept[size_t(gr) * g.experts + e] = c.capacity < 0 ? count : min(count, c.capacity);
+  }
 }
 
 void assign_positions_cuda(const CapacityShape& c, const std::int32_t* expert, std::int32_t* position,
-                           std::int32_t* routed, std::int32_t* kept, void* stream) {
-  if (c.gate.experts == 0) return;
-  assign_positions_kernel<<<dim3((c.gate.experts + 127) / 128, c.groups), 128, 0, static_cast<cudaStream_t>(stream)>>>(
-      c, expert, position, routed, kept);
+                           std::int32_t* routed, std::int32_t* kept, void* workspace, std::size_t workspace_bytes,
+                           void* stream) {
+  const GateShape& g = c.gate;
+  if (g.experts == 0 || c.groups == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int per_group = g.tokens / c.groups;
+  const long length = long(g.k) * per_group;
+  Sequence sq{g, per_group, int((length + kCapacityTile - 1) / kCapacityTile)};
+  const std::size_t need = assign_positions_workspace_bytes(Exec{Backend::cuda}, c);
+  if (need > workspace_bytes)
+    throw Error("assign_positions: workspace of " + std::to_string(workspace_bytes) + " bytes, needs " + std::to_string(need));
+  int* counts = static_cast<int*>(workspace);
+  if (need) MOEBENCH_CUDA_CHECK(cudaMemsetAsync(counts, 0, need, s));
+  if (sq.tiles > 0) {
+    tile_histogram_kernel<<<dim3(sq.tiles, g.prototypes, c.groups), 256, 0, s>>>(sq, expert, counts);
+    MOEBENCH_CUDA_LAUNCH_CHECK();
+  }
+  const int pairs = c.groups * g.experts;
+  tile_offsets_kernel<<<(pairs + 127) / 128, 128, 0, s>>>(sq, c.capacity, c.groups, counts, routed, kept);
   MOEBENCH_CUDA_LAUNCH_CHECK();
+  if (sq.tiles > 0) {
+    const int warps = sq.tiles * g.prototypes * c.groups, per_block = 4;
+    tile_positions_kernel<<<(warps + per_block - 1) / per_block, 32 * per_block, 0, s>>>(sq, c.capacity, warps, expert,
+                                                                                         counts, position);
+    MOEBENCH_CUDA_LAUNCH_CHECK();
+  }
 }
 
 }  // namespace moebench

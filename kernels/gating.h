@@ -6,7 +6,10 @@
 // The CUDA kernel runs one block per (token, prototype), so prototypes are routed in
 // parallel: the cost follows k, not Z*k.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include "kernels/exec.h"
 
 namespace moebench {
@@ -23,6 +26,16 @@ void softmax_topk_cuda(const GateShape& g, const float* logits, float* probs, st
                        void* stream);
 void softmax_topk(const Exec& ex, const GateShape& g, const float* logits, float* probs, std::int32_t* expert,
                   float* weight);
+
+// Shared memory of the CUDA top-k kernel: one float per expert of a prototype, beside the
+// kernel's static scratch. Past the default 48 KiB per block it must opt in, up to the device's
+// opt-in limit; beyond that the prototype is too large for the kernel (a clear error).
+struct GateSharedMemory {
+  std::size_t dynamic_bytes = 0;
+  bool opt_in = false;
+  std::optional<std::string> error;
+};
+GateSharedMemory softmax_topk_shared_memory(int per_prototype, std::size_t static_bytes, std::size_t opt_in_limit);
 
 // Softmax backward inside each prototype: dlogits = p * (dp - sum_{prototype} p * dp).
 void softmax_backward_cpu(const GateShape& g, const float* probs, const float* dprobs, float* dlogits);

@@ -49,6 +49,21 @@ void scatter_slot_grads_cpu(const GateShape& g, const std::int32_t* expert, cons
       dprobs[std::size_t(t) * g.experts + expert[std::size_t(t) * S + s]] += dweight[std::size_t(t) * S + s];
 }
 
+GateSharedMemory softmax_topk_shared_memory(int per_prototype, std::size_t static_bytes, std::size_t opt_in_limit) {
+  constexpr std::size_t kDefaultLimit = 48 * 1024;
+  GateSharedMemory m;
+  m.dynamic_bytes = std::size_t(per_prototype) * sizeof(float);
+  const std::size_t total = m.dynamic_bytes + static_bytes;
+  m.opt_in = total > kDefaultLimit;
+  const std::size_t limit = std::max(opt_in_limit, kDefaultLimit);
+  if (total > limit)
+    m.error = "softmax_topk: " + std::to_string(per_prototype) + " experts per prototype need " + std::to_string(total) +
+              " bytes of shared memory per block, this GPU allows " + std::to_string(limit) + " (at most " +
+              std::to_string((limit - static_bytes) / sizeof(float)) +
+              " experts per prototype); use more --prototypes or fewer --experts";
+  return m;
+}
+
 void softmax_topk(const Exec& ex, const GateShape& g, const float* logits, float* probs, std::int32_t* expert,
                   float* weight) {
   if (ex.backend == Backend::cuda) return softmax_topk_cuda(g, logits, probs, expert, weight, ex.stream);

@@ -58,9 +58,17 @@ __global__ void scatter_slot_grads_kernel(GateShape g, const int* expert, const 
 void softmax_topk_cuda(const GateShape& g, const float* logits, float* probs, std::int32_t* expert, float* weight,
                        void* stream) {
   if (g.tokens == 0) return;
-  const size_t smem = size_t(g.per_prototype()) * sizeof(float);
-  if (smem > 48 * 1024) throw Error("softmax_topk: at most 12288 experts per prototype on the GPU");
-  softmax_topk_kernel<<<dim3(g.tokens, g.prototypes), kGateThreads, smem, static_cast<cudaStream_t>(stream)>>>(
+  int device = 0, opt_in_limit = 0;
+  MOEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  MOEBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&opt_in_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attr{};
+  MOEBENCH_CUDA_CHECK(cudaFuncGetAttributes(&attr, softmax_topk_kernel));
+  const GateSharedMemory m = softmax_topk_shared_memory(g.per_prototype(), attr.sharedSizeBytes, size_t(opt_in_limit));
+  if (m.error) throw Error(*m.error);
+  if (m.opt_in && attr.maxDynamicSharedSizeBytes < int(m.dynamic_bytes))
+    MOEBENCH_CUDA_CHECK(cudaFuncSetAttribute(softmax_topk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             int(m.dynamic_bytes)));
+  softmax_topk_kernel<<<dim3(g.tokens, g.prototypes), kGateThreads, m.dynamic_bytes, static_cast<cudaStream_t>(stream)>>>(
       g, logits, probs, expert, weight);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }

@@ -19,7 +19,16 @@ std::optional<std::string> MoEConfig::validate(int tokens, int expert_ranks) con
     return "--capacity-factor: must be > 0, got " + std::to_string(*capacity_factor) + " (omit it for dropless routing)";
   if (expert_ranks < 1 || experts % expert_ranks != 0)
     return "--experts: " + s(experts) + " experts cannot be split evenly over " + s(expert_ranks) + " ranks";
-  if (aux_coef < 0) return "--aux-coef: must be >= 0";
+  if (!(aux_coef >= 0)) return "--aux-coef: must be a number >= 0";
+  return std::nullopt;
+}
+
+std::optional<std::string> MoEConfig::validate_for(Backend backend) const {
+  if (backend != Backend::cuda || dtype == DType::f32 || expert_gemm != ExpertGemm::grouped) return std::nullopt;
+  for (const auto& [option, v] : {std::pair{"--hidden", hidden}, std::pair{"--ffn", ffn}})
+    if (v % 8 != 0)
+      return std::string(option) + ": " + std::to_string(v) + " is not a multiple of 8, which --expert-gemm grouped needs in " +
+             std::string(dtype_name(dtype)) + " on the GPU (16-byte aligned rows); use a multiple of 8 or --expert-gemm serial";
   return std::nullopt;
 }
 

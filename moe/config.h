@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include "kernels/dtype.h"
+#include "kernels/exec.h"
 #include "kernels/grouped_gemm.h"
 
 namespace moebench {
@@ -24,6 +25,9 @@ struct MoEConfig {
   int per_prototype() const { return experts / prototypes; }
   // tokens: per rank; expert_ranks: ranks the experts are split over.
   std::optional<std::string> validate(int tokens, int expert_ranks) const;
+  // What `backend` cannot compute: cuBLAS's grouped GEMM reads 16-byte aligned per-expert row
+  // pointers, so 16-bit grouped experts need h and f to be multiples of 8.
+  std::optional<std::string> validate_for(Backend backend) const;
 };
 
 }  // namespace moebench

@@ -13,7 +13,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
  public:
   ExpertParallelDispatcher(const DispatcherEnv& env, Communicator& comm)
       : env_(env), comm_(comm), D_(comm.size()), L_(env.cfg.experts / comm.size()), first_(comm.rank() * L_),
-        rows_(env.dev, env.alloc) {}
+        rows_(env.dev, env.alloc), counts_upload_(env.dev), perm_upload_(env.dev) {}
   std::string name() const override { return "expert_parallel"; }
   int first_local_expert() const override { return first_; }
   int local_experts() const override { return L_; }
@@ -35,7 +35,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
 
     // Counts: rank p learns how many rows of each of its experts every source sends.
     env_.alloc.reserve(counts_, std::size_t(2) * E * 4, MemTag::buffers);
-    dev().copy_to_device(counts_.data(), send_per_expert.data(), std::size_t(E) * 4, s);
+    counts_upload_.upload(counts_.data(), send_per_expert.data(), std::size_t(E) * 4, s);
     comm_.all_to_all(counts_.data(), counts_.as<std::int32_t>() + E, std::size_t(L_), DType::i32, s);
     comm_.wait(s);
     recv_counts_.resize(std::size_t(E));  // [source][local expert]
@@ -51,8 +51,11 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     reserve(recv_, recv_total, MemTag::buffers);
     exchange(send_, send_rows_, recv_, recv_rows_);
 
-    // Regroup [source][local expert] -> [local expert][source]; keep both directions of the map.
-    std::vector<std::int32_t> to_expert_major(recv_total), to_source_major(recv_total);
+    // Regroup [source][local expert] -> [local expert][source]; keep both directions of the map,
+    // one after the other in one array ([to expert-major][to source-major]), uploaded at once.
+    std::vector<std::int32_t> both(2 * recv_total);
+    std::int32_t* to_expert_major = both.data();
+    std::int32_t* to_source_major = both.data() + recv_total;
     std::vector<std::size_t> expert_start(L_ + 1, 0);
     for (int l = 0; l < L_; ++l) expert_start[l + 1] = expert_start[l] + std::size_t(per_expert[l]);
     std::vector<std::size_t> filled(L_, 0);
@@ -65,8 +68,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
           to_source_major[dest] = std::int32_t(i);
         }
     env_.alloc.reserve(perm_, std::max<std::size_t>(recv_total, 1) * 8, MemTag::buffers);
-    dev().copy_to_device(perm_.data(), to_expert_major.data(), recv_total * 4, s);
-    dev().copy_to_device(perm_.as<std::int32_t>() + recv_total, to_source_major.data(), recv_total * 4, s);
+    perm_upload_.upload(perm_.data(), both.data(), both.size() * 4, s);
     recv_total_ = recv_total;
     reserve(rows, recv_total, MemTag::activations);
     permute(recv_, rows, /*to_expert_major=*/true);
@@ -138,6 +140,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
   std::vector<std::int32_t> recv_counts_;
   std::size_t recv_total_ = 0;
   Buffer send_, recv_, back_, counts_, perm_;
+  HostStaging counts_upload_, perm_upload_;
 };
 
 }  // namespace

@@ -24,7 +24,7 @@ void RowMapper::build(const Routing& r, const std::vector<std::int32_t>& base) {
   const Stream& s = dev_.default_stream();
   alloc_.reserve(base_, base.size() * 4, MemTag::buffers);
   alloc_.reserve(row_of_, std::size_t(tokens_) * slots_ * 4, MemTag::activations);
-  dev_.copy_to_device(base_.data(), base.data(), base.size() * 4, s);
+  base_upload_.upload(base_.data(), base.data(), base.size() * 4, s);
   RowMapSource src{tokens_, slots_, r.shape.gate.experts, r.groups(), r.expert.as<std::int32_t>(),
                    r.position.as<std::int32_t>(), base_.as<std::int32_t>()};
   build_row_map(dev_.exec(s), src, row_of_.as<std::int32_t>());

@@ -5,6 +5,7 @@
 #include <vector>
 #include "harness/allocator.h"
 #include "harness/device.h"
+#include "harness/host_staging.h"
 #include "kernels/permute.h"
 #include "moe/gate.h"
 
@@ -17,7 +18,7 @@ std::vector<int> expert_major_bases(const Routing& r, int first, int count, std:
 
 class RowMapper {
  public:
-  RowMapper(Device& dev, TrackingAllocator& alloc) : dev_(dev), alloc_(alloc) {}
+  RowMapper(Device& dev, TrackingAllocator& alloc) : dev_(dev), alloc_(alloc), base_upload_(dev) {}
   // Builds row_of [T, S] on the device from host bases [G, E].
   void build(const Routing& r, const std::vector<std::int32_t>& base);
   RowMap map(int hidden) const { return RowMap{tokens_, slots_, hidden, row_of_.as<std::int32_t>()}; }
@@ -26,6 +27,7 @@ class RowMapper {
   Device& dev_;
   TrackingAllocator& alloc_;
   Buffer base_, row_of_;
+  HostStaging base_upload_;
   int tokens_ = 0, slots_ = 1;
 };
 

@@ -102,18 +102,17 @@ void Experts::backward(const void* dy, void* dx) {
   run(p);
 }
 
-void Experts::gemms_only() {
+void Experts::gemms_only(TrackingAllocator& scratch_alloc) {
   const int h = cfg_.hidden, f = cfg_.ffn;
   const DType t = cfg_.dtype;
   const std::size_t per = std::size_t(h) * f * es_, R = std::max<std::size_t>(offset_[count_], 1);
   auto at = [&](const void* base, std::size_t row, int width) {
     return static_cast<char*>(const_cast<void*>(base)) + row * width * es_;
   };
-  // Row outputs go to scratch: the saved activations stay as forward left them.
-  alloc_.reserve(scratch_, R * std::max(h, f) * es_, MemTag::temporary);
-  void* out = scratch_.data();
-  char* g1 = static_cast<char*>(w1_grad_.data());
-  char* g2 = static_cast<char*>(w2_grad_.data());
+  scratch_alloc.reserve(scratch_rows_, R * std::max(h, f) * es_, MemTag::temporary);
+  scratch_alloc.reserve(scratch_weights_, std::size_t(count_) * per, MemTag::temporary);
+  void* out = scratch_rows_.data();
+  char* g = static_cast<char*>(scratch_weights_.data());  // stands in for both weight gradients
   std::vector<GemmArgs> p;
   for (int e = 0; e < count_; ++e)  // H = X W1
     p.push_back(dense_gemm(false, false, rows_[e], f, h, at(x_, offset_[e], h), w1_at(e), at(out, offset_[e], f), t));
@@ -125,12 +124,12 @@ void Experts::gemms_only() {
   p.clear();
   for (int e = 0; e < count_; ++e) {  // dA = dY W2^T, dW2 = A^T dY (x stands in for dY)
     p.push_back(dense_gemm(false, true, rows_[e], f, h, at(x_, offset_[e], h), w2_at(e), at(out, offset_[e], f), t));
-    p.push_back(dense_gemm(true, false, f, h, rows_[e], at(a_.data(), offset_[e], f), at(x_, offset_[e], h), g2 + e * per, t));
+    p.push_back(dense_gemm(true, false, f, h, rows_[e], at(a_.data(), offset_[e], f), at(x_, offset_[e], h), g + e * per, t));
   }
   run(p);
   p.clear();
   for (int e = 0; e < count_; ++e) {  // dW1 = X^T dH, dX = dH W1^T (a stands in for dH)
-    p.push_back(dense_gemm(true, false, h, f, rows_[e], at(x_, offset_[e], h), at(a_.data(), offset_[e], f), g1 + e * per, t));
+    p.push_back(dense_gemm(true, false, h, f, rows_[e], at(x_, offset_[e], h), at(a_.data(), offset_[e], f), g + e * per, t));
     p.push_back(dense_gemm(false, true, rows_[e], h, f, at(a_.data(), offset_[e], f), w1_at(e), at(out, offset_[e], h), t));
   }
   run(p);

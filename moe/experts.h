@@ -22,8 +22,10 @@ class Experts {
   // dy [R, h] -> dx [R, h]; writes w1_grad / w2_grad.
   void backward(const void* dy, void* dx);
   // Only the GEMMs of forward + backward, in the same grouped calls, on the rows of the last
-  // forward (for the overhead ratio). Overwrites the weight gradients.
-  void gemms_only();
+  // forward (for the overhead ratio). Every output, weight gradients included, goes to scratch
+  // taken from `scratch_alloc` (so the layer's peak memory does not include it): the layer's
+  // state -- activations, weight gradients -- is exactly what the last forward + backward left.
+  void gemms_only(TrackingAllocator& scratch_alloc);
 
   int first() const { return first_; }
   int count() const { return count_; }
@@ -44,7 +46,7 @@ class Experts {
   std::size_t es_;  // element size
   Buffer w1_, w2_, w1_grad_, w2_grad_, pointers_;
   Buffer h_, a_, da_;  // [R, f]: pre-activation, activation, its gradient
-  Buffer scratch_;     // gemms_only outputs
+  Buffer scratch_rows_, scratch_weights_;  // gemms_only outputs
   const void* x_ = nullptr;
   std::vector<int> rows_;
   std::vector<std::size_t> offset_;  // first row of each expert

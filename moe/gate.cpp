@@ -35,7 +35,8 @@ LoadStats load_stats(const std::vector<std::int32_t>& routed, const std::vector<
   return s;
 }
 
-Gate::Gate(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc) : cfg_(cfg), dev_(dev), alloc_(alloc) {
+Gate::Gate(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc)
+    : cfg_(cfg), dev_(dev), alloc_(alloc), bias_upload_(dev) {
   const std::size_t n = std::size_t(cfg.hidden) * cfg.experts;
   weight_ = alloc_.allocate(n * 4, MemTag::model_states);
   grad_ = alloc_.allocate(n * 4, MemTag::model_states);
@@ -48,6 +49,12 @@ void Gate::init(std::uint64_t seed) {
   dev_.fill_zero(grad_.data(), n * 4, dev_.default_stream());
 }
 
+Exec Gate::fp32_exec() const {
+  Exec ex = dev_.exec(dev_.default_stream());
+  ex.tensor_cores = false;
+  return ex;
+}
+
 const float* Gate::as_fp32(const void* x, std::size_t n) {
   if (cfg_.dtype == DType::f32) return static_cast<const float*>(x);
   alloc_.reserve(x32_, n * 4, MemTag::activations);
@@ -57,7 +64,7 @@ const float* Gate::as_fp32(const void* x, std::size_t n) {
 
 void Gate::forward(const void* x, int tokens, int groups, Routing& r) {
   const Stream& s = dev_.default_stream();
-  const Exec ex = dev_.exec(s);
+  const Exec ex = fp32_exec();
   GateShape g{tokens, cfg_.experts, cfg_.prototypes, cfg_.top_k};
   r.shape.gate = g;
   r.shape.groups = groups;
@@ -77,8 +84,11 @@ void Gate::forward(const void* x, int tokens, int groups, Routing& r) {
   const float* x32 = as_fp32(x, std::size_t(tokens) * cfg_.hidden);
   gemm(ex, dense_gemm(false, false, tokens, cfg_.experts, cfg_.hidden, x32, weight_.data(), r.logits.data()));
   softmax_topk(ex, g, r.logits.as<float>(), r.probs.as<float>(), r.expert.as<std::int32_t>(), r.weight.as<float>());
+  alloc_.reserve(positions_workspace_, std::max<std::size_t>(assign_positions_workspace_bytes(ex, r.shape), 1),
+                 MemTag::buffers);
   assign_positions(ex, r.shape, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(),
-                   r.routed_dev.as<std::int32_t>(), r.kept_dev.as<std::int32_t>());
+                   r.routed_dev.as<std::int32_t>(), r.kept_dev.as<std::int32_t>(), positions_workspace_.data(),
+                   positions_workspace_.bytes());
   r.routed.resize(ge);
   r.kept.resize(ge);
   dev_.copy_to_host(r.routed.data(), r.routed_dev.data(), ge * 4, s);
@@ -102,7 +112,7 @@ void Gate::forward(const void* x, int tokens, int groups, Routing& r) {
 
 void Gate::backward(const Routing& r, const void* x, const float* dweight, void* dx, float aux_scale) {
   const Stream& s = dev_.default_stream();
-  const Exec ex = dev_.exec(s);
+  const Exec ex = fp32_exec();
   const GateShape& g = r.shape.gate;
   const int T = g.tokens, G = r.groups();
   const std::size_t te = std::size_t(T) * cfg_.experts;
@@ -117,7 +127,7 @@ void Gate::backward(const Routing& r, const void* x, const float* dweight, void*
     const double scale = double(cfg_.aux_coef) * g.per_prototype() / g.prototypes / (double(T) / G) / G * aux_scale;
     for (std::size_t i = 0; i < ge; ++i) bias[i] = float(scale * r.density[i]);
     alloc_.reserve(bias_, std::max(bias_.bytes(), ge * 4), MemTag::temporary);
-    dev_.copy_to_device(bias_.data(), bias.data(), ge * 4, s);
+    bias_upload_.upload(bias_.data(), bias.data(), ge * 4, s);
     add_group_bias(ex, T, cfg_.experts, G, bias_.as<float>(), dprobs_.as<float>());
   }
   softmax_backward(ex, g, r.probs.as<float>(), dprobs_.as<float>(), dlogits_.as<float>());

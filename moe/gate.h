@@ -1,5 +1,6 @@
-// The gate (router): an fp32 linear projection (PPMoE keeps the gate in fp32), softmax and
-// top-k per prototype, capacity and positions per token group, and the load-balancing loss.
+// The gate (router): an fp32 linear projection (PPMoE keeps the gate in fp32; its GEMMs run in
+// full fp32, never TF32, so GPU routing follows the CPU reference), softmax and top-k per
+// prototype, capacity and positions per token group, and the load-balancing loss.
 // Produces the Routing every dispatcher consumes; backward turns the combine-weight
 // gradients (plus the aux-loss gradient) into the gate-weight gradient and the input gradient.
 #pragma once
@@ -7,6 +8,7 @@
 #include <vector>
 #include "harness/allocator.h"
 #include "harness/device.h"
+#include "harness/host_staging.h"
 #include "kernels/capacity.h"
 #include "moe/config.h"
 
@@ -51,11 +53,13 @@ class Gate {
 
  private:
   const float* as_fp32(const void* x, std::size_t n);
+  Exec fp32_exec() const;  // the device's exec without tensor cores
   const MoEConfig& cfg_;
   Device& dev_;
   TrackingAllocator& alloc_;
   Buffer weight_, grad_;
-  Buffer x32_, dprobs_, dlogits_, dx32_, dx_typed_, bias_;
+  Buffer x32_, dprobs_, dlogits_, dx32_, dx_typed_, bias_, positions_workspace_;
+  HostStaging bias_upload_;
 };
 
 }  // namespace moebench

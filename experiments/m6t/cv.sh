@@ -4,5 +4,4 @@
 # capacity factors 1.25 and 2.0. Writes results/m6t/cv.csv and results/m6t/cv.png.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
-RANKS="${RANKS:-1}"
-moebench_experiment m6t moebench_m6t_cv m6t_cv.py "$@"
+moebench_experiment --single-rank m6t moebench_m6t_cv m6t_cv.py "$@"

@@ -4,5 +4,4 @@
 # Writes results/m6t/gating.csv and results/m6t/gating.png.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
-RANKS="${RANKS:-1}"
-moebench_experiment m6t moebench_m6t_gating m6t_gating.py "$@"
+moebench_experiment --single-rank m6t moebench_m6t_gating m6t_gating.py "$@"

@@ -4,5 +4,4 @@
 #   experiments/ppmoe/serial.sh [--scale local] [--backend cpu|cuda] [bench options]
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
-RANKS="${RANKS:-1}"
-moebench_experiment ppmoe moebench_ppmoe_serial ppmoe_serial.py "$@"
+moebench_experiment --single-rank ppmoe moebench_ppmoe_serial ppmoe_serial.py "$@"

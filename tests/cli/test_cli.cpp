@@ -110,7 +110,8 @@ TEST(CommBenchCli, CorrectRunWritesCsvWithProvenance) {
   char header[512] = {};
   ASSERT_NE(fgets(header, sizeof header, f), nullptr);
   fclose(f);
-  EXPECT_EQ(std::string(header).rfind("collective,size_bytes,count,time_us,algbw_GBps,busbw_GBps,wrong,backend,device", 0), 0u)
+  EXPECT_EQ(std::string(header).rfind("collective,size_bytes,count,time_us,time_us_min,time_us_max,algbw_GBps,busbw_GBps,"
+                                     "busbw_GBps_min,busbw_GBps_max,wrong,repetitions,iterations,backend,device", 0), 0u)
       << header;
   std::filesystem::remove_all(dir);
 }
@@ -123,7 +124,8 @@ namespace {
 Result run_moe(const std::string& args, int ranks = 0) {
   std::string cmd = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
   if (ranks > 0) cmd += std::string(MOEBENCH_MPIEXEC) + " -np " + std::to_string(ranks) + " ";
-  cmd = "timeout 60 " + cmd + MOEBENCH_MOE_LAYER_BIN + " --scale tiny " + args + " --out " + out_dir() + " 2>&1";
+  // --out first: a test's own --out comes later and wins.
+  cmd = "timeout 60 " + cmd + MOEBENCH_MOE_LAYER_BIN + " --scale tiny --out " + out_dir() + " " + args + " 2>&1";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
@@ -150,14 +152,63 @@ TEST(MoELayerCli, BadShapesAndLayoutsNameTheOption) {
   expect_moe_error("--expert-gemm batched", 0, "--expert-gemm");
 }
 
-TEST(MoELayerCli, DumpsLoadInNumpyAndMatchAnIndependentRecomputation) {
+// Every dispatcher's dump at 4 ranks (PPMoE in two TP groups of 2), top-2 of 2 prototypes with
+// dropping: check_dump.py recomputes routing, output, aux loss and every gradient with numpy.
+TEST(MoELayerCli, DumpsHoldTheLayersStateAndEveryGradient) {
   const char* py = "/usr/bin/python3";
   if (std::system((std::string(py) + " -c 'import numpy' 2>/dev/null").c_str()) != 0) GTEST_SKIP() << "no numpy";
   const std::string dir = out_dir() + "_dump";
-  const Result r = run_moe("--dispatchers local --top-k 2 --capacity-factor 1.0 --dump " + dir);
+  const Result r = run_moe("--top-k 2 --prototypes 2 --capacity-factor 1.0 --tp 2 --dump " + dir, 4);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string check = std::string(py) + " " + MOEBENCH_SOURCE_DIR + "/tests/cli/check_dump.py " + dir + "/local/rank0_";
+  const std::string check = std::string(py) + " " + MOEBENCH_SOURCE_DIR + "/tests/cli/check_dump.py " + dir;
   EXPECT_EQ(std::system(check.c_str()), 0);
+  // The check can fail: a wrong expert gradient (as the GEMM-only timing once left) is caught.
+  const std::string corrupt = std::string(py) + " -c \"import numpy as np; p='" + dir +
+                              "/expert_parallel/rank1_w1_grad.npy'; a=np.load(p); a[0,0,0]+=1e-3*abs(a).max(); np.save(p,a)\"";
+  ASSERT_EQ(std::system(corrupt.c_str()), 0);
+  EXPECT_NE(std::system((check + " 2>/dev/null >/dev/null").c_str()), 0) << "a corrupted dW1 passed the check";
+  std::filesystem::remove_all(dir);
+}
+
+// The expert-parallel layer's load statistics are over every rank's tokens, not rank 0's:
+// the dropped share in the CSV equals the whole layer's, recomputed from the dumped routing.
+TEST(MoELayerCli, LoadStatisticsAreOverAllRanks) {
+  const char* py = "/usr/bin/python3";
+  if (std::system((std::string(py) + " -c 'import numpy' 2>/dev/null").c_str()) != 0) GTEST_SKIP() << "no numpy";
+  const std::string dir = out_dir() + "_load";
+  const Result r = run_moe("--dispatchers expert_parallel --top-k 2 --capacity-factor 1.0 --dump " + dir + "/dump --out " + dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string check = std::string(py) + " -c \"import csv, numpy as np; d='" + dir +
+                            "'; row=next(csv.DictReader(open(d+'/moe/layer_expert_parallel.csv'))); "
+                            "pos=np.concatenate([np.load(d+f'/dump/expert_parallel/rank{r}_route_position.npy') for r in (0,1)]); "
+                            "r0=np.load(d+'/dump/expert_parallel/rank0_route_position.npy'); "
+                            "whole=(pos<0).mean(); rank0=(r0<0).mean(); got=float(row['tokens_dropped_fraction']); "
+                            "assert abs(got-whole)<1e-6, (got, whole, rank0); assert abs(whole-rank0)>1e-6, 'ranks drop alike'\"";
+  EXPECT_EQ(std::system(check.c_str()), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// A stopped rank (SIGSTOP) on the CPU backend: its peers' collective times out after
+// --comm-timeout and the whole job ends, naming the rank and the operation.
+TEST(CommBenchCli, StoppedRankEndsTheJobAfterTheCommTimeout) {
+  const Result r = run("--scale tiny --stall-rank 1 --comm-timeout 2 --out " + out_dir(), 2);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 124) << "the job hung until timeout killed it\n" << r.output;
+  EXPECT_LT(r.seconds, 20.0) << r.output;
+  EXPECT_NE(r.output.find("rank 0: error: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("did not complete within 2 s (--comm-timeout)"), std::string::npos) << r.output;
+}
+
+// A killed write leaves <file>.tmp.<pid>; the next run removes it (the pid is gone).
+TEST(CommBenchCli, StaleTemporaryFilesAreRemovedAtStart) {
+  const std::string dir = out_dir() + "_stale";
+  std::filesystem::create_directories(dir + "/comm");
+  const std::string stale = dir + "/comm/all_gather.csv.tmp.999999999";
+  { FILE* f = fopen(stale.c_str(), "w"); ASSERT_NE(f, nullptr); fputs("half a csv", f); fclose(f); }
+  const Result r = run("--scale tiny --collectives all_gather --out " + dir, 1);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/comm/all_gather.csv"));
   std::filesystem::remove_all(dir);
 }
 

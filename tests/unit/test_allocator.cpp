@@ -57,6 +57,20 @@ TEST(TrackingAllocator, ZeroBytesIsEmpty) {
   EXPECT_EQ(a.current_total(), 0u);
 }
 
+// A buffer may outlive the allocator object it came from (a bench member freed after main's
+// locals): it is still released correctly and counted in the books it came from.
+TEST(TrackingAllocator, BufferOutlivingItsAllocatorIsReleasedSafely) {
+  Buffer survivor;
+  {
+    TrackingAllocator a(Backend::cpu);
+    survivor = a.allocate(4096, MemTag::buffers);
+    survivor.as<float>()[0] = 1.f;
+  }
+  EXPECT_TRUE(static_cast<bool>(survivor));
+  survivor.release();
+  EXPECT_FALSE(static_cast<bool>(survivor));
+}
+
 TEST(FormatBytes, UsesBinaryUnits) {
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_bytes(1536), "1.50 KiB");

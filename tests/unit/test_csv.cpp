@@ -82,10 +82,14 @@ TEST(Csv, FailedWriteLeavesTheOldFileWhole) {
   fs::remove_all(dir);
 }
 
-TEST(Csv, FormatsNumbersAndMissingValues) {
+TEST(Csv, FormatsNumbersAndRefusesNonFiniteResults) {
   EXPECT_EQ(fmt(0.5), "0.5");
   EXPECT_EQ(fmt(1234567.0, 15), "1234567");
-  EXPECT_EQ(fmt(std::nan("")), "");
+  // A measured NaN (a diverging run) is an error, never a blank field.
+  EXPECT_THROW(fmt(std::nan("")), Error);
+  EXPECT_THROW(fmt(INFINITY), Error);
+  EXPECT_EQ(fmt_or_na(std::nullopt), "n/a");
+  EXPECT_EQ(fmt_or_na(2.5), "2.5");
 }
 
 }  // namespace moebench

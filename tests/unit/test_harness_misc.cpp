@@ -1,7 +1,13 @@
 #include <gtest/gtest.h>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 #include "harness/comm.h"
+#include "harness/output_check.h"
 #include "harness/range.h"
+#include "harness/spread.h"
+#include "harness/watchdog.h"
 
 namespace moebench {
 
@@ -34,6 +40,87 @@ TEST(Breakdown, RangesTimeTheirRegionByName) {
   EXPECT_LT(t.at("moe.gating"), t.at("moe.expert"));
   b.clear();
   EXPECT_TRUE(b.totals_ms().empty());
+}
+
+TEST(Spread, MedianQuartilesAndRange) {
+  const Spread s = spread_of({5, 1, 4, 2, 3});
+  EXPECT_EQ(s.samples, 5);
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(s.q1, 2);
+  EXPECT_DOUBLE_EQ(s.q3, 4);
+  EXPECT_DOUBLE_EQ(spread_of({1, 2, 3, 4}).median, 2.5);
+  EXPECT_DOUBLE_EQ(s.relative_range(), 4.0 / 3.0);
+  EXPECT_THROW(spread_of({}), Error);
+  EXPECT_THROW(spread_of({1.0, std::nan("")}), Error);  // a failed measurement is not a sample
+}
+
+namespace fs = std::filesystem;
+
+TEST(OutputCheck, FindsUnwritableOutputsWithoutWritingAnything) {
+  const fs::path tmp = fs::temp_directory_path() / ("moebench_outcheck_" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  // A folder that does not exist yet under a writable one is fine, and is not created.
+  EXPECT_FALSE(check_output_folder("--out", (tmp / "a" / "b").string()));
+  EXPECT_FALSE(fs::exists(tmp / "a"));
+  EXPECT_TRUE(fs::is_empty(tmp));
+  // A path through a regular file, a read-only file system, an empty path, a folder as a file.
+  { std::ofstream(tmp / "file") << "x"; }
+  auto e = check_output_folder("--out", (tmp / "file" / "sub").string());
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->find("--out"), std::string::npos);
+  EXPECT_NE(e->find("is not a folder"), std::string::npos) << *e;
+  e = check_output_folder("--dump", "/proc/moebench-test");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->rfind("--dump: '/proc/moebench-test' is not writable", 0), 0u) << *e;
+  EXPECT_TRUE(check_output_folder("--out", ""));
+  e = check_output_file("--benchmark_out", tmp.string());
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->find("is a folder"), std::string::npos) << *e;
+  EXPECT_FALSE(check_output_file("--benchmark_out", (tmp / "run.json").string()));
+  fs::remove_all(tmp);
+}
+
+TEST(OutputCheck, RemovesOnlyStaleTemporariesOfOurNaming) {
+  const fs::path tmp = fs::temp_directory_path() / ("moebench_stale_" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const std::string mine = "x.csv.tmp." + std::to_string(::getpid());  // a live writer: kept
+  for (const std::string n : {"a.csv.tmp.999999999", "b.npy.tmp.999999998", "notes.txt.tmp.999999999", "c.csv", mine.c_str()})
+    std::ofstream(tmp / n) << "x";
+  EXPECT_EQ(remove_stale_temporaries(tmp.string()), 2);
+  EXPECT_FALSE(fs::exists(tmp / "a.csv.tmp.999999999"));
+  EXPECT_FALSE(fs::exists(tmp / "b.npy.tmp.999999998"));
+  EXPECT_TRUE(fs::exists(tmp / "notes.txt.tmp.999999999"));
+  EXPECT_TRUE(fs::exists(tmp / "c.csv"));
+  EXPECT_TRUE(fs::exists(tmp / mine));
+  fs::remove_all(tmp);
+}
+
+// The watchdog ends the process when an operation outlives --comm-timeout, naming it.
+TEST(WatchdogDeathTest, AnOperationPastTheTimeoutEndsTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        Watchdog::set_identity("moebench_test", 3);
+        Watchdog::set_timeout(0.2);
+        Watchdog::Scope op("all_to_all (mpi)");
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+      },
+      ::testing::ExitedWithCode(1), "moebench_test: rank 3: error: all_to_all \\(mpi\\) did not complete within 0.2 s");
+}
+
+TEST(Watchdog, OperationsThatFinishInTimeAreLeftAlone) {
+  Watchdog::set_timeout(0.3);
+  for (int i = 0; i < 5; ++i) {
+    Watchdog::Scope op("short");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // nothing in flight: no timeout
+  Watchdog::set_timeout(300);
+  SUCCEED();
 }
 
 TEST(BytesOf, OverflowIsAnError) {

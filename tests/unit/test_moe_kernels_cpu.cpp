@@ -52,6 +52,26 @@ TEST(SoftmaxTopk, BackwardMatchesFiniteDifferences) {
   }
 }
 
+// The CUDA top-k kernel's shared memory: within 48 KiB as is, beyond it by opting in up to the
+// device's limit (the kernel's static scratch counted), and a clear error past that.
+TEST(SoftmaxTopk, SharedMemoryPlanCountsStaticScratchAndOptsIn) {
+  const std::size_t optin = 227 * 1024;  // an H100's opt-in limit per block
+  GateSharedMemory m = softmax_topk_shared_memory(4096, 256, optin);
+  EXPECT_EQ(m.dynamic_bytes, 16384u);
+  EXPECT_FALSE(m.opt_in);
+  EXPECT_FALSE(m.error);
+  // 12288 experts fill exactly 48 KiB of dynamic memory: with 256 bytes of static scratch that is over.
+  m = softmax_topk_shared_memory(12288, 256, optin);
+  EXPECT_TRUE(m.opt_in);
+  EXPECT_FALSE(m.error);
+  m = softmax_topk_shared_memory(12224, 256, optin);
+  EXPECT_FALSE(m.opt_in);
+  m = softmax_topk_shared_memory(60000, 256, optin);
+  ASSERT_TRUE(m.error);
+  EXPECT_NE(m.error->find("at most 58048 experts per prototype"), std::string::npos) << *m.error;
+  EXPECT_NE(m.error->find("--prototypes"), std::string::npos) << *m.error;
+}
+
 TEST(Capacity, HandWorkedPositionsAndDrops) {
   // 6 tokens, 3 experts, top-1, capacity factor 1: C = ceil(1 * 6 / 3 * 1.0) = 2.
   EXPECT_EQ(expert_capacity(1, 6, 3, 1.0), 2);

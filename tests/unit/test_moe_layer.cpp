@@ -203,4 +203,48 @@ TEST(MoEConfig, BadInputNamesTheOption) {
   EXPECT_NE(err(c, 16, 1).find("--capacity-factor"), std::string::npos);
 }
 
+// 16-bit grouped experts on the GPU need rows of a multiple of 8 elements (cuBLAS reads
+// 16-byte aligned pointers); the CPU and fp32 have no such limit.
+TEST(MoEConfig, GroupedSixteenBitOnTheGpuNeedsAlignedWidths) {
+  MoEConfig c = small(8, 1, 1);  // h 16, f 24
+  c.hidden = 100;
+  c.dtype = DType::f16;
+  EXPECT_FALSE(c.validate_for(Backend::cpu));
+  const auto e = c.validate_for(Backend::cuda);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->rfind("--hidden: 100 is not a multiple of 8", 0), 0u) << *e;
+  c.hidden = 96;
+  c.ffn = 36;
+  ASSERT_TRUE(c.validate_for(Backend::cuda));
+  EXPECT_EQ(c.validate_for(Backend::cuda)->rfind("--ffn", 0), 0u);
+  c.expert_gemm = ExpertGemm::serial;
+  EXPECT_FALSE(c.validate_for(Backend::cuda));
+  c.expert_gemm = ExpertGemm::grouped;
+  c.dtype = DType::f32;
+  EXPECT_FALSE(c.validate_for(Backend::cuda));
+}
+
+// Timing the expert GEMMs alone must leave the layer as its last forward + backward left it:
+// the dumped weight gradients were once the GEMM-only timing's stand-in products.
+TEST(Experts, GemmsOnlyLeavesTheLayersStateUntouched) {
+  MoEConfig c = small(4, 1, 2);
+  CpuLayer L(c, local);
+  L.forward(tokens(24, c.hidden, 3));
+  L.backward(tokens(24, c.hidden, 4));
+  const std::size_t n = 4 * L.expert_weights();
+  const std::vector<float> g1(L.w1_g(), L.w1_g() + n), g2(L.w2_g(), L.w2_g() + n);
+  const std::vector<float> w1(L.w1(), L.w1() + n), dx = L.dx;
+  TrackingAllocator scratch(Backend::cpu);
+  const std::size_t layer_peak = L.alloc.peak_total();
+  L.layer->experts().gemms_only(scratch);
+  EXPECT_EQ(std::vector<float>(L.w1_g(), L.w1_g() + n), g1);
+  EXPECT_EQ(std::vector<float>(L.w2_g(), L.w2_g() + n), g2);
+  EXPECT_EQ(std::vector<float>(L.w1(), L.w1() + n), w1);
+  EXPECT_GT(scratch.peak_total(), 0u);               // its outputs went to the scratch allocator
+  EXPECT_EQ(L.alloc.peak_total(), layer_peak);       // and not into the layer's peaks
+  L.backward(tokens(24, c.hidden, 4));               // backward still sees the forward's activations
+  EXPECT_EQ(L.dx, dx);
+  EXPECT_EQ(std::vector<float>(L.w1_g(), L.w1_g() + n), g1);
+}
+
 }  // namespace moebench

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include "harness/layout.h"
 #include "harness/options.h"
+#include <algorithm>
 
 namespace moebench {
 
@@ -46,6 +47,76 @@ TEST(CommonOptions, ParseScaleAndDtype) {
   app.parse(std::vector<std::string>{"bf16", "--dtype", "paper", "--scale"});
   EXPECT_EQ(o.scale_kind(), Scale::paper);
   EXPECT_EQ(o.dtype_kind(), DType::bf16);
+}
+
+// Typed options: "not given" stays nullopt, every typed value is checked, messages say what is allowed.
+static std::string parse_error(CLI::App& app, std::vector<std::string> args) {
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments reversed
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return usage_message(e, app);
+  }
+  return "";
+}
+
+TEST(TypedOptions, NotGivenIsDistinctFromEveryValue) {
+  CLI::App app("t");
+  std::optional<int> tokens;
+  add_whole(app, "--tokens", tokens, 1, 1 << 30, "Tokens");
+  EXPECT_EQ(parse_error(app, {}), "");
+  EXPECT_FALSE(tokens.has_value());
+  EXPECT_EQ(parse_error(app, {"--tokens", "7"}), "");
+  EXPECT_EQ(tokens, 7);
+}
+
+TEST(TypedOptions, WholeNumbersAreCheckedAndExplained) {
+  CLI::App app("t");
+  std::optional<int> tokens;
+  add_whole(app, "--tokens", tokens, 1, 1 << 30, "Tokens");
+  EXPECT_EQ(parse_error(app, {"--tokens", "-5"}),
+            "--tokens: '-5' is out of range; allowed: a whole number from 1 to 1073741824");
+  EXPECT_EQ(parse_error(app, {"--tokens", "1e3"}),
+            "--tokens: '1e3' is not a whole number; allowed: a whole number from 1 to 1073741824");
+  EXPECT_EQ(parse_error(app, {"--tokens", "99999999999999999999"}),
+            "--tokens: '99999999999999999999' is not a whole number; allowed: a whole number from 1 to 1073741824");
+  EXPECT_EQ(parse_error(app, {"--tokens"}), "--tokens: needs a value; allowed: a whole number from 1 to 1073741824");
+  EXPECT_FALSE(tokens.has_value());
+  EXPECT_EQ(parse_error(app, {"--tokens", "3", "--tokens", "5"}), "");  // the last one wins
+  EXPECT_EQ(tokens, 5);
+}
+
+TEST(TypedOptions, RealsMustBeFiniteAndInRange) {
+  CLI::App app("t");
+  std::optional<double> lr, coef;
+  std::vector<double> list;
+  add_real(app, "--lr", lr, above(0), "Learning rate");
+  add_real(app, "--aux-coef", coef, at_least(0), "Coefficient");
+  add_reals(app, "--gammas", list, above(0), "Factors");
+  for (const char* bad : {"nan", "NaN", "inf", "-inf", "1e400"})
+    EXPECT_EQ(parse_error(app, {"--lr", bad}), std::string("--lr: '") + bad + "' is not a finite number; allowed: a number > 0");
+  EXPECT_EQ(parse_error(app, {"--lr", "0"}), "--lr: '0' is out of range; allowed: a number > 0");
+  EXPECT_EQ(parse_error(app, {"--lr", "x"}), "--lr: 'x' is not a number; allowed: a number > 0");
+  EXPECT_EQ(parse_error(app, {"--aux-coef", "-0.1"}), "--aux-coef: '-0.1' is out of range; allowed: a number >= 0");
+  EXPECT_EQ(parse_error(app, {"--aux-coef", "0"}), "");
+  EXPECT_EQ(coef, 0.0);
+  EXPECT_NE(parse_error(app, {"--gammas", "1.25,inf"}).find("'inf' is not a finite number"), std::string::npos);
+  EXPECT_EQ(parse_error(app, {"--gammas", "1.25,2"}), "");
+  EXPECT_EQ(list, (std::vector<double>{1.25, 2.0}));
+}
+
+TEST(TypedOptions, ChoicesAndPaths) {
+  CLI::App app("t");
+  std::string gemm = "grouped", out = "results";
+  std::vector<std::string> which;
+  add_choice(app, "--expert-gemm", gemm, {"grouped", "serial"}, "Mode");
+  add_choices(app, "--dispatchers", which, {"local", "ppmoe"}, "Which");
+  add_path(app, "--out", out, "Folder");
+  EXPECT_EQ(parse_error(app, {"--expert-gemm", "batched"}),
+            "--expert-gemm: 'batched' is not one of the choices; allowed: grouped or serial");
+  EXPECT_NE(parse_error(app, {"--dispatchers", "local,local"}).find("'local' is given twice"), std::string::npos);
+  EXPECT_EQ(parse_error(app, {"--out", ""}), "--out: '' is an empty path; allowed: a file or folder path");
+  EXPECT_EQ(out, "results");
 }
 
 TEST(ParallelLayout, GroupsFollowMegatronOrder) {

@@ -1,0 +1,30 @@
+// Host arrays the device copies from inside a timed step (routing counts, row bases, bias
+// rows). On CUDA they go through pinned memory owned by the object that uploads them, so the
+// copy is a plain asynchronous DMA rather than the driver staging pageable memory on the
+// host's time, and the vector the caller built may die right after. The pinned block is
+// reused only once the copy that last read it has completed (an event, normally long done).
+// On the CPU an upload is a memcpy. Pinned bytes are host memory, not counted as device tags.
+#pragma once
+#include <cstddef>
+#include "harness/device.h"
+
+namespace moebench {
+
+class HostStaging {
+ public:
+  explicit HostStaging(const Device& dev);
+  ~HostStaging();
+  HostStaging(const HostStaging&) = delete;
+  HostStaging& operator=(const HostStaging&) = delete;
+
+  // dst (device) <- src (host, `bytes`), ordered on `s`; src may be freed when this returns.
+  void upload(void* dst, const void* src, std::size_t bytes, const Stream& s);
+
+ private:
+  Backend backend_;
+  void* pinned_ = nullptr;
+  std::size_t capacity_ = 0;
+  void* last_copy_ = nullptr;  // cudaEvent_t recorded after the copy that last read pinned_
+};
+
+}  // namespace moebench

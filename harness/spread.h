@@ -1,0 +1,18 @@
+// A figure measured several times: its median and its spread (min, max, quartiles), so one
+// noisy repetition on a shared machine never stands as the result.
+#pragma once
+#include <vector>
+
+namespace moebench {
+
+struct Spread {
+  double median = 0, min = 0, max = 0, q1 = 0, q3 = 0;
+  int samples = 0;
+  // (max - min) / median: how far apart the repetitions landed.
+  double relative_range() const { return median != 0 ? (max - min) / median : 0.0; }
+};
+
+// Throws Error on no samples or a non-finite sample (a NaN is a failed measurement, not a value).
+Spread spread_of(std::vector<double> samples);
+
+}  // namespace moebench

@@ -1,0 +1,27 @@
+// Ends the whole job when a communication operation does not complete in time, on the CPU
+// backend too (a blocking MPI call waiting for a stopped or dead peer never returns). A
+// background thread watches the operation in flight; past the timeout it prints the rank and
+// the operation and exits, and the launcher then ends every other rank.
+#pragma once
+
+namespace moebench {
+
+class Watchdog {
+ public:
+  // Seconds an operation may take (--comm-timeout); applies to operations started afterwards.
+  static void set_timeout(double seconds);
+  static double timeout();
+  // The rank and program named in the message.
+  static void set_identity(const char* program, int rank);
+
+  // Marks `operation` (a string literal or one that outlives the scope) in flight.
+  class Scope {
+   public:
+    explicit Scope(const char* operation);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+  };
+};
+
+}  // namespace moebench
