@@ -48,7 +48,7 @@ moebench_parse_args() {
   case "$BACKEND" in cpu|cuda) ;; *) moebench_die "--backend: '$BACKEND' is not a backend; allowed: cpu or cuda" ;; esac
   if [ -z "${RANKS:-}" ]; then
     if [ "$single_rank" = 1 ]; then RANKS=1
-    elif [ "$BACKEND" = cuda ]; then RANKS="$(moebench_gpu_count)"; [ "$RANKS" -ge 1 ] || RANKS=1
+    elif [ "$BACKEND" = cuda ]; then RANKS="$(moebench_gpu_count)"; [ "${RANKS:-0}" -ge 1 ] || RANKS=1
     else RANKS=4
     fi
   fi
@@ -60,11 +60,12 @@ moebench_parse_args() {
   fi
 }
 
+# GPUs on this machine: per nvidia-smi, else per the bench binary BIN (--list-devices), else empty.
 moebench_gpu_count() {
   if command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true
-  else
-    echo 0
+  elif [ -n "${1:-}" ] && [ -x "$1" ]; then
+    "$1" --list-devices 2>/dev/null | sed -n 's/^\([0-9][0-9]*\) CUDA device.*/\1/p'
   fi
 }
 
@@ -92,10 +93,12 @@ moebench_preflight() {
   esac
   if [ "$BACKEND" = cuda ] && [ "$launcher" != srun ] && [ -z "${MOEBENCH_LAUNCHER_ARGS:-}" ]; then
     local gpus
-    gpus="$(moebench_gpu_count)"
-    [ "$gpus" -ge 1 ] || moebench_die "--backend cuda: no usable GPU on this machine (nvidia-smi finds none); use --backend cpu"
-    [ "$RANKS" -le "$gpus" ] ||
-      moebench_die "--ranks: '$RANKS' ranks with --backend cuda need one GPU each, this machine has $gpus (name more hosts in MOEBENCH_LAUNCHER_ARGS)"
+    gpus="$(moebench_gpu_count "$bin")"
+    if [ -n "$gpus" ]; then
+      [ "$gpus" -ge 1 ] || moebench_die "--backend cuda: no usable GPU on this machine; use --backend cpu"
+      [ "$RANKS" -le "$gpus" ] ||
+        moebench_die "--ranks: '$RANKS' ranks with --backend cuda need one GPU each, this machine has $gpus (name more hosts in MOEBENCH_LAUNCHER_ARGS)"
+    fi
   fi
 }
 

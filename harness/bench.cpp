@@ -213,11 +213,18 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     add_common_options(app, opts);
     program->add_options(app);
     // Our help, not Google Benchmark's (which would claim --help first).
-    for (int i = 1; i < argc; ++i)
+    for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
         if (rt.rank() == 0) std::cout << app.help();
         return 0;
       }
+      if (std::strcmp(argv[i], "--list-devices") == 0) {  // what the experiment scripts ask before launching
+        std::string why;
+        const int n = Device::cuda_device_count(&why);
+        if (rt.rank() == 0) std::cout << n << " CUDA device(s)" << (n == 0 ? " (" + why + ")" : "") << std::endl;
+        return 0;
+      }
+    }
     rt.agree_or_exit(check_benchmark_flags(argc, argv));
     std::vector<char*> args = args_for_rank(rt.rank(), argc, argv);
     int gb_argc = static_cast<int>(args.size()) - 1;

@@ -236,6 +236,7 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   add_choice(app, "--dtype", o.dtype, {"fp32", "fp16", "bf16"},
              "Element type of activations and weights (cpu: fp32 only); default fp32");
   add_path(app, "--out", o.out_dir, "Folder the CSV results are written under; default results");
+  app.add_flag("--list-devices", o.list_devices, "Print how many CUDA devices this process can use, and exit");
   app.add_flag("--profile", o.profile,
                "Bracket only the measured iterations with cudaProfilerStart/Stop (nsys --capture-range=cudaProfilerApi; cuda only)");
   app.add_flag("--no-tensor-cores", o.no_tensor_cores, "GEMMs without tensor cores (pedantic fp32 math; cuda only)");

@@ -57,6 +57,7 @@ struct CommonOptions {
   std::string out_dir = "results";
   bool profile = false;
   bool no_tensor_cores = false;
+  bool list_devices = false;  // handled before parsing (see bench_main); listed in --help
   std::optional<int> warmup, iters, repetitions;  // nullopt: the scale's default
   std::optional<double> comm_timeout_s;           // nullopt: 300 s
 

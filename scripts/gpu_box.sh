@@ -2,8 +2,9 @@
 # Run ON A GPU BOX that has CUDA, CMake and a C++ compiler but no Debian packages and no
 # network: unpacks the .deb files from scripts/fetch_gpu_deps.sh into a private prefix
 # (never into /), builds moebench there (CUDA on, MPI off: world size 1), runs the unit and
-# GPU tests, and runs the GPU benchmarks at the given scale.
-#   scripts/gpu_box.sh [build|test|bench|all] [--scale paper] [--dtype fp16] [--results DIR]
+# GPU tests, runs the GPU tests again under compute-sanitizer (memcheck, and racecheck on our
+# own shared-memory kernels; any report fails), and runs the GPU benchmarks at the given scale.
+#   scripts/gpu_box.sh [build|test|sanitize|bench|all] [--scale paper] [--dtype fp16] [--results DIR]
 # Env: MOEBENCH_DEPS_PREFIX (default /tmp/moebench-deps), CMAKE_CUDA_ARCHITECTURES (default: by toolkit),
 # MOEBENCH_CMAKE_ARGS (more configure arguments).
 set -euo pipefail
@@ -14,13 +15,14 @@ dtype=fp16  # the documents train in fp16
 results="$PWD/results/cuda"  # beside the CPU results, not over them
 while [ $# -gt 0 ]; do
   case "$1" in
-    --scale) scale="$2"; shift 2 ;;
-    --results) results="$2"; shift 2 ;;
-    --dtype) dtype="$2"; shift 2 ;;
+    --scale|--results|--dtype)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "gpu_box.sh: error: $1: needs a value" >&2; exit 2; }
+      case "$1" in --scale) scale="$2" ;; --results) results="$2" ;; --dtype) dtype="$2" ;; esac
+      shift 2 ;;
     *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --dtype, --results)" >&2; exit 2 ;;
   esac
 done
-case "$step" in build|test|bench|all) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, bench or all" >&2; exit 2 ;; esac
+case "$step" in build|test|sanitize|bench|all) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench or all" >&2; exit 2 ;; esac
 
 prefix="${MOEBENCH_DEPS_PREFIX:-/tmp/moebench-deps}"
 build="$PWD/build-gpu"
@@ -72,6 +74,22 @@ do_test() {
   (cd "$build" && ctest -L 'unit|gpu' --output-on-failure -j 4)
 }
 
+# compute-sanitizer on the GPU tests and on one bench run; --error-exitcode makes any report fail.
+do_sanitize() {
+  find_nccl
+  local cs
+  cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  [ -x "$cs" ] || { echo "gpu_box.sh: error: compute-sanitizer not found" >&2; exit 1; }
+  echo "== compute-sanitizer memcheck: GPU tests"
+  "$cs" --tool memcheck --error-exitcode 1 "$build/tests/moebench_gpu_tests"
+  echo "== compute-sanitizer memcheck: moe layer bench (fp16, tiny)"
+  "$cs" --tool memcheck --error-exitcode 1 "$build/bench/moebench_moe_layer" --backend cuda --scale tiny --dtype fp16 \
+    --repetitions 1 --out "$(mktemp -d)"
+  echo "== compute-sanitizer racecheck: our shared-memory kernels"
+  "$cs" --tool racecheck --error-exitcode 1 "$build/tests/moebench_gpu_tests" \
+    --gtest_filter='GpuGating.*:GpuCapacity.PositionsCountsAndRowMapMatchCpu:GpuPermute.*:GpuAuxAndAxpy.*:GpuGelu.*'
+}
+
 do_bench() {
   find_nccl
   MOEBENCH_BUILD="$build" MOEBENCH_RESULTS="$results" MOEBENCH_LAUNCHER=none \
@@ -82,5 +100,6 @@ case "$step" in
   build) do_build ;;
   test) do_test ;;
   bench) do_bench ;;
-  all) do_build; do_test; do_bench ;;
+  sanitize) do_sanitize ;;
+  all) do_build; do_test; do_sanitize; do_bench ;;
 esac

@@ -1,6 +1,9 @@
 // Every MoE CUDA op against its CPU reference, and the whole layer on the GPU against the
 // CPU layer. Skipped where there is no GPU.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <random>
 #include "gpu/gpu_test_util.h"
 #include "harness/comm.h"
 #include "harness/runtime.h"
@@ -96,6 +99,65 @@ TEST(GpuCapacity, PositionsCountsAndRowMapMatchCpu) {
     build_row_map(ex, dsrc, drow.as<std::int32_t>());
     EXPECT_EQ(to_host<std::int32_t>(dev, drow, ts), row_of);
   }
+}
+
+// The parallel counting sort against the CPU order at paper-like sizes: many tiles per
+// (group, prototype), choices spread unevenly, capacities from dropping most to dropless.
+TEST(GpuCapacity, ParallelPositionsMatchCpuAtLargeTokenAndExpertCounts) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  for (const CapacityShape& base : {CapacityShape{GateShape{16384, 1024, 2, 4}, 2, -1},
+                                    CapacityShape{GateShape{32768, 4096, 1, 1}, 1, -1},
+                                    CapacityShape{GateShape{4097, 64, 1, 16}, 1, -1}}) {
+    const GateShape& g = base.gate;
+    const int F = g.per_prototype(), S = g.slots();
+    const std::size_t ts = std::size_t(g.tokens) * S, ge = std::size_t(base.groups) * g.experts;
+    std::vector<std::int32_t> expert(ts);
+    std::mt19937 rng(17);
+    for (int t = 0; t < g.tokens; ++t)
+      for (int z = 0; z < g.prototypes; ++z) {
+        // k distinct experts of the prototype, skewed towards low indices (unbalanced, as real routing)
+        std::vector<int> chosen;
+        while (int(chosen.size()) < g.k) {
+          const int e = int(std::pow(std::uniform_real_distribution<double>(0, 1)(rng), 2.0) * F) % F;
+          if (std::find(chosen.begin(), chosen.end(), e) == chosen.end()) chosen.push_back(e);
+        }
+        for (int j = 0; j < g.k; ++j) expert[std::size_t(t) * S + z * g.k + j] = z * F + chosen[j];
+      }
+    Buffer de = to_device(dev, alloc, expert);
+    for (int capacity : {-1, 1, 7, 40}) {
+      CapacityShape c = base;
+      c.capacity = capacity;
+      std::vector<std::int32_t> pos(ts), routed(ge), kept(ge);
+      assign_positions_cpu(c, expert.data(), pos.data(), routed.data(), kept.data());
+      const Exec ex = dev.exec(dev.default_stream());
+      Buffer ws = alloc.allocate(std::max<std::size_t>(assign_positions_workspace_bytes(ex, c), 1), MemTag::buffers);
+      Buffer dpos = alloc.allocate(ts * 4, MemTag::temporary), dr = alloc.allocate(ge * 4, MemTag::temporary),
+             dk = alloc.allocate(ge * 4, MemTag::temporary);
+      assign_positions(ex, c, de.as<std::int32_t>(), dpos.as<std::int32_t>(), dr.as<std::int32_t>(), dk.as<std::int32_t>(),
+                       ws.data(), ws.bytes());
+      EXPECT_EQ(to_host<std::int32_t>(dev, dpos, ts), pos) << "T=" << g.tokens << " E=" << g.experts << " capacity " << capacity;
+      EXPECT_EQ(to_host<std::int32_t>(dev, dr, ge), routed);
+      EXPECT_EQ(to_host<std::int32_t>(dev, dk, ge), kept);
+    }
+  }
+}
+
+// A prototype larger than 48 KiB of shared memory opts in to more (where the GPU allows it).
+TEST(GpuGating, LargePrototypesOptInToMoreSharedMemory) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const GateShape g{6, 16384, 1, 4};  // 64 KiB of logits per (token, prototype)
+  const std::size_t te = std::size_t(g.tokens) * g.experts, ts = std::size_t(g.tokens) * g.slots();
+  const auto logits = random_rounded(te, DType::f32, 21, 3.f);
+  std::vector<float> probs(te), weight(ts);
+  std::vector<std::int32_t> expert(ts);
+  softmax_topk_cpu(g, logits.data(), probs.data(), expert.data(), weight.data());
+  Buffer dl = to_device(dev, alloc, logits), dp = alloc.allocate(te * 4, MemTag::temporary),
+         de = alloc.allocate(ts * 4, MemTag::temporary), dw = alloc.allocate(ts * 4, MemTag::temporary);
+  softmax_topk(dev.exec(dev.default_stream()), g, dl.as<float>(), dp.as<float>(), de.as<std::int32_t>(), dw.as<float>());
+  EXPECT_EQ(to_host<std::int32_t>(dev, de, ts), expert);
+  EXPECT_LT(rel_l2(to_host<float>(dev, dw, ts), weight), 1e-5);
 }
 
 TEST(GpuPermute, DispatchCombineAndBackwardMatchCpuInEveryDtype) {
@@ -294,6 +356,85 @@ TEST(GpuMoELayer, NcclDispatchersAtWorldOneMatchLocal) {
   for (int which = 1; which < 3; ++which) {
     EXPECT_LT(rel_l2(ys[which], ys[0]), 1e-6) << which;
     EXPECT_LT(rel_l2(dxs[which], dxs[0]), 1e-6) << which;
+  }
+}
+
+// The layer as users run it: tensor cores on, fp16 and bf16 activations and experts. The gate
+// stays in full fp32 (no TF32), so routing -- kept counts and expert choices -- equals the CPU's.
+static void compare_layer_with_cpu(Device& dev, MoEConfig c, int T, bool tensor_cores, double tol) {
+  const DType t = c.dtype;
+  auto x = testing_util::tokens(T, c.hidden, 1);
+  auto dy = testing_util::tokens(T, c.hidden, 2);
+  round_to(t, x.data(), x.size());
+  round_to(t, dy.data(), dy.size());
+  MoEConfig cc = c;
+  cc.dtype = DType::f32;
+  testing_util::CpuLayer ref(cc, [](const DispatcherEnv& env) { return make_local_dispatcher(env); });
+  const std::size_t wn = std::size_t(c.experts) * ref.expert_weights();
+  if (t != DType::f32) {  // the CPU reference gets the weights the GPU stores
+    round_to(t, ref.w1(), wn);
+    round_to(t, ref.w2(), wn);
+  }
+  ref.forward(x);
+  ref.backward(dy);
+  TrackingAllocator alloc(Backend::cuda);
+  dev.set_tensor_cores(tensor_cores);
+  MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}));
+  layer.init(7);
+  Buffer dx = upload(dev, alloc, x, t), ddy = upload(dev, alloc, dy, t);
+  Buffer y = upload(dev, alloc, std::vector<float>(x.size(), NAN), t), dxo = upload(dev, alloc, std::vector<float>(x.size(), NAN), t);
+  layer.forward(dx.data(), T, y.data());
+  layer.backward(ddy.data(), dxo.data());
+  const std::string what = std::string(dtype_name(t)) + " h=" + std::to_string(c.hidden) + " f=" + std::to_string(c.ffn) +
+                           " T=" + std::to_string(T) + (tensor_cores ? " tensor cores" : "");
+  EXPECT_EQ(layer.routing().kept, ref.layer->routing().kept) << what;
+  EXPECT_EQ(to_host<std::int32_t>(dev, layer.routing().expert, std::size_t(T) * c.slots()),
+            ref.slots(ref.layer->routing().expert)) << what;
+  EXPECT_LT(rel_l2(download(dev, alloc, y, x.size(), t), ref.y), tol) << what;
+  EXPECT_LT(rel_l2(download(dev, alloc, dxo, x.size(), t), ref.dx), tol) << what;
+  const std::vector<float> gate_ref(ref.gate_g(), ref.gate_g() + std::size_t(c.hidden) * c.experts);
+  EXPECT_LT(rel_l2(to_host<float>(dev, layer.gate().grad(), gate_ref.size()), gate_ref), tol) << what;
+  const std::vector<float> w2_ref(ref.w2_g(), ref.w2_g() + wn);
+  EXPECT_LT(rel_l2(download(dev, alloc, layer.experts().w2_grad(), wn, t), w2_ref), tol) << what;
+}
+
+TEST(GpuMoELayer, SixteenBitWithTensorCoresMatchesTheCpuLayer) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  for (DType t : {DType::f16, DType::bf16}) {
+    MoEConfig c;
+    c.hidden = 128; c.ffn = 256; c.experts = 16; c.prototypes = 2; c.top_k = 2;
+    c.capacity_factor = 1.25;
+    c.dtype = t;
+    compare_layer_with_cpu(dev, c, 512, /*tensor_cores=*/true, t == DType::f16 ? 2e-2 : 5e-2);
+  }
+  MoEConfig c;
+  c.hidden = 128; c.ffn = 256; c.experts = 16; c.top_k = 1;
+  compare_layer_with_cpu(dev, c, 512, /*tensor_cores=*/true, 1e-2);  // fp32 experts on TF32
+}
+
+// Widths that are not multiples of 8 and a token count that is a multiple of nothing: fp32
+// grouped and 16-bit serial work; 16-bit grouped is refused with a clear error.
+TEST(GpuMoELayer, OddSizesWorkOrAreRefusedClearly) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  MoEConfig c;
+  c.hidden = 100; c.ffn = 196; c.experts = 6; c.top_k = 2;
+  c.capacity_factor = 1.5;
+  compare_layer_with_cpu(dev, c, 77, false, 1e-5);
+  c.dtype = DType::f16;
+  c.expert_gemm = ExpertGemm::serial;
+  compare_layer_with_cpu(dev, c, 77, true, 2e-2);
+  c.expert_gemm = ExpertGemm::grouped;
+  ASSERT_TRUE(c.validate_for(Backend::cuda));
+  TrackingAllocator alloc(Backend::cuda);
+  MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}));
+  layer.init(7);
+  const auto x = testing_util::tokens(77, c.hidden, 1);
+  Buffer dx = upload(dev, alloc, x, c.dtype), y = upload(dev, alloc, x, c.dtype);
+  try {
+    layer.forward(dx.data(), 77, y.data());
+    FAIL() << "16-bit grouped GEMM on rows of 100 elements ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("16-byte aligned"), std::string::npos) << e.what();
   }
 }
 
