@@ -5,12 +5,23 @@
 // Synthetic data: tokens from a mixture of Gaussian clusters whose frequencies follow a Zipf
 // law (cluster k has weight 1/(k+1)^s), so routing starts out unbalanced, as real text does.
 // Task: regress a fixed random linear map of the input through residual MoE layers
-// x_{l+1} = x_l + MoE_l(x_l) (mean squared error), by plain SGD. Writes <out>/m6t/cv.csv.
+// x_{l+1} = x_l + MoE_l(x_l) (mean squared error), by AdamW as M6-T trains (default lr 3e-3
+// for a run of hundreds of steps) or by plain SGD.
+// The sweep (--sweep) reruns the stack under the settings that explain the result, one change
+// at a time. What decides it is the optimizer: under plain SGD (lr 2 or 0.5; Zipf or uniform
+// clusters; tight or wide ones) c_v climbs back up even with the aux loss, because each step
+// applies the router's task gradient -- noisy from batch to batch and growing as the experts
+// fit -- at full size, against a small, steady aux gradient; AdamW's per-coordinate
+// normalisation lets the steady aux signal accumulate in its first moment while the noise
+// averages out, and c_v settles near the paper's 0.3 (lr 3e-3 or 1e-3, Zipf or uniform); a
+// 10x aux coefficient also holds SGD down. Writes <out>/m6t/cv.csv (and cv_sweep.csv).
 #include <cmath>
 #include <cstdio>
 #include "bench/moe_host.h"
 #include "harness/bench.h"
+#include "kernels/adam.h"
 #include "kernels/axpy.h"
+#include "kernels/convert.h"
 #include "kernels/gemm.h"
 #include "moe/init.h"
 #include "moe/moe_layer.h"
@@ -18,8 +29,28 @@
 namespace moebench {
 namespace {
 
-struct Run { double gamma; bool aux; };
-struct Row { double gamma; bool aux; int step, layer; double cv, cv_routed, dropped, aux_loss, task_loss; };
+// What the stack is trained with and on.
+struct Setting {
+  std::string name, optimizer;
+  double lr, weight_decay, aux_coef, zipf, spread;
+  std::string changed;  // what differs from the default, in words
+};
+
+struct Row {
+  int step, layer;
+  double cv, cv_routed, dropped, aux_loss, task_loss;
+  double top_prob, gate_rms;  // mean probability of each token's first choice; RMS of the gate weights
+};
+
+// One training run: a setting, a capacity factor, the aux loss on or off.
+struct Trajectory {
+  Setting setting;
+  double gamma;
+  bool aux;
+  std::vector<Row> rows;
+};
+
+constexpr double kPaperAuxPlateau = 0.3;  // M6-T Sec. 3.1 / Fig. 1: "a low value around 0.3"
 
 class CvBench final : public BenchProgram {
  public:
@@ -32,11 +63,17 @@ class CvBench final : public BenchProgram {
     add_whole(app, "--steps", steps_opt_, 1, 1 << 24, "Training steps (default: by scale)");
     add_whole(app, "--tokens", tokens_opt_, 1, 1 << 30, "Tokens per step (default: by scale)");
     add_whole(app, "--experts", experts_opt_, 1, 1 << 20, "Experts per layer (default: by scale)");
-    add_real(app, "--lr", lr_opt_, above(0), "Learning rate (default 2.0)");
+    add_choice(app, "--optimizer", optimizer_, {"adamw", "sgd"}, "Optimizer (default adamw, as M6-T)");
+    add_real(app, "--lr", lr_opt_, above(0), "Learning rate (default: 3e-3 with adamw, 2.0 with sgd)");
+    add_real(app, "--weight-decay", weight_decay_opt_, at_least(0), "AdamW weight decay (default 0.01)");
     add_real(app, "--aux-coef", aux_coef_opt_, at_least(0), "Aux-loss coefficient when on (default 0.01)");
     add_reals(app, "--capacity-factors", gammas_, above(0), "Capacity factors to run (default 1.25,2.0)");
     add_whole(app, "--clusters", clusters_opt_, 1, 100000, "Gaussian clusters in the token distribution (default 64)");
     add_real(app, "--zipf", zipf_opt_, at_least(0), "Zipf exponent of the cluster frequencies (default 1.1)");
+    add_real(app, "--cluster-spread", spread_opt_, above(0), "Standard deviation of a token around its cluster centre (default 0.3)");
+    app.add_flag("--sweep", sweep_,
+                 "Also train under the settings that explain the result (optimizer, step size, aux strength, data), "
+                 "at the first capacity factor, into cv_sweep.csv");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
@@ -45,16 +82,17 @@ class CvBench final : public BenchProgram {
              " (launch it with 1 rank: --ranks 1)";
     switch (ctx.scale()) {
       case Scale::tiny: defaults(2, 4, 128, 8); hidden_ = 32; break;
-      case Scale::local: defaults(4, 150, 512, 16); hidden_ = 64; break;
+      case Scale::local: defaults(4, 300, 512, 16); hidden_ = 64; break;
       // M6-T Table 3, 3-layer model: h 128, f 512, 4096 experts.
       case Scale::paper: defaults(3, 500, 32768, 4096); hidden_ = 128; break;
     }
-    lr_ = lr_opt_.value_or(2.0);
-    aux_coef_ = aux_coef_opt_.value_or(0.01);
+    if (optimizer_ == "sgd" && weight_decay_opt_) return "--weight-decay: only --optimizer adamw uses it";
     clusters_ = clusters_opt_.value_or(64);
-    zipf_ = zipf_opt_.value_or(1.1);
+    main_ = Setting{"default", optimizer_, lr_opt_.value_or(optimizer_ == "adamw" ? 3e-3 : 2.0),
+                    optimizer_ == "adamw" ? weight_decay_opt_.value_or(0.01) : 0.0, aux_coef_opt_.value_or(0.01),
+                    zipf_opt_.value_or(1.1), spread_opt_.value_or(0.3), "as given"};
     if (gammas_.empty()) gammas_ = {1.25, 2.0};
-    MoEConfig c = config(gammas_[0], true, ctx.dtype());
+    MoEConfig c = config(gammas_[0], true, main_.aux_coef, ctx.dtype());
     return c.validate(tokens_, 1);
   }
 
@@ -64,53 +102,215 @@ class CvBench final : public BenchProgram {
 
   void register_benchmarks(BenchContext& ctx) override {
     for (double g : gammas_)
-      for (bool aux : {true, false}) {
-        const std::string name = "m6t_cv/gamma" + fmt(g) + (aux ? "/aux" : "/no_aux");
-        // One training run each: the result is a trajectory, not a timing, so it is not repeated.
-        ctx.add(name, 1, [this, &ctx, g, aux](benchmark::State& st) { run(st, ctx, Run{g, aux}); },
-                benchmark::kMillisecond, 1);
-      }
+      for (bool aux : {true, false}) add_run(ctx, "m6t_cv/gamma" + fmt(g) + (aux ? "/aux" : "/no_aux"), main_, g, aux, false);
+    if (!sweep_) return;
+    for (const Setting& s : sweep_settings())
+      for (bool aux : {true, false})
+        add_run(ctx, "m6t_cv/sweep/" + s.name + (aux ? "/aux" : "/no_aux"), s, gammas_[0], aux, true);
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>&) override {
     if (ctx.rt.rank() != 0) return 0;
     CsvTable t({"capacity_factor", "aux_loss_on", "step", "layer", "cv", "cv_routed", "dropped_fraction", "aux_loss",
-                "task_loss", "tokens", "experts", "hidden", "clusters", "zipf", "lr"});
-    for (const Row& r : rows_)
-      t.add_row({fmt(r.gamma), r.aux ? "1" : "0", std::to_string(r.step), std::to_string(r.layer), fmt(r.cv), fmt(r.cv_routed),
-                 fmt(r.dropped), fmt(r.aux_loss), fmt(r.task_loss), std::to_string(tokens_), std::to_string(experts_),
-                 std::to_string(hidden_), std::to_string(clusters_), fmt(zipf_), fmt(lr_)});
+                "task_loss", "router_top_prob", "gate_weight_rms", "tokens", "experts", "hidden", "layers", "clusters",
+                "zipf", "cluster_spread", "optimizer", "lr", "weight_decay", "aux_coef", "data",
+                "paper_cv_with_aux_plateau", "paper_source"});
+    for (const Trajectory& tr : main_runs_)
+      for (const Row& r : tr.rows)
+        t.add_row({fmt(tr.gamma), tr.aux ? "1" : "0", std::to_string(r.step), std::to_string(r.layer), fmt(r.cv),
+                   fmt(r.cv_routed), fmt(r.dropped), fmt(r.aux_loss), fmt(r.task_loss), fmt(r.top_prob), fmt(r.gate_rms),
+                   std::to_string(tokens_), std::to_string(experts_), std::to_string(hidden_), std::to_string(layers_),
+                   std::to_string(clusters_), fmt(tr.setting.zipf), fmt(tr.setting.spread), tr.setting.optimizer,
+                   fmt(tr.setting.lr), fmt(tr.setting.weight_decay), fmt(tr.setting.aux_coef), data_words(tr.setting),
+                   fmt(kPaperAuxPlateau), "M6-T Sec. 3.1 and Fig. 1 ('around 0.3'), read off the figure, not a table"});
     t.write(ctx.opts.out_dir + "/m6t/cv.csv", ctx.provenance);
     std::printf("%-8s %-6s %s\n", "gamma", "aux", "c_v per layer at the last step (dropped fraction)");
-    for (double g : gammas_)
-      for (bool aux : {true, false}) {
-        std::printf("%-8.2f %-6s", g, aux ? "on" : "off");
-        for (const Row& r : rows_)
-          if (r.gamma == g && r.aux == aux && r.step == steps_ - 1) std::printf(" %.3f (%.3f)", r.cv, r.dropped);
-        std::printf("\n");
-      }
+    for (const Trajectory& tr : main_runs_) {
+      std::printf("%-8.2f %-6s", tr.gamma, tr.aux ? "on" : "off");
+      for (const Row& r : tr.rows)
+        if (r.step == steps_ - 1) std::printf(" %.3f (%.3f)", r.cv, r.dropped);
+      std::printf("\n");
+    }
+    if (!sweep_runs_.empty()) write_sweep(ctx);
     return 0;
   }
 
  private:
-  MoEConfig config(double gamma, bool aux, DType t) const {
+  // The default and one change at a time, each a candidate cause of c_v rising with the aux loss.
+  std::vector<Setting> sweep_settings() const {
+    const Setting d = main_;
+    auto with = [&](std::string name, std::string changed) {
+      Setting s = d;
+      s.name = std::move(name);
+      s.changed = std::move(changed);
+      return s;
+    };
+    std::vector<Setting> out;
+    out.push_back(with("default", "none: AdamW lr 3e-3, aux 0.01, Zipf 1.1, spread 0.3"));
+    Setting s = with("sgd_lr2", "plain SGD at lr 2 (the earlier setting)");
+    s.optimizer = "sgd"; s.lr = 2.0; s.weight_decay = 0;
+    out.push_back(s);
+    s = with("sgd_lr0.5", "plain SGD at lr 0.5 (smaller steps)");
+    s.optimizer = "sgd"; s.lr = 0.5; s.weight_decay = 0;
+    out.push_back(s);
+    s = with("sgd_lr2_aux0.1", "plain SGD at lr 2 with a 10x aux coefficient");
+    s.optimizer = "sgd"; s.lr = 2.0; s.weight_decay = 0; s.aux_coef = 0.1;
+    out.push_back(s);
+    s = with("sgd_lr2_uniform_clusters", "plain SGD at lr 2, clusters equally frequent (Zipf 0)");
+    s.optimizer = "sgd"; s.lr = 2.0; s.weight_decay = 0; s.zipf = 0.0;
+    out.push_back(s);
+    s = with("sgd_lr2_wide_clusters", "plain SGD at lr 2, cluster spread 1.0");
+    s.optimizer = "sgd"; s.lr = 2.0; s.weight_decay = 0; s.spread = 1.0;
+    out.push_back(s);
+    s = with("adamw_lr1e-3", "AdamW at lr 1e-3 (smaller steps)");
+    s.lr = 1e-3;
+    out.push_back(s);
+    s = with("adamw_uniform_clusters", "AdamW, clusters equally frequent (Zipf 0)");
+    s.zipf = 0.0;
+    out.push_back(s);
+    return out;
+  }
+
+  void add_run(BenchContext& ctx, const std::string& name, const Setting& s, double gamma, bool aux, bool sweep) {
+    // One training run each: the result is a trajectory, not a timing, so it is not repeated.
+    ctx.add(name, 1, [this, &ctx, s, gamma, aux, sweep](benchmark::State& st) {
+      Trajectory tr{s, gamma, aux, {}};
+      train(st, ctx, tr);
+      (sweep ? sweep_runs_ : main_runs_).push_back(std::move(tr));
+    }, benchmark::kMillisecond, 1);
+  }
+
+  // Per run of the sweep: where c_v (mean over layers) starts, how low it gets, where it ends.
+  void write_sweep(BenchContext& ctx) const {
+    CsvTable t({"setting", "changed", "optimizer", "lr", "aux_coef", "zipf", "cluster_spread", "capacity_factor",
+                "aux_loss_on", "steps", "cv_first", "cv_min", "cv_min_step", "cv_last_fifth", "cv_last_max_layer",
+                "rise_after_min", "router_top_prob_last", "task_loss_first", "task_loss_last", "dropped_last"});
+    std::printf("\nsweep (capacity factor %.2f; c_v is the mean over layers; 'last fifth' = mean over the last 20%% of steps)\n",
+                gammas_[0]);
+    std::printf("%-26s %-4s %8s %8s %10s %8s %10s\n", "setting", "aux", "c_v 0", "c_v min", "last 1/5", "rise", "task loss");
+    for (const Trajectory& tr : sweep_runs_) {
+      std::vector<double> mean(steps_, 0.0), last_layers;
+      double top = 0, dropped = 0, loss_first = 0, loss_last = 0;
+      for (const Row& r : tr.rows) {
+        mean[r.step] += r.cv / layers_;
+        if (r.step == 0) loss_first = r.task_loss;
+        if (r.step == steps_ - 1) {
+          last_layers.push_back(r.cv);
+          top += r.top_prob / layers_;
+          dropped += r.dropped / layers_;
+          loss_last = r.task_loss;
+        }
+      }
+      int min_step = 0;
+      for (int s = 1; s < steps_; ++s)
+        if (mean[s] < mean[min_step]) min_step = s;
+      const int tail = std::max(1, steps_ / 5);
+      double last = 0;
+      for (int s = steps_ - tail; s < steps_; ++s) last += mean[s] / tail;
+      const double last_max = *std::max_element(last_layers.begin(), last_layers.end());
+      t.add_row({tr.setting.name, tr.setting.changed, tr.setting.optimizer, fmt(tr.setting.lr), fmt(tr.setting.aux_coef),
+                 fmt(tr.setting.zipf), fmt(tr.setting.spread), fmt(tr.gamma), tr.aux ? "1" : "0", std::to_string(steps_),
+                 fmt(mean[0]), fmt(mean[min_step]), std::to_string(min_step), fmt(last), fmt(last_max),
+                 fmt(last - mean[min_step]), fmt(top), fmt(loss_first), fmt(loss_last), fmt(dropped)});
+      std::printf("%-26s %-4s %8.3f %8.3f %10.3f %8.3f %5.3f->%.3f\n", tr.setting.name.c_str(), tr.aux ? "on" : "off",
+                  mean[0], mean[min_step], last, last - mean[min_step], loss_first, loss_last);
+    }
+    t.write(ctx.opts.out_dir + "/m6t/cv_sweep.csv", ctx.provenance);
+  }
+
+  std::string data_words(const Setting& s) const {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "synthetic: %d Gaussian clusters (centres N(0,1), spread %g), Zipf %g frequencies, "
+                  "%d-dim tokens; target a fixed random linear map (MSE)", clusters_, s.spread, s.zipf, hidden_);
+    return buf;
+  }
+
+  MoEConfig config(double gamma, bool aux, double aux_coef, DType t) const {
     MoEConfig c;
     c.hidden = hidden_; c.ffn = 4 * hidden_; c.experts = experts_; c.top_k = 1;
     c.capacity_factor = gamma;
     c.aux_loss = aux;
-    c.aux_coef = float(aux_coef_);
+    c.aux_coef = float(aux_coef);
     c.dtype = t;
     return c;
   }
 
-  // Step s's tokens: cluster k with probability ~ 1/(k+1)^zipf, centre N(0, 1), spread 0.3.
-  std::vector<float> sample(int step) const {
+  // How sure the router is: the mean over tokens of the probability of the first choice.
+  double mean_top_prob(BenchContext& ctx, MoELayer& L) const {
+    const Routing& r = L.routing();
+    const int S = r.slots(), k = L.config().top_k;
+    const auto w = host_f32(ctx.device, ctx.alloc, r.weight.data(), std::size_t(r.tokens()) * S, DType::f32);
+    double sum = 0;
+    for (std::size_t i = 0; i < w.size(); i += std::size_t(k)) sum += w[i];  // slot z*k: prototype z's first choice
+    return sum / double(w.size() / std::size_t(k));
+  }
+
+  double gate_rms(BenchContext& ctx, MoELayer& L) const {
+    const std::size_t n = std::size_t(L.config().hidden) * L.config().experts;
+    const auto w = host_f32(ctx.device, ctx.alloc, L.gate().weight().data(), n, DType::f32);
+    double sq = 0;
+    for (float v : w) sq += double(v) * v;
+    return std::sqrt(sq / double(n));
+  }
+
+  // AdamW state of one parameter: fp32 master (the weight itself when it is fp32), moments.
+  struct AdamState {
+    Buffer master, m, v;
+    float* master_of(Buffer& weight) { return master ? master.as<float>() : weight.as<float>(); }
+  };
+  struct LayerOptimizer { AdamState gate, w1, w2; };
+
+  AdamState adam_for(BenchContext& ctx, Buffer& weight, std::size_t n, DType t) {
+    AdamState a;
+    a.m = ctx.alloc.allocate(n * 4, MemTag::model_states);
+    a.v = ctx.alloc.allocate(n * 4, MemTag::model_states);
+    ctx.device.fill_zero(a.m.data(), n * 4, ctx.device.default_stream());
+    ctx.device.fill_zero(a.v.data(), n * 4, ctx.device.default_stream());
+    if (t != DType::f32) {
+      a.master = ctx.alloc.allocate(n * 4, MemTag::model_states);
+      convert_cuda(weight.data(), t, a.master.data(), DType::f32, n, ctx.device.default_stream().handle);
+    }
+    return a;
+  }
+
+  LayerOptimizer adam_state(BenchContext& ctx, MoELayer& L) {
+    const MoEConfig& c = L.config();
+    const std::size_t w = std::size_t(c.experts) * c.hidden * c.ffn;
+    return {adam_for(ctx, L.gate().weight(), std::size_t(c.hidden) * c.experts, DType::f32),
+            adam_for(ctx, L.experts().w1(), w, c.dtype), adam_for(ctx, L.experts().w2(), w, c.dtype)};
+  }
+
+  // One optimizer step on the layer's gate and experts from the gradients of the last backward.
+  void update(BenchContext& ctx, const Setting& s, MoELayer& L, LayerOptimizer& o, int step) {
+    const MoEConfig& c = L.config();
+    const Exec ex = ctx.device.exec(ctx.device.default_stream());
+    const std::size_t g = std::size_t(c.hidden) * c.experts, w = std::size_t(c.experts) * c.hidden * c.ffn;
+    if (s.optimizer == "sgd") {
+      axpy(ex, g, -float(s.lr), L.gate().grad().data(), L.gate().weight().data(), DType::f32);
+      axpy(ex, w, -float(s.lr), L.experts().w1_grad().data(), L.experts().w1().data(), c.dtype);
+      axpy(ex, w, -float(s.lr), L.experts().w2_grad().data(), L.experts().w2().data(), c.dtype);
+      return;
+    }
+    AdamStep a;
+    a.lr = float(s.lr);
+    a.weight_decay = float(s.weight_decay);
+    a.step = step;
+    auto apply = [&](AdamState& st, Buffer& weight, const Buffer& grad, std::size_t n, DType t) {
+      adam_step(ex, n, a, st.master_of(weight), st.m.as<float>(), st.v.as<float>(), grad.data(), weight.data(), t);
+    };
+    apply(o.gate, L.gate().weight(), L.gate().grad(), g, DType::f32);
+    apply(o.w1, L.experts().w1(), L.experts().w1_grad(), w, c.dtype);
+    apply(o.w2, L.experts().w2(), L.experts().w2_grad(), w, c.dtype);
+  }
+
+  // Step s's tokens: cluster k with probability ~ 1/(k+1)^zipf, centre N(0, 1), spread as set.
+  std::vector<float> sample(const Setting& set, int step) const {
     std::vector<double> cdf(clusters_);
     double acc = 0;
-    for (int k = 0; k < clusters_; ++k) cdf[k] = (acc += 1.0 / std::pow(k + 1.0, zipf_));
+    for (int k = 0; k < clusters_; ++k) cdf[k] = (acc += 1.0 / std::pow(k + 1.0, set.zipf));
     const auto centres = normal_vector(std::size_t(clusters_) * hidden_, 99, 500, 1.f);
     const auto u = normal_vector(std::size_t(tokens_), 99, 1000 + step, 1.f);
-    std::vector<float> x = normal_vector(std::size_t(tokens_) * hidden_, 99, 2000000 + step, 0.3f);
+    std::vector<float> x = normal_vector(std::size_t(tokens_) * hidden_, 99, 2000000 + step, float(set.spread));
     for (int t = 0; t < tokens_; ++t) {
       const double p = 0.5 * std::erfc(-u[t] / std::sqrt(2.0)) * acc;  // normal -> uniform -> cluster
       const int k = std::min(int(std::lower_bound(cdf.begin(), cdf.end(), p) - cdf.begin()), clusters_ - 1);
@@ -119,17 +319,20 @@ class CvBench final : public BenchProgram {
     return x;
   }
 
-  void run(benchmark::State& st, BenchContext& ctx, Run run) {
-    const MoEConfig c = config(run.gamma, run.aux, ctx.dtype());
+  void train(benchmark::State& st, BenchContext& ctx, Trajectory& tr) {
+    const Setting& set = tr.setting;
+    const MoEConfig c = config(tr.gamma, tr.aux, set.aux_coef, ctx.dtype());
     const int T = tokens_, h = hidden_;
     const std::size_t n = std::size_t(T) * h, es = dtype_size(c.dtype);
     Device& dev = ctx.device;
     const Exec ex = dev.exec(dev.default_stream());
     std::vector<std::unique_ptr<MoELayer>> layers;
-    std::vector<Buffer> xs, ys;
+    std::vector<Buffer> xs;
+    std::vector<LayerOptimizer> opt(layers_);
     for (int l = 0; l < layers_; ++l) {
       layers.push_back(std::make_unique<MoELayer>(c, dev, ctx.alloc, make_local_dispatcher(DispatcherEnv{c, dev, ctx.alloc})));
       layers.back()->init(1000 + l);
+      if (set.optimizer == "adamw") opt[l] = adam_state(ctx, *layers.back());
     }
     for (int l = 0; l <= layers_; ++l) xs.push_back(ctx.alloc.allocate(n * es, MemTag::activations));
     Buffer y = ctx.alloc.allocate(n * es, MemTag::activations), dxl = ctx.alloc.allocate(n * es, MemTag::activations);
@@ -139,7 +342,7 @@ class CvBench final : public BenchProgram {
     double step_ms = 0;
     for (auto _ : st) {
       for (int step = 0; step < steps_; ++step) {
-        const auto x0 = sample(step);
+        const auto x0 = sample(set, step);
         a.record(dev.default_stream());
         Buffer in = device_from_f32(dev, ctx.alloc, x0, c.dtype, MemTag::temporary);
         dev.copy(xs[0].data(), in.data(), n * es, dev.default_stream());
@@ -158,6 +361,10 @@ class CvBench final : public BenchProgram {
           task += 0.5 * d * d / double(n);
           g[i] = float(d / double(n));
         }
+        if (!std::isfinite(task))
+          throw Error("m6t.cv: training diverged at step " + std::to_string(step) + " (" + set.optimizer + " lr " +
+                      fmt(set.lr) + ", capacity " + fmt(tr.gamma) + ", aux " + (tr.aux ? "on" : "off") + ": task loss " +
+                      (std::isnan(task) ? "NaN" : "infinite") + "); lower --lr");
         Buffer gd = device_from_f32(dev, ctx.alloc, g, c.dtype, MemTag::temporary);
         dev.copy(grad.data(), gd.data(), n * es, dev.default_stream());
         for (int l = layers_ - 1; l >= 0; --l) {
@@ -167,12 +374,9 @@ class CvBench final : public BenchProgram {
         for (int l = 0; l < layers_; ++l) {
           MoELayer& L = *layers[l];
           const LoadStats s = L.load();
-          rows_.push_back(Row{run.gamma, run.aux, step, l, s.cv, coefficient_of_variation(s.routed), s.dropped_fraction,
-                              L.routing().aux_loss, task});
-          axpy(ex, std::size_t(h) * c.experts, -float(lr_), L.gate().grad().data(), L.gate().weight().data(), DType::f32);
-          const std::size_t w = std::size_t(c.experts) * h * c.ffn;
-          axpy(ex, w, -float(lr_), L.experts().w1_grad().data(), L.experts().w1().data(), c.dtype);
-          axpy(ex, w, -float(lr_), L.experts().w2_grad().data(), L.experts().w2().data(), c.dtype);
+          tr.rows.push_back(Row{step, l, s.cv, coefficient_of_variation(s.routed), s.dropped_fraction, L.routing().aux_loss,
+                                task, mean_top_prob(ctx, L), gate_rms(ctx, L)});
+          update(ctx, set, L, opt[l], step + 1);
         }
         b.record(dev.default_stream());
         dev.synchronize();
@@ -180,7 +384,6 @@ class CvBench final : public BenchProgram {
       }
       ctx.set_iteration_time(st, step_ms);
     }
-    st.counters["ms_per_step"] = step_ms / steps_;
   }
 
   void defaults(int layers, int steps, int tokens, int experts) {
@@ -191,11 +394,13 @@ class CvBench final : public BenchProgram {
   }
 
   std::optional<int> layers_opt_, steps_opt_, tokens_opt_, experts_opt_, clusters_opt_;
-  std::optional<double> lr_opt_, aux_coef_opt_, zipf_opt_;
+  std::optional<double> lr_opt_, aux_coef_opt_, zipf_opt_, weight_decay_opt_, spread_opt_;
+  std::string optimizer_ = "adamw";
+  bool sweep_ = false;
   int layers_ = 1, steps_ = 1, tokens_ = 1, experts_ = 1, hidden_ = 64, clusters_ = 64;
-  double lr_ = 2.0, aux_coef_ = 0.01, zipf_ = 1.1;
+  Setting main_;
   std::vector<double> gammas_;
-  std::vector<Row> rows_;
+  std::vector<Trajectory> main_runs_, sweep_runs_;
 };
 
 }  // namespace

@@ -19,12 +19,16 @@ def main(folder):
     for path in files:
         rows = read_rows(path)
         if rows:
-            ax.plot([num(r["size_bytes"]) for r in rows], [num(r["busbw_GBps"]) for r in rows], marker="o",
-                    markersize=3, label=rows[0]["collective"])
+            sizes = [num(r["size_bytes"]) for r in rows]
+            line, = ax.plot(sizes, [num(r["busbw_GBps"]) for r in rows], marker="o", markersize=3,
+                            label=rows[0]["collective"])
+            ax.fill_between(sizes, [num(r["busbw_GBps_min"]) for r in rows], [num(r["busbw_GBps_max"]) for r in rows],
+                            color=line.get_color(), alpha=0.15, linewidth=0)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.set_title("moebench comm (nccl-tests busbw)\n" + provenance_line(rows[0]), fontsize=8)
+    ax.set_ylabel("bus bandwidth (GB/s), median; band: min-max")
+    ax.set_title(f"moebench comm (nccl-tests busbw), median of {rows[0]['repetitions']} repetitions\n"
+                 + provenance_line(rows[0]), fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     save(fig, root / "busbw.png")

@@ -23,7 +23,8 @@ def provenance_line(row):
 
 
 def num(value):
-    return float(value) if value not in ("", None) else float("nan")
+    """A CSV number; "n/a" (a value the paper does not give, or a ratio below the timer's resolution) is NaN."""
+    return float(value) if value not in ("", None, "n/a") else float("nan")
 
 
 def save(fig, path):

@@ -212,4 +212,23 @@ TEST(CommBenchCli, StaleTemporaryFilesAreRemovedAtStart) {
   std::filesystem::remove_all(dir);
 }
 
+// A training run that diverges is reported as an error naming the run and --lr, never written
+// as blank or NaN fields.
+TEST(CvBenchCli, DivergingTrainingIsAnErrorNotABlank) {
+  const std::string dir = out_dir() + "_cv";
+  const std::string cmd = std::string("timeout 60 ") + MOEBENCH_CV_BIN + " --scale tiny --optimizer sgd --lr 1e30 --out " +
+                          dir + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p)) r.output += buf.data();
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("error: m6t.cv: training diverged at step"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("lower --lr"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/m6t/cv.csv"));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

@@ -3,6 +3,7 @@
 #include "gpu/gpu_test_util.h"
 #include "harness/comm.h"
 #include "harness/runtime.h"
+#include "kernels/adam.h"
 #include "kernels/gelu.h"
 #include "kernels/gemm.h"
 
@@ -97,6 +98,34 @@ TEST(GpuNccl, WorldOfOneCollectivesAndEventsWork) {
   comm->barrier(s);
   EXPECT_EQ(download(dev, alloc, out, 8, DType::f32), x);
   EXPECT_EQ(comm->split(0, 0)->size(), 1);
+}
+
+// AdamW on the GPU: fp32 master, moments and the model copy in each dtype, against the CPU step.
+TEST(GpuAdam, MatchesCpuWithAModelCopyInEveryDtype) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const std::size_t n = 70001;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    auto master = random_rounded(n, t, 31), m = random_rounded(n, DType::f32, 32, 0.1f);
+    auto v = random_rounded(n, DType::f32, 33, 0.1f);
+    for (auto& x : v) x = x * x;
+    const auto g = random_rounded(n, t, 34);
+    AdamStep a;
+    a.lr = 1e-2f; a.step = 7;
+    Buffer dmaster = upload(dev, alloc, master, DType::f32), dm = upload(dev, alloc, m, DType::f32),
+           dv = upload(dev, alloc, v, DType::f32), dg = upload(dev, alloc, g, t);
+    Buffer model = t == DType::f32 ? Buffer{} : upload(dev, alloc, std::vector<float>(n, NAN), t);
+    void* out = t == DType::f32 ? dmaster.data() : model.data();
+    adam_step(dev.exec(dev.default_stream()), n, a, dmaster.as<float>(), dm.as<float>(), dv.as<float>(), dg.data(), out, t);
+    adam_step_cpu(n, a, master.data(), m.data(), v.data(), g.data());
+    EXPECT_LT(rel_l2(download(dev, alloc, dmaster, n, DType::f32), master), 1e-6) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, dm, n, DType::f32), m), 1e-6) << dtype_name(t);
+    if (t != DType::f32) {
+      std::vector<float> rounded = master;
+      round_to(t, rounded.data(), n);
+      EXPECT_LT(rel_l2(download(dev, alloc, model, n, t), rounded), dtype_epsilon(t)) << dtype_name(t);
+    }
+  }
 }
 
 }  // namespace moebench

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <random>
 #include <vector>
+#include "kernels/adam.h"
 #include "kernels/convert.h"
 #include "kernels/gelu.h"
 #include "kernels/gelu_math.h"
@@ -85,6 +86,28 @@ TEST(Convert, RoundsToHalfAndBfloat16Exactly) {
   EXPECT_EQ(round_to(DType::bf16, 1.0f + 1.0f / 256), 1.0f);             // tie to even
   EXPECT_EQ(round_to(DType::bf16, 1.0f + 3.0f / 256), 1.0f + 1.0f / 64);
   EXPECT_EQ(round_to(DType::f32, 0.1f), 0.1f);
+}
+
+// AdamW on two steps worked by hand: step 1's bias-corrected moments are g and g^2, so the
+// update is lr (sign(g) + wd w); step 2 mixes the two gradients.
+TEST(Adam, TwoStepsMatchTheHandComputedUpdate) {
+  AdamStep a;
+  a.lr = 0.1f; a.beta1 = 0.9f; a.beta2 = 0.99f; a.eps = 0.f; a.weight_decay = 0.5f;
+  std::vector<float> w = {1.f, -2.f}, m(2, 0.f), v(2, 0.f);
+  const std::vector<float> g1 = {0.5f, -4.f}, g2 = {-1.f, 2.f};
+  a.step = 1;
+  adam_step(Exec{}, 2, a, w.data(), m.data(), v.data(), g1.data(), w.data(), DType::f32);
+  EXPECT_NEAR(w[0], 1.f - 0.1f * (1.f + 0.5f * 1.f), 1e-6);
+  EXPECT_NEAR(w[1], -2.f - 0.1f * (-1.f + 0.5f * -2.f), 1e-6);
+  const std::vector<double> w1 = {w[0], w[1]};
+  a.step = 2;
+  adam_step(Exec{}, 2, a, w.data(), m.data(), v.data(), g2.data(), w.data(), DType::f32);
+  for (int i = 0; i < 2; ++i) {
+    const double mi = 0.9 * 0.1 * g1[i] + 0.1 * g2[i], vi = 0.99 * 0.01 * g1[i] * g1[i] + 0.01 * g2[i] * g2[i];
+    const double want = w1[i] - 0.1 * ((mi / (1 - 0.81)) / std::sqrt(vi / (1 - 0.9801)) + 0.5 * w1[i]);
+    EXPECT_NEAR(w[i], want, 1e-5) << i;
+  }
+  EXPECT_THROW(adam_step(Exec{}, 2, a, w.data(), m.data(), v.data(), g2.data(), w.data(), DType::f16), Error);
 }
 
 }  // namespace moebench
