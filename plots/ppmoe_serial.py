@@ -19,8 +19,8 @@ def main(folder):
         ax.plot(n, [num(r["grouped_over_dense"]) for r in sub], marker="s", label=f"{width}: grouped / dense")
     impl = rows[0]["grouped_implementation"]
     if impl.startswith("serial loop"):
-        ax.text(0.02, 0.97, f"{rows[0]['backend']} backend: \"grouped\" is the serial loop\n(OpenBLAS has no grouped GEMM),"
-                " so the two curves are the same calls", transform=ax.transAxes, va="top", fontsize=8,
+        ax.text(0.03, 0.5, f"{rows[0]['backend']} backend: \"grouped\" is the serial loop\n(OpenBLAS has no grouped GEMM),"
+                " so the two curves are the same calls", transform=ax.transAxes, va="center", ha="left", fontsize=8,
                 bbox=dict(facecolor="lightyellow", edgecolor="gray"))
     ax.axhline(1.0, color="gray", lw=0.8)
     ax.axhline(1 / 0.9, color="red", lw=0.8, ls="--", label="grouped target (>= 0.9 x dense speed)")
