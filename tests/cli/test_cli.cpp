@@ -231,4 +231,37 @@ TEST(CvBenchCli, DivergingTrainingIsAnErrorNotABlank) {
   std::filesystem::remove_all(dir);
 }
 
+// --reference defaults to the table of the checkout the binary sits in (<checkout>/build/bench/
+// -> <checkout>/experiments/reference/), not to the source path it was built from: a moved
+// checkout reads its own file. A copy of the binary in a fake checkout with its own table shows it.
+TEST(GatingBenchCli, ReferenceTableFollowsTheBinarysCheckout) {
+  namespace fs = std::filesystem;
+  const fs::path root = out_dir() + "_moved_checkout";
+  fs::remove_all(root);
+  fs::create_directories(root / "build" / "bench");
+  fs::create_directories(root / "experiments" / "reference");
+  fs::copy_file(MOEBENCH_GATING_BIN, root / "build" / "bench" / "moebench_m6t_gating");
+  {
+    FILE* f = fopen((root / "experiments" / "reference" / "m6t_table1.csv").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("Model Size,Top-1,Top-4,Top-16,4 Top-4\n3-layer,100,300,700,310\n16-layer,1,2,3,4\n", f);
+    fclose(f);
+  }
+  const std::string cmd = "timeout 60 " + (root / "build" / "bench" / "moebench_m6t_gating").string() +
+                          " --scale tiny --repetitions 1 --out " + (root / "results").string() + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p)) output += buf.data();
+  ASSERT_EQ(pclose(p), 0) << output;
+  FILE* f = fopen((root / "results" / "m6t" / "gating.csv").c_str(), "r");
+  ASSERT_NE(f, nullptr) << output;
+  std::string csv;
+  while (fgets(buf.data(), buf.size(), f)) csv += buf.data();
+  fclose(f);
+  EXPECT_NE(csv.find(",top16,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",700,7,"), std::string::npos) << "top-16 paper ms/step and its ratio to top-1 from the moved table\n" << csv;
+  fs::remove_all(root);
+}
+
 }  // namespace
