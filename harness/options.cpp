@@ -125,34 +125,30 @@ std::string describe_choice(const std::vector<std::string>& allowed) {
   return s;
 }
 
-CLI::Option* add_whole(CLI::App& app, const std::string& name, std::optional<std::int64_t>& out, std::int64_t min,
-                       std::int64_t max, const std::string& help) {
-  const std::string allowed = describe_whole(min, max), shown = long_name(name);
+template <class T>
+static CLI::Option* add_whole_as(CLI::App& app, const std::string& name, std::optional<T>& out, std::int64_t min,
+                                 std::int64_t max, const std::string& help) {
+  const std::string allowed = describe_whole(min, max);
   return single(
       app, name,
-      [name = shown, min, max, allowed, &out](const CLI::results_t& r) {
+      [name = long_name(name), min, max, allowed, &out](const CLI::results_t& r) {
         const auto v = parse_whole(r.at(0));
         if (!v) reject(name, r.at(0), "is not a whole number", allowed);
         if (*v < min || *v > max) reject(name, r.at(0), "is out of range", allowed);
-        out = *v;
+        out = T(*v);
         return true;
       },
       help + " [" + allowed + "]", "INT");
 }
 
+CLI::Option* add_whole(CLI::App& app, const std::string& name, std::optional<std::int64_t>& out, std::int64_t min,
+                       std::int64_t max, const std::string& help) {
+  return add_whole_as(app, name, out, min, max, help);
+}
+
 CLI::Option* add_whole(CLI::App& app, const std::string& name, std::optional<int>& out, int min, int max,
                        const std::string& help) {
-  const std::string allowed = describe_whole(min, max), shown = long_name(name);
-  return single(
-      app, name,
-      [name = shown, min, max, allowed, &out](const CLI::results_t& r) {
-        const auto v = parse_whole(r.at(0));
-        if (!v) reject(name, r.at(0), "is not a whole number", allowed);
-        if (*v < min || *v > max) reject(name, r.at(0), "is out of range", allowed);
-        out = int(*v);
-        return true;
-      },
-      help + " [" + allowed + "]", "INT");
+  return add_whole_as(app, name, out, min, max, help);
 }
 
 CLI::Option* add_real(CLI::App& app, const std::string& name, std::optional<double>& out, RealBound lo,
