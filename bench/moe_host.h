@@ -1,8 +1,8 @@
 // Host copies of device tensors as fp32, for dumps and checks in the MoE benches.
 #pragma once
 #include <vector>
-#include "harness/allocator.h"
-#include "harness/device.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
 #include "kernels/convert.h"
 
 namespace moebench {

@@ -6,7 +6,7 @@
 #include <sstream>
 #include "harness/output_check.h"
 #include "harness/provenance.h"
-#include "harness/watchdog.h"
+#include "runtime/watchdog.h"
 
 namespace moebench {
 

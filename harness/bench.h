@@ -13,12 +13,12 @@
 #include <optional>
 #include <string>
 #include <vector>
-#include "harness/allocator.h"
-#include "harness/comm.h"
+#include "runtime/allocator.h"
+#include "runtime/comm.h"
 #include "harness/csv.h"
-#include "harness/device.h"
+#include "runtime/device.h"
 #include "harness/options.h"
-#include "harness/runtime.h"
+#include "runtime/runtime.h"
 #include "harness/spread.h"
 
 namespace moebench {

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include "runtime/atomic_file.h"
 
 namespace moebench {
 
@@ -29,8 +30,6 @@ class CsvTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// Writes `contents` to `path` atomically; throws Error on failure, leaving `path` untouched.
-void write_file_atomic(const std::string& path, const std::string& contents);
 std::string csv_escape(const std::string& field);
 // A decimal of `significant` digits. Throws Error for NaN or infinity: a measured value that is
 // not a number is a failure to report, never a blank field.

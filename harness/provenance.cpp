@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include "harness/comm.h"
+#include "runtime/comm.h"
 
 namespace moebench {
 

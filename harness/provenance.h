@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 #include "harness/csv.h"
-#include "harness/device.h"
+#include "runtime/device.h"
 
 namespace moebench {
 

@@ -17,8 +17,10 @@ void adam_step(const Exec& ex, std::size_t n, const AdamStep& a, float* master, 
                void* weights, DType t) {
   if (ex.backend == Backend::cuda) return adam_step_cuda(n, a, master, m, v, grad, weights, t, ex.stream);
   if (t != DType::f32) throw Error("adam_step: the CPU backend computes in fp32 only");
-  adam_step_cpu(n, a, master, m, v, static_cast<const float*>(grad));
-  if (weights != master) std::memcpy(weights, master, n * sizeof(float));
+  run_host(ex, "adam_step", [=] {
+    adam_step_cpu(n, a, master, m, v, static_cast<const float*>(grad));
+    if (weights != master) std::memcpy(weights, master, n * sizeof(float));
+  });
 }
 
 #if !MOEBENCH_WITH_CUDA

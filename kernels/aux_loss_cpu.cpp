@@ -28,12 +28,12 @@ void add_group_bias_cpu(int tokens, int experts, int groups, const float* bias, 
 void aux_loss_stats(const Exec& ex, const GateShape& g, int groups, const float* probs, const std::int32_t* expert,
                     float* density, float* proxy) {
   if (ex.backend == Backend::cuda) return aux_loss_stats_cuda(g, groups, probs, expert, density, proxy, ex.stream);
-  aux_loss_stats_cpu(g, groups, probs, expert, density, proxy);
+  run_host(ex, "aux_loss_stats", [=] { aux_loss_stats_cpu(g, groups, probs, expert, density, proxy); });
 }
 
 void add_group_bias(const Exec& ex, int tokens, int experts, int groups, const float* bias, float* x) {
   if (ex.backend == Backend::cuda) return add_group_bias_cuda(tokens, experts, groups, bias, x, ex.stream);
-  add_group_bias_cpu(tokens, experts, groups, bias, x);
+  run_host(ex, "add_group_bias", [=] { add_group_bias_cpu(tokens, experts, groups, bias, x); });
 }
 
 #if !MOEBENCH_WITH_CUDA

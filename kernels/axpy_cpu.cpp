@@ -10,7 +10,7 @@ void axpy_cpu(std::size_t n, float alpha, const float* x, float* y) {
 void axpy(const Exec& ex, std::size_t n, float alpha, const void* x, void* y, DType t) {
   if (ex.backend == Backend::cuda) return axpy_cuda(n, alpha, x, y, t, ex.stream);
   if (t != DType::f32) throw Error("axpy: the CPU backend computes in fp32 only");
-  axpy_cpu(n, alpha, static_cast<const float*>(x), static_cast<float*>(y));
+  run_host(ex, "axpy", [=] { axpy_cpu(n, alpha, static_cast<const float*>(x), static_cast<float*>(y)); });
 }
 
 #if !MOEBENCH_WITH_CUDA

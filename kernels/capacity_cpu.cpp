@@ -39,7 +39,7 @@ void assign_positions(const Exec& ex, const CapacityShape& c, const std::int32_t
                       std::int32_t* routed, std::int32_t* kept, void* workspace, std::size_t workspace_bytes) {
   if (ex.backend == Backend::cuda)
     return assign_positions_cuda(c, expert, position, routed, kept, workspace, workspace_bytes, ex.stream);
-  assign_positions_cpu(c, expert, position, routed, kept);
+  run_host(ex, "assign_positions", [=] { assign_positions_cpu(c, expert, position, routed, kept); });
 }
 
 #if !MOEBENCH_WITH_CUDA

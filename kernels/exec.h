@@ -1,8 +1,11 @@
-// Where an op runs: the backend and, on CUDA, the stream and cuBLAS handle.
-// Handles are opaque pointers so that CPU-only code never includes CUDA headers.
+// Where an op runs: the backend and, on CUDA, the stream and cuBLAS handle; on the CPU, the
+// stream's work queue (ops run in order on its worker thread) or none (they run inline on the
+// calling thread). Handles are opaque pointers so that CPU-only code never includes CUDA headers.
 #pragma once
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace moebench {
 
@@ -10,12 +13,32 @@ enum class Backend { cpu, cuda };
 
 inline const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
 
+// The in-order queue of a CPU stream. `op` runs later on the stream's worker: it captures its
+// arguments by value (pointers to device buffers, not to the caller's temporaries).
+class HostQueue {
+ public:
+  virtual ~HostQueue() = default;
+  virtual void enqueue(const char* name, std::function<void()> op) = 0;
+  // Waits until everything enqueued so far has run; throws Error if one of those ops failed.
+  virtual void synchronize() = 0;
+};
+
 struct Exec {
   Backend backend = Backend::cpu;
   void* stream = nullptr;     // cudaStream_t
-  void* blas = nullptr;       // cublasHandle_t
+  void* blas = nullptr;       // cublasHandle_t of this stream
   bool tensor_cores = true;   // GEMMs may use tensor cores (TF32 for fp32 inputs)
+  HostQueue* queue = nullptr; // cpu: the stream's queue; nullptr runs ops inline
 };
+
+// Runs a CPU op in stream order: on the queue of `ex`, or now when it has none.
+template <class F>
+void run_host(const Exec& ex, const char* name, F&& op) {
+  if (ex.queue)
+    ex.queue->enqueue(name, std::function<void()>(std::forward<F>(op)));
+  else
+    op();
+}
 
 // Raised for invalid arguments and library failures inside one process; a bench's main
 // turns it into an error line and ends the whole MPI job.

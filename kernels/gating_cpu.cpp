@@ -67,16 +67,16 @@ GateSharedMemory softmax_topk_shared_memory(int per_prototype, std::size_t stati
 void softmax_topk(const Exec& ex, const GateShape& g, const float* logits, float* probs, std::int32_t* expert,
                   float* weight) {
   if (ex.backend == Backend::cuda) return softmax_topk_cuda(g, logits, probs, expert, weight, ex.stream);
-  softmax_topk_cpu(g, logits, probs, expert, weight);
+  run_host(ex, "softmax_topk", [=] { softmax_topk_cpu(g, logits, probs, expert, weight); });
 }
 void softmax_backward(const Exec& ex, const GateShape& g, const float* probs, const float* dprobs, float* dlogits) {
   if (ex.backend == Backend::cuda) return softmax_backward_cuda(g, probs, dprobs, dlogits, ex.stream);
-  softmax_backward_cpu(g, probs, dprobs, dlogits);
+  run_host(ex, "softmax_backward", [=] { softmax_backward_cpu(g, probs, dprobs, dlogits); });
 }
 void scatter_slot_grads(const Exec& ex, const GateShape& g, const std::int32_t* expert, const float* dweight,
                         float* dprobs) {
   if (ex.backend == Backend::cuda) return scatter_slot_grads_cuda(g, expert, dweight, dprobs, ex.stream);
-  scatter_slot_grads_cpu(g, expert, dweight, dprobs);
+  run_host(ex, "scatter_slot_grads", [=] { scatter_slot_grads_cpu(g, expert, dweight, dprobs); });
 }
 
 #if !MOEBENCH_WITH_CUDA

@@ -18,13 +18,15 @@ static void require_f32(DType t, const char* op) {
 void gelu_forward(const Exec& ex, const void* x, void* y, std::size_t n, DType t) {
   if (ex.backend == Backend::cuda) return gelu_forward_cuda(x, y, n, t, ex.stream);
   require_f32(t, "gelu_forward");
-  gelu_forward_cpu(static_cast<const float*>(x), static_cast<float*>(y), n);
+  run_host(ex, "gelu_forward", [=] { gelu_forward_cpu(static_cast<const float*>(x), static_cast<float*>(y), n); });
 }
 
 void gelu_backward(const Exec& ex, const void* x, const void* dy, void* dx, std::size_t n, DType t) {
   if (ex.backend == Backend::cuda) return gelu_backward_cuda(x, dy, dx, n, t, ex.stream);
   require_f32(t, "gelu_backward");
-  gelu_backward_cpu(static_cast<const float*>(x), static_cast<const float*>(dy), static_cast<float*>(dx), n);
+  run_host(ex, "gelu_backward", [=] {
+    gelu_backward_cpu(static_cast<const float*>(x), static_cast<const float*>(dy), static_cast<float*>(dx), n);
+  });
 }
 
 #if !MOEBENCH_WITH_CUDA

@@ -33,7 +33,10 @@ void gemm_cpu(const GemmArgs& g) {
 }
 
 void gemm(const Exec& ex, const GemmArgs& g) {
-  if (ex.backend == Backend::cpu) return gemm_cpu(g);
+  if (ex.backend == Backend::cpu) {
+    check_gemm(g);
+    return run_host(ex, "gemm", [g] { gemm_cpu(g); });
+  }
   check_gemm(g);
   gemm_cuda(g, ex.stream, ex.blas, ex.tensor_cores);
 }

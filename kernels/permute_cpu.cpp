@@ -17,7 +17,7 @@ void build_row_map_cpu(const RowMapSource& src, std::int32_t* row_of) {
 
 void build_row_map(const Exec& ex, const RowMapSource& src, std::int32_t* row_of) {
   if (ex.backend == Backend::cuda) return build_row_map_cuda(src, row_of, ex.stream);
-  build_row_map_cpu(src, row_of);
+  run_host(ex, "build_row_map", [=] { build_row_map_cpu(src, row_of); });
 }
 
 void dispatch_rows_cpu(const RowMap& m, const float* x, float* rows) {
@@ -82,24 +82,29 @@ static void require_f32(DType t, const char* op) {
 void dispatch_rows(const Exec& ex, const RowMap& m, const void* x, void* rows, DType t) {
   if (ex.backend == Backend::cuda) return dispatch_rows_cuda(m, x, rows, t, ex.stream);
   require_f32(t, "dispatch_rows");
-  dispatch_rows_cpu(m, static_cast<const float*>(x), static_cast<float*>(rows));
+  run_host(ex, "dispatch_rows", [=] { dispatch_rows_cpu(m, static_cast<const float*>(x), static_cast<float*>(rows)); });
 }
 void combine_rows(const Exec& ex, const RowMap& m, const void* rows, const float* weight, void* out, DType t) {
   if (ex.backend == Backend::cuda) return combine_rows_cuda(m, rows, weight, out, t, ex.stream);
   require_f32(t, "combine_rows");
-  combine_rows_cpu(m, static_cast<const float*>(rows), weight, static_cast<float*>(out));
+  run_host(ex, "combine_rows",
+           [=] { combine_rows_cpu(m, static_cast<const float*>(rows), weight, static_cast<float*>(out)); });
 }
 void combine_rows_backward(const Exec& ex, const RowMap& m, const void* dout, const void* rows, const float* weight,
                            void* drows, float* dweight, DType t) {
   if (ex.backend == Backend::cuda) return combine_rows_backward_cuda(m, dout, rows, weight, drows, dweight, t, ex.stream);
   require_f32(t, "combine_rows_backward");
-  combine_rows_backward_cpu(m, static_cast<const float*>(dout), static_cast<const float*>(rows), weight,
-                            static_cast<float*>(drows), dweight);
+  run_host(ex, "combine_rows_backward", [=] {
+    combine_rows_backward_cpu(m, static_cast<const float*>(dout), static_cast<const float*>(rows), weight,
+                              static_cast<float*>(drows), dweight);
+  });
 }
 void dispatch_rows_backward(const Exec& ex, const RowMap& m, const void* drows, void* dx, bool accumulate, DType t) {
   if (ex.backend == Backend::cuda) return dispatch_rows_backward_cuda(m, drows, dx, accumulate, t, ex.stream);
   require_f32(t, "dispatch_rows_backward");
-  dispatch_rows_backward_cpu(m, static_cast<const float*>(drows), static_cast<float*>(dx), accumulate);
+  run_host(ex, "dispatch_rows_backward", [=] {
+    dispatch_rows_backward_cpu(m, static_cast<const float*>(drows), static_cast<float*>(dx), accumulate);
+  });
 }
 
 #if !MOEBENCH_WITH_CUDA

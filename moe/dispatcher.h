@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include "harness/allocator.h"
-#include "harness/comm.h"
-#include "harness/device.h"
+#include "runtime/allocator.h"
+#include "runtime/comm.h"
+#include "runtime/device.h"
 #include "moe/config.h"
 #include "moe/gate.h"
 

@@ -3,9 +3,9 @@
 #pragma once
 #include <cstdint>
 #include <vector>
-#include "harness/allocator.h"
-#include "harness/device.h"
-#include "harness/host_staging.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
+#include "runtime/host_staging.h"
 #include "kernels/permute.h"
 #include "moe/gate.h"
 

@@ -5,8 +5,8 @@
 #pragma once
 #include <cstdint>
 #include <vector>
-#include "harness/allocator.h"
-#include "harness/device.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
 #include "moe/config.h"
 
 namespace moebench {

@@ -5,7 +5,7 @@
 // caller's residual connection passes it through (M6-T Sec. 3.1).
 #pragma once
 #include <memory>
-#include "harness/range.h"
+#include "runtime/range.h"
 #include "moe/dispatcher.h"
 #include "moe/experts.h"
 #include "moe/gate.h"

@@ -1,5 +1,5 @@
 #include "moe/npy.h"
-#include "harness/csv.h"
+#include "runtime/atomic_file.h"
 
 namespace moebench {
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 #include <sys/wait.h>
-#include "harness/device.h"
+#include "runtime/device.h"
 
 namespace {
 

@@ -3,8 +3,8 @@
 // failure shows as a failure (a per-test skip must not hide another test's failure).
 #include <gtest/gtest.h>
 #include <iostream>
-#include "harness/device.h"
-#include "harness/runtime.h"
+#include "runtime/device.h"
+#include "runtime/runtime.h"
 
 int main(int argc, char** argv) {
   moebench::Runtime rt(argc, argv, "moebench_gpu_tests");

@@ -6,8 +6,8 @@
 #include <optional>
 #include <random>
 #include <vector>
-#include "harness/allocator.h"
-#include "harness/device.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
 #include "kernels/convert.h"
 
 namespace moebench::gputest {

@@ -1,8 +1,8 @@
 // Every CUDA kernel against its CPU reference, in each dtype, with a tolerance scaled by the
 // dtype's rounding (TF32 for fp32 GEMMs on tensor cores). Skipped where there is no GPU.
 #include "gpu/gpu_test_util.h"
-#include "harness/comm.h"
-#include "harness/runtime.h"
+#include "runtime/comm.h"
+#include "runtime/runtime.h"
 #include "kernels/adam.h"
 #include "kernels/gelu.h"
 #include "kernels/gemm.h"

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <random>
 #include "gpu/gpu_test_util.h"
-#include "harness/comm.h"
-#include "harness/runtime.h"
+#include "runtime/comm.h"
+#include "runtime/runtime.h"
 #include "kernels/aux_loss.h"
 #include "kernels/axpy.h"
 #include "kernels/capacity.h"

@@ -1,10 +1,16 @@
-// gtest main for tests run under mpirun: MPI around the tests, output from rank 0 only,
-// and a failure on any rank fails every rank's exit code.
+// gtest main for tests run under mpirun: MPI around the tests (with MPI_THREAD_MULTIPLE, as
+// communication runs on stream worker threads), output from rank 0 only, and a failure on any
+// rank fails every rank's exit code.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    std::fprintf(stderr, "MPI_THREAD_MULTIPLE is not available (got %d)\n", provided);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -4,7 +4,7 @@
 // without capacity, at whatever world size mpirun gives (CTest: 1, 2 and 4 ranks).
 #include <gtest/gtest.h>
 #include <mpi.h>
-#include "harness/comm.h"
+#include "runtime/comm.h"
 #include "moe_test_util.h"
 
 namespace moebench {

@@ -1,5 +1,5 @@
 #include <gtest/gtest.h>
-#include "harness/allocator.h"
+#include "runtime/allocator.h"
 
 namespace moebench {
 

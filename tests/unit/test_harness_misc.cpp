@@ -3,11 +3,11 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
-#include "harness/comm.h"
+#include "runtime/comm.h"
 #include "harness/output_check.h"
-#include "harness/range.h"
+#include "runtime/range.h"
 #include "harness/spread.h"
-#include "harness/watchdog.h"
+#include "runtime/watchdog.h"
 
 namespace moebench {
 

@@ -1,5 +1,5 @@
 #include <gtest/gtest.h>
-#include "harness/layout.h"
+#include "runtime/layout.h"
 #include "harness/options.h"
 #include <algorithm>
 

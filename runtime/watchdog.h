@@ -1,7 +1,8 @@
 // Ends the whole job when a communication operation does not complete in time, on the CPU
 // backend too (a blocking MPI call waiting for a stopped or dead peer never returns). A
-// background thread watches the operation in flight; past the timeout it prints the rank and
-// the operation and exits, and the launcher then ends every other rank.
+// background thread watches the operations in flight (several at once: one per stream worker
+// and the host); past the timeout it prints the rank and the operation and exits, and the
+// launcher then ends every other rank. NCCL's waits apply the same timeout themselves.
 #pragma once
 
 namespace moebench {
@@ -21,6 +22,9 @@ class Watchdog {
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
+
+   private:
+    int slot_;
   };
 };
 

@@ -1,4 +1,4 @@
-#include "harness/layout.h"
+#include "runtime/layout.h"
 
 namespace moebench {
 

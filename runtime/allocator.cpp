@@ -1,4 +1,4 @@
-#include "harness/allocator.h"
+#include "runtime/allocator.h"
 #include <array>
 #include <cstdio>
 #include <cstdlib>

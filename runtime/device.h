@@ -1,43 +1,16 @@
-// A device (cpu or cuda) with streams and events. On the CPU a stream runs each op to
-// completion when it is called, so an event records the host clock; on CUDA streams and
-// events are the runtime's own. Every op reaches the kernels through Device::exec(stream).
+// A device (cpu or cuda) with its streams. Streams the device creates run concurrently (see
+// runtime/stream.h); the device owns them, their CPU worker threads, CUDA streams and cuBLAS
+// handles with their workspaces. Every op reaches the kernels through Device::exec(stream).
+// The backends live in device_cpu.cpp and device_cuda.cpp.
 #pragma once
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 #include "kernels/exec.h"
+#include "runtime/stream.h"
 
 namespace moebench {
-
-struct Stream {
-  Backend backend = Backend::cpu;
-  void* handle = nullptr;  // cudaStream_t; nullptr is the legacy default stream
-  void synchronize() const;
-};
-
-class Event {
- public:
-  explicit Event(Backend backend);
-  ~Event();
-  Event(Event&& other) noexcept;
-  Event& operator=(Event&& other) noexcept;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-
-  void record(const Stream& s);
-  void synchronize() const;
-  // Milliseconds from `start` to `stop`; both recorded, `stop` complete.
-  static double elapsed_ms(const Event& start, const Event& stop);
-  // Makes work later queued on `s` wait for this event (stream-to-stream ordering).
-  void make_wait(const Stream& s) const;
-
- private:
-  Backend backend_;
-  void* handle_ = nullptr;  // cudaEvent_t
-  std::chrono::steady_clock::time_point host_time_{};
-};
 
 struct DeviceInfo {
   std::string name;     // GPU or CPU model
@@ -45,6 +18,8 @@ struct DeviceInfo {
   std::string cuda;     // CUDA runtime version used, or "-"
   std::size_t total_bytes = 0, free_bytes = 0;
 };
+
+class CpuQueue;
 
 class Device {
  public:
@@ -64,31 +39,58 @@ class Device {
   void memory(std::size_t* free_bytes, std::size_t* total_bytes) const;
 
   Stream& default_stream() { return default_stream_; }
-  Stream create_stream();  // owned by the device
+  // A new stream that runs concurrently with the others; owned by the device. `name` labels
+  // its timeline track and its errors.
+  Stream create_stream(const std::string& name);
   Exec exec(const Stream& s) const;
   void set_tensor_cores(bool on) { tensor_cores_ = on; }
   bool tensor_cores() const { return tensor_cores_; }
+  // Waits for every stream of the device.
   void synchronize() const;
 
-  // Copies between host memory and this device's memory (plain copies on the CPU).
+  // Copies in the order of `s`. To the device: `src` may be reused when the call returns.
+  // To the host: returns when the bytes are there (the host reads them next).
   void copy_to_device(void* dst, const void* src, std::size_t bytes, const Stream& s) const;
   void copy_to_host(void* dst, const void* src, std::size_t bytes, const Stream& s) const;
+  // Device to device, or between the device and pinned host memory, asynchronously.
   void copy(void* dst, const void* src, std::size_t bytes, const Stream& s) const;
   void fill_zero(void* dst, std::size_t bytes, const Stream& s) const;
 
  private:
   Device() = default;
+  // The CUDA side: streams, cuBLAS handles and workspaces (device_cuda.cpp).
+  struct Cuda;
+  struct CudaDeleter {
+    void operator()(Cuda* c) const;
+  };
+  void open_cpu();                                    // device_cpu.cpp
+  void open_cuda(int local_rank);                     // device_cuda.cpp
+  Stream create_cuda_stream(int id);
+  void* cuda_blas() const;                            // the default stream's cuBLAS handle
+  void cuda_memory(std::size_t* free_bytes, std::size_t* total_bytes) const;
+  void cuda_synchronize() const;
+  // kind: 0 host->device, 1 device->host (waits), 2 any (cudaMemcpyDefault)
+  void cuda_copy(void* dst, const void* src, std::size_t bytes, int kind, const Stream& s) const;
+  void cuda_fill_zero(void* dst, std::size_t bytes, const Stream& s) const;
+
   Backend backend_ = Backend::cpu;
   int ordinal_ = 0;
   DeviceInfo info_;
   Stream default_stream_;
-  std::vector<void*> owned_streams_;
-  void* blas_ = nullptr;  // cublasHandle_t
+  std::vector<std::unique_ptr<CpuQueue>> cpu_queues_;
+  std::unique_ptr<Cuda, CudaDeleter> cuda_;
   bool tensor_cores_ = true;
+  int next_stream_id_ = 1;
 };
 
 // Brackets only the measured iterations for `nsys profile --capture-range=cudaProfilerApi`.
 void profiler_start(Backend b);
 void profiler_stop(Backend b);
+
+// Backend parts (device_cpu.cpp, device_cuda.cpp); not for callers.
+namespace detail {
+std::string cpu_model();
+void host_memory(std::size_t* free_bytes, std::size_t* total_bytes);
+}  // namespace detail
 
 }  // namespace moebench

@@ -1,18 +1,20 @@
 // A breakdown range is one object that both times a named region on a stream and emits an
-// NVTX range of the same name in the "moebench" domain, so the Nsight Systems timeline and
-// the CSV columns use the same names. Times are read after the work (GPU events are async).
+// NVTX range of the same name in the "moebench" domain, so the Nsight Systems timeline, the
+// trace JSON (runtime/timeline.h) and the CSV columns use the same names. Times are read after
+// the work (events complete asynchronously).
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-#include "harness/device.h"
+#include "runtime/device.h"
 
 namespace moebench {
 
 class Breakdown {
  public:
-  void add(std::string name, Event start, Event stop);
+  void add(std::string name, std::shared_ptr<Event> start, std::shared_ptr<Event> stop);
   // Total milliseconds per name, summed over every range recorded since clear().
   std::map<std::string, double> totals_ms() const;
   // Names in first-recorded order.
@@ -20,7 +22,7 @@ class Breakdown {
   void clear();
 
  private:
-  struct Span { std::string name; Event start, stop; };
+  struct Span { std::string name; std::shared_ptr<Event> start, stop; };
   std::vector<Span> spans_;
   std::vector<std::string> order_;
 };
@@ -37,7 +39,7 @@ class ScopedRange {
   std::string name_;
   const Stream& stream_;
   Breakdown* breakdown_;
-  Event start_;
+  std::shared_ptr<Event> start_;  // when timed or traced
 };
 
 // NVTX push/pop in the moebench domain (no-ops in a build without NVTX headers).

@@ -1,13 +1,17 @@
 // One communicator interface, three implementations: MPI (CPU buffers), NCCL (GPU buffers,
 // bootstrapped over MPI) and Self (a world of one, for builds without MPI). Counts are in
-// elements of `t`. Calls are enqueued on `s`; wait(s) completes them and, on NCCL, is where
-// an asynchronous failure or a hang is detected and turned into an error.
+// elements of `t`. Calls are enqueued on `s` and run in its order (on a CPU stream, on its
+// worker thread: communication on one stream overlaps computation on another); wait(s)
+// completes them and is where an asynchronous failure or a hang becomes an error. One
+// communicator runs one operation at a time: two collectives in flight at once (MPMoE's
+// dispatch and combine of different micro-batches) need two communicators, see dup().
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
-#include "harness/device.h"
+#include "runtime/device.h"
 #include "kernels/dtype.h"
 
 namespace moebench {
@@ -22,6 +26,8 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual std::string kind() const = 0;  // "mpi", "nccl", "self"
+  // What the bytes travel over, for provenance: "measured: ..." or "emulated: <GB/s>, <us>".
+  virtual std::string link() const = 0;
 
   // Block p of `send` (count elements) goes to rank p; block p of `recv` comes from rank p.
   virtual void all_to_all(const void* send, void* recv, std::size_t count, DType t, const Stream& s) = 0;
@@ -46,16 +52,32 @@ class Communicator {
   virtual void wait(const Stream& s) = 0;
   // Collective: ranks with the same colour form a sub-group, ordered by key.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+  // Collective: the same ranks in a new communicator, whose operations may be in flight at
+  // the same time as this one's (on another stream).
+  virtual std::unique_ptr<Communicator> dup() = 0;
+};
+
+// An interconnect emulated on top of MPI on one machine: every operation completes no
+// earlier than latency + bus bytes / bandwidth after it starts (nccl-tests' bus bytes of the
+// collective), waiting asleep, so a 2-core machine can be put in a cluster's regime.
+struct EmulatedLink {
+  double bandwidth_GBps = 0;  // > 0
+  double latency_us = 0;      // >= 0
+  std::string describe() const;
+  // Seconds the link needs for `bus_bytes`.
+  double seconds(double bus_bytes) const { return latency_us * 1e-6 + bus_bytes / (bandwidth_GBps * 1e9); }
 };
 
 // The communicator over all ranks for a backend: MPI for cpu (Self without MPI at world 1),
 // NCCL for cuda. Throws Error when the combination cannot work.
 // `timeout_s`: how long NCCL's wait() lets an operation run before aborting the job.
-std::unique_ptr<Communicator> make_world_communicator(const Runtime& rt, Backend backend, double timeout_s = 300.0);
+// `link`: an emulated interconnect for the MPI communicator (cpu only).
+std::unique_ptr<Communicator> make_world_communicator(const Runtime& rt, Backend backend, double timeout_s = 300.0,
+                                                      const std::optional<EmulatedLink>& link = std::nullopt);
 
 std::unique_ptr<Communicator> make_self_communicator();
 #if MOEBENCH_WITH_MPI
-std::unique_ptr<Communicator> make_mpi_communicator();
+std::unique_ptr<Communicator> make_mpi_communicator(const std::optional<EmulatedLink>& link = std::nullopt);
 #endif
 #if MOEBENCH_WITH_CUDA
 std::unique_ptr<Communicator> make_nccl_communicator(const Runtime& rt, double timeout_s);

@@ -1,8 +1,8 @@
-#include "harness/runtime.h"
+#include "runtime/runtime.h"
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include "harness/watchdog.h"
+#include "runtime/watchdog.h"
 #if MOEBENCH_WITH_MPI
 #include <mpi.h>
 #endif
@@ -21,8 +21,19 @@ Runtime::Runtime(int& argc, char**& argv, std::string program) : program_(std::m
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     owns_mpi_ = true;
+    // Communication runs on stream worker threads, beside the host's own MPI calls.
+    if (provided < MPI_THREAD_MULTIPLE) {
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      if (rank == 0)
+        std::cerr << program_ << ": error: the MPI library provides thread level " << provided
+                  << ", moebench needs MPI_THREAD_MULTIPLE (" << MPI_THREAD_MULTIPLE
+                  << ": communication runs on stream worker threads); use an MPI built with thread support" << std::endl;
+      MPI_Finalize();
+      std::exit(2);
+    }
   }
   // A failed MPI call aborts the whole job rather than returning to one rank.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);

@@ -1,5 +1,7 @@
-#include "harness/host_staging.h"
+#include "runtime/host_staging.h"
 #include <cstring>
+#include <memory>
+#include <vector>
 #if MOEBENCH_WITH_CUDA
 #include <cuda_runtime.h>
 #include "kernels/cuda_check.cuh"
@@ -22,7 +24,9 @@ HostStaging::~HostStaging() {
 void HostStaging::upload(void* dst, const void* src, std::size_t bytes, const Stream& s) {
   if (bytes == 0) return;
   if (backend_ == Backend::cpu) {
-    std::memcpy(dst, src, bytes);
+    if (!s.queue) return std::memcpy(dst, src, bytes), void();
+    auto data = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + bytes);
+    run_on(s, "upload", [dst, data] { std::memcpy(dst, data->data(), data->size()); });
     return;
   }
 #if MOEBENCH_WITH_CUDA

@@ -6,8 +6,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <thread>
-#include "harness/comm.h"
-#include "harness/runtime.h"
+#include "runtime/comm.h"
+#include "runtime/runtime.h"
 #include "kernels/cuda_check.cuh"
 #if MOEBENCH_WITH_MPI
 #include <mpi.h>
@@ -57,6 +57,7 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string kind() const override { return "nccl"; }
+  std::string link() const override { return "measured: NCCL"; }
 
   void all_to_all(const void* send, void* recv, std::size_t count, DType t, const Stream& s) override {
     const std::size_t block = bytes_of(count, t);
@@ -131,6 +132,9 @@ class NcclCommunicator final : public Communicator {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
+
+  // A communicator of the same ranks for collectives in flight beside this one's.
+  std::unique_ptr<Communicator> dup() override { return split(0, rank_); }
 
   std::unique_ptr<Communicator> split(int color, int key) override {
     ncclComm_t sub = nullptr;

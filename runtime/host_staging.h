@@ -3,10 +3,11 @@
 // copy is a plain asynchronous DMA rather than the driver staging pageable memory on the
 // host's time, and the vector the caller built may die right after. The pinned block is
 // reused only once the copy that last read it has completed (an event, normally long done).
-// On the CPU an upload is a memcpy. Pinned bytes are host memory, not counted as device tags.
+// On the CPU an upload is a memcpy in stream order (the bytes are taken at the call). Pinned
+// bytes are host memory, not counted as device tags.
 #pragma once
 #include <cstddef>
-#include "harness/device.h"
+#include "runtime/device.h"
 
 namespace moebench {
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include "harness/device.h"
+#include "runtime/device.h"
 
 namespace moebench {
 

@@ -1,5 +1,6 @@
-#include "harness/range.h"
+#include "runtime/range.h"
 #include <algorithm>
+#include "runtime/timeline.h"
 #if MOEBENCH_WITH_NVTX
 #include <nvtx3/nvToolsExt.h>
 #endif
@@ -25,7 +26,7 @@ void nvtx_push(const char*) {}
 void nvtx_pop() {}
 #endif
 
-void Breakdown::add(std::string name, Event start, Event stop) {
+void Breakdown::add(std::string name, std::shared_ptr<Event> start, std::shared_ptr<Event> stop) {
   if (std::find(order_.begin(), order_.end(), name) == order_.end()) order_.push_back(name);
   spans_.push_back(Span{std::move(name), std::move(start), std::move(stop)});
 }
@@ -33,7 +34,7 @@ void Breakdown::add(std::string name, Event start, Event stop) {
 std::map<std::string, double> Breakdown::totals_ms() const {
   std::map<std::string, double> out;
   for (const auto& n : order_) out[n] = 0.0;
-  for (const auto& s : spans_) out[s.name] += Event::elapsed_ms(s.start, s.stop);
+  for (const auto& s : spans_) out[s.name] += Event::elapsed_ms(*s.start, *s.stop);
   return out;
 }
 
@@ -43,16 +44,20 @@ void Breakdown::clear() {
 }
 
 ScopedRange::ScopedRange(std::string_view name, const Stream& stream, Breakdown* breakdown)
-    : name_(name), stream_(stream), breakdown_(breakdown), start_(stream.backend) {
+    : name_(name), stream_(stream), breakdown_(breakdown) {
   nvtx_push(name_.c_str());
-  if (breakdown_) start_.record(stream_);
+  if (breakdown_ || Timeline::enabled()) {
+    start_ = std::make_shared<Event>(stream.backend);
+    start_->record(stream_);
+  }
 }
 
 ScopedRange::~ScopedRange() {
-  if (breakdown_) {
-    Event stop(stream_.backend);
-    stop.record(stream_);
-    breakdown_->add(name_, std::move(start_), std::move(stop));
+  if (start_) {
+    auto stop = std::make_shared<Event>(stream_.backend);
+    stop->record(stream_);
+    if (Timeline::enabled()) Timeline::record_range(stream_.id, name_, start_, stop);
+    if (breakdown_) breakdown_->add(name_, start_, stop);
   }
   nvtx_pop();
 }

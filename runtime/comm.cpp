@@ -1,0 +1,38 @@
+// Choosing the world communicator for a backend.
+#include "runtime/comm.h"
+#include "runtime/runtime.h"
+
+namespace moebench {
+
+std::size_t bytes_of(std::size_t count, DType t) {
+  const std::size_t es = dtype_size(t);
+  if (count > SIZE_MAX / es) throw Error("element count " + std::to_string(count) + " overflows a byte size");
+  return count * es;
+}
+
+std::string EmulatedLink::describe() const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "emulated: %g GB/s, %g us", bandwidth_GBps, latency_us);
+  return buf;
+}
+
+std::unique_ptr<Communicator> make_world_communicator(const Runtime& rt, Backend backend, double timeout_s,
+                                                      const std::optional<EmulatedLink>& link) {
+  if (backend == Backend::cuda) {
+    if (link) throw Error("--link-bandwidth: an emulated link is a cpu-backend setting; NCCL's links are real");
+#if MOEBENCH_WITH_CUDA
+    return make_nccl_communicator(rt, timeout_s);
+#else
+    (void)timeout_s;
+    cuda_not_built("NCCL communicator");
+#endif
+  }
+#if MOEBENCH_WITH_MPI
+  if (rt.has_mpi() || rt.world() > 1) return make_mpi_communicator(link);
+#endif
+  if (rt.world() > 1) throw Error("the cpu backend needs MPI for more than one rank; this build has none");
+  if (link) throw Error("--link-bandwidth: an emulated link needs MPI; this build has none");
+  return make_self_communicator();
+}
+
+}  // namespace moebench

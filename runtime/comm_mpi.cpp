@@ -1,0 +1,192 @@
+// MPI communicator for CPU buffers. Each call runs in the order of its stream: inline on the
+// default stream, on the worker thread of a created one (MPI_THREAD_MULTIPLE), so a collective
+// on one stream overlaps computation on another. Every call runs under the watchdog (a peer
+// that never arrives ends the job after --comm-timeout) and, on an emulated link, completes no
+// earlier than the link allows.
+#include <chrono>
+#include <climits>
+#include <mpi.h>
+#include <thread>
+#include "runtime/comm.h"
+#include "runtime/timeline.h"
+#include "runtime/watchdog.h"
+
+namespace moebench {
+namespace {
+
+int to_int(std::size_t v, const char* what) {
+  if (v > static_cast<std::size_t>(INT_MAX))
+    throw Error(std::string(what) + " of " + std::to_string(v) + " elements exceeds MPI's int count limit");
+  return static_cast<int>(v);
+}
+
+MPI_Datatype mpi_type(DType t, bool reducing) {
+  switch (t) {
+    case DType::f32: return MPI_FLOAT;
+    case DType::i32: return MPI_INT32_T;
+    case DType::i64: return MPI_INT64_T;
+    case DType::f16:
+    case DType::bf16:
+      if (reducing) throw Error(std::string("the MPI communicator reduces fp32, int32 and int64 only, not ") + std::string(dtype_name(t)));
+      return MPI_UINT16_T;  // moved as raw 16-bit words
+  }
+  throw Error("unknown dtype");
+}
+
+MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::sum ? MPI_SUM : MPI_MAX; }
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, std::optional<EmulatedLink> link) : comm_(comm), link_(std::move(link)) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string kind() const override { return "mpi"; }
+  std::string link() const override { return link_ ? link_->describe() : "measured: MPI between the ranks' hosts"; }
+
+  void all_to_all(const void* send, void* recv, std::size_t count, DType t, const Stream& s) override {
+    const int c = to_int(count, "all_to_all");
+    const double bus = double(bytes_of(count, t)) * (size_ - 1);
+    run(s, "all_to_all (mpi)", bus, [=, this] { MPI_Alltoall(send, c, mpi_type(t, false), recv, c, mpi_type(t, false), comm_); });
+  }
+
+  void all_to_all_v(const void* send, const std::vector<std::size_t>& sc, const std::vector<std::size_t>& sd,
+                    void* recv, const std::vector<std::size_t>& rc, const std::vector<std::size_t>& rd, DType t,
+                    const Stream& s) override {
+    const std::size_t n = static_cast<std::size_t>(size_);
+    if (sc.size() != n || sd.size() != n || rc.size() != n || rd.size() != n)
+      throw Error("all_to_all_v: counts and displacements need one entry per rank (" + std::to_string(n) + ")");
+    std::vector<int> isc(n), isd(n), irc(n), ird(n);
+    double sent = 0, received = 0;  // to and from the other ranks
+    for (std::size_t i = 0; i < n; ++i) {
+      isc[i] = to_int(sc[i], "all_to_all_v count");
+      isd[i] = to_int(sd[i], "all_to_all_v displacement");
+      irc[i] = to_int(rc[i], "all_to_all_v count");
+      ird[i] = to_int(rd[i], "all_to_all_v displacement");
+      if (int(i) != rank_) {
+        sent += double(bytes_of(sc[i], t));
+        received += double(bytes_of(rc[i], t));
+      }
+    }
+    run(s, "all_to_all_v (mpi)", std::max(sent, received), [=, this] {
+      MPI_Alltoallv(send, isc.data(), isd.data(), mpi_type(t, false), recv, irc.data(), ird.data(), mpi_type(t, false),
+                    comm_);
+    });
+  }
+
+  void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, const Stream& s) override {
+    const int c = to_int(count, "all_reduce");
+    const MPI_Datatype type = mpi_type(t, true);
+    const double bus = 2.0 * double(bytes_of(count, t)) * (size_ - 1) / size_;
+    run(s, "all_reduce (mpi)", bus,
+        [=, this] { MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, c, type, mpi_op(op), comm_); });
+  }
+
+  void all_gather(const void* send, void* recv, std::size_t count, DType t, const Stream& s) override {
+    const int c = to_int(count, "all_gather");
+    const double bus = double(bytes_of(count, t)) * (size_ - 1);
+    run(s, "all_gather (mpi)", bus, [=, this] { MPI_Allgather(send, c, mpi_type(t, false), recv, c, mpi_type(t, false), comm_); });
+  }
+
+  void reduce_scatter(const void* send, void* recv, std::size_t n, DType t, ReduceOp op, const Stream& s) override {
+    const int c = to_int(n, "reduce_scatter");
+    const MPI_Datatype type = mpi_type(t, true);
+    const double bus = double(bytes_of(n, t)) * (size_ - 1);
+    run(s, "reduce_scatter (mpi)", bus, [=, this] { MPI_Reduce_scatter_block(send, recv, c, type, mpi_op(op), comm_); });
+  }
+
+  void send(const void* buf, std::size_t count, DType t, int peer, const Stream& s) override {
+    check_peer(peer);
+    const int c = to_int(count, "send");
+    run(s, "send (mpi)", double(bytes_of(count, t)), [=, this] { MPI_Send(buf, c, mpi_type(t, false), peer, kTag, comm_); });
+  }
+
+  void recv(void* buf, std::size_t count, DType t, int peer, const Stream& s) override {
+    check_peer(peer);
+    const int c = to_int(count, "recv");
+    run(s, "recv (mpi)", double(bytes_of(count, t)),
+        [=, this] { MPI_Recv(buf, c, mpi_type(t, false), peer, kTag, comm_, MPI_STATUS_IGNORE); });
+  }
+
+  void send_recv(const void* send, int dst, void* recv, int src, std::size_t count, DType t, const Stream& s) override {
+    check_peer(dst);
+    check_peer(src);
+    const int c = to_int(count, "send_recv");
+    run(s, "send_recv (mpi)", double(bytes_of(count, t)), [=, this] {
+      MPI_Sendrecv(send, c, mpi_type(t, false), dst, kTag, recv, c, mpi_type(t, false), src, kTag, comm_,
+                   MPI_STATUS_IGNORE);
+    });
+  }
+
+  void barrier(const Stream& s) override {
+    run(s, "barrier (mpi)", 0.0, [this] { MPI_Barrier(comm_); });
+  }
+  void wait(const Stream& s) override { s.synchronize(); }
+
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    Watchdog::Scope watch("communicator split (mpi)");
+    MPI_Comm sub;
+    MPI_Comm_split(comm_, color, key, &sub);
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_ARE_FATAL);
+    return std::make_unique<MpiCommunicator>(sub, link_);
+  }
+
+  std::unique_ptr<Communicator> dup() override {
+    Watchdog::Scope watch("communicator dup (mpi)");
+    MPI_Comm copy;
+    MPI_Comm_dup(comm_, &copy);
+    MPI_Comm_set_errhandler(copy, MPI_ERRORS_ARE_FATAL);
+    return std::make_unique<MpiCommunicator>(copy, link_);
+  }
+
+ private:
+  static constexpr int kTag = 7;
+  void check_peer(int peer) const {
+    if (peer < 0 || peer >= size_)
+      throw Error("peer " + std::to_string(peer) + " out of range for a communicator of " + std::to_string(size_));
+  }
+
+  // Runs `call` in stream order under the watchdog; on an emulated link, sleeps until the link
+  // would have carried `bus_bytes`. Records the operation in the timeline with its bytes.
+  template <class F>
+  void run(const Stream& s, const char* name, double bus_bytes, F call) {
+    run_on(s, name, [this, name, bus_bytes, call, track = s.id] {
+      const auto start = std::chrono::steady_clock::now();
+      const double start_us = Timeline::now_us();
+      {
+        Watchdog::Scope watch(name);
+        call();
+      }
+      if (link_) std::this_thread::sleep_until(start + std::chrono::duration<double>(link_->seconds(bus_bytes)));
+      if (Timeline::enabled()) {
+        std::string args = "\"bus_bytes\": " + std::to_string(std::int64_t(bus_bytes));
+        if (track == 0)  // inline: no queue records it
+          Timeline::record_op(track, name, start_us, Timeline::now_us(), args);
+        else
+          Timeline::set_op_args(std::move(args));
+      }
+    });
+  }
+
+  MPI_Comm comm_;
+  std::optional<EmulatedLink> link_;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(const std::optional<EmulatedLink>& link) {
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);  // our own context: no tag clash with other MPI users
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_ARE_FATAL);
+  return std::make_unique<MpiCommunicator>(dup, link);
+}
+
+}  // namespace moebench

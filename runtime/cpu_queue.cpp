@@ -1,0 +1,63 @@
+#include "runtime/cpu_queue.h"
+#include "runtime/timeline.h"
+
+namespace moebench {
+
+CpuQueue::CpuQueue(std::string name, int track) : name_(std::move(name)), track_(track), worker_([this] { work(); }) {}
+
+CpuQueue::~CpuQueue() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();
+}
+
+void CpuQueue::enqueue(const char* name, std::function<void()> op) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    tasks_.push_back(Task{name, std::move(op)});
+    ++enqueued_;
+  }
+  wake_.notify_one();
+}
+
+void CpuQueue::synchronize() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const std::uint64_t target = enqueued_;
+  done_.wait(lock, [&] { return completed_ >= target; });
+  if (failure_) throw Error("stream " + name_ + ": " + *failure_);
+}
+
+void CpuQueue::work() {
+  for (;;) {
+    Task task;
+    bool skip = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, and nothing left
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+      skip = failure_.has_value();
+    }
+    if (!skip) {
+      const double start = Timeline::now_us();
+      try {
+        task.op();
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failure_ = std::string(task.name) + ": " + e.what();
+      }
+      Timeline::record_op(track_, task.name, start, Timeline::now_us(), Timeline::take_op_args());
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++completed_;
+    }
+    done_.notify_all();
+  }
+}
+
+}  // namespace moebench

@@ -1,0 +1,48 @@
+// The work queue behind a CPU stream: ops run in the order they were enqueued, one at a time,
+// on the queue's own worker thread, so two streams run at once as on a GPU. An op that throws
+// marks the queue failed (as a CUDA error is sticky): later ops are skipped and every
+// synchronize() reports the first failure. Each op can be recorded into the timeline.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include "kernels/exec.h"
+
+namespace moebench {
+
+class CpuQueue final : public HostQueue {
+ public:
+  // `track`: the timeline track (stream id) its ops are recorded under.
+  CpuQueue(std::string name, int track);
+  ~CpuQueue() override;  // runs what is queued, then joins the worker
+  CpuQueue(const CpuQueue&) = delete;
+  CpuQueue& operator=(const CpuQueue&) = delete;
+
+  void enqueue(const char* name, std::function<void()> op) override;
+  void synchronize() override;
+  const std::string& name() const { return name_; }
+
+ private:
+  struct Task {
+    const char* name;
+    std::function<void()> op;
+  };
+  void work();
+
+  std::string name_;
+  int track_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::deque<Task> tasks_;
+  std::uint64_t enqueued_ = 0, completed_ = 0;
+  std::optional<std::string> failure_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace moebench

@@ -1,0 +1,90 @@
+// The device, common to both backends: opening, streams, exec and copies, each handed to the
+// backend's side (device_cpu.cpp, device_cuda.cpp).
+#include "runtime/device.h"
+#include <cstring>
+#include <vector>
+#include "runtime/cpu_queue.h"
+#include "runtime/timeline.h"
+
+namespace moebench {
+
+Device Device::open(Backend backend, int local_rank) {
+  Device d;
+  d.backend_ = backend;
+  d.default_stream_.backend = backend;
+  if (backend == Backend::cpu)
+    d.open_cpu();
+  else
+    d.open_cuda(local_rank);
+  Timeline::name_track(0, "default stream");
+  return d;
+}
+
+Device::Device(Device&&) noexcept = default;
+Device& Device::operator=(Device&&) noexcept = default;
+Device::~Device() = default;
+
+void Device::memory(std::size_t* free_bytes, std::size_t* total_bytes) const {
+  if (backend_ == Backend::cuda) return cuda_memory(free_bytes, total_bytes);
+  detail::host_memory(free_bytes, total_bytes);
+}
+
+Stream Device::create_stream(const std::string& name) {
+  const int id = next_stream_id_++;
+  Timeline::name_track(id, name);
+  if (backend_ == Backend::cuda) return create_cuda_stream(id);
+  cpu_queues_.push_back(std::make_unique<CpuQueue>(name, id));
+  Stream s;
+  s.backend = Backend::cpu;
+  s.queue = cpu_queues_.back().get();
+  s.id = id;
+  return s;
+}
+
+Exec Device::exec(const Stream& s) const {
+  Exec e;
+  e.backend = backend_;
+  e.stream = s.handle;
+  e.blas = s.blas ? s.blas : (backend_ == Backend::cuda ? cuda_blas() : nullptr);
+  e.tensor_cores = tensor_cores_;
+  e.queue = s.queue;
+  return e;
+}
+
+void Device::synchronize() const {
+  if (backend_ == Backend::cuda) return cuda_synchronize();
+  for (const auto& q : cpu_queues_) q->synchronize();
+}
+
+void Device::copy_to_device(void* dst, const void* src, std::size_t bytes, const Stream& s) const {
+  if (backend_ == Backend::cuda) return cuda_copy(dst, src, bytes, 0, s);
+  if (!bytes) return;
+  if (!s.queue) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  // The caller may reuse `src` at once: the queued copy takes its own.
+  auto data = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + bytes);
+  run_on(s, "copy to device", [dst, data] { std::memcpy(dst, data->data(), data->size()); });
+}
+
+void Device::copy_to_host(void* dst, const void* src, std::size_t bytes, const Stream& s) const {
+  if (backend_ == Backend::cuda) return cuda_copy(dst, src, bytes, 1, s);
+  if (!bytes) return;
+  run_on(s, "copy to host", [=] { std::memcpy(dst, src, bytes); });
+  s.synchronize();
+}
+
+void Device::copy(void* dst, const void* src, std::size_t bytes, const Stream& s) const {
+  if (backend_ == Backend::cuda) return cuda_copy(dst, src, bytes, 2, s);
+  if (!bytes) return;
+  run_on(s, "copy", [=] { std::memmove(dst, src, bytes); });
+}
+
+void Device::fill_zero(void* dst, std::size_t bytes, const Stream& s) const {
+  if (backend_ == Backend::cuda) return cuda_fill_zero(dst, bytes, s);
+  if (!bytes) return;
+  run_on(s, "fill zero", [=] { std::memset(dst, 0, bytes); });
+}
+
+}  // namespace moebench

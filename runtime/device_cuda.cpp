@@ -1,0 +1,160 @@
+// The device on a GPU: opening it, its streams (each with its own cuBLAS handle and
+// workspace: a handle shared by two streams through cublasSetStream races), memory and
+// asynchronous copies. Without CUDA, every entry says so.
+#include <fstream>
+#include "runtime/device.h"
+#if MOEBENCH_WITH_CUDA
+#include <cublas_v2.h>
+#include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
+#include "kernels/cuda_check.cuh"
+#endif
+
+namespace moebench {
+
+#if MOEBENCH_WITH_CUDA
+
+// cuBLAS's recommended workspace on Hopper; ample for the GEMMs here on older GPUs too.
+constexpr std::size_t kBlasWorkspaceBytes = 32u << 20;
+
+struct Device::Cuda {
+  struct StreamResources {
+    cudaStream_t stream = nullptr;
+    cublasHandle_t blas = nullptr;
+    void* workspace = nullptr;
+  };
+  std::vector<StreamResources> streams;  // [0] is the default stream's
+
+  StreamResources make() {
+    StreamResources r;
+    MOEBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+    MOEBENCH_CUBLAS_CHECK(cublasCreate(&r.blas));
+    MOEBENCH_CUBLAS_CHECK(cublasSetStream(r.blas, r.stream));
+    MOEBENCH_CUDA_CHECK(cudaMalloc(&r.workspace, kBlasWorkspaceBytes));
+    MOEBENCH_CUBLAS_CHECK(cublasSetWorkspace(r.blas, r.workspace, kBlasWorkspaceBytes));
+    streams.push_back(r);
+    return r;
+  }
+  ~Cuda() {
+    for (auto& r : streams) {
+      if (r.blas) cublasDestroy(r.blas);
+      if (r.workspace) cudaFree(r.workspace);
+      if (r.stream) cudaStreamDestroy(r.stream);
+    }
+  }
+};
+
+void Device::CudaDeleter::operator()(Cuda* c) const { delete c; }
+
+namespace {
+std::string nvidia_driver_version() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (std::getline(in, line)) {
+    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..."
+    auto pos = line.find("Kernel Module");
+    if (pos != std::string::npos) {
+      std::string rest = line.substr(pos + 13);
+      auto b = rest.find_first_not_of(' ');
+      auto e = rest.find(' ', b);
+      if (b != std::string::npos) return rest.substr(b, e - b);
+    }
+  }
+  int v = 0;
+  cudaDriverGetVersion(&v);
+  return "cuda-driver-api-" + std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+cudaStream_t cs(const Stream& s) { return static_cast<cudaStream_t>(s.handle); }
+}  // namespace
+
+int Device::cuda_device_count(std::string* why) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear it so later calls are not confused
+    if (why) *why = cudaGetErrorString(e);
+    return 0;
+  }
+  if (n == 0 && why) *why = "no CUDA device found";
+  return n;
+}
+
+void Device::open_cuda(int local_rank) {
+  std::string why;
+  const int count = cuda_device_count(&why);
+  if (count == 0) throw Error("--backend cuda: no usable GPU (" + why + "); use --backend cpu");
+  ordinal_ = local_rank % count;
+  MOEBENCH_CUDA_CHECK(cudaSetDevice(ordinal_));
+  cudaDeviceProp prop;
+  MOEBENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal_));
+  info_.name = prop.name;
+  info_.driver = nvidia_driver_version();
+  int rt = 0;
+  cudaRuntimeGetVersion(&rt);
+  info_.cuda = std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10);
+  MOEBENCH_CUDA_CHECK(cudaMemGetInfo(&info_.free_bytes, &info_.total_bytes));
+  cuda_.reset(new Cuda);
+  const auto r = cuda_->make();
+  default_stream_.handle = r.stream;
+  default_stream_.blas = r.blas;
+}
+
+Stream Device::create_cuda_stream(int id) {
+  const auto r = cuda_->make();
+  Stream s;
+  s.backend = Backend::cuda;
+  s.handle = r.stream;
+  s.blas = r.blas;
+  s.id = id;
+  return s;
+}
+
+void* Device::cuda_blas() const { return cuda_ ? cuda_->streams.front().blas : nullptr; }
+
+void Device::cuda_memory(std::size_t* free_bytes, std::size_t* total_bytes) const {
+  MOEBENCH_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+}
+
+void Device::cuda_synchronize() const { MOEBENCH_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+void Device::cuda_copy(void* dst, const void* src, std::size_t bytes, int kind, const Stream& s) const {
+  if (!bytes) return;
+  const cudaMemcpyKind k = kind == 0 ? cudaMemcpyHostToDevice : kind == 1 ? cudaMemcpyDeviceToHost : cudaMemcpyDefault;
+  MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, k, cs(s)));
+  if (kind == 1) MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(cs(s)));
+}
+
+void Device::cuda_fill_zero(void* dst, std::size_t bytes, const Stream& s) const {
+  if (bytes) MOEBENCH_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, cs(s)));
+}
+
+void profiler_start(Backend b) {
+  if (b == Backend::cuda) MOEBENCH_CUDA_CHECK(cudaProfilerStart());
+}
+
+void profiler_stop(Backend b) {
+  if (b == Backend::cuda) MOEBENCH_CUDA_CHECK(cudaProfilerStop());
+}
+
+#else  // no CUDA in this build
+
+struct Device::Cuda {};
+void Device::CudaDeleter::operator()(Cuda* c) const { delete c; }
+
+int Device::cuda_device_count(std::string* why) {
+  if (why) *why = "this build has no CUDA backend";
+  return 0;
+}
+void Device::open_cuda(int) { cuda_not_built("--backend cuda"); }
+Stream Device::create_cuda_stream(int) { cuda_not_built("stream"); }
+void* Device::cuda_blas() const { return nullptr; }
+void Device::cuda_memory(std::size_t*, std::size_t*) const { cuda_not_built("memory"); }
+void Device::cuda_synchronize() const {}
+void Device::cuda_copy(void*, const void*, std::size_t, int, const Stream&) const { cuda_not_built("copy"); }
+void Device::cuda_fill_zero(void*, std::size_t, const Stream&) const { cuda_not_built("fill_zero"); }
+void profiler_start(Backend) {}
+void profiler_stop(Backend) {}
+
+#endif
+
+}  // namespace moebench

@@ -1,0 +1,62 @@
+// Streams and events, on both backends. A stream is an in-order queue of work: on CUDA a
+// cudaStream_t with its own cuBLAS handle (two streams must not share one), on the CPU a
+// CpuQueue served by its own worker thread, so work on two streams runs at once on either
+// backend. The device's default stream on the CPU runs each op inline on the calling thread:
+// the host itself is that stream. An event marks a point in a stream's queue: record() places
+// it, synchronize() waits for it on the host, make_wait(s) makes later work on s wait for it,
+// elapsed_ms() is the time between two recorded events once both have completed.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+#include "kernels/exec.h"
+
+namespace moebench {
+
+struct Stream {
+  Backend backend = Backend::cpu;
+  void* handle = nullptr;      // cudaStream_t
+  void* blas = nullptr;        // cublasHandle_t bound to this stream (nullptr: the device's)
+  HostQueue* queue = nullptr;  // cpu: the stream's worker queue; nullptr runs inline
+  int id = 0;                  // 0: the default stream; the timeline track of this stream
+  // The host waits for everything enqueued on the stream so far; a failed op's error is thrown.
+  void synchronize() const;
+};
+
+// Runs `op` in the order of stream `s` on the CPU: on its worker, or now when it has none.
+template <class F>
+void run_on(const Stream& s, const char* name, F&& op) {
+  if (s.queue)
+    s.queue->enqueue(name, std::function<void()>(std::forward<F>(op)));
+  else
+    op();
+}
+
+struct CpuEventState;
+
+class Event {
+ public:
+  explicit Event(Backend backend);
+  ~Event();
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(const Stream& s);
+  void synchronize() const;
+  bool query() const;  // completed?
+  // Milliseconds from `start` to `stop`; both recorded; waits for them.
+  static double elapsed_ms(const Event& start, const Event& stop);
+  // Makes work later queued on `s` wait for this event (stream-to-stream ordering).
+  void make_wait(const Stream& s) const;
+  // When the event completed, on the timeline's clock (Timeline::now_us); waits for it.
+  double time_us() const;
+
+ private:
+  Backend backend_;
+  void* handle_ = nullptr;               // cudaEvent_t
+  std::shared_ptr<CpuEventState> cpu_;   // shared with markers still queued on a CPU stream
+};
+
+}  // namespace moebench

@@ -1,0 +1,91 @@
+#include "runtime/watchdog.h"
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace moebench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kSlots = 64;  // operations in flight at once: far more than streams + host
+const char* const kClaiming = "";
+
+struct Slot {
+  std::atomic<const char*> operation{nullptr};
+  std::atomic<std::int64_t> started_ns{0};
+};
+
+struct State {
+  std::atomic<double> timeout_s{300.0};
+  std::array<Slot, kSlots> slots;
+  std::string program = "moebench";
+  int rank = 0;
+  std::once_flag thread_started;
+};
+
+State& state() {
+  static State* s = new State;  // never destroyed: the watcher thread may outlive static destructors
+  return *s;
+}
+
+std::int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+
+void watch() {
+  State& s = state();
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const double limit = s.timeout_s.load();
+    for (Slot& slot : s.slots) {
+      const char* op = slot.operation.load();
+      if (!op || op == kClaiming) continue;
+      const double waited = double(now_ns() - slot.started_ns.load()) / 1e9;
+      if (waited > limit && slot.operation.load() == op) {
+        std::fprintf(stderr,
+                     "%s: rank %d: error: %s did not complete within %g s (--comm-timeout); a peer rank is stopped, "
+                     "dead or far behind, so the job is ended\n",
+                     s.program.c_str(), s.rank, op, limit);
+        std::fflush(stderr);
+        std::_Exit(1);  // the launcher sees a rank end without finalizing and ends the others
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Watchdog::set_timeout(double seconds) { state().timeout_s = seconds; }
+double Watchdog::timeout() { return state().timeout_s; }
+
+void Watchdog::set_identity(const char* program, int rank) {
+  state().program = program;
+  state().rank = rank;
+}
+
+Watchdog::Scope::Scope(const char* operation) : slot_(-1) {
+  State& s = state();
+  std::call_once(s.thread_started, [] { std::thread(watch).detach(); });
+  for (int i = 0; i < kSlots; ++i) {
+    const char* expected = nullptr;
+    // Claim the slot first, then start its clock, then name the operation: the watcher never
+    // sees an operation with a stale start.
+    if (s.slots[i].operation.compare_exchange_strong(expected, kClaiming)) {
+      s.slots[i].started_ns = now_ns();
+      s.slots[i].operation = operation;
+      slot_ = i;
+      return;
+    }
+  }
+  // More operations in flight than slots: this one goes unwatched rather than blocking.
+}
+
+Watchdog::Scope::~Scope() {
+  if (slot_ >= 0) state().slots[slot_].operation = nullptr;
+}
+
+}  // namespace moebench
