@@ -31,7 +31,7 @@ struct Fixture {
   std::unique_ptr<MoELayer> layer;
   Buffer x, dy, y, dx;
   bool dumped = false;
-  explicit Fixture(Backend b) : alloc(b) {}
+  Fixture(Backend b, const Stream& s) : alloc(b, s) {}
 };
 
 class MoELayerBench final : public BenchProgram {
@@ -181,7 +181,7 @@ class MoELayerBench final : public BenchProgram {
     const MoEConfig& c = moe_.config;
     const int T = moe_.resolved_tokens, h = c.hidden;
     const std::uint64_t seed = moe_.resolved_seed;
-    auto f = std::make_unique<Fixture>(ctx.backend());
+    auto f = std::make_unique<Fixture>(ctx.backend(), ctx.device.default_stream());
     f->dispatcher = d;
     f->layer = std::make_unique<MoELayer>(c, ctx.device, f->alloc, make(ctx, d, DispatcherEnv{c, ctx.device, f->alloc}));
     f->layer->init(seed);
@@ -203,7 +203,7 @@ class MoELayerBench final : public BenchProgram {
 
   void run(benchmark::State& st, BenchContext& ctx, const std::string& d) {
     Fixture& f = fixture(ctx, d);
-    if (!scratch_) scratch_ = std::make_unique<TrackingAllocator>(ctx.backend());
+    if (!scratch_) scratch_ = std::make_unique<TrackingAllocator>(ctx.backend(), ctx.device.default_stream());
     MoELayer& layer = *f.layer;
     const int T = moe_.resolved_tokens;
     const Stream& s = ctx.device.default_stream();

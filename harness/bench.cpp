@@ -252,7 +252,7 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     }
     rt.agree_or_exit(device_error);
 
-    TrackingAllocator alloc(opts.backend_kind());
+    TrackingAllocator alloc(opts.backend_kind(), device->default_stream());
     std::unique_ptr<Communicator> world = make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout());
     BenchContext ctx{rt, opts, *device, alloc, *world, make_provenance(*device, rt.world(), opts.dtype, opts.scale), {}};
     rt.agree_or_exit(program->validate(ctx));

@@ -1,8 +1,10 @@
 #include "runtime/allocator.h"
-#include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <new>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
 #if MOEBENCH_WITH_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -28,118 +30,307 @@ std::string format_bytes(double b) {
   return buf;
 }
 
-// What an allocator has handed out; shared by the allocator and every buffer it made.
-struct AllocatorBooks {
+// A piece of memory taken from the system once and handed out again and again.
+struct Block {
+  void* ptr = nullptr;
+  std::size_t size = 0;
+  bool pinned = false;
+  Stream owner;                                   // the stream whose pool it returns to
+  std::vector<Stream> also_used_on;               // record_stream()
+  std::unique_ptr<Event> freed;                   // recorded on the owner when freed (for other streams)
+  std::vector<std::unique_ptr<Event>> pending;    // recorded on also_used_on when freed
+  bool in_use = false;
+};
+
+// Everything an allocator has: its blocks, free lists per stream, and its books. Shared with
+// every buffer it handed out.
+struct Pool {
   Backend backend = Backend::cpu;
+  Stream default_stream;
+  bool poison = false;
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Block>> blocks;
+  std::map<int, std::multimap<std::size_t, Block*>> free_lists;  // stream id -> size -> block
+  std::vector<Block*> deferred;                                  // waiting for other streams' work
   std::array<std::size_t, kMemTagCount> current{}, peak{};
-  std::size_t current_total = 0, peak_total = 0;
-  std::int64_t allocations = 0;
+  std::size_t current_total = 0, peak_total = 0, reserved = 0, pinned_current = 0, pinned_peak = 0;
+  std::int64_t allocations = 0, system_allocations = 0;
   std::size_t baseline_used = 0;
 
-  void release(void* data, std::size_t bytes, MemTag tag) {
-    if (!data) return;
+  ~Pool() {
+    for (auto& b : blocks) system_free(*b);
+  }
+
+  // A stream whose position an event can mark (the CUDA legacy stream is not one of ours).
+  bool can_mark(const Stream& s) const { return s.backend == Backend::cpu || s.handle != nullptr; }
+
+  void* system_alloc(std::size_t bytes, bool pinned) {
+    void* p = nullptr;
     if (backend == Backend::cpu) {
-      std::free(data);
+      p = std::aligned_alloc(256, bytes);
     } else {
 #if MOEBENCH_WITH_CUDA
-      cudaFree(data);  // at process exit the runtime may be gone already: nothing to report then
+      const cudaError_t e = pinned ? cudaMallocHost(&p, bytes) : cudaMalloc(&p, bytes);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        p = nullptr;
+      }
+#else
+      (void)pinned;
+      cuda_not_built("allocate");
 #endif
     }
-    current[static_cast<int>(tag)] -= bytes;
-    current_total -= bytes;
+    if (p) ++system_allocations;
+    return p;
   }
+
+  void system_free(Block& b) {
+    if (!b.ptr) return;
+    if (backend == Backend::cpu) {
+      std::free(b.ptr);
+    } else {
+#if MOEBENCH_WITH_CUDA
+      if (b.pinned) cudaFreeHost(b.ptr); else cudaFree(b.ptr);  // at exit the runtime may be gone: nothing to report
+#endif
+    }
+    b.ptr = nullptr;
+  }
+
+  // 0xFF bytes over the block, in the order of `s`.
+  void fill_poison(Block& b, const Stream& s) {
+    if (backend == Backend::cpu) {
+      run_on(s, "poison", [p = b.ptr, n = b.size] { std::memset(p, 0xFF, n); });
+    } else {
+#if MOEBENCH_WITH_CUDA
+      if (!b.pinned) cudaMemsetAsync(b.ptr, 0xFF, b.size, static_cast<cudaStream_t>(s.handle));
+#endif
+    }
+  }
+
+  // Deferred blocks whose other streams have finished with them go back to their owner's list.
+  void collect_deferred() {
+    for (std::size_t i = 0; i < deferred.size();) {
+      Block* b = deferred[i];
+      bool done = true;
+      for (const auto& e : b->pending) done = done && e->query();
+      if (!done) { ++i; continue; }
+      b->pending.clear();
+      free_lists[b->owner.id].emplace(b->size, b);
+      deferred[i] = deferred.back();
+      deferred.pop_back();
+    }
+  }
+
+  // The smallest cached block of at least `size` (and not wastefully larger) in `list`.
+  static std::multimap<std::size_t, Block*>::iterator best_fit(std::multimap<std::size_t, Block*>& list, std::size_t size,
+                                                                bool pinned) {
+    for (auto it = list.lower_bound(size); it != list.end() && it->first <= 2 * size + 4096; ++it)
+      if (it->second->pinned == pinned) return it;
+    return list.end();
+  }
+
+  Block* take(std::size_t size, bool pinned, const Stream& s) {
+    collect_deferred();
+    auto& mine = free_lists[s.id];
+    if (auto it = best_fit(mine, size, pinned); it != mine.end()) {  // stream order makes it safe at once
+      Block* b = it->second;
+      mine.erase(it);
+      return b;
+    }
+    for (auto& [id, list] : free_lists) {  // another stream's: wait for what it did with it
+      if (id == s.id) continue;
+      auto it = best_fit(list, size, pinned);
+      if (it == list.end() || !it->second->freed) continue;
+      Block* b = it->second;
+      list.erase(it);
+      b->freed->make_wait(s);
+      b->owner = s;
+      return b;
+    }
+    void* p = system_alloc(size, pinned);
+    if (!p) return nullptr;
+    blocks.push_back(std::make_unique<Block>());
+    Block* b = blocks.back().get();
+    b->ptr = p;
+    b->size = size;
+    b->pinned = pinned;
+    b->owner = s;
+    if (!pinned) reserved += size;
+    return b;
+  }
+
+  void give_back(Block* b, std::size_t bytes, MemTag tag) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (b->pinned) {
+      pinned_current -= bytes;
+    } else {
+      current[static_cast<int>(tag)] -= bytes;
+      current_total -= bytes;
+    }
+    b->in_use = false;
+    if (poison) fill_poison(*b, b->owner);
+    if (can_mark(b->owner)) {
+      if (!b->freed) b->freed = std::make_unique<Event>(b->owner.backend);
+      b->freed->record(b->owner);
+    }
+    if (b->also_used_on.empty()) {
+      free_lists[b->owner.id].emplace(b->size, b);
+      return;
+    }
+    for (const Stream& s : b->also_used_on) {
+      b->pending.push_back(std::make_unique<Event>(s.backend));
+      b->pending.back()->record(s);
+    }
+    b->also_used_on.clear();
+    deferred.push_back(b);
+  }
+
+  static Buffer hand_out(const std::shared_ptr<Pool>& pool, std::size_t bytes, MemTag tag, const Stream& s, bool pinned);
 };
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
     release();
-    data_ = o.data_; bytes_ = o.bytes_; tag_ = o.tag_; owner_ = std::move(o.owner_);
-    o.data_ = nullptr; o.bytes_ = 0; o.owner_.reset();
+    data_ = o.data_; bytes_ = o.bytes_; tag_ = o.tag_; block_ = o.block_; pool_ = std::move(o.pool_);
+    o.data_ = nullptr; o.bytes_ = 0; o.block_ = nullptr; o.pool_.reset();
   }
   return *this;
 }
 
-void Buffer::release() {
-  if (owner_) owner_->release(data_, bytes_, tag_);
-  data_ = nullptr;
-  bytes_ = 0;
-  owner_.reset();
+void Buffer::record_stream(const Stream& s) {
+  if (!block_ || s.id == block_->owner.id) return;
+  std::lock_guard<std::mutex> lock(pool_->mutex);
+  for (const Stream& t : block_->also_used_on)
+    if (t.id == s.id) return;
+  block_->also_used_on.push_back(s);
 }
 
-TrackingAllocator::TrackingAllocator(Backend backend) : books_(std::make_shared<AllocatorBooks>()) {
-  books_->backend = backend;
+void Buffer::release() {
+  if (pool_ && block_) pool_->give_back(block_, bytes_, tag_);
+  data_ = nullptr;
+  bytes_ = 0;
+  block_ = nullptr;
+  pool_.reset();
+}
+
+TrackingAllocator::TrackingAllocator(Backend backend, Stream default_stream) : pool_(std::make_shared<Pool>()) {
+  pool_->backend = backend;
+  default_stream.backend = backend;
+  pool_->default_stream = default_stream;
+  const char* poison = std::getenv("MOEBENCH_POOL_POISON");
+  pool_->poison = poison && std::strcmp(poison, "1") == 0;
 #if MOEBENCH_WITH_CUDA
   if (backend == Backend::cuda) {
     std::size_t free_b = 0, total_b = 0;
-    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) books_->baseline_used = total_b - free_b;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) pool_->baseline_used = total_b - free_b;
   }
 #endif
 }
 
 TrackingAllocator::~TrackingAllocator() = default;
 
-Backend TrackingAllocator::backend() const { return books_->backend; }
-std::size_t TrackingAllocator::current(MemTag t) const { return books_->current[static_cast<int>(t)]; }
-std::size_t TrackingAllocator::peak(MemTag t) const { return books_->peak[static_cast<int>(t)]; }
-std::size_t TrackingAllocator::current_total() const { return books_->current_total; }
-std::size_t TrackingAllocator::peak_total() const { return books_->peak_total; }
-std::int64_t TrackingAllocator::allocations() const { return books_->allocations; }
-
-Buffer TrackingAllocator::allocate(std::size_t bytes, MemTag tag) {
-  AllocatorBooks& k = *books_;
+Buffer Pool::hand_out(const std::shared_ptr<Pool>& pool, std::size_t bytes, MemTag tag, const Stream& s, bool pinned) {
+  Pool& p = *pool;
   Buffer b;
-  b.bytes_ = bytes;
-  b.tag_ = tag;
-  const std::size_t rounded = (bytes + 255) / 256 * 256;  // aligned for vector loads on both backends
+  const std::size_t rounded = (bytes + 511) / 512 * 512;  // aligned for vector loads on both backends
   if (rounded == 0) return b;
-  if (k.backend == Backend::cpu) {
-    b.data_ = std::aligned_alloc(256, rounded);
-    if (!b.data_)
-      throw Error("out of host memory allocating " + format_bytes(double(bytes)) + " for " + mem_tag_name(tag) +
-                  " (" + format_bytes(double(k.current_total)) + " already held)");
-  } else {
+  std::lock_guard<std::mutex> lock(p.mutex);
+  ++p.allocations;
+  Block* block = p.take(rounded, pinned, s);
+  if (!block) {
+    std::string where = pinned ? "pinned host" : p.backend == Backend::cpu ? "host" : "GPU";
 #if MOEBENCH_WITH_CUDA
-    cudaError_t e = cudaMalloc(&b.data_, rounded);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
+    if (p.backend == Backend::cuda && !pinned) {
       std::size_t free_b = 0, total_b = 0;
       cudaMemGetInfo(&free_b, &total_b);
-      b.data_ = nullptr;
-      throw Error("out of GPU memory allocating " + format_bytes(double(bytes)) + " for " + mem_tag_name(tag) + " (" +
-                  format_bytes(double(free_b)) + " free of " + format_bytes(double(total_b)) + "): " +
-                  cudaGetErrorString(e));
+      where += " (" + format_bytes(double(free_b)) + " free of " + format_bytes(double(total_b)) + ")";
     }
-#else
-    cuda_not_built("allocate");
 #endif
+    throw Error("out of " + where + " memory allocating " + format_bytes(double(bytes)) + " for " + mem_tag_name(tag) + " (" +
+                format_bytes(double(p.current_total)) + " already in use, " + format_bytes(double(p.reserved)) +
+                " held by the pool)");
   }
-  b.owner_ = books_;
-  const int t = static_cast<int>(tag);
-  k.current[t] += bytes;
-  k.peak[t] = std::max(k.peak[t], k.current[t]);
-  k.current_total += bytes;
-  k.peak_total = std::max(k.peak_total, k.current_total);
-  ++k.allocations;
+  block->in_use = true;
+  if (p.poison) p.fill_poison(*block, s);
+  b.data_ = block->ptr;
+  b.bytes_ = bytes;
+  b.tag_ = tag;
+  b.block_ = block;
+  b.pool_ = pool;
+  if (pinned) {
+    p.pinned_current += bytes;
+    p.pinned_peak = std::max(p.pinned_peak, p.pinned_current);
+  } else {
+    const int t = static_cast<int>(tag);
+    p.current[t] += bytes;
+    p.peak[t] = std::max(p.peak[t], p.current[t]);
+    p.current_total += bytes;
+    p.peak_total = std::max(p.peak_total, p.current_total);
+  }
   return b;
 }
 
-void TrackingAllocator::reserve(Buffer& b, std::size_t bytes, MemTag tag) {
-  if (b && b.bytes() >= bytes) return;
-  b.release();
-  b = allocate(bytes, tag);
+Buffer TrackingAllocator::allocate(std::size_t bytes, MemTag tag) {
+  return Pool::hand_out(pool_, bytes, tag, pool_->default_stream, false);
+}
+Buffer TrackingAllocator::allocate(std::size_t bytes, MemTag tag, const Stream& s) {
+  return Pool::hand_out(pool_, bytes, tag, s, false);
+}
+Buffer TrackingAllocator::allocate_pinned(std::size_t bytes, MemTag tag, const Stream& s) {
+  return Pool::hand_out(pool_, bytes, tag, s, true);
 }
 
-void TrackingAllocator::reset_peaks() {
-  books_->peak = books_->current;
-  books_->peak_total = books_->current_total;
+void TrackingAllocator::reserve(Buffer& b, std::size_t bytes, MemTag tag) { reserve(b, bytes, tag, pool_->default_stream); }
+
+void TrackingAllocator::reserve(Buffer& b, std::size_t bytes, MemTag tag, const Stream& s) {
+  if (b && b.bytes() >= bytes) return;
+  b.release();
+  b = allocate(bytes, tag, s);
 }
+
+Backend TrackingAllocator::backend() const { return pool_->backend; }
+std::size_t TrackingAllocator::current(MemTag t) const { return pool_->current[static_cast<int>(t)]; }
+std::size_t TrackingAllocator::peak(MemTag t) const { return pool_->peak[static_cast<int>(t)]; }
+std::size_t TrackingAllocator::current_total() const { return pool_->current_total; }
+std::size_t TrackingAllocator::peak_total() const { return pool_->peak_total; }
+std::int64_t TrackingAllocator::allocations() const { return pool_->allocations; }
+std::int64_t TrackingAllocator::system_allocations() const { return pool_->system_allocations; }
+std::size_t TrackingAllocator::reserved_bytes() const { return pool_->reserved; }
+std::size_t TrackingAllocator::pinned_current() const { return pool_->pinned_current; }
+std::size_t TrackingAllocator::pinned_peak() const { return pool_->pinned_peak; }
+
+void TrackingAllocator::reset_peaks() {
+  std::lock_guard<std::mutex> lock(pool_->mutex);
+  pool_->peak = pool_->current;
+  pool_->peak_total = pool_->current_total;
+  pool_->pinned_peak = pool_->pinned_current;
+}
+
+void TrackingAllocator::trim() {
+  Pool& p = *pool_;
+  std::lock_guard<std::mutex> lock(p.mutex);
+  for (auto& [id, list] : p.free_lists) {
+    for (auto& [size, b] : list) {
+      if (b->freed) b->freed->synchronize();
+      if (!b->pinned) p.reserved -= b->size;
+      p.system_free(*b);
+    }
+    list.clear();
+  }
+  std::vector<std::unique_ptr<Block>> kept;
+  for (auto& b : p.blocks)
+    if (b->ptr) kept.push_back(std::move(b));
+  p.blocks = std::move(kept);
+}
+
+void TrackingAllocator::set_poison(bool on) { pool_->poison = on; }
 
 std::optional<std::int64_t> TrackingAllocator::device_used_delta() const {
 #if MOEBENCH_WITH_CUDA
-  if (books_->backend == Backend::cuda) {
+  if (pool_->backend == Backend::cuda) {
     std::size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return std::nullopt;
-    return static_cast<std::int64_t>(total_b - free_b) - static_cast<std::int64_t>(books_->baseline_used);
+    return static_cast<std::int64_t>(total_b - free_b) - static_cast<std::int64_t>(pool_->baseline_used);
   }
 #endif
   return std::nullopt;

@@ -1,4 +1,8 @@
 #include <gtest/gtest.h>
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include "runtime/device.h"
 #include "runtime/allocator.h"
 
 namespace moebench {
@@ -75,6 +79,115 @@ TEST(FormatBytes, UsesBinaryUnits) {
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_bytes(1536), "1.50 KiB");
   EXPECT_EQ(format_bytes(3.0 * 1024 * 1024 * 1024), "3.00 GiB");
+}
+
+// The pool: a freed block is handed out again on the same stream, never given back to the system.
+TEST(AllocatorPool, ReusesBlocksOnTheSameStreamWithoutSystemCalls) {
+  TrackingAllocator a(Backend::cpu);
+  void* first = nullptr;
+  for (int i = 0; i < 10; ++i) {
+    Buffer b = a.allocate(1000, MemTag::activations);
+    if (!first) first = b.data();
+    EXPECT_EQ(b.data(), first) << i;
+  }
+  EXPECT_EQ(a.system_allocations(), 1);
+  EXPECT_EQ(a.allocations(), 10);
+  EXPECT_EQ(a.reserved_bytes(), 1024u);  // rounded to 512-byte multiples
+  EXPECT_EQ(a.current_total(), 0u);
+  a.trim();
+  EXPECT_EQ(a.reserved_bytes(), 0u);
+}
+
+// n micro-batches each need a T_M-like buffer of X bytes and an activation of Y bytes they keep:
+// with the buffer released after each micro-batch the peak is n Y + X, hand-computed, and the
+// pool holds X once; holding every buffer would peak at n (X + Y).
+TEST(AllocatorPool, ReuseAcrossMicroBatchesGivesTheHandComputedPeak) {
+  TrackingAllocator a(Backend::cpu);
+  const std::size_t X = 40960, Y = 1024;
+  const int n = 4;
+  std::vector<Buffer> kept;
+  for (int m = 0; m < n; ++m) {
+    Buffer work = a.allocate(X, MemTag::buffers);
+    kept.push_back(a.allocate(Y, MemTag::activations));
+  }  // `work` released at the end of each micro-batch
+  EXPECT_EQ(a.peak_total(), n * Y + X);
+  EXPECT_EQ(a.peak(MemTag::buffers), X);
+  EXPECT_EQ(a.peak(MemTag::activations), n * Y);
+  EXPECT_EQ(a.system_allocations(), 1 + n);  // one X block, reused; n Y blocks
+  kept.clear();
+  a.reset_peaks();
+  std::vector<Buffer> all;
+  for (int m = 0; m < n; ++m) {
+    all.push_back(a.allocate(X, MemTag::buffers));
+    all.push_back(a.allocate(Y, MemTag::activations));
+  }
+  EXPECT_EQ(a.peak_total(), n * (X + Y));
+}
+
+// A block freed on one stream is taken by another only after the work the first stream queued
+// before freeing it: the second stream's write lands after the first's.
+TEST(AllocatorPool, AnotherStreamReusesABlockOnlyAfterAnEvent) {
+  Device dev = Device::open(Backend::cpu);
+  Stream s1 = dev.create_stream("s1"), s2 = dev.create_stream("s2");
+  TrackingAllocator a(Backend::cpu);
+  Buffer b1 = a.allocate(4096, MemTag::temporary, s1);
+  float* p = b1.as<float>();
+  run_on(s1, "slow write", [p] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    p[0] = 1.f;
+  });
+  b1.release();  // s1 is still sleeping
+  Buffer b2 = a.allocate(4096, MemTag::temporary, s2);
+  ASSERT_EQ(b2.data(), p);  // the same block, handed to s2 behind an event
+  run_on(s2, "write", [p] { p[0] = 2.f; });
+  dev.synchronize();
+  EXPECT_EQ(p[0], 2.f);
+  EXPECT_EQ(a.system_allocations(), 1);
+}
+
+// A block used on a second stream (record_stream) returns to the pool only when that stream's
+// work is done: until then an allocation gets another block.
+TEST(AllocatorPool, RecordedStreamsKeepABlockUntilTheirWorkIsDone) {
+  Device dev = Device::open(Backend::cpu);
+  Stream s1 = dev.create_stream("s1"), s2 = dev.create_stream("s2");
+  TrackingAllocator a(Backend::cpu);
+  Buffer b = a.allocate(4096, MemTag::temporary, s1);
+  void* p = b.data();
+  run_on(s2, "slow read", [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); });
+  b.record_stream(s2);
+  b.release();
+  Buffer other = a.allocate(4096, MemTag::temporary, s1);
+  EXPECT_NE(other.data(), p);
+  s2.synchronize();
+  Buffer again = a.allocate(4096, MemTag::temporary, s1);
+  EXPECT_EQ(again.data(), p);
+  EXPECT_EQ(a.system_allocations(), 2);
+}
+
+// Debug mode: freed memory and memory handed out again read as 0xFF bytes (NaN), so reading a
+// buffer after it was released, or before it was written, shows up in the results.
+TEST(AllocatorPool, PoisonMakesAUseAfterFreeOrReuseVisible) {
+  TrackingAllocator a(Backend::cpu);
+  a.set_poison(true);
+  Buffer b = a.allocate(64 * 4, MemTag::activations);
+  for (int i = 0; i < 64; ++i) b.as<float>()[i] = 1.f;
+  float* stale = b.as<float>();
+  b.release();
+  EXPECT_TRUE(std::isnan(stale[0]));  // the stale pointer sees poison, not the old ones
+  Buffer reused = a.allocate(64 * 4, MemTag::activations);
+  ASSERT_EQ(reused.as<float>(), stale);
+  EXPECT_TRUE(std::isnan(reused.as<float>()[63]));  // handed out unwritten: poison too
+  EXPECT_EQ(reinterpret_cast<std::int32_t*>(reused.as<float>())[0], -1);
+}
+
+TEST(AllocatorPool, PinnedHostMemoryIsCountedApartFromDeviceTags) {
+  TrackingAllocator a(Backend::cpu);
+  Buffer p = a.allocate_pinned(5000, MemTag::activations, Stream{});
+  EXPECT_EQ(a.pinned_current(), 5000u);
+  EXPECT_EQ(a.current_total(), 0u);
+  p.release();
+  EXPECT_EQ(a.pinned_current(), 0u);
+  EXPECT_EQ(a.pinned_peak(), 5000u);
 }
 
 }  // namespace moebench
