@@ -236,9 +236,9 @@ class CvBench final : public BenchProgram {
   }
 
   // How sure the router is: the mean over tokens of the probability of the first choice.
-  double mean_top_prob(BenchContext& ctx, MoELayer& L) const {
-    const Routing& r = L.routing();
-    const int S = r.slots(), k = L.config().top_k;
+  double mean_top_prob(BenchContext& ctx, const MoEContext& mb, int k) const {
+    const Routing& r = mb.routing;
+    const int S = r.slots();
     const auto w = host_f32(ctx.device, ctx.alloc, r.weight.data(), std::size_t(r.tokens()) * S, DType::f32);
     double sum = 0;
     for (std::size_t i = 0; i < w.size(); i += std::size_t(k)) sum += w[i];  // slot z*k: prototype z's first choice
@@ -329,9 +329,10 @@ class CvBench final : public BenchProgram {
     std::vector<std::unique_ptr<MoELayer>> layers;
     std::vector<Buffer> xs;
     std::vector<LayerOptimizer> opt(layers_);
+    const Stream& s = dev.default_stream();
     for (int l = 0; l < layers_; ++l) {
       layers.push_back(std::make_unique<MoELayer>(c, dev, ctx.alloc, make_local_dispatcher(DispatcherEnv{c, dev, ctx.alloc})));
-      layers.back()->init(1000 + l);
+      layers.back()->init(1000 + l, s);
       if (set.optimizer == "adamw") opt[l] = adam_state(ctx, *layers.back());
     }
     for (int l = 0; l <= layers_; ++l) xs.push_back(ctx.alloc.allocate(n * es, MemTag::activations));
@@ -343,12 +344,13 @@ class CvBench final : public BenchProgram {
     for (auto _ : st) {
       for (int step = 0; step < steps_; ++step) {
         const auto x0 = sample(set, step);
-        a.record(dev.default_stream());
+        a.record(s);
         Buffer in = device_from_f32(dev, ctx.alloc, x0, c.dtype, MemTag::temporary);
-        dev.copy(xs[0].data(), in.data(), n * es, dev.default_stream());
+        dev.copy(xs[0].data(), in.data(), n * es, s);
+        std::vector<MoEContext> mbs;
         for (int l = 0; l < layers_; ++l) {
-          layers[l]->forward(xs[l].data(), T, y.data());
-          dev.copy(xs[l + 1].data(), xs[l].data(), n * es, dev.default_stream());
+          mbs.push_back(layers[l]->forward(xs[l].data(), T, y.data(), s));
+          dev.copy(xs[l + 1].data(), xs[l].data(), n * es, s);
           axpy(ex, n, 1.f, y.data(), xs[l + 1].data(), c.dtype);  // residual
         }
         // task loss: mean over elements of 0.5 (x_L - x0 R)^2 (order 1, as a language-model loss), and its gradient
@@ -366,19 +368,20 @@ class CvBench final : public BenchProgram {
                       fmt(set.lr) + ", capacity " + fmt(tr.gamma) + ", aux " + (tr.aux ? "on" : "off") + ": task loss " +
                       (std::isnan(task) ? "NaN" : "infinite") + "); lower --lr");
         Buffer gd = device_from_f32(dev, ctx.alloc, g, c.dtype, MemTag::temporary);
-        dev.copy(grad.data(), gd.data(), n * es, dev.default_stream());
+        dev.copy(grad.data(), gd.data(), n * es, s);
         for (int l = layers_ - 1; l >= 0; --l) {
-          layers[l]->backward(grad.data(), dxl.data());
+          layers[l]->zero_grad(s);
+          layers[l]->backward(mbs[l], grad.data(), dxl.data(), s);
           axpy(ex, n, 1.f, dxl.data(), grad.data(), c.dtype);  // through the residual
         }
         for (int l = 0; l < layers_; ++l) {
           MoELayer& L = *layers[l];
-          const LoadStats s = L.load();
-          tr.rows.push_back(Row{step, l, s.cv, coefficient_of_variation(s.routed), s.dropped_fraction, L.routing().aux_loss,
-                                task, mean_top_prob(ctx, L), gate_rms(ctx, L)});
+          const LoadStats load = L.load(mbs[l]);
+          tr.rows.push_back(Row{step, l, load.cv, coefficient_of_variation(load.routed), load.dropped_fraction,
+                                mbs[l].routing.aux_loss, task, mean_top_prob(ctx, mbs[l], c.top_k), gate_rms(ctx, L)});
           update(ctx, set, L, opt[l], step + 1);
         }
-        b.record(dev.default_stream());
+        b.record(s);
         dev.synchronize();
         step_ms += Event::elapsed_ms(a, b);
       }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include "bench/moe_host.h"
 #include "harness/bench.h"
 #include "kernels/gating.h"
@@ -165,6 +166,7 @@ class GatingBench final : public BenchProgram {
     std::string key;
     std::unique_ptr<MoELayer> layer;
     Buffer x, dy, y, dx, probs, e, w;
+    std::optional<MoEContext> last;  // the last forward's micro-batch (its logits feed the kernel timing)
   };
 
   Fixture& fixture(BenchContext& ctx, const Size& s, const RoutingCase& r) {
@@ -175,8 +177,9 @@ class GatingBench final : public BenchProgram {
     f->key = key;
     const MoEConfig c = config(s, r, ctx.dtype());
     const int T = s.tokens;
+    const Stream& s0 = ctx.device.default_stream();
     f->layer = std::make_unique<MoELayer>(c, ctx.device, ctx.alloc, make_local_dispatcher(DispatcherEnv{c, ctx.device, ctx.alloc}));
-    f->layer->init(5);
+    f->layer->init(5, s0);
     f->x = device_from_f32(ctx.device, ctx.alloc, normal_vector(std::size_t(T) * c.hidden, 5, 77, 1.f), c.dtype, MemTag::activations);
     f->dy = device_from_f32(ctx.device, ctx.alloc, normal_vector(std::size_t(T) * c.hidden, 5, 78, 1e-3f), c.dtype, MemTag::activations);
     f->y = ctx.alloc.allocate(f->x.bytes(), MemTag::activations);
@@ -186,8 +189,8 @@ class GatingBench final : public BenchProgram {
     f->e = ctx.alloc.allocate(std::size_t(T) * g.slots() * 4, MemTag::temporary);
     f->w = ctx.alloc.allocate(std::size_t(T) * g.slots() * 4, MemTag::temporary);
     for (int i = 0; i < warmup_; ++i) {
-      f->layer->forward(f->x.data(), T, f->y.data());
-      f->layer->backward(f->dy.data(), f->dx.data());
+      MoEContext mb = f->layer->forward(f->x.data(), T, f->y.data(), s0);
+      f->layer->backward(mb, f->dy.data(), f->dx.data(), s0);
     }
     ctx.device.synchronize();
     fixture_ = std::move(f);
@@ -202,28 +205,20 @@ class GatingBench final : public BenchProgram {
     const Stream& str = ctx.device.default_stream();
     const Exec ex = ctx.device.exec(str);
     const GateShape g{T, c.experts, c.prototypes, c.top_k};
-    Routing scratch;
-    Event a(ctx.backend()), b(ctx.backend());
     double kernel_ms = 0, gate_ms = 0;
     ctx.profile_begin();
     for (auto _ : st) {
-      a.record(str);
-      layer.forward(f.x.data(), T, f.y.data());
-      layer.backward(f.dy.data(), f.dx.data());
-      b.record(str);
-      ctx.device.synchronize();
-      ctx.set_iteration_time(st, Event::elapsed_ms(a, b));
-      // The gate kernel alone on the logits of the last forward.
-      a.record(str);
-      softmax_topk(ex, g, layer.routing().logits.as<float>(), f.probs.as<float>(), f.e.as<std::int32_t>(), f.w.as<float>());
-      b.record(str);
-      ctx.device.synchronize();
-      kernel_ms += ctx.rt.max(Event::elapsed_ms(a, b));
-      a.record(str);
-      layer.gate().forward(f.x.data(), T, 1, scratch);
-      b.record(str);
-      ctx.device.synchronize();
-      gate_ms += ctx.rt.max(Event::elapsed_ms(a, b));
+      f.last.reset();
+      ctx.time_iteration(st, str, [&] {
+        f.last = layer.forward(f.x.data(), T, f.y.data(), str);
+        layer.backward(*f.last, f.dy.data(), f.dx.data(), str);
+      });
+      // The gate kernel alone on the logits of the last forward, then the whole gate.
+      kernel_ms += ctx.time_ms(str, [&] {
+        softmax_topk(ex, g, f.last->routing.logits.as<float>(), f.probs.as<float>(), f.e.as<std::int32_t>(),
+                     f.w.as<float>());
+      });
+      gate_ms += ctx.time_ms(str, [&] { layer.gate().forward(f.x.data(), T, 1, str); });
     }
     ctx.profile_end();
     st.counters["gate_kernel_ms"] = kernel_ms / double(st.iterations());

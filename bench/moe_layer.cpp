@@ -30,6 +30,7 @@ struct Fixture {
   TrackingAllocator alloc;
   std::unique_ptr<MoELayer> layer;
   Buffer x, dy, y, dx;
+  std::optional<MoEContext> last;  // the last real forward + backward's micro-batch
   bool dumped = false;
   Fixture(Backend b, const Stream& s) : alloc(b, s) {}
 };
@@ -183,8 +184,9 @@ class MoELayerBench final : public BenchProgram {
     const std::uint64_t seed = moe_.resolved_seed;
     auto f = std::make_unique<Fixture>(ctx.backend(), ctx.device.default_stream());
     f->dispatcher = d;
+    const Stream& s = ctx.device.default_stream();
     f->layer = std::make_unique<MoELayer>(c, ctx.device, f->alloc, make(ctx, d, DispatcherEnv{c, ctx.device, f->alloc}));
-    f->layer->init(seed);
+    f->layer->init(seed, s);
     const std::size_t first = std::size_t(token_block(ctx, d)) * T * h;
     f->x = device_from_f32(ctx.device, f->alloc, normal_vector(std::size_t(T) * h, seed, 77, 1.f, first), c.dtype,
                            MemTag::activations);
@@ -193,8 +195,8 @@ class MoELayerBench final : public BenchProgram {
     f->y = f->alloc.allocate(std::size_t(T) * h * dtype_size(c.dtype), MemTag::activations);
     f->dx = f->alloc.allocate(std::size_t(T) * h * dtype_size(c.dtype), MemTag::activations);
     for (int i = 0; i < warmup_; ++i) {
-      f->layer->forward(f->x.data(), T, f->y.data());
-      f->layer->backward(f->dy.data(), f->dx.data());
+      MoEContext mb = f->layer->forward(f->x.data(), T, f->y.data(), s);
+      f->layer->backward(mb, f->dy.data(), f->dx.data(), s);
     }
     ctx.device.synchronize();
     fixture_ = std::move(f);
@@ -209,26 +211,19 @@ class MoELayerBench final : public BenchProgram {
     const Stream& s = ctx.device.default_stream();
     std::map<std::string, double> range_ms;
     double total_ms = 0, gemm_ms = 0;
-    Event start(ctx.backend()), stop(ctx.backend());
     ctx.profile_begin();
     for (auto _ : st) {
       Breakdown b;
-      start.record(s);
-      layer.forward(f.x.data(), T, f.y.data(), &b);
-      layer.backward(f.dy.data(), f.dx.data(), &b);
-      stop.record(s);
-      ctx.device.synchronize();
-      const double ms = ctx.rt.max(Event::elapsed_ms(start, stop));
-      st.SetIterationTime(ms / 1e3);
-      total_ms += ms;
+      f.last.reset();              // one micro-batch alive at a time, as the layer is measured
+      layer.zero_grad(s);          // untimed: the gradients are this step's alone (the dump holds them)
+      total_ms += ctx.time_iteration(st, s, [&] {
+        f.last = layer.forward(f.x.data(), T, f.y.data(), s, &b);
+        layer.backward(*f.last, f.dy.data(), f.dx.data(), s, &b);
+      });
       const auto totals = b.totals_ms();
       for (const auto& n : kRanges) range_ms[n] += ctx.rt.max(totals.count(n) ? totals.at(n) : 0.0);
       // The same expert GEMMs alone, right after, on the rows this step routed (not in the manual time).
-      start.record(s);
-      layer.experts().gemms_only(*scratch_);
-      stop.record(s);
-      ctx.device.synchronize();
-      gemm_ms += ctx.rt.max(Event::elapsed_ms(start, stop));
+      gemm_ms += ctx.time_ms(s, [&] { layer.experts().gemms_only(f.last->experts, *scratch_, s); });
     }
     ctx.profile_end();
     if (!dump_dir_.empty() && !f.dumped) {
@@ -239,7 +234,7 @@ class MoELayerBench final : public BenchProgram {
     for (const auto& name : kRanges) st.counters[name] = range_ms[name] / n;
     st.counters["expert_gemms_ms"] = gemm_ms / n;
     st.counters["overhead_ratio"] = total_ms / gemm_ms;
-    const LoadStats load = global_load(ctx, d, layer);
+    const LoadStats load = global_load(ctx, d, *f.last);
     st.counters["dropped_fraction"] = load.dropped_fraction;
     st.counters["load_cv"] = load.cv;
     for (MemTag tag : {MemTag::model_states, MemTag::activations, MemTag::buffers, MemTag::temporary})
@@ -248,10 +243,10 @@ class MoELayerBench final : public BenchProgram {
 
   // Routed and kept tokens per expert summed over every rank's tokens (PPMoE ranks of one TP
   // group hold the same tokens: one of them counts).
-  LoadStats global_load(BenchContext& ctx, const std::string& d, MoELayer& layer) {
+  LoadStats global_load(BenchContext& ctx, const std::string& d, const MoEContext& mb) {
     const int E = moe_.config.experts;
     const bool counts = d != "ppmoe" || ctx.world.rank() % tp_ == 0;
-    const Routing& r = layer.routing();
+    const Routing& r = mb.routing;
     std::vector<double> both(2 * std::size_t(E), 0.0);  // [routed][kept]
     if (counts)
       for (std::size_t i = 0; i < r.routed.size(); ++i) {
@@ -290,7 +285,7 @@ class MoELayerBench final : public BenchProgram {
     write_npy(base + "w2.npy", f32(layer.experts().w2().data(), L * ff * h, c.dtype).data(), {L, ff, h});
     write_npy(base + "w1_grad.npy", f32(layer.experts().w1_grad().data(), L * h * ff, c.dtype).data(), {L, h, ff});
     write_npy(base + "w2_grad.npy", f32(layer.experts().w2_grad().data(), L * ff * h, c.dtype).data(), {L, ff, h});
-    const Routing& r = layer.routing();
+    const Routing& r = f.last->routing;
     const auto expert = i32(r.expert, T * S), position = i32(r.position, T * S);
     const auto weight = f32(r.weight.data(), T * S, DType::f32);
     std::vector<float> combine(T * S);  // what each slot's expert output is multiplied by (0: dropped)

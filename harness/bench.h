@@ -45,6 +45,25 @@ struct BenchContext {
   std::optional<std::string> check_fits(std::uint64_t bytes, const std::string& option) const;
   // Sets the iteration's manual time to the slowest rank's `local_ms`.
   void set_iteration_time(benchmark::State& st, double local_ms) const;
+  // The one timing loop step every bench uses: `work` between two events on `s` (work on other
+  // streams joins `s` before its end), the device synchronized, the slowest rank's milliseconds.
+  template <class F>
+  double time_ms(const Stream& s, F&& work) const {
+    Event start(backend()), stop(backend());
+    start.record(s);
+    work();
+    stop.record(s);
+    device.synchronize();
+    stop.synchronize();
+    return rt.max(Event::elapsed_ms(start, stop));
+  }
+  // ... and that time as the iteration's manual time; returns it.
+  template <class F>
+  double time_iteration(benchmark::State& st, const Stream& s, F&& work) const {
+    const double ms = time_ms(s, std::forward<F>(work));
+    st.SetIterationTime(ms / 1e3);
+    return ms;
+  }
   // Collective: skips the benchmark on every rank if `reason` is set on any of them.
   bool skip_if_any(benchmark::State& st, const std::optional<std::string>& reason) const;
   void profile_begin() const;

@@ -1,19 +1,53 @@
 // A token dispatcher moves routed tokens to the experts that compute them and the results
-// back (the Megatron router / dispatcher / experts split). The layer calls, in order:
+// back (the Megatron router / dispatcher / experts split). Each direction is three phases, as
+// Megatron's dispatch_preprocess / token_dispatch / dispatch_postprocess seam:
+//   prepare  -- local work only (permutations, counts) on a compute stream,
+//   exchange -- communication only, on a given (communication) stream,
+//   finish   -- local work only, on a compute stream,
+// so a layer can interleave micro-batches: prepare(1) and exchange(1) on the comm stream while
+// the experts compute micro-batch 0. The phases of one micro-batch share a DispatchState that
+// also orders them: each phase records where it ended and the next waits for it, whatever
+// streams they run on. Directions, in order:
 //   forward:  dispatch -> (experts) -> combine
 //   backward: combine_backward -> (experts) -> dispatch_backward -> (gate) -> sync_gradients
-// A new strategy is a new dispatcher; the gate and the experts stay as they are.
+// A new strategy is a new dispatcher; the gate and the experts stay as they are. A dispatcher
+// keeps no micro-batch: any number of states may be alive at once.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+#include "moe/config.h"
+#include "moe/gate.h"
 #include "runtime/allocator.h"
 #include "runtime/comm.h"
 #include "runtime/device.h"
-#include "moe/config.h"
-#include "moe/gate.h"
 
 namespace moebench {
+
+// One micro-batch in a dispatcher, from dispatch to the end of backward.
+struct DispatchState {
+  explicit DispatchState(Backend b) : ready(b) {}
+  virtual ~DispatchState() = default;
+  Event ready;                        // where the last phase ended
+  std::optional<Stream> last;         // the stream it ran on
+  // dispatch: the local experts' rows, expert-major [R, h], and how many per local expert
+  Buffer rows;
+  std::vector<int> rows_per_expert;
+  // combine_backward: the gradient of the local experts' outputs [R, h]
+  Buffer d_expert_out;
+
+  // A phase starts on `s`: after the previous phase, wherever it ran.
+  void begin(const Stream& s) {
+    if (!last || (last->handle == s.handle && last->queue == s.queue)) return;  // same stream: in order already
+    ready.make_wait(s);
+  }
+  // A phase ends on `s`.
+  void end(const Stream& s) {
+    ready.record(s);
+    last = s;
+  }
+};
 
 class TokenDispatcher {
  public:
@@ -26,17 +60,35 @@ class TokenDispatcher {
   // Share of the aux-loss gradient this rank adds (ranks holding the same tokens split it).
   virtual float aux_grad_scale() const = 0;
 
-  // x [T, h] -> rows [R, h] expert-major for the local experts; rows_per_expert[local e].
-  virtual void dispatch(const Routing& r, const void* x, Buffer& rows, std::vector<int>& rows_per_expert) = 0;
-  // expert outputs [R, h] -> y [T, h], weighted by the gate.
-  virtual void combine(const Routing& r, const Buffer& expert_out, void* y) = 0;
-  // dy [T, h] -> d_expert_out [R, h] and the combine-weight gradient dweight [T, S].
-  virtual void combine_backward(const Routing& r, const void* dy, const Buffer& expert_out, Buffer& d_expert_out,
-                                float* dweight) = 0;
-  // d_rows [R, h] -> dx [T, h] (overwritten).
-  virtual void dispatch_backward(const Routing& r, const Buffer& d_rows, void* dx) = 0;
-  // After the gate's backward: whatever must be summed over ranks (input and gate gradients).
-  virtual void sync_gradients(void* dx, std::size_t dx_count, float* gate_grad, std::size_t gate_count) = 0;
+  // dispatch: x [T, h] -> state.rows [R, h] expert-major for the local experts.
+  virtual std::unique_ptr<DispatchState> dispatch_prepare(const Routing& r, const void* x, const Stream& s) = 0;
+  virtual void dispatch_exchange(DispatchState& st, const Stream& comm) = 0;
+  virtual void dispatch_finish(DispatchState& st, const Stream& s) = 0;
+  // combine: expert outputs [R, h] -> y [T, h], weighted by the gate.
+  virtual void combine_prepare(DispatchState& st, const Routing& r, const Buffer& expert_out, void* y,
+                               const Stream& s) = 0;
+  virtual void combine_exchange(DispatchState& st, const Stream& comm) = 0;
+  virtual void combine_finish(DispatchState& st, const Stream& s) = 0;
+  // combine backward: dy [T, h] -> state.d_expert_out [R, h] and the combine-weight gradient dweight [T, S].
+  virtual void combine_backward_prepare(DispatchState& st, const Routing& r, const void* dy, float* dweight,
+                                        const Stream& s) = 0;
+  virtual void combine_backward_exchange(DispatchState& st, const Stream& comm) = 0;
+  virtual void combine_backward_finish(DispatchState& st, const Stream& s) = 0;
+  // dispatch backward: d_rows [R, h] -> dx [T, h] (overwritten).
+  virtual void dispatch_backward_prepare(DispatchState& st, const Routing& r, const Buffer& d_rows, void* dx,
+                                         const Stream& s) = 0;
+  virtual void dispatch_backward_exchange(DispatchState& st, const Stream& comm) = 0;
+  virtual void dispatch_backward_finish(DispatchState& st, const Stream& s) = 0;
+  // After the gate's backward: whatever must be summed over ranks (input and this micro-batch's
+  // gate gradients), on `s`.
+  virtual void sync_gradients(void* dx, std::size_t dx_count, float* gate_grad, std::size_t gate_count,
+                              const Stream& s) = 0;
+
+  // Each direction's three phases on one stream.
+  std::unique_ptr<DispatchState> dispatch(const Routing& r, const void* x, const Stream& s);
+  void combine(DispatchState& st, const Routing& r, const Buffer& expert_out, void* y, const Stream& s);
+  void combine_backward(DispatchState& st, const Routing& r, const void* dy, float* dweight, const Stream& s);
+  void dispatch_backward(DispatchState& st, const Routing& r, const Buffer& d_rows, void* dx, const Stream& s);
 };
 
 // Which experts a rank holds and how the dispatchers are made.

@@ -2,68 +2,111 @@
 // (gather by expert), computes them and assigns the weighted results into a zero output.
 //  - local: all experts on one rank, `groups` capacity groups; the single-rank reference
 //    every distributed dispatcher is tested against (groups = D matches expert parallelism
-//    over D ranks).
+//    over D ranks). No phase communicates.
 //  - PPMoE (000 Sec. 3.3, Algorithm 1): the ranks of a tensor-parallel group hold identical
 //    tokens and route them identically; each computes its E / TP experts and the outputs are
-//    all-reduced over the group. Backward: each rank's input-gradient and gate-gradient shares
-//    are all-reduced; the aux-loss gradient is split evenly over the group.
+//    all-reduced over the group (the combine's exchange). Backward: each rank's input-gradient
+//    and gate-gradient shares are all-reduced; the aux-loss gradient is split evenly over the group.
 #include "moe/dispatcher.h"
 #include "moe/dispatcher_rows.h"
 
 namespace moebench {
 namespace {
 
+struct IndexSelectState final : DispatchState {
+  using DispatchState::DispatchState;
+  RowMapping mapping;
+  const void* expert_out = nullptr;  // the caller's expert outputs (their data: contexts move)
+  std::size_t expert_out_bytes = 0;
+  void* y = nullptr;
+};
+
 class IndexSelectDispatcher final : public TokenDispatcher {
  public:
   IndexSelectDispatcher(const DispatcherEnv& env, Communicator* group, int groups)
       : env_(env), group_(group), groups_(groups), ranks_(group ? group->size() : 1),
-        count_(env.cfg.experts / ranks_), first_(group ? group->rank() * count_ : 0), rows_(env.dev, env.alloc) {}
+        count_(env.cfg.experts / ranks_), first_(group ? group->rank() * count_ : 0), upload_(env.dev) {}
   std::string name() const override { return group_ ? "ppmoe" : "local"; }
   int first_local_expert() const override { return first_; }
   int local_experts() const override { return count_; }
   int capacity_groups(int) const override { return groups_; }
   float aux_grad_scale() const override { return 1.f / float(ranks_); }
 
-  void dispatch(const Routing& r, const void* x, Buffer& rows, std::vector<int>& per_expert) override {
+  std::unique_ptr<DispatchState> dispatch_prepare(const Routing& r, const void* x, const Stream& s) override {
+    auto st = std::make_unique<IndexSelectState>(env_.dev.backend());
     std::vector<std::int32_t> base;
-    per_expert = expert_major_bases(r, first_, count_, base);
-    rows_.build(r, base);
+    st->rows_per_expert = expert_major_bases(r, first_, count_, base);
+    st->mapping = build_row_mapping(env_.dev, env_.alloc, upload_, r, base, s);
     std::size_t total = 0;
-    for (int n : per_expert) total += std::size_t(n);
-    env_.alloc.reserve(rows, std::max<std::size_t>(total, 1) * env_.cfg.hidden * dtype_size(env_.cfg.dtype),
-                       MemTag::activations);
-    dispatch_rows(exec(), rows_.map(env_.cfg.hidden), x, rows.data(), env_.cfg.dtype);  // index_select
+    for (int n : st->rows_per_expert) total += std::size_t(n);
+    st->rows = env_.alloc.allocate(std::max<std::size_t>(total, 1) * hidden_bytes(), MemTag::activations, s);
+    dispatch_rows(env_.dev.exec(s), st->mapping.map(env_.cfg.hidden), x, st->rows.data(), env_.cfg.dtype);  // index_select
+    st->end(s);
+    return st;
   }
-  void combine(const Routing& r, const Buffer& out, void* y) override {
+  void dispatch_exchange(DispatchState&, const Stream&) override {}
+  void dispatch_finish(DispatchState&, const Stream&) override {}
+
+  void combine_prepare(DispatchState& base, const Routing& r, const Buffer& out, void* y, const Stream& s) override {
+    auto& st = state(base);
+    st.begin(s);
+    st.expert_out = out.data();
+    st.expert_out_bytes = out.bytes();
+    st.y = y;
     // index assignment into zeros: tokens of other ranks' experts get 0 here
-    combine_rows(exec(), rows_.map(env_.cfg.hidden), out.data(), r.weight.as<float>(), y, env_.cfg.dtype);
-    if (group_) all_reduce(y, std::size_t(r.tokens()) * env_.cfg.hidden, env_.cfg.dtype);
+    combine_rows(env_.dev.exec(s), st.mapping.map(env_.cfg.hidden), out.data(), r.weight.as<float>(), y, env_.cfg.dtype);
+    st.end(s);
   }
-  void combine_backward(const Routing& r, const void* dy, const Buffer& out, Buffer& d_out, float* dweight) override {
-    env_.alloc.reserve(d_out, out.bytes(), MemTag::temporary);
-    combine_rows_backward(exec(), rows_.map(env_.cfg.hidden), dy, out.data(), r.weight.as<float>(), d_out.data(), dweight,
-                          env_.cfg.dtype);
-  }
-  void dispatch_backward(const Routing&, const Buffer& d_rows, void* dx) override {
-    dispatch_rows_backward(exec(), rows_.map(env_.cfg.hidden), d_rows.data(), dx, false, env_.cfg.dtype);
-  }
-  void sync_gradients(void* dx, std::size_t dx_count, float* gate_grad, std::size_t gate_count) override {
+  void combine_exchange(DispatchState& base, const Stream& comm) override {
     if (!group_) return;
-    all_reduce(dx, dx_count, env_.cfg.dtype);
-    all_reduce(gate_grad, gate_count, DType::f32);
+    auto& st = state(base);
+    st.begin(comm);
+    group_->all_reduce(st.y, st.y, std::size_t(st.mapping.tokens) * env_.cfg.hidden, env_.cfg.dtype, ReduceOp::sum, comm);
+    st.end(comm);
+  }
+  void combine_finish(DispatchState& base, const Stream& s) override {
+    if (!group_) return;
+    base.begin(s);
+    base.end(s);
+  }
+
+  void combine_backward_prepare(DispatchState& base, const Routing& r, const void* dy, float* dweight,
+                                const Stream& s) override {
+    auto& st = state(base);
+    st.begin(s);
+    st.d_expert_out = env_.alloc.allocate(st.expert_out_bytes, MemTag::temporary, s);
+    combine_rows_backward(env_.dev.exec(s), st.mapping.map(env_.cfg.hidden), dy, st.expert_out,
+                          r.weight.as<float>(), st.d_expert_out.data(), dweight, env_.cfg.dtype);
+    st.end(s);
+  }
+  void combine_backward_exchange(DispatchState&, const Stream&) override {}
+  void combine_backward_finish(DispatchState&, const Stream&) override {}
+
+  void dispatch_backward_prepare(DispatchState& base, const Routing&, const Buffer& d_rows, void* dx,
+                                 const Stream& s) override {
+    auto& st = state(base);
+    st.begin(s);
+    dispatch_rows_backward(env_.dev.exec(s), st.mapping.map(env_.cfg.hidden), d_rows.data(), dx, false, env_.cfg.dtype);
+    st.end(s);
+  }
+  void dispatch_backward_exchange(DispatchState&, const Stream&) override {}
+  void dispatch_backward_finish(DispatchState&, const Stream&) override {}
+
+  void sync_gradients(void* dx, std::size_t dx_count, float* gate_grad, std::size_t gate_count, const Stream& s) override {
+    if (!group_) return;
+    group_->all_reduce(dx, dx, dx_count, env_.cfg.dtype, ReduceOp::sum, s);
+    group_->all_reduce(gate_grad, gate_grad, gate_count, DType::f32, ReduceOp::sum, s);
+    group_->wait(s);
   }
 
  private:
-  Exec exec() const { return env_.dev.exec(env_.dev.default_stream()); }
-  void all_reduce(void* data, std::size_t count, DType t) {
-    const Stream& s = env_.dev.default_stream();
-    group_->all_reduce(data, data, count, t, ReduceOp::sum, s);
-    group_->wait(s);
-  }
+  static IndexSelectState& state(DispatchState& s) { return static_cast<IndexSelectState&>(s); }
+  std::size_t hidden_bytes() const { return std::size_t(env_.cfg.hidden) * dtype_size(env_.cfg.dtype); }
+
   DispatcherEnv env_;
   Communicator* group_;
   int groups_, ranks_, count_, first_;
-  RowMapper rows_;
+  HostStaging upload_;
 };
 
 }  // namespace

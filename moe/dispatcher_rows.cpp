@@ -18,16 +18,18 @@ std::vector<int> expert_major_bases(const Routing& r, int first, int count, std:
   return rows;
 }
 
-void RowMapper::build(const Routing& r, const std::vector<std::int32_t>& base) {
-  tokens_ = r.tokens();
-  slots_ = r.slots();
-  const Stream& s = dev_.default_stream();
-  alloc_.reserve(base_, base.size() * 4, MemTag::buffers);
-  alloc_.reserve(row_of_, std::size_t(tokens_) * slots_ * 4, MemTag::activations);
-  base_upload_.upload(base_.data(), base.data(), base.size() * 4, s);
-  RowMapSource src{tokens_, slots_, r.shape.gate.experts, r.groups(), r.expert.as<std::int32_t>(),
-                   r.position.as<std::int32_t>(), base_.as<std::int32_t>()};
-  build_row_map(dev_.exec(s), src, row_of_.as<std::int32_t>());
+RowMapping build_row_mapping(Device& dev, TrackingAllocator& alloc, HostStaging& upload, const Routing& r,
+                             const std::vector<std::int32_t>& base, const Stream& s) {
+  RowMapping m;
+  m.tokens = r.tokens();
+  m.slots = r.slots();
+  m.base = alloc.allocate(base.size() * 4, MemTag::buffers, s);
+  m.row_of = alloc.allocate(std::size_t(m.tokens) * m.slots * 4, MemTag::activations, s);
+  upload.upload(m.base.data(), base.data(), base.size() * 4, s);
+  RowMapSource src{m.tokens, m.slots, r.shape.gate.experts, r.groups(), r.expert.as<std::int32_t>(),
+                   r.position.as<std::int32_t>(), m.base.as<std::int32_t>()};
+  build_row_map(dev.exec(s), src, m.row_of.as<std::int32_t>());
+  return m;
 }
 
 }  // namespace moebench

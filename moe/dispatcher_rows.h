@@ -3,11 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <vector>
+#include "kernels/permute.h"
+#include "moe/gate.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/host_staging.h"
-#include "kernels/permute.h"
-#include "moe/gate.h"
 
 namespace moebench {
 
@@ -16,19 +16,15 @@ namespace moebench {
 // for experts outside the range. Returns rows per expert of the range.
 std::vector<int> expert_major_bases(const Routing& r, int first, int count, std::vector<std::int32_t>& base);
 
-class RowMapper {
- public:
-  RowMapper(Device& dev, TrackingAllocator& alloc) : dev_(dev), alloc_(alloc), base_upload_(dev) {}
-  // Builds row_of [T, S] on the device from host bases [G, E].
-  void build(const Routing& r, const std::vector<std::int32_t>& base);
-  RowMap map(int hidden) const { return RowMap{tokens_, slots_, hidden, row_of_.as<std::int32_t>()}; }
-
- private:
-  Device& dev_;
-  TrackingAllocator& alloc_;
-  Buffer base_, row_of_;
-  HostStaging base_upload_;
-  int tokens_ = 0, slots_ = 1;
+// One micro-batch's row of each (token, slot) on this rank, or -1.
+struct RowMapping {
+  Buffer base, row_of;  // [G, E] and [T, S] int32 on the device
+  int tokens = 0, slots = 1;
+  RowMap map(int hidden) const { return RowMap{tokens, slots, hidden, row_of.as<std::int32_t>()}; }
 };
+
+// Builds it on the device from host bases [G, E], on `s`.
+RowMapping build_row_mapping(Device& dev, TrackingAllocator& alloc, HostStaging& upload, const Routing& r,
+                             const std::vector<std::int32_t>& base, const Stream& s);
 
 }  // namespace moebench

@@ -1,31 +1,43 @@
 // The local experts: FFN h -> f -> h with GeLU, no biases (as the M6-T pseudo code), one
 // weight pair per expert. Rows arrive expert-major ([rows of expert 0][rows of expert 1]...)
 // and all experts run through one grouped GEMM call per step, or one GEMM after another
-// (cfg.expert_gemm). Backward fills the weight gradients and returns the row gradients.
+// (cfg.expert_gemm). The module keeps weights and their gradients only: forward returns the
+// micro-batch's context (its rows, saved activations) that backward consumes, so several
+// micro-batches may be in flight. Backward adds into the weight gradients.
 #pragma once
 #include <cstdint>
 #include <vector>
+#include "moe/config.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
-#include "moe/config.h"
 
 namespace moebench {
+
+// One micro-batch in the experts, from forward to backward.
+struct ExpertsContext {
+  const void* x = nullptr;           // the rows given to forward [R, h]; alive until backward
+  std::vector<int> rows;             // per local expert
+  std::vector<std::size_t> offset;   // first row of each expert, and R at the end
+  Buffer h, a;                       // pre-activation and activation [R, f]
+  std::size_t total_rows() const { return offset.empty() ? 0 : offset.back(); }
+};
 
 class Experts {
  public:
   Experts(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc, int first_expert, int count);
   // Weights of global expert e come from the stream (seed, e): the same on any layout.
-  void init(std::uint64_t seed);
+  void init(std::uint64_t seed, const Stream& s);
 
-  // x [R, h] -> y [R, h] with R = sum(rows); keeps x, the pre-activation and the activation.
-  void forward(const void* x, const std::vector<int>& rows, void* y);
-  // dy [R, h] -> dx [R, h]; writes w1_grad / w2_grad.
-  void backward(const void* dy, void* dx);
-  // Only the GEMMs of forward + backward, in the same grouped calls, on the rows of the last
-  // forward (for the overhead ratio). Every output, weight gradients included, goes to scratch
-  // taken from `scratch_alloc` (so the layer's peak memory does not include it): the layer's
-  // state -- activations, weight gradients -- is exactly what the last forward + backward left.
-  void gemms_only(TrackingAllocator& scratch_alloc);
+  // x [R, h] -> y [R, h] with R = sum(rows).
+  ExpertsContext forward(const void* x, const std::vector<int>& rows, void* y, const Stream& s);
+  // dy [R, h] -> dx [R, h]; adds the micro-batch's weight gradients into w1_grad / w2_grad.
+  void backward(const ExpertsContext& c, const void* dy, void* dx, const Stream& s);
+  void zero_grad(const Stream& s);
+  // Only the GEMMs of forward + backward, in the same grouped calls, on the rows of `c` (for
+  // the overhead ratio). Every output, weight gradients included, goes to scratch taken from
+  // `scratch_alloc` (so the layer's peak memory does not include it): the layer's state --
+  // activations, weight gradients -- is exactly what its forward + backward left.
+  void gemms_only(const ExpertsContext& c, TrackingAllocator& scratch_alloc, const Stream& s);
 
   int first() const { return first_; }
   int count() const { return count_; }
@@ -33,10 +45,10 @@ class Experts {
   Buffer& w2() { return w2_; }  // [count, f, h]
   Buffer& w1_grad() { return w1_grad_; }
   Buffer& w2_grad() { return w2_grad_; }
-  double forward_flops() const;  // of the last forward, on the rows it got
+  double forward_flops(const ExpertsContext& c) const;
 
  private:
-  void run(std::vector<GemmArgs>& problems);
+  void run(std::vector<GemmArgs>& problems, const Stream& s);
   const char* w1_at(int e) const;
   const char* w2_at(int e) const;
   const MoEConfig& cfg_;
@@ -44,12 +56,8 @@ class Experts {
   TrackingAllocator& alloc_;
   int first_, count_;
   std::size_t es_;  // element size
-  Buffer w1_, w2_, w1_grad_, w2_grad_, pointers_;
-  Buffer h_, a_, da_;  // [R, f]: pre-activation, activation, its gradient
+  Buffer w1_, w2_, w1_grad_, w2_grad_;
   Buffer scratch_rows_, scratch_weights_;  // gemms_only outputs
-  const void* x_ = nullptr;
-  std::vector<int> rows_;
-  std::vector<std::size_t> offset_;  // first row of each expert
 };
 
 }  // namespace moebench

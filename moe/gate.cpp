@@ -42,29 +42,22 @@ Gate::Gate(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc)
   grad_ = alloc_.allocate(n * 4, MemTag::model_states);
 }
 
-void Gate::init(std::uint64_t seed) {
+void Gate::init(std::uint64_t seed, const Stream& s) {
   const std::size_t n = std::size_t(cfg_.hidden) * cfg_.experts;
   const auto w = normal_vector(n, seed, /*id=*/1, 0.02f);
-  dev_.copy_to_device(weight_.data(), w.data(), n * 4, dev_.default_stream());
-  dev_.fill_zero(grad_.data(), n * 4, dev_.default_stream());
+  dev_.copy_to_device(weight_.data(), w.data(), n * 4, s);
+  dev_.fill_zero(grad_.data(), n * 4, s);
 }
 
-Exec Gate::fp32_exec() const {
-  Exec ex = dev_.exec(dev_.default_stream());
+Exec Gate::fp32_exec(const Stream& s) const {
+  Exec ex = dev_.exec(s);
   ex.tensor_cores = false;
   return ex;
 }
 
-const float* Gate::as_fp32(const void* x, std::size_t n) {
-  if (cfg_.dtype == DType::f32) return static_cast<const float*>(x);
-  alloc_.reserve(x32_, n * 4, MemTag::activations);
-  convert_cuda(x, cfg_.dtype, x32_.data(), DType::f32, n, dev_.default_stream().handle);
-  return x32_.as<float>();
-}
-
-void Gate::forward(const void* x, int tokens, int groups, Routing& r) {
-  const Stream& s = dev_.default_stream();
-  const Exec ex = fp32_exec();
+Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s) {
+  const Exec ex = fp32_exec(s);
+  Routing r;
   GateShape g{tokens, cfg_.experts, cfg_.prototypes, cfg_.top_k};
   r.shape.gate = g;
   r.shape.groups = groups;
@@ -72,23 +65,28 @@ void Gate::forward(const void* x, int tokens, int groups, Routing& r) {
                          ? expert_capacity(g.slots(), tokens / groups, cfg_.experts, *cfg_.capacity_factor)
                          : -1;
   const std::size_t te = std::size_t(tokens) * cfg_.experts, ts = std::size_t(tokens) * g.slots(),
-                    ge = std::size_t(groups) * cfg_.experts;
-  alloc_.reserve(r.logits, te * 4, MemTag::temporary);
-  alloc_.reserve(r.probs, te * 4, MemTag::activations);
-  alloc_.reserve(r.expert, ts * 4, MemTag::activations);
-  alloc_.reserve(r.position, ts * 4, MemTag::activations);
-  alloc_.reserve(r.weight, ts * 4, MemTag::activations);
-  alloc_.reserve(r.routed_dev, ge * 4, MemTag::buffers);
-  alloc_.reserve(r.kept_dev, ge * 4, MemTag::buffers);
+                    ge = std::size_t(groups) * cfg_.experts, th = std::size_t(tokens) * cfg_.hidden;
+  r.logits = alloc_.allocate(te * 4, MemTag::temporary, s);
+  r.probs = alloc_.allocate(te * 4, MemTag::activations, s);
+  r.expert = alloc_.allocate(ts * 4, MemTag::activations, s);
+  r.position = alloc_.allocate(ts * 4, MemTag::activations, s);
+  r.weight = alloc_.allocate(ts * 4, MemTag::activations, s);
+  r.routed_dev = alloc_.allocate(ge * 4, MemTag::buffers, s);
+  r.kept_dev = alloc_.allocate(ge * 4, MemTag::buffers, s);
 
-  const float* x32 = as_fp32(x, std::size_t(tokens) * cfg_.hidden);
+  const float* x32 = static_cast<const float*>(x);
+  if (cfg_.dtype != DType::f32) {
+    r.x32 = alloc_.allocate(th * 4, MemTag::activations, s);
+    convert_cuda(x, cfg_.dtype, r.x32.data(), DType::f32, th, s.handle);
+    x32 = r.x32.as<float>();
+  }
   gemm(ex, dense_gemm(false, false, tokens, cfg_.experts, cfg_.hidden, x32, weight_.data(), r.logits.data()));
   softmax_topk(ex, g, r.logits.as<float>(), r.probs.as<float>(), r.expert.as<std::int32_t>(), r.weight.as<float>());
-  alloc_.reserve(positions_workspace_, std::max<std::size_t>(assign_positions_workspace_bytes(ex, r.shape), 1),
-                 MemTag::buffers);
-  assign_positions(ex, r.shape, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(),
-                   r.routed_dev.as<std::int32_t>(), r.kept_dev.as<std::int32_t>(), positions_workspace_.data(),
-                   positions_workspace_.bytes());
+  {
+    Buffer workspace = alloc_.allocate(assign_positions_workspace_bytes(ex, r.shape), MemTag::temporary, s);
+    assign_positions(ex, r.shape, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(),
+                     r.routed_dev.as<std::int32_t>(), r.kept_dev.as<std::int32_t>(), workspace.data(), workspace.bytes());
+  }
   r.routed.resize(ge);
   r.kept.resize(ge);
   dev_.copy_to_host(r.routed.data(), r.routed_dev.data(), ge * 4, s);
@@ -96,8 +94,8 @@ void Gate::forward(const void* x, int tokens, int groups, Routing& r) {
 
   r.aux_loss = 0.0;
   if (cfg_.aux_loss) {
-    alloc_.reserve(bias_, 2 * ge * 4, MemTag::temporary);
-    float* density = bias_.as<float>();
+    Buffer stats = alloc_.allocate(2 * ge * 4, MemTag::temporary, s);
+    float* density = stats.as<float>();
     float* proxy = density + ge;
     aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, proxy);
     r.density.resize(ge);
@@ -108,42 +106,43 @@ void Gate::forward(const void* x, int tokens, int groups, Routing& r) {
     for (std::size_t i = 0; i < ge; ++i) r.aux_loss += scale * r.density[i] * r.proxy[i];
     r.aux_loss /= groups;
   }
+  return r;
 }
 
-void Gate::backward(const Routing& r, const void* x, const float* dweight, void* dx, float aux_scale) {
-  const Stream& s = dev_.default_stream();
-  const Exec ex = fp32_exec();
+void Gate::backward(const Routing& r, const void* x, const float* dweight, void* dx, float aux_scale, float* grad_out,
+                    const Stream& s) {
+  const Exec ex = fp32_exec(s);
   const GateShape& g = r.shape.gate;
   const int T = g.tokens, G = r.groups();
   const std::size_t te = std::size_t(T) * cfg_.experts;
-  alloc_.reserve(dprobs_, te * 4, MemTag::temporary);
-  alloc_.reserve(dlogits_, te * 4, MemTag::temporary);
-  dev_.fill_zero(dprobs_.data(), te * 4, s);
-  scatter_slot_grads(ex, g, r.expert.as<std::int32_t>(), dweight, dprobs_.as<float>());
+  Buffer dprobs = alloc_.allocate(te * 4, MemTag::temporary, s);
+  Buffer dlogits = alloc_.allocate(te * 4, MemTag::temporary, s);
+  dev_.fill_zero(dprobs.data(), te * 4, s);
+  scatter_slot_grads(ex, g, r.expert.as<std::int32_t>(), dweight, dprobs.as<float>());
   if (cfg_.aux_loss) {
     // d(mean_g aux_g)/d probs[t, e] = coef (F/Z) density[g, e] / T_g / G
     const std::size_t ge = std::size_t(G) * cfg_.experts;
-    std::vector<float> bias(ge);
+    std::vector<float> host(ge);
     const double scale = double(cfg_.aux_coef) * g.per_prototype() / g.prototypes / (double(T) / G) / G * aux_scale;
-    for (std::size_t i = 0; i < ge; ++i) bias[i] = float(scale * r.density[i]);
-    alloc_.reserve(bias_, std::max(bias_.bytes(), ge * 4), MemTag::temporary);
-    bias_upload_.upload(bias_.data(), bias.data(), ge * 4, s);
-    add_group_bias(ex, T, cfg_.experts, G, bias_.as<float>(), dprobs_.as<float>());
+    for (std::size_t i = 0; i < ge; ++i) host[i] = float(scale * r.density[i]);
+    Buffer bias = alloc_.allocate(ge * 4, MemTag::temporary, s);
+    bias_upload_.upload(bias.data(), host.data(), ge * 4, s);
+    add_group_bias(ex, T, cfg_.experts, G, bias.as<float>(), dprobs.as<float>());
   }
-  softmax_backward(ex, g, r.probs.as<float>(), dprobs_.as<float>(), dlogits_.as<float>());
+  softmax_backward(ex, g, r.probs.as<float>(), dprobs.as<float>(), dlogits.as<float>());
 
   const std::size_t th = std::size_t(T) * cfg_.hidden;
-  const float* x32 = cfg_.dtype == DType::f32 ? static_cast<const float*>(x) : x32_.as<float>();  // kept from forward
-  gemm(ex, dense_gemm(true, false, cfg_.hidden, cfg_.experts, T, x32, dlogits_.data(), grad_.data()));
+  const float* x32 = cfg_.dtype == DType::f32 ? static_cast<const float*>(x) : r.x32.as<float>();  // kept from forward
+  gemm(ex, dense_gemm(true, false, cfg_.hidden, cfg_.experts, T, x32, dlogits.data(), grad_out));
   if (cfg_.dtype == DType::f32) {
-    gemm(ex, dense_gemm(false, true, T, cfg_.hidden, cfg_.experts, dlogits_.data(), weight_.data(), dx, DType::f32,
+    gemm(ex, dense_gemm(false, true, T, cfg_.hidden, cfg_.experts, dlogits.data(), weight_.data(), dx, DType::f32,
                         1.f, 1.f));
   } else {
-    alloc_.reserve(dx32_, th * 4, MemTag::temporary);
-    alloc_.reserve(dx_typed_, th * dtype_size(cfg_.dtype), MemTag::temporary);
-    gemm(ex, dense_gemm(false, true, T, cfg_.hidden, cfg_.experts, dlogits_.data(), weight_.data(), dx32_.data()));
-    convert_cuda(dx32_.data(), DType::f32, dx_typed_.data(), cfg_.dtype, th, s.handle);
-    axpy(ex, th, 1.f, dx_typed_.data(), dx, cfg_.dtype);
+    Buffer dx32 = alloc_.allocate(th * 4, MemTag::temporary, s);
+    Buffer dx_typed = alloc_.allocate(th * dtype_size(cfg_.dtype), MemTag::temporary, s);
+    gemm(ex, dense_gemm(false, true, T, cfg_.hidden, cfg_.experts, dlogits.data(), weight_.data(), dx32.data()));
+    convert_cuda(dx32.data(), DType::f32, dx_typed.data(), cfg_.dtype, th, s.handle);
+    axpy(ex, th, 1.f, dx_typed.data(), dx, cfg_.dtype);
   }
 }
 

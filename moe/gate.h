@@ -1,8 +1,10 @@
 // The gate (router): an fp32 linear projection (PPMoE keeps the gate in fp32; its GEMMs run in
 // full fp32, never TF32, so GPU routing follows the CPU reference), softmax and top-k per
 // prototype, capacity and positions per token group, and the load-balancing loss.
-// Produces the Routing every dispatcher consumes; backward turns the combine-weight
-// gradients (plus the aux-loss gradient) into the gate-weight gradient and the input gradient.
+// Produces the Routing every dispatcher consumes -- one per micro-batch, owned by the caller --
+// and backward turns the combine-weight gradients (plus the aux-loss gradient) into the
+// micro-batch's gate-weight gradient and the input gradient. The gate keeps weights only;
+// every call runs on the stream it is given.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -16,6 +18,7 @@ namespace moebench {
 
 struct Routing {
   CapacityShape shape;  // tokens, experts, prototypes, k, groups, capacity
+  Buffer x32;                      // the input as fp32 when it is 16-bit (backward reads it)
   Buffer logits, probs;            // [T, E] fp32
   Buffer expert, position;         // [T, S] int32: global expert id; position in its expert or -1
   Buffer weight;                   // [T, S] fp32 combine weights
@@ -40,25 +43,25 @@ double coefficient_of_variation(const std::vector<double>& v);
 class Gate {
  public:
   Gate(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc);
-  void init(std::uint64_t seed);
-  // x [T, h] in cfg.dtype; groups divide T.
-  void forward(const void* x, int tokens, int groups, Routing& r);
-  // dweight [T, S]; adds the gate's input gradient into dx [T, h] (cfg.dtype) and writes
-  // grad(). aux_scale multiplies the aux-loss gradient (dispatchers that replicate tokens
-  // over ranks let each rank add its share).
-  void backward(const Routing& r, const void* x, const float* dweight, void* dx, float aux_scale);
+  void init(std::uint64_t seed, const Stream& s);
+  // x [T, h] in cfg.dtype; groups divide T. Waits for the routed and kept counts (the host
+  // sizes the dispatch with them).
+  Routing forward(const void* x, int tokens, int groups, const Stream& s);
+  // dweight [T, S]; adds the gate's input gradient into dx [T, h] (cfg.dtype) and writes this
+  // micro-batch's gate-weight gradient to grad_out [h, E] (fp32). aux_scale multiplies the
+  // aux-loss gradient (dispatchers that replicate tokens over ranks let each rank add its share).
+  void backward(const Routing& r, const void* x, const float* dweight, void* dx, float aux_scale, float* grad_out,
+                const Stream& s);
 
   Buffer& weight() { return weight_; }  // [h, E] fp32
-  Buffer& grad() { return grad_; }
+  Buffer& grad() { return grad_; }      // accumulated over micro-batches; see MoELayer::zero_grad
 
  private:
-  const float* as_fp32(const void* x, std::size_t n);
-  Exec fp32_exec() const;  // the device's exec without tensor cores
+  Exec fp32_exec(const Stream& s) const;  // the device's exec without tensor cores
   const MoEConfig& cfg_;
   Device& dev_;
   TrackingAllocator& alloc_;
   Buffer weight_, grad_;
-  Buffer x32_, dprobs_, dlogits_, dx32_, dx_typed_, bias_, positions_workspace_;
   HostStaging bias_upload_;
 };
 

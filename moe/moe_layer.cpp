@@ -1,4 +1,5 @@
 #include "moe/moe_layer.h"
+#include "kernels/axpy.h"
 
 namespace moebench {
 
@@ -7,58 +8,67 @@ MoELayer::MoELayer(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc,
     : cfg_(cfg), dev_(dev), alloc_(alloc), dispatcher_(std::move(dispatcher)), gate_(cfg_, dev, alloc),
       experts_(cfg_, dev, alloc, dispatcher_->first_local_expert(), dispatcher_->local_experts()) {}
 
-void MoELayer::init(std::uint64_t seed) {
-  gate_.init(seed);
-  experts_.init(seed);
+void MoELayer::init(std::uint64_t seed, const Stream& s) {
+  gate_.init(seed, s);
+  experts_.init(seed, s);
 }
 
-void MoELayer::forward(const void* x, int tokens, void* y, Breakdown* b) {
-  const Stream& s = dev_.default_stream();
-  x_ = x;
+void MoELayer::zero_grad(const Stream& s) {
+  dev_.fill_zero(gate_.grad().data(), gate_.grad().bytes(), s);
+  experts_.zero_grad(s);
+}
+
+MoEContext MoELayer::forward(const void* x, int tokens, void* y, const Stream& s, Breakdown* b) {
+  MoEContext c;
+  c.x = x;
+  c.tokens = tokens;
   {
     ScopedRange r("moe.gating", s, b);
-    gate_.forward(x, tokens, dispatcher_->capacity_groups(tokens), routing_);
+    c.routing = gate_.forward(x, tokens, dispatcher_->capacity_groups(tokens), s);
   }
   {
     ScopedRange r("moe.dispatch", s, b);
-    dispatcher_->dispatch(routing_, x, rows_, rows_per_expert_);
+    c.dispatch = dispatcher_->dispatch(c.routing, x, s);
   }
   {
     ScopedRange r("moe.expert", s, b);
-    alloc_.reserve(expert_out_, rows_.bytes(), MemTag::activations);
-    experts_.forward(rows_.data(), rows_per_expert_, expert_out_.data());
+    c.expert_out = alloc_.allocate(c.dispatch->rows.bytes(), MemTag::activations, s);
+    c.experts = experts_.forward(c.dispatch->rows.data(), c.dispatch->rows_per_expert, c.expert_out.data(), s);
   }
   {
     ScopedRange r("moe.combine", s, b);
-    dispatcher_->combine(routing_, expert_out_, y);
+    dispatcher_->combine(*c.dispatch, c.routing, c.expert_out, y, s);
   }
+  return c;
 }
 
-void MoELayer::backward(const void* dy, void* dx, Breakdown* b) {
-  const Stream& s = dev_.default_stream();
-  const int T = routing_.tokens();
-  alloc_.reserve(dweight_, std::size_t(T) * routing_.slots() * 4, MemTag::temporary);
+void MoELayer::backward(MoEContext& c, const void* dy, void* dx, const Stream& s, Breakdown* b) {
+  const int T = c.routing.tokens();
+  Buffer dweight = alloc_.allocate(std::size_t(T) * c.routing.slots() * 4, MemTag::temporary, s);
   {
     ScopedRange r("moe.combine.bwd", s, b);
-    dispatcher_->combine_backward(routing_, dy, expert_out_, d_expert_out_, dweight_.as<float>());
+    dispatcher_->combine_backward(*c.dispatch, c.routing, dy, dweight.as<float>(), s);
   }
+  Buffer d_rows;
   {
     ScopedRange r("moe.expert.bwd", s, b);
-    alloc_.reserve(d_rows_, d_expert_out_.bytes(), MemTag::temporary);
-    experts_.backward(d_expert_out_.data(), d_rows_.data());
+    d_rows = alloc_.allocate(c.dispatch->d_expert_out.bytes(), MemTag::temporary, s);
+    experts_.backward(c.experts, c.dispatch->d_expert_out.data(), d_rows.data(), s);
   }
   {
     ScopedRange r("moe.dispatch.bwd", s, b);
-    dispatcher_->dispatch_backward(routing_, d_rows_, dx);
+    dispatcher_->dispatch_backward(*c.dispatch, c.routing, d_rows, dx, s);
   }
+  const std::size_t gate_count = std::size_t(cfg_.hidden) * cfg_.experts;
+  Buffer gate_grad = alloc_.allocate(gate_count * 4, MemTag::temporary, s);
   {
     ScopedRange r("moe.gating.bwd", s, b);
-    gate_.backward(routing_, x_, dweight_.as<float>(), dx, dispatcher_->aux_grad_scale());
+    gate_.backward(c.routing, c.x, dweight.as<float>(), dx, dispatcher_->aux_grad_scale(), gate_grad.as<float>(), s);
   }
   {
     ScopedRange r("moe.sync.bwd", s, b);
-    dispatcher_->sync_gradients(dx, std::size_t(T) * cfg_.hidden, gate_.grad().as<float>(),
-                                std::size_t(cfg_.hidden) * cfg_.experts);
+    dispatcher_->sync_gradients(dx, std::size_t(T) * cfg_.hidden, gate_grad.as<float>(), gate_count, s);
+    axpy(dev_.exec(s), gate_count, 1.f, gate_grad.data(), gate_.grad().data(), DType::f32);
   }
 }
 

@@ -13,40 +13,47 @@ HostStaging::HostStaging(const Device& dev) : backend_(dev.backend()) {}
 
 HostStaging::~HostStaging() {
 #if MOEBENCH_WITH_CUDA
-  if (last_copy_) {
-    cudaEventSynchronize(static_cast<cudaEvent_t>(last_copy_));
-    cudaEventDestroy(static_cast<cudaEvent_t>(last_copy_));
+  for (Slot& slot : slots_) {
+    if (slot.last_copy) {
+      cudaEventSynchronize(static_cast<cudaEvent_t>(slot.last_copy));
+      cudaEventDestroy(static_cast<cudaEvent_t>(slot.last_copy));
+    }
+    if (slot.pinned) cudaFreeHost(slot.pinned);
   }
-  if (pinned_) cudaFreeHost(pinned_);
 #endif
 }
 
 void HostStaging::upload(void* dst, const void* src, std::size_t bytes, const Stream& s) {
   if (bytes == 0) return;
   if (backend_ == Backend::cpu) {
-    if (!s.queue) return std::memcpy(dst, src, bytes), void();
+    if (!s.queue) {
+      std::memcpy(dst, src, bytes);
+      return;
+    }
     auto data = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + bytes);
     run_on(s, "upload", [dst, data] { std::memcpy(dst, data->data(), data->size()); });
     return;
   }
 #if MOEBENCH_WITH_CUDA
-  auto done = static_cast<cudaEvent_t>(last_copy_);
+  Slot& slot = slots_[next_];
+  next_ = (next_ + 1) % kSlots;
+  auto done = static_cast<cudaEvent_t>(slot.last_copy);
   if (!done) {
     MOEBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    last_copy_ = done;
+    slot.last_copy = done;
   } else {
-    MOEBENCH_CUDA_CHECK(cudaEventSynchronize(done));  // the previous copy has read the block
+    MOEBENCH_CUDA_CHECK(cudaEventSynchronize(done));  // the copy kSlots uploads ago has read the slot
   }
-  if (bytes > capacity_) {
-    if (pinned_) MOEBENCH_CUDA_CHECK(cudaFreeHost(pinned_));
-    pinned_ = nullptr;
-    capacity_ = 0;
-    MOEBENCH_CUDA_CHECK(cudaMallocHost(&pinned_, bytes));
-    capacity_ = bytes;
+  if (bytes > slot.capacity) {
+    if (slot.pinned) MOEBENCH_CUDA_CHECK(cudaFreeHost(slot.pinned));
+    slot.pinned = nullptr;
+    slot.capacity = 0;
+    MOEBENCH_CUDA_CHECK(cudaMallocHost(&slot.pinned, bytes));
+    slot.capacity = bytes;
   }
-  std::memcpy(pinned_, src, bytes);
+  std::memcpy(slot.pinned, src, bytes);
   const auto stream = static_cast<cudaStream_t>(s.handle);
-  MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(dst, pinned_, bytes, cudaMemcpyHostToDevice, stream));
+  MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(dst, slot.pinned, bytes, cudaMemcpyHostToDevice, stream));
   MOEBENCH_CUDA_CHECK(cudaEventRecord(done, stream));
 #else
   (void)dst; (void)src; (void)s;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 #include "moe/init.h"
 #include "moe/moe_layer.h"
@@ -13,6 +14,7 @@ struct CpuLayer {
   Device dev = Device::open(Backend::cpu);
   TrackingAllocator alloc{Backend::cpu};
   std::unique_ptr<MoELayer> layer;
+  std::optional<MoEContext> ctx;  // of the last forward
   std::vector<float> y, dx;
 
   // factory(env) makes the dispatcher; the config is copied into the layer first.
@@ -22,18 +24,23 @@ struct CpuLayer {
     DispatcherEnv env{c, dev, alloc};
     auto d = factory(env);
     layer = std::make_unique<MoELayer>(c, dev, alloc, std::move(d));
-    layer->init(seed);
+    layer->init(seed, dev.default_stream());
   }
   const MoEConfig& cfg() const { return layer->config(); }
   void forward(const std::vector<float>& x) {
     x_ = x;
     y.assign(x.size(), 0.f);
-    layer->forward(x_.data(), int(x.size() / cfg().hidden), y.data());
+    ctx.reset();
+    ctx = layer->forward(x_.data(), int(x.size() / cfg().hidden), y.data(), dev.default_stream());
   }
+  // The gradients of the last forward alone (the layer's accumulated gradients are cleared first).
   void backward(const std::vector<float>& dy) {
     dx.assign(dy.size(), 0.f);
-    layer->backward(dy.data(), dx.data());
+    layer->zero_grad(dev.default_stream());
+    layer->backward(*ctx, dy.data(), dx.data(), dev.default_stream());
   }
+  const Routing& routing() const { return ctx->routing; }
+  LoadStats load() const { return layer->load(*ctx); }
   float* gate_w() { return layer->gate().weight().as<float>(); }
   float* gate_g() { return layer->gate().grad().as<float>(); }
   float* w1() { return layer->experts().w1().as<float>(); }
@@ -42,7 +49,7 @@ struct CpuLayer {
   float* w2_g() { return layer->experts().w2_grad().as<float>(); }
   std::size_t expert_weights() const { return std::size_t(cfg().hidden) * cfg().ffn; }
   std::vector<std::int32_t> slots(const Buffer& b) const {
-    const std::size_t n = std::size_t(layer->routing().tokens()) * layer->routing().slots();
+    const std::size_t n = std::size_t(routing().tokens()) * routing().slots();
     return std::vector<std::int32_t>(b.as<std::int32_t>(), b.as<std::int32_t>() + n);
   }
   std::vector<float> x_;

@@ -296,11 +296,12 @@ TEST(GpuMoELayer, ForwardAndBackwardMatchTheCpuLayer) {
     TrackingAllocator alloc(Backend::cuda);
     dev.set_tensor_cores(false);
     MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}, 2));
-    layer.init(7);
+    const Stream& s = dev.default_stream();
+    layer.init(7, s);
     Buffer dx = upload(dev, alloc, x, t), ddy = upload(dev, alloc, dy, t);
     Buffer y = upload(dev, alloc, std::vector<float>(x.size(), NAN), t), dxo = upload(dev, alloc, std::vector<float>(x.size(), NAN), t);
-    layer.forward(dx.data(), T, y.data());
-    layer.backward(ddy.data(), dxo.data());
+    MoEContext mb = layer.forward(dx.data(), T, y.data(), s);
+    layer.backward(mb, ddy.data(), dxo.data(), s);
     const double tol = t == DType::f32 ? 1e-5 : 3e-2;
     EXPECT_LT(rel_l2(download(dev, alloc, y, x.size(), t), ref.y), tol) << dtype_name(t);
     EXPECT_LT(rel_l2(download(dev, alloc, dxo, x.size(), t), ref.dx), tol) << dtype_name(t);
@@ -308,7 +309,7 @@ TEST(GpuMoELayer, ForwardAndBackwardMatchTheCpuLayer) {
     EXPECT_LT(rel_l2(to_host<float>(dev, layer.gate().grad(), 64 * 8), gate_ref), tol) << dtype_name(t);
     const std::vector<float> w1_ref(ref.w1_g(), ref.w1_g() + 8 * ref.expert_weights());
     EXPECT_LT(rel_l2(download(dev, alloc, layer.experts().w1_grad(), w1_ref.size(), t), w1_ref), tol) << dtype_name(t);
-    EXPECT_EQ(layer.routing().kept, ref.layer->routing().kept) << dtype_name(t);
+    EXPECT_EQ(mb.routing.kept, ref.routing().kept) << dtype_name(t);
   }
 }
 
@@ -329,11 +330,12 @@ TEST(GpuMoELayer, NcclDispatchersAtWorldOneMatchLocal) {
     auto d = which == 0 ? make_local_dispatcher(env) : which == 1 ? make_expert_parallel_dispatcher(env, *comm)
                                                                   : make_ppmoe_dispatcher(env, *comm);
     MoELayer layer(c, dev, alloc, std::move(d));
-    layer.init(5);
+    const Stream& s = dev.default_stream();
+    layer.init(5, s);
     Buffer bx = upload(dev, alloc, x, DType::f32), bdy = upload(dev, alloc, dy, DType::f32);
     Buffer by = upload(dev, alloc, x, DType::f32), bdx = upload(dev, alloc, x, DType::f32);
-    layer.forward(bx.data(), T, by.data());
-    layer.backward(bdy.data(), bdx.data());
+    MoEContext mb = layer.forward(bx.data(), T, by.data(), s);
+    layer.backward(mb, bdy.data(), bdx.data(), s);
     ys.push_back(download(dev, alloc, by, x.size(), DType::f32));
     dxs.push_back(download(dev, alloc, bdx, x.size(), DType::f32));
   }
@@ -364,16 +366,16 @@ static void compare_layer_with_cpu(Device& dev, MoEConfig c, int T, bool tensor_
   TrackingAllocator alloc(Backend::cuda);
   dev.set_tensor_cores(tensor_cores);
   MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}));
-  layer.init(7);
+  const Stream& s = dev.default_stream();
+  layer.init(7, s);
   Buffer dx = upload(dev, alloc, x, t), ddy = upload(dev, alloc, dy, t);
   Buffer y = upload(dev, alloc, std::vector<float>(x.size(), NAN), t), dxo = upload(dev, alloc, std::vector<float>(x.size(), NAN), t);
-  layer.forward(dx.data(), T, y.data());
-  layer.backward(ddy.data(), dxo.data());
+  MoEContext mb = layer.forward(dx.data(), T, y.data(), s);
+  layer.backward(mb, ddy.data(), dxo.data(), s);
   const std::string what = std::string(dtype_name(t)) + " h=" + std::to_string(c.hidden) + " f=" + std::to_string(c.ffn) +
                            " T=" + std::to_string(T) + (tensor_cores ? " tensor cores" : "");
-  EXPECT_EQ(layer.routing().kept, ref.layer->routing().kept) << what;
-  EXPECT_EQ(to_host<std::int32_t>(dev, layer.routing().expert, std::size_t(T) * c.slots()),
-            ref.slots(ref.layer->routing().expert)) << what;
+  EXPECT_EQ(mb.routing.kept, ref.routing().kept) << what;
+  EXPECT_EQ(to_host<std::int32_t>(dev, mb.routing.expert, std::size_t(T) * c.slots()), ref.slots(ref.routing().expert)) << what;
   EXPECT_LT(rel_l2(download(dev, alloc, y, x.size(), t), ref.y), tol) << what;
   EXPECT_LT(rel_l2(download(dev, alloc, dxo, x.size(), t), ref.dx), tol) << what;
   const std::vector<float> gate_ref(ref.gate_g(), ref.gate_g() + std::size_t(c.hidden) * c.experts);
@@ -411,11 +413,11 @@ TEST(GpuMoELayer, OddSizesWorkOrAreRefusedClearly) {
   ASSERT_TRUE(c.validate_for(Backend::cuda));
   TrackingAllocator alloc(Backend::cuda);
   MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}));
-  layer.init(7);
+  layer.init(7, dev.default_stream());
   const auto x = testing_util::tokens(77, c.hidden, 1);
   Buffer dx = upload(dev, alloc, x, c.dtype), y = upload(dev, alloc, x, c.dtype);
   try {
-    layer.forward(dx.data(), 77, y.data());
+    layer.forward(dx.data(), 77, y.data(), dev.default_stream());
     FAIL() << "16-bit grouped GEMM on rows of 100 elements ran";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("16-byte aligned"), std::string::npos) << e.what();

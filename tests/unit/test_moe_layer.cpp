@@ -78,7 +78,7 @@ TEST(MoELayer, OnePrototypeIsPlainTopK) {
   a.forward(x);
   b.forward(x);
   EXPECT_LT(rel_diff(a.y.data(), dense_oracle(a, x).data(), x.size()), 1e-5);
-  const auto ex = b.slots(b.layer->routing().expert);
+  const auto ex = b.slots(b.routing().expert);
   for (int t = 0; t < 32; ++t)
     for (int z = 0; z < 4; ++z) {
       const int e = ex[t * 4 + z];
@@ -106,7 +106,7 @@ TEST(MoELayer, CapacityDropsTokensToZeroOutput) {
   CpuLayer L(c, local);
   const auto x = tokens(16, 16, 21);
   L.forward(x);
-  const auto pos = L.slots(L.layer->routing().position);
+  const auto pos = L.slots(L.routing().position);
   int dropped = 0;
   for (int t = 0; t < 16; ++t) {
     if (pos[t] >= 0) continue;
@@ -114,7 +114,7 @@ TEST(MoELayer, CapacityDropsTokensToZeroOutput) {
     for (int i = 0; i < 16; ++i) EXPECT_EQ(L.y[t * 16 + i], 0.f);  // the residual carries it
   }
   EXPECT_EQ(dropped, 16 - 8);
-  EXPECT_NEAR(L.layer->load().dropped_fraction, 0.5, 1e-12);
+  EXPECT_NEAR(L.load().dropped_fraction, 0.5, 1e-12);
 }
 
 // Loss = <dy, y> + aux; backward gives its gradient. Central differences on every input
@@ -136,11 +136,11 @@ TEST(MoELayer, BackwardMatchesFiniteDifferences) {
   auto loss = [&](std::vector<std::int32_t>* route) {
     L.forward(x);
     if (route) {
-      *route = L.slots(L.layer->routing().expert);
-      const auto p = L.slots(L.layer->routing().position);
+      *route = L.slots(L.routing().expert);
+      const auto p = L.slots(L.routing().position);
       route->insert(route->end(), p.begin(), p.end());
     }
-    double s = L.layer->routing().aux_loss;
+    double s = L.routing().aux_loss;
     for (std::size_t i = 0; i < dy.size(); ++i) s += double(dy[i]) * L.y[i];
     return s;
   };
@@ -182,8 +182,8 @@ TEST(MoELayer, AuxLossAndLoadStatisticsOnAFixedRouting) {
   L.forward({l3, 0.f, 0.f, l15, l3, 0.f});
   // density (2/3, 1/3), proxy ((0.75 + 0.4 + 0.75) / 3, (0.25 + 0.6 + 0.25) / 3)
   const double want = 1.0 * 2 * (2.0 / 3 * 1.9 / 3 + 1.0 / 3 * 1.1 / 3);
-  EXPECT_NEAR(L.layer->routing().aux_loss, want, 1e-6);
-  const LoadStats s = L.layer->load();
+  EXPECT_NEAR(L.routing().aux_loss, want, 1e-6);
+  const LoadStats s = L.load();
   EXPECT_EQ(s.kept, (std::vector<double>{2, 1}));
   EXPECT_NEAR(s.cv, (0.5 / 1.5), 1e-12);  // mean 1.5, sigma 0.5
   EXPECT_EQ(s.dropped_fraction, 0.0);
@@ -236,7 +236,7 @@ TEST(Experts, GemmsOnlyLeavesTheLayersStateUntouched) {
   const std::vector<float> w1(L.w1(), L.w1() + n), dx = L.dx;
   TrackingAllocator scratch(Backend::cpu);
   const std::size_t layer_peak = L.alloc.peak_total();
-  L.layer->experts().gemms_only(scratch);
+  L.layer->experts().gemms_only(L.ctx->experts, scratch, L.dev.default_stream());
   EXPECT_EQ(std::vector<float>(L.w1_g(), L.w1_g() + n), g1);
   EXPECT_EQ(std::vector<float>(L.w2_g(), L.w2_g() + n), g2);
   EXPECT_EQ(std::vector<float>(L.w1(), L.w1() + n), w1);
