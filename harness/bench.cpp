@@ -170,7 +170,11 @@ std::optional<std::string> check_common(const CommonOptions& o) {
       return "--dtype: '" + o.dtype + "' is not computed by the cpu backend; allowed there: fp32 (or use --backend cuda)";
     if (o.profile) return "--profile: brackets the CUDA profiler; it means nothing with --backend cpu";
     if (o.no_tensor_cores) return "--no-tensor-cores: only the cuda backend has tensor cores; drop it with --backend cpu";
+  } else if (o.link_bandwidth_GBps) {
+    return "--link-bandwidth: an emulated link is a cpu-backend setting; the GPU's links are measured as they are";
   }
+  if (o.link_latency_us && !o.link_bandwidth_GBps)
+    return "--link-latency: emulates a link only together with --link-bandwidth";
   return std::nullopt;
 }
 
@@ -191,7 +195,8 @@ std::optional<std::string> check_outputs(const BenchContext& ctx, const BenchPro
 std::string context_header(const BenchContext& ctx, const std::string& program) {
   std::ostringstream h;
   h << "# " << program << ": " << backend_name(ctx.backend()) << " backend (" << ctx.device.info().name << "), "
-    << ctx.world.size() << " rank(s), " << ctx.opts.dtype << ", " << ctx.opts.scale << " scale, "
+    << ctx.world.size() << " rank(s) (" << ctx.world.link() << "), " << ctx.opts.dtype << ", " << ctx.opts.scale
+    << " scale, "
     << ctx.repetitions() << " repetitions per measurement, commit " << ctx.provenance.commit << "\n"
     << "# times: the slowest rank's, per iteration, from our own timers (steady clock on the cpu, CUDA events on a GPU);\n"
     << "# lines give the median over repetitions and [min .. max]. Google Benchmark only schedules the runs, so the\n"
@@ -253,8 +258,11 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     rt.agree_or_exit(device_error);
 
     TrackingAllocator alloc(opts.backend_kind(), device->default_stream());
-    std::unique_ptr<Communicator> world = make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout());
-    BenchContext ctx{rt, opts, *device, alloc, *world, make_provenance(*device, rt.world(), opts.dtype, opts.scale), {}};
+    std::optional<EmulatedLink> link;
+    if (opts.link_bandwidth_GBps) link = EmulatedLink{*opts.link_bandwidth_GBps, opts.link_latency_us.value_or(0.0)};
+    std::unique_ptr<Communicator> world = make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout(), link);
+    BenchContext ctx{rt, opts, *device, alloc, *world,
+                     make_provenance(*device, rt.world(), world->link(), opts.dtype, opts.scale), {}};
     rt.agree_or_exit(program->validate(ctx));
     rt.agree_or_exit(check_outputs(ctx, *program, argc, argv));
 

@@ -9,7 +9,8 @@
 namespace moebench {
 
 struct Provenance {
-  std::string backend, device, driver, cuda, nccl, ranks, dtype, scale, commit, date;
+  // link: what communication ran over -- "measured: ..." or "emulated: <GB/s>, <us>".
+  std::string backend, device, driver, cuda, nccl, ranks, link, dtype, scale, commit, date;
   static const std::vector<std::string>& columns();
   std::vector<std::string> values() const;
 };

@@ -242,6 +242,12 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
             "Repetitions of each measurement; the CSV gives their median and spread (default: by scale)");
   add_real(app, "--comm-timeout", o.comm_timeout_s, above(0),
            "Seconds a communication operation may take before the whole job is ended (default 300)", 1e7);
+  add_real(app, "--link-bandwidth", o.link_bandwidth_GBps, above(0),
+           "Emulate an interconnect of this many GB/s between the ranks (cpu backend): every operation takes at least "
+           "latency + bus bytes / bandwidth; rows are labelled emulated",
+           1e6);
+  add_real(app, "--link-latency", o.link_latency_us, at_least(0),
+           "Latency of the emulated interconnect in microseconds (default 0; needs --link-bandwidth)", 1e9);
 }
 
 std::optional<std::uint64_t> parse_size(const std::string& text) {

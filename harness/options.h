@@ -60,6 +60,7 @@ struct CommonOptions {
   bool list_devices = false;  // handled before parsing (see bench_main); listed in --help
   std::optional<int> warmup, iters, repetitions;  // nullopt: the scale's default
   std::optional<double> comm_timeout_s;           // nullopt: 300 s
+  std::optional<double> link_bandwidth_GBps, link_latency_us;  // an emulated link (cpu)
 
   Backend backend_kind() const { return backend == "cuda" ? Backend::cuda : Backend::cpu; }
   Scale scale_kind() const { return scale == "tiny" ? Scale::tiny : scale == "paper" ? Scale::paper : Scale::local; }

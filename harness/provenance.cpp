@@ -42,7 +42,8 @@ std::string utc_now_iso8601() {
   return buf;
 }
 
-Provenance make_provenance(const Device& device, int ranks, const std::string& dtype, const std::string& scale) {
+Provenance make_provenance(const Device& device, int ranks, const std::string& link, const std::string& dtype,
+                           const std::string& scale) {
   Provenance p;
   p.backend = backend_name(device.backend());
   p.device = device.info().name;
@@ -54,6 +55,7 @@ Provenance make_provenance(const Device& device, int ranks, const std::string& d
   p.nccl = "-";
 #endif
   p.ranks = std::to_string(ranks);
+  p.link = link;
   p.dtype = dtype;
   p.scale = scale;
   p.commit = source_commit();

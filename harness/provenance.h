@@ -6,7 +6,8 @@
 
 namespace moebench {
 
-Provenance make_provenance(const Device& device, int ranks, const std::string& dtype, const std::string& scale);
+Provenance make_provenance(const Device& device, int ranks, const std::string& link, const std::string& dtype,
+                           const std::string& scale);
 // `git describe --always --dirty` of the source tree, or MOEBENCH_COMMIT, or "unknown".
 std::string source_commit();
 std::string utc_now_iso8601();

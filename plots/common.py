@@ -18,7 +18,9 @@ def read_rows(path):
 
 
 def provenance_line(row):
-    return (f"{row['backend']} backend, {row['ranks']} ranks, {row['dtype']}, {row['scale']} scale\n"
+    link = row.get("link", "")
+    link = f", link {link}" if link and row.get("ranks") not in ("1", None) else ""
+    return (f"{row['backend']} backend, {row['ranks']} ranks{link}, {row['dtype']}, {row['scale']} scale\n"
             f"{row['device']} ({row['commit']})")
 
 
