@@ -25,6 +25,7 @@
 #include "kernels/gemm.h"
 #include "moe/init.h"
 #include "moe/moe_layer.h"
+#include "models/paper_specs.h"
 
 namespace moebench {
 namespace {
@@ -83,8 +84,12 @@ class CvBench final : public BenchProgram {
     switch (ctx.scale()) {
       case Scale::tiny: defaults(2, 4, 128, 8); hidden_ = 32; break;
       case Scale::local: defaults(4, 300, 512, 16); hidden_ = 64; break;
-      // M6-T Table 3, 3-layer model: h 128, f 512, 4096 experts.
-      case Scale::paper: defaults(3, 500, 32768, 4096); hidden_ = 128; break;
+      case Scale::paper: {  // M6-T Table 3's 3-layer model (h 128, f 512 = 4h, 4096 experts)
+        const ModelSpec& m = model_spec("m6t-3layer");
+        defaults(m.layers, 500, 32768, m.experts);
+        hidden_ = m.hidden;
+        break;
+      }
     }
     if (optimizer_ == "sgd" && weight_decay_opt_) return "--weight-decay: only --optimizer adamw uses it";
     clusters_ = clusters_opt_.value_or(64);

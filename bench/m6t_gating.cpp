@@ -15,6 +15,7 @@
 #include "kernels/gating.h"
 #include "moe/init.h"
 #include "moe/moe_layer.h"
+#include "models/paper_specs.h"
 
 namespace moebench {
 namespace {
@@ -48,7 +49,13 @@ class GatingBench final : public BenchProgram {
       case Scale::tiny: sizes_ = {{"m6t", 32, 64, 64, 128}}; warmup_ = 1; iters_ = 2; break;
       // 2 cores: the M6-T widths with 512 instead of 4096 experts and 1024 tokens.
       case Scale::local: sizes_ = {{"m6t", 128, 512, 512, 1024}}; warmup_ = 1; iters_ = 3; break;
-      case Scale::paper: sizes_ = {{"m6t", 128, 512, 4096, 4096}, {"gpt", 768, 3072, 64, 4096}}; warmup_ = 3; iters_ = 10; break;
+      case Scale::paper: {  // M6-T Table 3's 3-layer model; 003 Table 3's GPT-S layer with 64 experts
+        const ModelSpec& m = model_spec("m6t-3layer");
+        const MoELayerSpec& g = moe_layer_spec("gpt-s");
+        sizes_ = {{"m6t", m.hidden, m.ffn, m.experts, 4096}, {"gpt", g.hidden, g.ffn, g.experts.front(), 4096}};
+        warmup_ = 3; iters_ = 10;
+        break;
+      }
     }
     if (!size_names_.empty()) {
       std::vector<Size> keep;

@@ -14,6 +14,7 @@
 #include "moe/init.h"
 #include "moe/moe_layer.h"
 #include "moe/npy.h"
+#include "models/paper_specs.h"
 
 namespace moebench {
 namespace {
@@ -54,7 +55,11 @@ class MoELayerBench final : public BenchProgram {
     switch (ctx.scale()) {
       case Scale::tiny: d.hidden = 64; d.ffn = 256; d.experts = 8; tokens = 128; warmup_ = 1; iters_ = 3; break;
       case Scale::local: d.hidden = 768; d.ffn = 3072; d.experts = 16; tokens = 4096; warmup_ = 1; iters_ = 2; break;
-      case Scale::paper: d.hidden = 1024; d.ffn = 4096; d.experts = 64; tokens = 8192; warmup_ = 3; iters_ = 10; break;
+      case Scale::paper: {  // the MoE layer of 000's GPT-3 Medium model, 4 sequences per rank
+        const ModelSpec& m = model_spec("gpt3-medium");
+        d.hidden = m.hidden; d.ffn = m.ffn; d.experts = m.experts; tokens = 4 * m.seq; warmup_ = 3; iters_ = 10;
+        break;
+      }
     }
     warmup_ = ctx.opts.warmup.value_or(warmup_);
     iters_ = ctx.opts.iters.value_or(iters_);

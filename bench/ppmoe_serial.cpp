@@ -10,6 +10,7 @@
 #include "kernels/grouped_gemm.h"
 #include "bench/moe_host.h"
 #include "moe/init.h"
+#include "models/paper_specs.h"
 
 namespace moebench {
 namespace {
@@ -48,7 +49,12 @@ class SerialBench final : public BenchProgram {
     widths_.clear();
     std::uint64_t need = 0;
     for (const auto& n : width_names_) {
-      widths_.push_back(n == "medium" ? Width{n, 1024, 4096} : n == "6.7b" ? Width{n, 4096, 16384} : Width{n, 64, 256});
+      if (n == "tiny") {
+        widths_.push_back(Width{n, 64, 256});
+      } else {
+        const ModelSpec& m = model_spec(n == "medium" ? "gpt3-medium" : "gpt3-6.7b");
+        widths_.push_back(Width{n, m.hidden, m.ffn});
+      }
       const Width& w = widths_.back();
       const std::uint64_t es = dtype_size(ctx.dtype());
       need = std::max<std::uint64_t>(need, es * (std::uint64_t(tokens_) * (w.hidden + w.ffn) +

@@ -8,6 +8,7 @@
 #include "runtime/range.h"
 #include "harness/spread.h"
 #include "runtime/watchdog.h"
+#include "models/paper_specs.h"
 
 namespace moebench {
 
@@ -126,6 +127,34 @@ TEST(Watchdog, OperationsThatFinishInTimeAreLeftAlone) {
 TEST(BytesOf, OverflowIsAnError) {
   EXPECT_EQ(bytes_of(10, DType::bf16), 20u);
   EXPECT_THROW(bytes_of(SIZE_MAX / 2, DType::f32), Error);
+}
+
+// The papers' specifications as the benches read them, against the documents' numbers.
+TEST(PaperSpecs, MatchTheDocuments) {
+  const ModelSpec& medium = model_spec("gpt3-medium");  // 000 Sec. 4.1
+  EXPECT_EQ(medium.layers, 24);
+  EXPECT_EQ(medium.hidden, 1024);
+  EXPECT_EQ(medium.heads, 16);
+  EXPECT_EQ(medium.seq, 2048);
+  EXPECT_EQ(medium.experts, 64);
+  EXPECT_EQ(medium.moe_every, 2);
+  EXPECT_EQ(model_spec("gpt3-6.7b").hidden, 4096);
+  const ModelSpec& m6t = model_spec("m6t-3layer");  // 001 Table 3
+  EXPECT_EQ(m6t.hidden, 128);
+  EXPECT_EQ(m6t.ffn, 512);
+  EXPECT_EQ(m6t.experts, 4096);
+  EXPECT_EQ(model_spec("m6t-1t").ffn, 21248);
+  EXPECT_EQ(model_spec("m6t-1t").experts, 960);
+  const MoELayerSpec& xl = moe_layer_spec("gpt-xl");  // 003 Table 3
+  EXPECT_EQ(xl.hidden, 2048);
+  EXPECT_EQ(xl.ffn, 8192);
+  EXPECT_EQ(xl.experts, (std::vector<int>{64, 16}));
+  try {
+    model_spec("gpt-5");
+    FAIL() << "an unknown spec was found";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gpt3-medium"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace moebench
