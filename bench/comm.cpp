@@ -168,20 +168,7 @@ class CommBench final : public BenchProgram {
   }
 
   void launch(BenchContext& ctx, Collective c, const comm_bench::Geometry& g) {
-    Communicator& w = ctx.world;
-    const Stream& s = ctx.device.default_stream();
-    const DType t = ctx.dtype();
-    switch (c) {
-      case Collective::all_to_all: w.all_to_all(send_.data(), recv_.data(), g.block, t, s); break;
-      case Collective::all_reduce: w.all_reduce(send_.data(), recv_.data(), g.block, t, ReduceOp::sum, s); break;
-      case Collective::all_gather: w.all_gather(send_.data(), recv_.data(), g.block, t, s); break;
-      case Collective::reduce_scatter: w.reduce_scatter(send_.data(), recv_.data(), g.block, t, ReduceOp::sum, s); break;
-      case Collective::send_recv: {
-        const int n = w.size(), r = w.rank();
-        w.send_recv(send_.data(), (r + 1) % n, recv_.data(), (r - 1 + n) % n, g.block, t, s);
-        break;
-      }
-    }
+    comm_bench::spec(c).launch(ctx.world, send_.data(), recv_.data(), g, ctx.dtype(), ctx.device.default_stream());
   }
 
   void run(benchmark::State& st, BenchContext& ctx, Collective c, const comm_bench::Geometry& g) {
@@ -195,15 +182,12 @@ class CommBench final : public BenchProgram {
 
     for (int i = 0; i < warmup_; ++i) launch(ctx, c, g);
     ctx.world.wait(s);
-    Event start(ctx.backend()), stop(ctx.backend());
     ctx.profile_begin();
-    for (auto _ : st) {
-      start.record(s);
-      launch(ctx, c, g);
-      stop.record(s);
-      ctx.world.wait(s);
-      ctx.set_iteration_time(st, Event::elapsed_ms(start, stop));
-    }
+    for (auto _ : st)
+      ctx.time_iteration(st, s, [&] {
+        launch(ctx, c, g);
+        ctx.world.wait(s);  // NCCL turns a hang or an asynchronous error into one here
+      });
     ctx.profile_end();
 
     // Check one fresh run: zeroed receive buffer, so unwritten elements count as wrong.

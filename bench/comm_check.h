@@ -1,6 +1,8 @@
-// What the comm bench moves and how it checks it, nccl-tests style: the byte count a size
-// means for each collective, the bus-bandwidth factor, the input pattern (small integers,
-// exact in fp16/bf16 sums) and the count of wrong received elements (#wrong).
+// What the comm bench moves and how it checks it, nccl-tests style: one table entry per
+// collective (its name, the buffer layout a size means, the bus-bandwidth factor, the value
+// each received element must have, and the call that runs it), the input pattern (small
+// integers, exact in fp16/bf16 sums) and the count of wrong received elements (#wrong).
+// Adding a collective is adding an entry.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 #include "kernels/dtype.h"
+#include "runtime/comm.h"
 
 namespace moebench::comm_bench {
 
@@ -22,7 +25,19 @@ struct Geometry {
   std::uint64_t size_bytes = 0;                // what algbw divides (nccl-tests' "size")
 };
 
-// The largest layout of at most `bytes` for `ranks` ranks; block 0 when it rounds to nothing.
+struct CollectiveSpec {
+  Collective id;
+  const char* name;
+  // The largest layout of at most `bytes` for `ranks` ranks; block 0 when it rounds to nothing.
+  Geometry (*geometry)(std::uint64_t bytes, int ranks, DType t);
+  double (*bus_factor)(int ranks);
+  // What element `index` of `rank`'s receive buffer must hold.
+  float (*expected)(int rank, int ranks, const Geometry& g, std::size_t index);
+  void (*launch)(Communicator& comm, const void* send, void* recv, const Geometry& g, DType t, const Stream& s);
+};
+const CollectiveSpec& spec(Collective c);
+
+// The table's entries, by collective.
 Geometry geometry(Collective c, std::uint64_t bytes, int ranks, DType t);
 // nccl-tests factors: 2(n-1)/n all-reduce; (n-1)/n all-to-all, all-gather, reduce-scatter; 1 send/recv.
 double bus_factor(Collective c, int ranks);

@@ -169,15 +169,8 @@ class SerialBench final : public BenchProgram {
     const ExpertGemm mode = variant == "grouped" ? ExpertGemm::grouped : ExpertGemm::serial;
     const Exec ex = ctx.device.exec(ctx.device.default_stream());
     const Stream& s = ctx.device.default_stream();
-    Event start(ctx.backend()), stop(ctx.backend());
     ctx.profile_begin();
-    for (auto _ : st) {
-      start.record(s);
-      grouped_gemm(ex, f.problems, mode, f.ptrs.data(), f.ptrs.bytes());
-      stop.record(s);
-      stop.synchronize();
-      ctx.set_iteration_time(st, Event::elapsed_ms(start, stop));
-    }
+    for (auto _ : st) ctx.time_iteration(st, s, [&] { grouped_gemm(ex, f.problems, mode, f.ptrs.data(), f.ptrs.bytes()); });
     ctx.profile_end();
   }
 
