@@ -14,6 +14,7 @@
 #include "moe/init.h"
 #include "moe/moe_layer.h"
 #include "moe/npy.h"
+#include "runtime/layout.h"
 #include "models/paper_specs.h"
 
 namespace moebench {
@@ -71,6 +72,8 @@ class MoELayerBench final : public BenchProgram {
     if (world % tp_ != 0)
       return "--tp: '" + std::to_string(tp_) + "' does not divide the " + std::to_string(world) +
              " ranks; allowed: a divisor of the number of ranks";
+    // PPMoE's tensor-parallel groups, and the data-parallel replicas they form, from the one layout.
+    if (auto e = ParallelLayout::make(world, tp_, 1, 1, &layout_)) return e;
     for (const auto& d2 : dispatchers_) {
       const int r = d2 == "expert_parallel" ? world : d2 == "ppmoe" ? tp_ : 1;
       if (auto e = moe_.resolve(d, tokens, ctx.dtype(), ctx.backend(), r)) {
@@ -170,7 +173,8 @@ class MoELayerBench final : public BenchProgram {
   std::unique_ptr<TokenDispatcher> make(BenchContext& ctx, const std::string& d, const DispatcherEnv& env) {
     if (d == "expert_parallel") return make_expert_parallel_dispatcher(env, ctx.world);
     if (d == "ppmoe") {
-      if (!tp_comm_) tp_comm_ = ctx.world.split(ctx.world.rank() / tp_, ctx.world.rank());
+      const int r = ctx.world.rank();
+      if (!tp_comm_) tp_comm_ = ctx.world.split(layout_.tp_color(r), layout_.tp_index(r));
       return make_ppmoe_dispatcher(env, *tp_comm_);
     }
     return make_local_dispatcher(env);
@@ -178,7 +182,7 @@ class MoELayerBench final : public BenchProgram {
 
   // PPMoE ranks of one TP group hold the same tokens; otherwise every rank has its own.
   int token_block(const BenchContext& ctx, const std::string& d) const {
-    return d == "ppmoe" ? ctx.world.rank() / tp_ : ctx.world.rank();
+    return d == "ppmoe" ? layout_.dp_index(ctx.world.rank()) : ctx.world.rank();
   }
 
   Fixture& fixture(BenchContext& ctx, const std::string& d) {
@@ -250,7 +254,7 @@ class MoELayerBench final : public BenchProgram {
   // group hold the same tokens: one of them counts).
   LoadStats global_load(BenchContext& ctx, const std::string& d, const MoEContext& mb) {
     const int E = moe_.config.experts;
-    const bool counts = d != "ppmoe" || ctx.world.rank() % tp_ == 0;
+    const bool counts = d != "ppmoe" || layout_.tp_index(ctx.world.rank()) == 0;
     const Routing& r = mb.routing;
     std::vector<double> both(2 * std::size_t(E), 0.0);  // [routed][kept]
     if (counts)
@@ -326,6 +330,7 @@ class MoELayerBench final : public BenchProgram {
   std::vector<std::string> dispatchers_;
   std::optional<int> tp_opt_;
   int tp_ = 1;
+  ParallelLayout layout_;
   std::string dump_dir_;
   int warmup_ = 1, iters_ = 3;
   std::unique_ptr<Communicator> tp_comm_;
