@@ -6,6 +6,7 @@
 #include <sstream>
 #include "harness/output_check.h"
 #include "harness/provenance.h"
+#include "runtime/timeline.h"
 #include "runtime/watchdog.h"
 
 namespace moebench {
@@ -184,7 +185,9 @@ std::optional<std::string> check_outputs(const BenchContext& ctx, const BenchPro
   if (writer)
     if (const auto out = flag_value(argc, argv, "--benchmark_out"))
       if (auto e = check_output_file("--benchmark_out", *out)) return e;
-  for (const OutputFolder& f : program.output_folders(ctx)) {
+  std::vector<OutputFolder> folders = program.output_folders(ctx);
+  if (!ctx.opts.trace_dir.empty()) folders.push_back({"--trace", ctx.opts.trace_dir, true});
+  for (const OutputFolder& f : folders) {
     if (!f.every_rank && !writer) continue;
     if (auto e = check_output_folder(f.option, f.path)) return e;
     remove_stale_temporaries(f.path);
@@ -266,6 +269,7 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     rt.agree_or_exit(program->validate(ctx));
     rt.agree_or_exit(check_outputs(ctx, *program, argc, argv));
 
+    if (!opts.trace_dir.empty()) Timeline::enable(rt.rank());
     program->register_benchmarks(ctx);
     RecordingReporter reporter(rt.rank() == 0, context_header(ctx, program->name()));
     const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -286,6 +290,10 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     // --benchmark_list_tests=true lists and measures nothing: then there is nothing to write.
     if (rt.any(!reporter.records.empty())) rc = program->finish(ctx, reporter.records);
     rc = rt.any(rc != 0) ? (rc != 0 ? rc : 1) : 0;
+    if (!opts.trace_dir.empty()) {
+      ctx.device.synchronize();
+      Timeline::write(opts.trace_dir + "/" + program->name() + ".rank" + std::to_string(rt.rank()) + ".json");
+    }
     program.reset();  // before the communicators, allocator and device its members came from
     world.reset();
     return rc;

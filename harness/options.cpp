@@ -232,6 +232,9 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   add_choice(app, "--dtype", o.dtype, {"fp32", "fp16", "bf16"},
              "Element type of activations and weights (cpu: fp32 only); default fp32");
   add_path(app, "--out", o.out_dir, "Folder the CSV results are written under; default results");
+  add_path(app, "--trace", o.trace_dir,
+           "Also write a Chrome/Perfetto trace JSON per rank here (<program>.rank<R>.json: one track per stream, "
+           "ranges named like the CSV columns, communication with its bytes); open it in ui.perfetto.dev");
   app.add_flag("--list-devices", o.list_devices, "Print how many CUDA devices this process can use, and exit");
   app.add_flag("--profile", o.profile,
                "Bracket only the measured iterations with cudaProfilerStart/Stop (nsys --capture-range=cudaProfilerApi; cuda only)");

@@ -55,6 +55,7 @@ struct CommonOptions {
   std::string scale = "local";
   std::string dtype = "fp32";
   std::string out_dir = "results";
+  std::string trace_dir;  // empty: no trace
   bool profile = false;
   bool no_tensor_cores = false;
   bool list_devices = false;  // handled before parsing (see bench_main); listed in --help

@@ -6,6 +6,11 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <vector>
 #include <string>
 #include <sys/wait.h>
 #include <libfccp/csv.h>
@@ -283,6 +288,72 @@ TEST(GatingBenchCli, ReferenceTableFollowsTheBinarysCheckout) {
   EXPECT_NE(csv.find(",top16,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",700,7,"), std::string::npos) << "top-16 paper ms/step and its ratio to top-1 from the moved table\n" << csv;
   fs::remove_all(root);
+}
+
+// The NVTX ranges a run pushes (recorded by NVTX's injection hook, as Nsight would see them) are
+// exactly the CSV's breakdown columns, and every push is popped at the same depth.
+TEST(MoELayerCli, NvtxRangesAreTheCsvColumnsAndNest) {
+#ifndef MOEBENCH_NVTX_RECORDER
+  GTEST_SKIP() << "built without NVTX";
+#else
+  const std::string dir = out_dir() + "_nvtx";
+  std::filesystem::create_directories(dir);
+  const std::string record = dir + "/ranges.txt";
+  const std::string cmd = std::string("env NVTX_INJECTION64_PATH=") + MOEBENCH_NVTX_RECORDER + " MOEBENCH_NVTX_RECORD=" +
+                          record + " timeout 60 " + MOEBENCH_MOE_LAYER_BIN +
+                          " --scale tiny --dispatchers local --repetitions 1 --iters 2 --out " + dir + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::set<std::string> pushed;
+  std::map<std::string, std::vector<std::string>> open;  // per thread: the stack of names
+  std::ifstream in(record);
+  std::string kind, thread, name;
+  int depth = 0, lines = 0;
+  while (in >> kind >> thread >> depth) {
+    ++lines;
+    auto& stack = open[thread];
+    if (kind == "push") {
+      in >> name;
+      EXPECT_EQ(depth, int(stack.size())) << name;
+      stack.push_back(name);
+      pushed.insert(name);
+    } else {
+      ASSERT_FALSE(stack.empty()) << "a pop without a push";
+      stack.pop_back();
+      EXPECT_EQ(depth, int(stack.size()));
+    }
+  }
+  EXPECT_GT(lines, 0) << "nothing recorded: the injection library did not load";
+  for (const auto& [t, stack] : open) EXPECT_TRUE(stack.empty()) << "ranges left open on thread " << t;
+  std::ifstream csv(dir + "/moe/layer_local.csv");
+  std::string header;
+  std::getline(csv, header);
+  std::set<std::string> columns;
+  std::stringstream cols(header);
+  for (std::string c; std::getline(cols, c, ',');)
+    if (c.rfind("moe.", 0) == 0 && c.size() > 3 && c.substr(c.size() - 3) == "_ms") columns.insert(c.substr(0, c.size() - 3));
+  EXPECT_EQ(pushed, columns);
+  std::filesystem::remove_all(dir);
+#endif
+}
+
+// --trace writes one Chrome/Perfetto trace per rank: the breakdown ranges by their CSV names and
+// the communication with its bytes, on named stream tracks.
+TEST(MoELayerCli, TraceHasRangesAndCommunicationPerRank) {
+  const char* py = "/usr/bin/python3";
+  const std::string dir = out_dir() + "_trace";
+  const Result r = run_moe("--dispatchers expert_parallel --repetitions 1 --iters 1 --trace " + dir + "/trace", 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string file = dir + "/trace/moebench_moe_layer.rank" + std::to_string(rank) + ".json";
+    const std::string check = std::string(py) + " -c \"import json; t=json.load(open('" + file +
+                              "')); ev=t['traceEvents']; names={e['name'] for e in ev if e['ph']=='X'}; "
+                              "assert {'moe.gating','moe.dispatch','moe.expert','moe.combine','moe.sync.bwd'} <= names, names; "
+                              "a2a=[e for e in ev if e.get('name')=='all_to_all_v (mpi)']; "
+                              "assert a2a and all(e['args']['bus_bytes']>=0 for e in a2a), a2a; "
+                              "assert any(e['ph']=='M' and e['name']=='thread_name' for e in ev)\"";
+    EXPECT_EQ(std::system(check.c_str()), 0) << file;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
