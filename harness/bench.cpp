@@ -6,6 +6,7 @@
 #include <sstream>
 #include "harness/output_check.h"
 #include "harness/provenance.h"
+#include "kernels/gemm.h"
 #include "runtime/timeline.h"
 #include "runtime/watchdog.h"
 
@@ -171,6 +172,8 @@ std::optional<std::string> check_common(const CommonOptions& o) {
       return "--dtype: '" + o.dtype + "' is not computed by the cpu backend; allowed there: fp32 (or use --backend cuda)";
     if (o.profile) return "--profile: brackets the CUDA profiler; it means nothing with --backend cpu";
     if (o.no_tensor_cores) return "--no-tensor-cores: only the cuda backend has tensor cores; drop it with --backend cpu";
+  } else if (o.blas_threads) {
+    return "--blas-threads: sets the CPU GEMM's threads; it means nothing with --backend cuda";
   } else if (o.link_bandwidth_GBps) {
     return "--link-bandwidth: an emulated link is a cpu-backend setting; the GPU's links are measured as they are";
   }
@@ -200,7 +203,9 @@ std::string context_header(const BenchContext& ctx, const std::string& program) 
   h << "# " << program << ": " << backend_name(ctx.backend()) << " backend (" << ctx.device.info().name << "), "
     << ctx.world.size() << " rank(s) (" << ctx.world.link() << "), " << ctx.opts.dtype << ", " << ctx.opts.scale
     << " scale, "
-    << ctx.repetitions() << " repetitions per measurement, commit " << ctx.provenance.commit << "\n"
+    << ctx.repetitions() << " repetitions per measurement, commit " << ctx.provenance.commit;
+  if (ctx.backend() == Backend::cpu) h << ", " << cpu_blas_threads() << " BLAS thread(s) per GEMM";
+  h << "\n"
     << "# times: the slowest rank's, per iteration, from our own timers (steady clock on the cpu, CUDA events on a GPU);\n"
     << "# lines give the median over repetitions and [min .. max]. Google Benchmark only schedules the runs, so the\n"
     << "# build type of its library (Debian's is a debug build) does not enter these times.\n";
@@ -249,6 +254,7 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     if (!usage_error) usage_error = check_common(opts);
     rt.agree_or_exit(usage_error);
     Watchdog::set_timeout(opts.comm_timeout());
+    if (opts.blas_threads) set_cpu_blas_threads(*opts.blas_threads);
 
     std::optional<Device> device;
     std::optional<std::string> device_error;

@@ -241,6 +241,9 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_flag("--no-tensor-cores", o.no_tensor_cores, "GEMMs without tensor cores (pedantic fp32 math; cuda only)");
   add_whole(app, "--warmup", o.warmup, 0, 1000000, "Untimed iterations before each measurement (default: by scale)");
   add_whole(app, "--iters", o.iters, 1, 1000000, "Timed iterations per repetition (default: by scale)");
+  add_whole(app, "--blas-threads", o.blas_threads, 1, 1024,
+            "Threads per CPU GEMM (cpu backend; default: OpenBLAS's, OPENBLAS_NUM_THREADS, which the experiment scripts "
+            "set to 1: ranks x busy streams x these should not exceed the cores)");
   add_whole(app, "--repetitions", o.repetitions, 1, 1000,
             "Repetitions of each measurement; the CSV gives their median and spread (default: by scale)");
   add_real(app, "--comm-timeout", o.comm_timeout_s, above(0),

@@ -60,6 +60,7 @@ struct CommonOptions {
   bool no_tensor_cores = false;
   bool list_devices = false;  // handled before parsing (see bench_main); listed in --help
   std::optional<int> warmup, iters, repetitions;  // nullopt: the scale's default
+  std::optional<int> blas_threads;                // nullopt: OpenBLAS's own (OPENBLAS_NUM_THREADS)
   std::optional<double> comm_timeout_s;           // nullopt: 300 s
   std::optional<double> link_bandwidth_GBps, link_latency_us;  // an emulated link (cpu)
 

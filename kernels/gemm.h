@@ -28,4 +28,10 @@ void gemm(const Exec& ex, const GemmArgs& g);
 
 inline double gemm_flops(int m, int n, int k) { return 2.0 * m * n * static_cast<double>(k); }
 
+// Threads one CPU GEMM may use (OpenBLAS's pool). A GEMM runs on the thread of the stream it is
+// enqueued on and fans out to these: ranks x busy streams x BLAS threads should not exceed the
+// cores, so with several streams computing at once 1 is right.
+void set_cpu_blas_threads(int threads);
+int cpu_blas_threads();
+
 }  // namespace moebench

@@ -32,6 +32,9 @@ void gemm_cpu(const GemmArgs& g) {
               static_cast<float*>(g.c), g.ldc);
 }
 
+void set_cpu_blas_threads(int threads) { openblas_set_num_threads(threads); }
+int cpu_blas_threads() { return openblas_get_num_threads(); }
+
 void gemm(const Exec& ex, const GemmArgs& g) {
   if (ex.backend == Backend::cpu) {
     check_gemm(g);
