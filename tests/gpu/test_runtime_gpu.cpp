@@ -1,0 +1,122 @@
+// The runtime on a GPU: streams with their own cuBLAS handles run GEMMs at once and events order
+// them; the pool reuses a block on its stream at once and on another after an event; NCCL
+// communicators duplicate; micro-batches of the layer on two streams equal each alone.
+// Skipped where there is no GPU.
+#include <cstring>
+#include "gpu/gpu_test_util.h"
+#include "kernels/gemm.h"
+#include "moe/moe_layer.h"
+#include "moe_test_util.h"
+#include "runtime/comm.h"
+#include "runtime/runtime.h"
+
+namespace moebench {
+using namespace gputest;
+
+TEST(GpuStreams, GemmsOnTwoStreamsWithTheirOwnHandlesAndEventOrdering) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda, dev.default_stream());
+  Stream a = dev.create_stream("a"), b = dev.create_stream("b");
+  EXPECT_NE(a.blas, b.blas);
+  const int n = 256;
+  const auto x = random_rounded(std::size_t(n) * n, DType::f32, 1), w = random_rounded(std::size_t(n) * n, DType::f32, 2);
+  std::vector<float> want(std::size_t(n) * n), want2(std::size_t(n) * n);
+  gemm_cpu(dense_gemm(false, false, n, n, n, x.data(), w.data(), want.data()));
+  gemm_cpu(dense_gemm(false, false, n, n, n, want.data(), w.data(), want2.data()));
+  Buffer dx = upload(dev, alloc, x, DType::f32), dw = upload(dev, alloc, w, DType::f32);
+  Buffer y = alloc.allocate(x.size() * 4, MemTag::temporary), z = alloc.allocate(x.size() * 4, MemTag::temporary);
+  dev.set_tensor_cores(false);
+  for (int round = 0; round < 10; ++round) {
+    dev.fill_zero(z.data(), z.bytes(), b);
+    gemm(dev.exec(a), dense_gemm(false, false, n, n, n, dx.data(), dw.data(), y.data()));
+    Event done(Backend::cuda);
+    done.record(a);
+    done.make_wait(b);  // z = y w reads y only after a wrote it
+    gemm(dev.exec(b), dense_gemm(false, false, n, n, n, y.data(), dw.data(), z.data()));
+    dev.synchronize();
+    EXPECT_LT(rel_l2(download(dev, alloc, z, want2.size(), DType::f32), want2), 1e-5) << round;
+  }
+}
+
+TEST(GpuPool, ReusesOnItsStreamAndAcrossStreamsAfterAnEvent) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda, dev.default_stream());
+  Stream a = dev.create_stream("a"), b = dev.create_stream("b");
+  void* p = nullptr;
+  {
+    Buffer x = alloc.allocate(1 << 20, MemTag::temporary, a);
+    p = x.data();
+  }
+  {
+    Buffer again = alloc.allocate(1 << 20, MemTag::temporary, a);
+    EXPECT_EQ(again.data(), p);
+  }
+  Buffer other = alloc.allocate(1 << 20, MemTag::temporary, b);  // a's block, behind an event
+  EXPECT_EQ(other.data(), p);
+  EXPECT_EQ(alloc.system_allocations(), 1);
+  const auto before = alloc.device_used_delta();
+  for (int i = 0; i < 100; ++i) Buffer t = alloc.allocate(1 << 20, MemTag::temporary, a);
+  EXPECT_EQ(alloc.device_used_delta(), before) << "the pool took new device memory in a loop";
+}
+
+TEST(GpuNccl, DuplicatedCommunicatorsRunOnTwoStreams) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  auto comm = make_world_communicator(*Runtime::current(), Backend::cuda, 60.0);
+  auto dup = comm->dup();
+  EXPECT_EQ(dup->size(), comm->size());
+  TrackingAllocator alloc(Backend::cuda, dev.default_stream());
+  Stream a = dev.create_stream("a"), b = dev.create_stream("b");
+  const std::vector<float> x(1000, 3.f);
+  Buffer da = upload(dev, alloc, x, DType::f32), db = upload(dev, alloc, x, DType::f32);
+  comm->all_reduce(da.data(), da.data(), 1000, DType::f32, ReduceOp::sum, a);
+  dup->all_reduce(db.data(), db.data(), 1000, DType::f32, ReduceOp::sum, b);
+  comm->wait(a);
+  dup->wait(b);
+  EXPECT_EQ(download(dev, alloc, da, 1000, DType::f32)[999], 3.f * comm->size());
+  EXPECT_EQ(download(dev, alloc, db, 1000, DType::f32)[0], 3.f * comm->size());
+}
+
+TEST(GpuMicroBatches, FourContextsOnTwoStreamsEqualEachAlone) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  MoEConfig c;
+  c.hidden = 64; c.ffn = 128; c.experts = 8; c.prototypes = 2; c.top_k = 2;
+  c.capacity_factor = 1.25;
+  const int T = 96, m = 4;
+  TrackingAllocator alloc(Backend::cuda, dev.default_stream());
+  dev.set_tensor_cores(false);
+  MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}));
+  layer.init(7, dev.default_stream());
+  std::vector<Buffer> x, dy, y, dx;
+  for (int i = 0; i < m; ++i) {
+    x.push_back(upload(dev, alloc, testing_util::tokens(T, c.hidden, 10 + i), DType::f32));
+    dy.push_back(upload(dev, alloc, testing_util::tokens(T, c.hidden, 20 + i), DType::f32));
+    y.push_back(alloc.allocate(x.back().bytes(), MemTag::activations));
+    dx.push_back(alloc.allocate(x.back().bytes(), MemTag::activations));
+  }
+  // Each alone, on the default stream.
+  std::vector<std::vector<float>> y_ref, dx_ref;
+  for (int i = 0; i < m; ++i) {
+    MoEContext mb = layer.forward(x[i].data(), T, y[i].data(), dev.default_stream());
+    layer.backward(mb, dy[i].data(), dx[i].data(), dev.default_stream());
+    y_ref.push_back(download(dev, alloc, y[i], std::size_t(T) * c.hidden, DType::f32));
+    dx_ref.push_back(download(dev, alloc, dx[i], std::size_t(T) * c.hidden, DType::f32));
+  }
+  // All alive at once on two streams, backwards reversed (the weight gradients they share are
+  // ordered by an event between the streams).
+  Stream s[2] = {dev.create_stream("even"), dev.create_stream("odd")};
+  std::vector<MoEContext> live;
+  for (int i = 0; i < m; ++i) live.push_back(layer.forward(x[i].data(), T, y[i].data(), s[i % 2]));
+  for (int i = m - 1; i >= 0; --i) {
+    Event before(Backend::cuda);
+    before.record(s[1 - i % 2]);
+    before.make_wait(s[i % 2]);
+    layer.backward(live[i], dy[i].data(), dx[i].data(), s[i % 2]);
+  }
+  dev.synchronize();
+  for (int i = 0; i < m; ++i) {
+    EXPECT_LT(rel_l2(download(dev, alloc, y[i], std::size_t(T) * c.hidden, DType::f32), y_ref[i]), 1e-6) << i;
+    EXPECT_LT(rel_l2(download(dev, alloc, dx[i], std::size_t(T) * c.hidden, DType::f32), dx_ref[i]), 1e-6) << i;
+  }
+}
+
+}  // namespace moebench
