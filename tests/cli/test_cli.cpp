@@ -206,8 +206,10 @@ TEST(CommBenchCli, StoppedRankEndsTheJobAfterTheCommTimeout) {
                    "rank 0: error: all_to_all (mpi) did not complete within 2 s (--comm-timeout)");
 }
 
-// On an emulated link the comm bench reports a bus bandwidth within 10% of the set one at large
-// sizes, and every row says the link was emulated, with its figures.
+// On an emulated link every operation takes at least latency + bus bytes / bandwidth, so the comm
+// bench never reports more than the set bandwidth (how close it gets at large sizes is a
+// measurement: results/comm_emulated/, from experiments/comm/emulated.sh); every row says the
+// link was emulated, with its figures.
 TEST(CommBenchCli, EmulatedLinkGivesItsBandwidthAndIsLabelled) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "a bandwidth figure under ThreadSanitizer's slowdown means nothing";
@@ -222,7 +224,8 @@ TEST(CommBenchCli, EmulatedLinkGivesItsBandwidthAndIsLabelled) {
     double busbw = 0;
     std::string link;
     ASSERT_TRUE(in.read_row(busbw, link)) << c;
-    EXPECT_NEAR(busbw, 0.2, 0.02) << c;
+    EXPECT_LE(busbw, 0.2 * 1.01) << c;  // the emulated floor holds
+    EXPECT_GE(busbw, 0.2 * 0.5) << c;   // and the emulation is not wildly off (a double wait, say)
     EXPECT_EQ(link, "emulated: 0.2 GB/s, 10 us") << c;
   }
   std::filesystem::remove_all(dir);

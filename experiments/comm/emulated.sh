@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# comm.emulated: the comm sweep over an emulated interconnect (default 1 GB/s, 5 us), to show
+# what the emulation gives: bus bandwidth at the set figure at large sizes, latency-bound at
+# small ones. Writes results/comm_emulated/comm/<collective>.csv (each row labelled
+# "emulated: ...") and results/comm_emulated/comm/busbw.png.
+#   experiments/comm/emulated.sh [--scale local] [--ranks N] [--link-bandwidth GB/s] [--link-latency us] [bench options]
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+MOEBENCH_RESULTS="$MOEBENCH_RESULTS/comm_emulated"
+moebench_experiment comm moebench_comm comm.py --link-bandwidth 1 --link-latency 5 --min-bytes 64K "$@"
