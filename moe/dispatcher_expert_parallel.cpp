@@ -144,9 +144,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
 
   void combine_backward_exchange(DispatchState& base, const Stream& c) override {
     auto& st = state(base);
-    st.begin(c);
-    exchange(st.send, st.send_rows, st.recv, st.recv_rows, c);
-    st.end(c);
+    exchange_phase(st, st.send, st.send_rows, st.recv, st.recv_rows, c);
   }
 
   void combine_backward_finish(DispatchState& base, const Stream& s) override {
@@ -168,9 +166,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
 
   void dispatch_backward_exchange(DispatchState& base, const Stream& c) override {
     auto& st = state(base);
-    st.begin(c);
-    exchange(st.recv, st.recv_rows, st.send, st.send_rows, c);
-    st.end(c);
+    exchange_phase(st, st.recv, st.recv_rows, st.send, st.send_rows, c);
   }
 
   void dispatch_backward_finish(DispatchState& base, const Stream& s) override {
@@ -203,6 +199,13 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
       rc[p] = to_rows[p] * h; rd[p] = ro; ro += rc[p];
     }
     comm_.all_to_all_v(from.data(), sc, sd, to.data(), rc, rd, env_.cfg.dtype, c);
+  }
+  // An exchange phase that only moves rows: after the previous phase, on `c`.
+  void exchange_phase(ExpertParallelState& st, const Buffer& from, const std::vector<std::size_t>& from_rows, Buffer& to,
+                      const std::vector<std::size_t>& to_rows, const Stream& c) {
+    st.begin(c);
+    exchange(from, from_rows, to, to_rows, c);
+    st.end(c);
   }
   void permute(ExpertParallelState& st, const Buffer& from, Buffer& to, bool to_expert_major, const Stream& s) {
     const std::int32_t* map = st.perm.as<std::int32_t>() + (to_expert_major ? 0 : st.recv_total);

@@ -10,6 +10,13 @@ std::size_t bytes_of(std::size_t count, DType t) {
   return count * es;
 }
 
+void check_all_to_all_v(int ranks, const std::vector<std::size_t>& sc, const std::vector<std::size_t>& sd,
+                        const std::vector<std::size_t>& rc, const std::vector<std::size_t>& rd) {
+  const std::size_t n = static_cast<std::size_t>(ranks);
+  if (sc.size() != n || sd.size() != n || rc.size() != n || rd.size() != n)
+    throw Error("all_to_all_v: counts and displacements need one entry per rank (" + std::to_string(n) + ")");
+}
+
 std::string EmulatedLink::describe() const {
   char buf[96];
   std::snprintf(buf, sizeof buf, "emulated: %g GB/s, %g us", bandwidth_GBps, latency_us);

@@ -86,5 +86,8 @@ std::string nccl_version();
 
 // Bytes of `count` elements, with an overflow check.
 std::size_t bytes_of(std::size_t count, DType t);
+// Throws Error unless all_to_all_v's counts and displacements have one entry per rank.
+void check_all_to_all_v(int ranks, const std::vector<std::size_t>& send_counts, const std::vector<std::size_t>& send_displs,
+                        const std::vector<std::size_t>& recv_counts, const std::vector<std::size_t>& recv_displs);
 
 }  // namespace moebench

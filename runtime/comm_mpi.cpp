@@ -60,9 +60,8 @@ class MpiCommunicator final : public Communicator {
   void all_to_all_v(const void* send, const std::vector<std::size_t>& sc, const std::vector<std::size_t>& sd,
                     void* recv, const std::vector<std::size_t>& rc, const std::vector<std::size_t>& rd, DType t,
                     const Stream& s) override {
+    check_all_to_all_v(size_, sc, sd, rc, rd);
     const std::size_t n = static_cast<std::size_t>(size_);
-    if (sc.size() != n || sd.size() != n || rc.size() != n || rd.size() != n)
-      throw Error("all_to_all_v: counts and displacements need one entry per rank (" + std::to_string(n) + ")");
     std::vector<int> isc(n), isd(n), irc(n), ird(n);
     double sent = 0, received = 0;  // to and from the other ranks
     for (std::size_t i = 0; i < n; ++i) {

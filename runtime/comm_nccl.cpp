@@ -72,9 +72,7 @@ class NcclCommunicator final : public Communicator {
   void all_to_all_v(const void* send, const std::vector<std::size_t>& sc, const std::vector<std::size_t>& sd,
                     void* recv, const std::vector<std::size_t>& rc, const std::vector<std::size_t>& rd, DType t,
                     const Stream& s) override {
-    const std::size_t n = static_cast<std::size_t>(size_);
-    if (sc.size() != n || sd.size() != n || rc.size() != n || rd.size() != n)
-      throw Error("all_to_all_v: counts and displacements need one entry per rank (" + std::to_string(n) + ")");
+    check_all_to_all_v(size_, sc, sd, rc, rd);
     NCCL_CHECK(ncclGroupStart(), comm_);
     for (int p = 0; p < size_; ++p) {
       if (sc[p]) NCCL_CHECK(ncclSend(static_cast<const char*>(send) + bytes_of(sd[p], t), sc[p], nccl_type(t), p, comm_, cs(s)), comm_);

@@ -24,12 +24,8 @@ struct Result {
   double seconds = 0;
 };
 
-Result run(const std::string& args, int ranks = 0) {
-  // mpirun refuses root without consent; 4 ranks share 2 cores.
-  std::string cmd = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
-  if (ranks > 0) cmd += std::string(MOEBENCH_MPIEXEC) + " " + MOEBENCH_MPIEXEC_FLAGS + " -np " + std::to_string(ranks) + " ";
-  // `timeout` turns a hang into a failure instead of a stuck test.
-  cmd = "timeout 60 " + cmd + MOEBENCH_COMM_BIN + " " + args + " 2>&1";
+// Runs a shell command, with its output and exit code.
+Result run_command(const std::string& cmd) {
   const auto t0 = std::chrono::steady_clock::now();
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -40,6 +36,14 @@ Result run(const std::string& args, int ranks = 0) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+Result run(const std::string& args, int ranks = 0) {
+  // mpirun refuses root without consent; 4 ranks share 2 cores.
+  std::string cmd = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
+  if (ranks > 0) cmd += std::string(MOEBENCH_MPIEXEC) + " " + MOEBENCH_MPIEXEC_FLAGS + " -np " + std::to_string(ranks) + " ";
+  // `timeout` turns a hang into a failure instead of a stuck test.
+  return run_command("timeout 60 " + cmd + MOEBENCH_COMM_BIN + " " + args + " 2>&1");
 }
 
 std::string out_dir() {
@@ -136,14 +140,7 @@ Result run_moe(const std::string& args, int ranks = 0) {
   std::string cmd = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
   if (ranks > 0) cmd += std::string(MOEBENCH_MPIEXEC) + " -np " + std::to_string(ranks) + " ";
   // --out first: a test's own --out comes later and wins.
-  cmd = "timeout 60 " + cmd + MOEBENCH_MOE_LAYER_BIN + " --scale tiny --out " + out_dir() + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p)) r.output += buf.data();
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return run_command("timeout 60 " + cmd + MOEBENCH_MOE_LAYER_BIN + " --scale tiny --out " + out_dir() + " " + args + " 2>&1");
 }
 
 void expect_moe_error(const std::string& args, int ranks, const std::string& option) {
@@ -248,14 +245,8 @@ TEST(CommBenchCli, StaleTemporaryFilesAreRemovedAtStart) {
 // as blank or NaN fields.
 TEST(CvBenchCli, DivergingTrainingIsAnErrorNotABlank) {
   const std::string dir = out_dir() + "_cv";
-  const std::string cmd = std::string("timeout 60 ") + MOEBENCH_CV_BIN + " --scale tiny --optimizer sgd --lr 1e30 --out " +
-                          dir + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p)) r.output += buf.data();
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const Result r = run_command(std::string("timeout 60 ") + MOEBENCH_CV_BIN +
+                               " --scale tiny --optimizer sgd --lr 1e30 --out " + dir + " 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("error: m6t.cv: training diverged at step"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("lower --lr"), std::string::npos) << r.output;
@@ -279,13 +270,11 @@ TEST(GatingBenchCli, ReferenceTableFollowsTheBinarysCheckout) {
     fputs("Model Size,Top-1,Top-4,Top-16,4 Top-4\n3-layer,100,300,700,310\n16-layer,1,2,3,4\n", f);
     fclose(f);
   }
-  const std::string cmd = "timeout 60 " + (root / "build" / "bench" / "moebench_m6t_gating").string() +
-                          " --scale tiny --repetitions 1 --out " + (root / "results").string() + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string output;
+  const Result r = run_command("timeout 60 " + (root / "build" / "bench" / "moebench_m6t_gating").string() +
+                               " --scale tiny --repetitions 1 --out " + (root / "results").string() + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string& output = r.output;
   std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p)) output += buf.data();
-  ASSERT_EQ(pclose(p), 0) << output;
   FILE* f = fopen((root / "results" / "m6t" / "gating.csv").c_str(), "r");
   ASSERT_NE(f, nullptr) << output;
   std::string csv;

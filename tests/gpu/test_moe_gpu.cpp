@@ -268,51 +268,6 @@ TEST(GpuAuxAndAxpy, MatchCpu) {
   }
 }
 
-// The whole layer (gate, capacity, permutation, grouped experts, backward) on the GPU against
-// the CPU layer with the same weights and tokens.
-TEST(GpuMoELayer, ForwardAndBackwardMatchTheCpuLayer) {
-  MOEBENCH_REQUIRE_GPU(dev);
-  for (DType t : {DType::f32, DType::bf16}) {
-    MoEConfig c;
-    c.hidden = 64; c.ffn = 128; c.experts = 8; c.prototypes = 2; c.top_k = 2;
-    c.capacity_factor = 1.25;
-    c.aux_coef = 0.1f;
-    c.dtype = t;
-    const int T = 96;
-    auto x = testing_util::tokens(T, 64, 1);
-    auto dy = testing_util::tokens(T, 64, 2);
-    round_to(t, x.data(), x.size());
-    round_to(t, dy.data(), dy.size());
-    MoEConfig cc = c;
-    cc.dtype = DType::f32;
-    testing_util::CpuLayer ref(cc, [](const DispatcherEnv& env) { return make_local_dispatcher(env, 2); });
-    if (t != DType::f32) {  // the CPU reference gets the weights the GPU stores
-      round_to(t, ref.w1(), 8 * ref.expert_weights());
-      round_to(t, ref.w2(), 8 * ref.expert_weights());
-    }
-    ref.forward(x);
-    ref.backward(dy);
-
-    TrackingAllocator alloc(Backend::cuda);
-    dev.set_tensor_cores(false);
-    MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}, 2));
-    const Stream& s = dev.default_stream();
-    layer.init(7, s);
-    Buffer dx = upload(dev, alloc, x, t), ddy = upload(dev, alloc, dy, t);
-    Buffer y = upload(dev, alloc, std::vector<float>(x.size(), NAN), t), dxo = upload(dev, alloc, std::vector<float>(x.size(), NAN), t);
-    MoEContext mb = layer.forward(dx.data(), T, y.data(), s);
-    layer.backward(mb, ddy.data(), dxo.data(), s);
-    const double tol = t == DType::f32 ? 1e-5 : 3e-2;
-    EXPECT_LT(rel_l2(download(dev, alloc, y, x.size(), t), ref.y), tol) << dtype_name(t);
-    EXPECT_LT(rel_l2(download(dev, alloc, dxo, x.size(), t), ref.dx), tol) << dtype_name(t);
-    const std::vector<float> gate_ref(ref.gate_g(), ref.gate_g() + 64 * 8);
-    EXPECT_LT(rel_l2(to_host<float>(dev, layer.gate().grad(), 64 * 8), gate_ref), tol) << dtype_name(t);
-    const std::vector<float> w1_ref(ref.w1_g(), ref.w1_g() + 8 * ref.expert_weights());
-    EXPECT_LT(rel_l2(download(dev, alloc, layer.experts().w1_grad(), w1_ref.size(), t), w1_ref), tol) << dtype_name(t);
-    EXPECT_EQ(mb.routing.kept, ref.routing().kept) << dtype_name(t);
-  }
-}
-
 // NCCL at world size 1 carries the expert-parallel and PPMoE dispatchers' collectives.
 TEST(GpuMoELayer, NcclDispatchersAtWorldOneMatchLocal) {
   MOEBENCH_REQUIRE_GPU(dev);
@@ -347,7 +302,7 @@ TEST(GpuMoELayer, NcclDispatchersAtWorldOneMatchLocal) {
 
 // The layer as users run it: tensor cores on, fp16 and bf16 activations and experts. The gate
 // stays in full fp32 (no TF32), so routing -- kept counts and expert choices -- equals the CPU's.
-static void compare_layer_with_cpu(Device& dev, MoEConfig c, int T, bool tensor_cores, double tol) {
+static void compare_layer_with_cpu(Device& dev, MoEConfig c, int T, bool tensor_cores, double tol, int groups = 1) {
   const DType t = c.dtype;
   auto x = testing_util::tokens(T, c.hidden, 1);
   auto dy = testing_util::tokens(T, c.hidden, 2);
@@ -355,7 +310,7 @@ static void compare_layer_with_cpu(Device& dev, MoEConfig c, int T, bool tensor_
   round_to(t, dy.data(), dy.size());
   MoEConfig cc = c;
   cc.dtype = DType::f32;
-  testing_util::CpuLayer ref(cc, [](const DispatcherEnv& env) { return make_local_dispatcher(env); });
+  testing_util::CpuLayer ref(cc, [groups](const DispatcherEnv& env) { return make_local_dispatcher(env, groups); });
   const std::size_t wn = std::size_t(c.experts) * ref.expert_weights();
   if (t != DType::f32) {  // the CPU reference gets the weights the GPU stores
     round_to(t, ref.w1(), wn);
@@ -365,7 +320,7 @@ static void compare_layer_with_cpu(Device& dev, MoEConfig c, int T, bool tensor_
   ref.backward(dy);
   TrackingAllocator alloc(Backend::cuda);
   dev.set_tensor_cores(tensor_cores);
-  MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}));
+  MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}, groups));
   const Stream& s = dev.default_stream();
   layer.init(7, s);
   Buffer dx = upload(dev, alloc, x, t), ddy = upload(dev, alloc, dy, t);
@@ -380,8 +335,23 @@ static void compare_layer_with_cpu(Device& dev, MoEConfig c, int T, bool tensor_
   EXPECT_LT(rel_l2(download(dev, alloc, dxo, x.size(), t), ref.dx), tol) << what;
   const std::vector<float> gate_ref(ref.gate_g(), ref.gate_g() + std::size_t(c.hidden) * c.experts);
   EXPECT_LT(rel_l2(to_host<float>(dev, layer.gate().grad(), gate_ref.size()), gate_ref), tol) << what;
-  const std::vector<float> w2_ref(ref.w2_g(), ref.w2_g() + wn);
+  const std::vector<float> w1_ref(ref.w1_g(), ref.w1_g() + wn), w2_ref(ref.w2_g(), ref.w2_g() + wn);
+  EXPECT_LT(rel_l2(download(dev, alloc, layer.experts().w1_grad(), wn, t), w1_ref), tol) << what;
   EXPECT_LT(rel_l2(download(dev, alloc, layer.experts().w2_grad(), wn, t), w2_ref), tol) << what;
+}
+
+// The whole layer (gate, capacity in two groups, permutation, grouped experts, backward) on the
+// GPU against the CPU layer with the same weights and tokens, tensor cores off.
+TEST(GpuMoELayer, ForwardAndBackwardMatchTheCpuLayer) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  for (DType t : {DType::f32, DType::bf16}) {
+    MoEConfig c;
+    c.hidden = 64; c.ffn = 128; c.experts = 8; c.prototypes = 2; c.top_k = 2;
+    c.capacity_factor = 1.25;
+    c.aux_coef = 0.1f;
+    c.dtype = t;
+    compare_layer_with_cpu(dev, c, 96, /*tensor_cores=*/false, t == DType::f32 ? 1e-5 : 3e-2, /*groups=*/2);
+  }
 }
 
 TEST(GpuMoELayer, SixteenBitWithTensorCoresMatchesTheCpuLayer) {
