@@ -28,10 +28,10 @@ void dispatch_rows_cpu(const RowMap& m, const float* x, float* rows) {
     }
 }
 
-void combine_rows_cpu(const RowMap& m, const float* rows, const float* weight, float* out) {
+void combine_rows_cpu(const RowMap& m, const float* rows, const float* weight, float* out, bool accumulate) {
   for (int t = 0; t < m.tokens; ++t) {
     float* o = out + std::size_t(t) * m.hidden;
-    std::memset(o, 0, sizeof(float) * m.hidden);
+    if (!accumulate) std::memset(o, 0, sizeof(float) * m.hidden);
     for (int s = 0; s < m.slots; ++s) {
       const std::size_t slot = std::size_t(t) * m.slots + s;
       const std::int32_t r = m.row_of[slot];
@@ -44,12 +44,15 @@ void combine_rows_cpu(const RowMap& m, const float* rows, const float* weight, f
 }
 
 void combine_rows_backward_cpu(const RowMap& m, const float* dout, const float* rows, const float* weight,
-                               float* drows, float* dweight) {
+                               float* drows, float* dweight, bool slice) {
   for (int t = 0; t < m.tokens; ++t)
     for (int s = 0; s < m.slots; ++s) {
       const std::size_t slot = std::size_t(t) * m.slots + s;
       const std::int32_t r = m.row_of[slot];
-      if (r < 0) { dweight[slot] = 0.f; continue; }
+      if (r < 0) {
+        if (!slice) dweight[slot] = 0.f;
+        continue;
+      }
       const float* d = dout + std::size_t(t) * m.hidden;
       const float* y = rows + std::size_t(r) * m.hidden;
       float* dr = drows + std::size_t(r) * m.hidden;
@@ -84,19 +87,22 @@ void dispatch_rows(const Exec& ex, const RowMap& m, const void* x, void* rows, D
   require_f32(t, "dispatch_rows");
   run_host(ex, "dispatch_rows", [=] { dispatch_rows_cpu(m, static_cast<const float*>(x), static_cast<float*>(rows)); });
 }
-void combine_rows(const Exec& ex, const RowMap& m, const void* rows, const float* weight, void* out, DType t) {
-  if (ex.backend == Backend::cuda) return combine_rows_cuda(m, rows, weight, out, t, ex.stream);
+void combine_rows(const Exec& ex, const RowMap& m, const void* rows, const float* weight, void* out, DType t,
+                  bool accumulate) {
+  if (ex.backend == Backend::cuda) return combine_rows_cuda(m, rows, weight, out, accumulate, t, ex.stream);
   require_f32(t, "combine_rows");
-  run_host(ex, "combine_rows",
-           [=] { combine_rows_cpu(m, static_cast<const float*>(rows), weight, static_cast<float*>(out)); });
+  run_host(ex, "combine_rows", [=] {
+    combine_rows_cpu(m, static_cast<const float*>(rows), weight, static_cast<float*>(out), accumulate);
+  });
 }
 void combine_rows_backward(const Exec& ex, const RowMap& m, const void* dout, const void* rows, const float* weight,
-                           void* drows, float* dweight, DType t) {
-  if (ex.backend == Backend::cuda) return combine_rows_backward_cuda(m, dout, rows, weight, drows, dweight, t, ex.stream);
+                           void* drows, float* dweight, DType t, bool slice) {
+  if (ex.backend == Backend::cuda)
+    return combine_rows_backward_cuda(m, dout, rows, weight, drows, dweight, slice, t, ex.stream);
   require_f32(t, "combine_rows_backward");
   run_host(ex, "combine_rows_backward", [=] {
     combine_rows_backward_cpu(m, static_cast<const float*>(dout), static_cast<const float*>(rows), weight,
-                              static_cast<float*>(drows), dweight);
+                              static_cast<float*>(drows), dweight, slice);
   });
 }
 void dispatch_rows_backward(const Exec& ex, const RowMap& m, const void* drows, void* dx, bool accumulate, DType t) {
@@ -110,8 +116,10 @@ void dispatch_rows_backward(const Exec& ex, const RowMap& m, const void* drows, 
 #if !MOEBENCH_WITH_CUDA
 void build_row_map_cuda(const RowMapSource&, std::int32_t*, void*) { cuda_not_built("build_row_map"); }
 void dispatch_rows_cuda(const RowMap&, const void*, void*, DType, void*) { cuda_not_built("dispatch_rows"); }
-void combine_rows_cuda(const RowMap&, const void*, const float*, void*, DType, void*) { cuda_not_built("combine_rows"); }
-void combine_rows_backward_cuda(const RowMap&, const void*, const void*, const float*, void*, float*, DType, void*) {
+void combine_rows_cuda(const RowMap&, const void*, const float*, void*, bool, DType, void*) {
+  cuda_not_built("combine_rows");
+}
+void combine_rows_backward_cuda(const RowMap&, const void*, const void*, const float*, void*, float*, bool, DType, void*) {
   cuda_not_built("combine_rows_backward");
 }
 void dispatch_rows_backward_cuda(const RowMap&, const void*, void*, bool, DType, void*) {

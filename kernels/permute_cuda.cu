@@ -20,10 +20,10 @@ __global__ void dispatch_rows_kernel(RowMap m, const T* x, T* rows) {
 }
 
 template <class T>
-__global__ void combine_rows_kernel(RowMap m, const T* rows, const float* weight, T* out) {
+__global__ void combine_rows_kernel(RowMap m, const T* rows, const float* weight, T* out, bool accumulate) {
   const int t = blockIdx.x;
   for (int i = threadIdx.x; i < m.hidden; i += blockDim.x) {
-    float acc = 0.f;
+    float acc = accumulate ? cuda::load(out, size_t(t) * m.hidden + i) : 0.f;
     for (int s = 0; s < m.slots; ++s) {
       const size_t slot = size_t(t) * m.slots + s;
       const int r = m.row_of[slot];
@@ -35,14 +35,14 @@ __global__ void combine_rows_kernel(RowMap m, const T* rows, const float* weight
 
 template <class T>
 __global__ void combine_rows_backward_kernel(RowMap m, const T* dout, const T* rows, const float* weight, T* drows,
-                                             float* dweight) {
+                                             float* dweight, bool slice) {
   __shared__ float scratch[32];
   const int t = blockIdx.x;
   for (int s = 0; s < m.slots; ++s) {
     const size_t slot = size_t(t) * m.slots + s;
     const int r = m.row_of[slot];
     if (r < 0) {
-      if (threadIdx.x == 0) dweight[slot] = 0.f;
+      if (threadIdx.x == 0 && !slice) dweight[slot] = 0.f;
       continue;
     }
     float dot = 0.f;
@@ -98,23 +98,24 @@ void dispatch_rows_cuda(const RowMap& m, const void* x, void* rows, DType t, voi
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }
 
-void combine_rows_cuda(const RowMap& m, const void* rows, const float* weight, void* out, DType t, void* stream) {
+void combine_rows_cuda(const RowMap& m, const void* rows, const float* weight, void* out, bool accumulate, DType t,
+                       void* stream) {
   if (m.tokens == 0) return;
   cuda::dispatch_float(t, "combine_rows", [&](auto tag) {
     using T = decltype(tag);
     combine_rows_kernel<T><<<m.tokens, kRowThreads, 0, cs(stream)>>>(m, static_cast<const T*>(rows), weight,
-                                                                      static_cast<T*>(out));
+                                                                      static_cast<T*>(out), accumulate);
   });
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }
 
 void combine_rows_backward_cuda(const RowMap& m, const void* dout, const void* rows, const float* weight, void* drows,
-                                float* dweight, DType t, void* stream) {
+                                float* dweight, bool slice, DType t, void* stream) {
   if (m.tokens == 0) return;
   cuda::dispatch_float(t, "combine_rows_backward", [&](auto tag) {
     using T = decltype(tag);
     combine_rows_backward_kernel<T><<<m.tokens, kRowThreads, 0, cs(stream)>>>(
-        m, static_cast<const T*>(dout), static_cast<const T*>(rows), weight, static_cast<T*>(drows), dweight);
+        m, static_cast<const T*>(dout), static_cast<const T*>(rows), weight, static_cast<T*>(drows), dweight, slice);
   });
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }

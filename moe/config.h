@@ -20,6 +20,9 @@ struct MoEConfig {
   float aux_coef = 0.01f;
   ExpertGemm expert_gemm = ExpertGemm::grouped;
   DType dtype = DType::f32;
+  // The experts keep GeLU's output for backward (true), or only its input -- MPMoE's T_M, one
+  // [rows, f] tensor as the paper's in-place ReLU -- and recompute the output in backward.
+  bool keep_expert_activation = true;
 
   int slots() const { return prototypes * top_k; }
   int per_prototype() const { return experts / prototypes; }

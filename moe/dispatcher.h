@@ -102,7 +102,12 @@ struct DispatcherEnv {
 // over `groups` ranks uses the same groups).
 std::unique_ptr<TokenDispatcher> make_local_dispatcher(const DispatcherEnv& env, int groups = 1);
 // DPMoE / FastMoE style: E / D experts per rank of `comm`, tokens exchanged with all-to-all-v.
-std::unique_ptr<TokenDispatcher> make_expert_parallel_dispatcher(const DispatcherEnv& env, Communicator& comm);
+// `combine_comm` (the same ranks, e.g. comm.dup()) carries the combine direction -- combine and
+// its backward -- so that a pipelined layer has a dispatch of one micro-batch and a combine of
+// another in flight at once (MPMoE's S and R); by default `comm` carries both. The only
+// dispatcher that takes expert slices of a routing (Routing::expert_slice).
+std::unique_ptr<TokenDispatcher> make_expert_parallel_dispatcher(const DispatcherEnv& env, Communicator& comm,
+                                                                 Communicator* combine_comm = nullptr);
 // PPMoE (000 Algorithm 1): ranks of `comm` (a tensor-parallel group) hold the same tokens,
 // each computes its E / TP experts by index selection, outputs are all-reduced.
 std::unique_ptr<TokenDispatcher> make_ppmoe_dispatcher(const DispatcherEnv& env, Communicator& comm);

@@ -2,9 +2,12 @@
 // E / D experts. Dispatch: prepare permutes the kept assignments expert-major into the send
 // buffer; exchange swaps the counts (all-to-all, which the host waits for: it sizes the rest)
 // and the rows (all-to-all-v); finish regroups what arrived as [source][local expert] into
-// [local expert][source]. Combine, and both backward directions, mirror it. Capacity applies
-// per source rank (one group each). Buffers that two streams touch are recorded on both, so
-// the pool reuses them only when both are done.
+// [local expert][source]. Combine, and both backward directions, mirror it; the combine
+// direction runs over `combine_comm`. Capacity applies per source rank (one group each).
+// Communication buffers live for one exchange: each is taken where it is filled and given back
+// once the phase that reads it is queued (the pool reuses it in stream order), so between
+// forward and backward a micro-batch holds its activations -- the expert-major rows, the
+// returned outputs -- and row maps only. Buffers that two streams touch are recorded on both.
 #include "moe/dispatcher.h"
 #include "moe/dispatcher_rows.h"
 
@@ -18,6 +21,7 @@ struct ExpertParallelState final : DispatchState {
   std::vector<std::size_t> send_rows, recv_rows;  // per peer
   std::vector<std::int32_t> recv_counts;        // [source][local expert]
   std::size_t recv_total = 0;
+  bool slice = false;                           // an expert slice of the routing: add, do not overwrite
   Buffer send, recv, back, counts, perm;
   const float* weight = nullptr;  // the routing's combine weights [T, S]
   void* y = nullptr;
@@ -32,9 +36,9 @@ std::size_t sum(const std::vector<std::size_t>& v) {
 
 class ExpertParallelDispatcher final : public TokenDispatcher {
  public:
-  ExpertParallelDispatcher(const DispatcherEnv& env, Communicator& comm)
-      : env_(env), comm_(comm), D_(comm.size()), L_(env.cfg.experts / comm.size()), first_(comm.rank() * L_),
-        upload_(env.dev) {}
+  ExpertParallelDispatcher(const DispatcherEnv& env, Communicator& comm, Communicator& combine_comm)
+      : env_(env), comm_(comm), combine_comm_(combine_comm), D_(comm.size()), L_(env.cfg.experts / comm.size()),
+        first_(comm.rank() * L_), upload_(env.dev) {}
   std::string name() const override { return "expert_parallel"; }
   int first_local_expert() const override { return first_; }
   int local_experts() const override { return L_; }
@@ -44,6 +48,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
   std::unique_ptr<DispatchState> dispatch_prepare(const Routing& r, const void* x, const Stream& s) override {
     const int E = env_.cfg.experts;
     auto st = std::make_unique<ExpertParallelState>(env_.dev.backend());
+    st->slice = r.expert_slice;
     // Send buffer: every kept assignment, expert-major over all E experts (rank blocks are contiguous).
     std::vector<std::int32_t> base;
     st->send_per_expert = expert_major_bases(r, 0, E, base);
@@ -68,6 +73,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     comm_.all_to_all(st.counts.data(), st.counts.as<std::int32_t>() + E, std::size_t(L_), DType::i32, c);
     st.recv_counts.resize(std::size_t(E));  // [source][local expert]
     env_.dev.copy_to_host(st.recv_counts.data(), st.counts.as<std::int32_t>() + E, std::size_t(E) * 4, c);
+    st.counts.release();
     st.recv_rows.assign(D_, 0);
     st.rows_per_expert.assign(L_, 0);
     for (int p = 0; p < D_; ++p)
@@ -77,7 +83,8 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
       }
     st.recv_total = sum(st.recv_rows);
     st.recv = rows_buffer(st.recv_total, MemTag::buffers, c);
-    exchange(st.send, st.send_rows, st.recv, st.recv_rows, c);
+    exchange(comm_, st.send, st.send_rows, st.recv, st.recv_rows, c);
+    st.send.release();
     st.end(c);
   }
 
@@ -103,6 +110,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     upload_.upload(st.perm.data(), both.data(), both.size() * 4, s);
     st.rows = rows_buffer(n, MemTag::activations, s);
     permute(st, st.recv, st.rows, /*to_expert_major=*/true, s);
+    st.recv.release();
     st.end(s);
   }
 
@@ -111,6 +119,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     st.begin(s);
     st.y = y;
     st.weight = r.weight.as<float>();
+    st.recv = rows_buffer(st.recv_total, MemTag::buffers, s);
     permute(st, out, st.recv, false, s);
     st.end(s);
   }
@@ -120,7 +129,8 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     st.begin(c);
     st.recv.record_stream(c);
     st.back = rows_buffer(sum(st.send_rows), MemTag::activations, c);  // kept for combine_backward
-    exchange(st.recv, st.recv_rows, st.back, st.send_rows, c);
+    exchange(combine_comm_, st.recv, st.recv_rows, st.back, st.send_rows, c);
+    st.recv.release();
     st.end(c);
   }
 
@@ -128,7 +138,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     auto& st = state(base);
     st.begin(s);
     st.back.record_stream(s);
-    combine_rows(exec(s), st.mapping.map(env_.cfg.hidden), st.back.data(), st.weight, st.y, env_.cfg.dtype);
+    combine_rows(exec(s), st.mapping.map(env_.cfg.hidden), st.back.data(), st.weight, st.y, env_.cfg.dtype, st.slice);
     st.end(s);
   }
 
@@ -136,22 +146,31 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
                                 const Stream& s) override {
     auto& st = state(base);
     st.begin(s);
-    st.send.record_stream(s);
+    st.back.record_stream(s);
+    st.send = rows_buffer(sum(st.send_rows), MemTag::buffers, s);
     combine_rows_backward(exec(s), st.mapping.map(env_.cfg.hidden), dy, st.back.data(), r.weight.as<float>(),
-                          st.send.data(), dweight, env_.cfg.dtype);
+                          st.send.data(), dweight, env_.cfg.dtype, st.slice);
+    st.back.release();
     st.end(s);
   }
 
   void combine_backward_exchange(DispatchState& base, const Stream& c) override {
     auto& st = state(base);
-    exchange_phase(st, st.send, st.send_rows, st.recv, st.recv_rows, c);
+    st.begin(c);
+    st.send.record_stream(c);
+    st.recv = rows_buffer(st.recv_total, MemTag::buffers, c);
+    exchange(combine_comm_, st.send, st.send_rows, st.recv, st.recv_rows, c);
+    st.send.release();
+    st.end(c);
   }
 
   void combine_backward_finish(DispatchState& base, const Stream& s) override {
     auto& st = state(base);
     st.begin(s);
+    st.recv.record_stream(s);
     st.d_expert_out = rows_buffer(st.recv_total, MemTag::temporary, s);
     permute(st, st.recv, st.d_expert_out, true, s);
+    st.recv.release();
     st.end(s);
   }
 
@@ -160,19 +179,28 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     auto& st = state(base);
     st.begin(s);
     st.dx = dx;
+    st.recv = rows_buffer(st.recv_total, MemTag::buffers, s);
     permute(st, d_rows, st.recv, false, s);
+    st.perm.release();
     st.end(s);
   }
 
   void dispatch_backward_exchange(DispatchState& base, const Stream& c) override {
     auto& st = state(base);
-    exchange_phase(st, st.recv, st.recv_rows, st.send, st.send_rows, c);
+    st.begin(c);
+    st.recv.record_stream(c);
+    st.send = rows_buffer(sum(st.send_rows), MemTag::buffers, c);
+    exchange(comm_, st.recv, st.recv_rows, st.send, st.send_rows, c);
+    st.recv.release();
+    st.end(c);
   }
 
   void dispatch_backward_finish(DispatchState& base, const Stream& s) override {
     auto& st = state(base);
     st.begin(s);
-    dispatch_rows_backward(exec(s), st.mapping.map(env_.cfg.hidden), st.send.data(), st.dx, false, env_.cfg.dtype);
+    st.send.record_stream(s);
+    dispatch_rows_backward(exec(s), st.mapping.map(env_.cfg.hidden), st.send.data(), st.dx, st.slice, env_.cfg.dtype);
+    st.send.release();
     st.end(s);
   }
 
@@ -188,8 +216,8 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
   Buffer rows_buffer(std::size_t rows, MemTag tag, const Stream& s) {
     return env_.alloc.allocate(std::max<std::size_t>(rows, 1) * env_.cfg.hidden * dtype_size(env_.cfg.dtype), tag, s);
   }
-  // Rows [from_rows[p] for rank p] -> rows [to_rows[p] from rank p], hidden-wide, on `c`.
-  void exchange(const Buffer& from, const std::vector<std::size_t>& from_rows, Buffer& to,
+  // Rows [from_rows[p] for rank p] -> rows [to_rows[p] from rank p], hidden-wide, over `comm` on `c`.
+  void exchange(Communicator& comm, const Buffer& from, const std::vector<std::size_t>& from_rows, Buffer& to,
                 const std::vector<std::size_t>& to_rows, const Stream& c) {
     const std::size_t h = std::size_t(env_.cfg.hidden);
     std::vector<std::size_t> sc(D_), sd(D_), rc(D_), rd(D_);
@@ -198,14 +226,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
       sc[p] = from_rows[p] * h; sd[p] = so; so += sc[p];
       rc[p] = to_rows[p] * h; rd[p] = ro; ro += rc[p];
     }
-    comm_.all_to_all_v(from.data(), sc, sd, to.data(), rc, rd, env_.cfg.dtype, c);
-  }
-  // An exchange phase that only moves rows: after the previous phase, on `c`.
-  void exchange_phase(ExpertParallelState& st, const Buffer& from, const std::vector<std::size_t>& from_rows, Buffer& to,
-                      const std::vector<std::size_t>& to_rows, const Stream& c) {
-    st.begin(c);
-    exchange(from, from_rows, to, to_rows, c);
-    st.end(c);
+    comm.all_to_all_v(from.data(), sc, sd, to.data(), rc, rd, env_.cfg.dtype, c);
   }
   void permute(ExpertParallelState& st, const Buffer& from, Buffer& to, bool to_expert_major, const Stream& s) {
     const std::int32_t* map = st.perm.as<std::int32_t>() + (to_expert_major ? 0 : st.recv_total);
@@ -214,14 +235,19 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
 
   DispatcherEnv env_;
   Communicator& comm_;
+  Communicator& combine_comm_;
   int D_, L_, first_;
   HostStaging upload_;
 };
 
 }  // namespace
 
-std::unique_ptr<TokenDispatcher> make_expert_parallel_dispatcher(const DispatcherEnv& env, Communicator& comm) {
-  return std::make_unique<ExpertParallelDispatcher>(env, comm);
+std::unique_ptr<TokenDispatcher> make_expert_parallel_dispatcher(const DispatcherEnv& env, Communicator& comm,
+                                                                 Communicator* combine_comm) {
+  if (combine_comm && combine_comm->size() != comm.size())
+    throw Error("the combine communicator has " + std::to_string(combine_comm->size()) + " ranks, the dispatch one " +
+                std::to_string(comm.size()) + ": they must be the same ranks");
+  return std::make_unique<ExpertParallelDispatcher>(env, comm, combine_comm ? *combine_comm : comm);
 }
 
 }  // namespace moebench

@@ -33,6 +33,7 @@ class IndexSelectDispatcher final : public TokenDispatcher {
   float aux_grad_scale() const override { return 1.f / float(ranks_); }
 
   std::unique_ptr<DispatchState> dispatch_prepare(const Routing& r, const void* x, const Stream& s) override {
+    if (r.expert_slice) throw Error("the " + name() + " dispatcher takes whole routings, not expert slices");
     auto st = std::make_unique<IndexSelectState>(env_.dev.backend());
     std::vector<std::int32_t> base;
     st->rows_per_expert = expert_major_bases(r, first_, count_, base);

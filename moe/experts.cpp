@@ -69,26 +69,40 @@ ExpertsContext Experts::forward(const void* x, const std::vector<int>& rows, voi
   c.offset.assign(count_ + 1, 0);
   for (int e = 0; e < count_; ++e) c.offset[e + 1] = c.offset[e] + std::size_t(rows[e]);
   const std::size_t R = c.total_rows();
-  c.h = alloc_.allocate(std::max<std::size_t>(R, 1) * f * es_, MemTag::activations, s);
-  c.a = alloc_.allocate(std::max<std::size_t>(R, 1) * f * es_, MemTag::activations, s);
+  compute_middle(c, s);
+  // Not kept: a temporary, released once the second GEMM has it (stream order).
+  Buffer a = alloc_.allocate(std::max<std::size_t>(R, 1) * f * es_,
+                             cfg_.keep_expert_activation ? MemTag::activations : MemTag::temporary, s);
+  gelu_forward(dev_.exec(s), c.h.data(), a.data(), R * f, t);
   std::vector<GemmArgs> p;
   for (int e = 0; e < count_; ++e)
-    p.push_back(dense_gemm(false, false, rows[e], f, h, row_at(x, c.offset[e], h, es_), w1_at(e),
-                           row_at(c.h.data(), c.offset[e], f, es_), t));
-  run(p, s);
-  gelu_forward(dev_.exec(s), c.h.data(), c.a.data(), R * f, t);
-  p.clear();
-  for (int e = 0; e < count_; ++e)
-    p.push_back(dense_gemm(false, false, rows[e], h, f, row_at(c.a.data(), c.offset[e], f, es_), w2_at(e),
+    p.push_back(dense_gemm(false, false, rows[e], h, f, row_at(a.data(), c.offset[e], f, es_), w2_at(e),
                            row_at(y, c.offset[e], h, es_), t));
   run(p, s);
+  if (cfg_.keep_expert_activation) c.a = std::move(a);
   return c;
 }
 
-void Experts::backward(const ExpertsContext& c, const void* dy, void* dx, const Stream& s) {
+void Experts::compute_middle(ExpertsContext& c, const Stream& s) {
+  const int h = cfg_.hidden, f = cfg_.ffn;
+  c.h = alloc_.allocate(std::max<std::size_t>(c.total_rows(), 1) * f * es_, MemTag::activations, s);
+  std::vector<GemmArgs> p;
+  for (int e = 0; e < count_; ++e)
+    p.push_back(dense_gemm(false, false, c.rows[e], f, h, row_at(c.x, c.offset[e], h, es_), w1_at(e),
+                           row_at(c.h.data(), c.offset[e], f, es_), cfg_.dtype));
+  run(p, s);
+}
+
+void Experts::backward(const ExpertsContext& c, const void* dy, void* dx, const Stream& s, Buffer* keep_grad_h) {
   const int h = cfg_.hidden, f = cfg_.ffn;
   const DType t = cfg_.dtype;
   const std::size_t R = c.total_rows(), per = std::size_t(h) * f * es_;
+  Buffer recomputed;  // GeLU(h) when forward did not keep it
+  if (!c.a) {
+    recomputed = alloc_.allocate(std::max<std::size_t>(R, 1) * f * es_, MemTag::temporary, s);
+    gelu_forward(dev_.exec(s), c.h.data(), recomputed.data(), R * f, t);
+  }
+  const Buffer& act = c.a ? c.a : recomputed;
   Buffer da = alloc_.allocate(std::max<std::size_t>(R, 1) * f * es_, MemTag::temporary, s);
   char* g1 = static_cast<char*>(w1_grad_.data());
   char* g2 = static_cast<char*>(w2_grad_.data());
@@ -97,10 +111,11 @@ void Experts::backward(const ExpertsContext& c, const void* dy, void* dx, const 
   for (int e = 0; e < count_; ++e) {
     p.push_back(dense_gemm(false, true, c.rows[e], f, h, row_at(dy, c.offset[e], h, es_), w2_at(e),
                            row_at(da.data(), c.offset[e], f, es_), t));
-    p.push_back(dense_gemm(true, false, f, h, c.rows[e], row_at(c.a.data(), c.offset[e], f, es_),
+    p.push_back(dense_gemm(true, false, f, h, c.rows[e], row_at(act.data(), c.offset[e], f, es_),
                            row_at(dy, c.offset[e], h, es_), g2 + e * per, t, 1.f, 1.f));
   }
   run(p, s);
+  recomputed.release();
   gelu_backward(dev_.exec(s), c.h.data(), da.data(), da.data(), R * f, t);
   // dW1 += X^T dH and dX = dH W1^T.
   p.clear();
@@ -111,6 +126,7 @@ void Experts::backward(const ExpertsContext& c, const void* dy, void* dx, const 
                            row_at(dx, c.offset[e], h, es_), t));
   }
   run(p, s);
+  if (keep_grad_h) *keep_grad_h = std::move(da);
 }
 
 void Experts::gemms_only(const ExpertsContext& c, TrackingAllocator& scratch_alloc, const Stream& s) {
@@ -127,23 +143,24 @@ void Experts::gemms_only(const ExpertsContext& c, TrackingAllocator& scratch_all
                            row_at(out, c.offset[e], f, es_), t));
   run(p, s);
   p.clear();
+  const void* act = c.a ? c.a.data() : c.h.data();  // stands in for A when it was not kept
   for (int e = 0; e < count_; ++e)  // Y = A W2
-    p.push_back(dense_gemm(false, false, c.rows[e], h, f, row_at(c.a.data(), c.offset[e], f, es_), w2_at(e),
+    p.push_back(dense_gemm(false, false, c.rows[e], h, f, row_at(act, c.offset[e], f, es_), w2_at(e),
                            row_at(out, c.offset[e], h, es_), t));
   run(p, s);
   p.clear();
   for (int e = 0; e < count_; ++e) {  // dA = dY W2^T, dW2 += A^T dY (x stands in for dY)
     p.push_back(dense_gemm(false, true, c.rows[e], f, h, row_at(c.x, c.offset[e], h, es_), w2_at(e),
                            row_at(out, c.offset[e], f, es_), t));
-    p.push_back(dense_gemm(true, false, f, h, c.rows[e], row_at(c.a.data(), c.offset[e], f, es_),
+    p.push_back(dense_gemm(true, false, f, h, c.rows[e], row_at(act, c.offset[e], f, es_),
                            row_at(c.x, c.offset[e], h, es_), g + e * per, t, 1.f, 1.f));
   }
   run(p, s);
   p.clear();
   for (int e = 0; e < count_; ++e) {  // dW1 += X^T dH, dX = dH W1^T (a stands in for dH)
     p.push_back(dense_gemm(true, false, h, f, c.rows[e], row_at(c.x, c.offset[e], h, es_),
-                           row_at(c.a.data(), c.offset[e], f, es_), g + e * per, t, 1.f, 1.f));
-    p.push_back(dense_gemm(false, true, c.rows[e], h, f, row_at(c.a.data(), c.offset[e], f, es_), w1_at(e),
+                           row_at(act, c.offset[e], f, es_), g + e * per, t, 1.f, 1.f));
+    p.push_back(dense_gemm(false, true, c.rows[e], h, f, row_at(act, c.offset[e], f, es_), w1_at(e),
                            row_at(out, c.offset[e], h, es_), t));
   }
   run(p, s);

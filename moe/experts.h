@@ -3,7 +3,10 @@
 // and all experts run through one grouped GEMM call per step, or one GEMM after another
 // (cfg.expert_gemm). The module keeps weights and their gradients only: forward returns the
 // micro-batch's context (its rows, saved activations) that backward consumes, so several
-// micro-batches may be in flight. Backward adds into the weight gradients.
+// micro-batches may be in flight. Backward adds into the weight gradients. With
+// cfg.keep_expert_activation off, a context holds the pre-activation h alone (MPMoE's T_M) and
+// backward recomputes GeLU(h); a pipelined layer that shares T_M among partitions drops h after
+// forward and brings it back before backward (compute_middle again, or a copy from the host).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -18,7 +21,7 @@ struct ExpertsContext {
   const void* x = nullptr;           // the rows given to forward [R, h]; alive until backward
   std::vector<int> rows;             // per local expert
   std::vector<std::size_t> offset;   // first row of each expert, and R at the end
-  Buffer h, a;                       // pre-activation and activation [R, f]
+  Buffer h, a;                       // pre-activation and activation [R, f]; a only if kept
   std::size_t total_rows() const { return offset.empty() ? 0 : offset.back(); }
 };
 
@@ -31,7 +34,11 @@ class Experts {
   // x [R, h] -> y [R, h] with R = sum(rows).
   ExpertsContext forward(const void* x, const std::vector<int>& rows, void* y, const Stream& s);
   // dy [R, h] -> dx [R, h]; adds the micro-batch's weight gradients into w1_grad / w2_grad.
-  void backward(const ExpertsContext& c, const void* dy, void* dx, const Stream& s);
+  // The gradient of h [R, f] is a temporary released at the end, or handed to *keep_grad_h (a
+  // layer without memory reuse keeps every partition's until its whole backward is done).
+  void backward(const ExpertsContext& c, const void* dy, void* dx, const Stream& s, Buffer* keep_grad_h = nullptr);
+  // c.h = c.x W1: forward's first GEMM; MPMoE S3 / S4 run it again in backward to restore T_M.
+  void compute_middle(ExpertsContext& c, const Stream& s);
   void zero_grad(const Stream& s);
   // Only the GEMMs of forward + backward, in the same grouped calls, on the rows of `c` (for
   // the overhead ratio). Every output, weight gradients included, goes to scratch taken from

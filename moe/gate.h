@@ -26,6 +26,10 @@ struct Routing {
   std::vector<std::int32_t> routed, kept;  // host copies [G, E]
   std::vector<float> density, proxy;       // host [G, E], with the aux loss on
   double aux_loss = 0.0;                   // mean over groups
+  // Only the assignments to some experts (one step of a FasterMoE-style exchange; the other
+  // slots are -1 here and belong to other slices): the dispatcher adds the combine into y and
+  // the dispatch backward into dx, and writes this slice's combine-weight gradients only.
+  bool expert_slice = false;
   int tokens() const { return shape.gate.tokens; }
   int groups() const { return shape.groups; }
   int slots() const { return shape.gate.slots(); }

@@ -186,6 +186,20 @@ TEST(GpuPermute, DispatchCombineAndBackwardMatchCpuInEveryDtype) {
     Buffer ddx = upload(dev, alloc, std::vector<float>(dx.size(), NAN), t);
     dispatch_rows_backward(ex, dm, drv.data(), ddx.data(), false, t);
     EXPECT_LT(rel_l2(download(dev, alloc, ddx, dx.size(), t), dx), tol) << dtype_name(t);
+
+    // A slice of the slots: combine adds into what is there, backward leaves unmapped dweight alone.
+    const auto base = random_rounded(std::size_t(T) * h, t, 11);
+    std::vector<float> y_acc = base, dw_slice(dweight.size(), 5.f);
+    combine_rows_cpu(hm, rows.data(), weight.data(), y_acc.data(), true);
+    Buffer dya = upload(dev, alloc, base, t);
+    combine_rows(ex, dm, drv.data(), dw.as<float>(), dya.data(), t, /*accumulate=*/true);
+    EXPECT_LT(rel_l2(download(dev, alloc, dya, y_acc.size(), t), y_acc), tol) << dtype_name(t) << " accumulate";
+    std::vector<float> drows_slice(drows.size(), 0.f);
+    combine_rows_backward_cpu(hm, dout.data(), rows.data(), weight.data(), drows_slice.data(), dw_slice.data(), true);
+    Buffer ddws = to_device(dev, alloc, std::vector<float>(dweight.size(), 5.f));
+    combine_rows_backward(ex, dm, ddout.data(), drv.data(), dw.as<float>(), ddrows.data(), ddws.as<float>(), t,
+                          /*slice=*/true);
+    EXPECT_LT(rel_l2(to_host<float>(dev, ddws, dw_slice.size()), dw_slice), tol) << dtype_name(t) << " slice";
   }
 }
 

@@ -171,6 +171,31 @@ TEST(Permute, DispatchCombineAndTheirBackward) {
   EXPECT_FLOAT_EQ(dx[4], 10.f);
 }
 
+// Two expert slices of the same slots, each mapping what the other does not: accumulating
+// combines and slice backwards together equal the whole map's.
+TEST(Permute, SlicesOfTheSlotsAddUpToTheWholeMap) {
+  const std::int32_t whole[6] = {2, 0, 1, -1, 3, 4}, first[6] = {2, -1, 1, -1, -1, 4}, second[6] = {-1, 0, -1, -1, 3, -1};
+  const float rows[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const float weight[6] = {0.5f, 0.25f, 2.f, 9.f, 1.f, -1.f};
+  float want[6], got[6] = {};
+  combine_rows_cpu(RowMap{3, 2, 2, whole}, rows, weight, want);
+  combine_rows_cpu(RowMap{3, 2, 2, first}, rows, weight, got, true);
+  combine_rows_cpu(RowMap{3, 2, 2, second}, rows, weight, got, true);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(got[i], want[i]) << i;
+  const float dy[6] = {1, -1, 2, 0.5f, 3, 1};
+  float drows_want[10] = {}, drows_got[10] = {}, dw_want[6], dw_got[6] = {0, 0, 0, 0, 0, 0};
+  combine_rows_backward_cpu(RowMap{3, 2, 2, whole}, dy, rows, weight, drows_want, dw_want);
+  combine_rows_backward_cpu(RowMap{3, 2, 2, first}, dy, rows, weight, drows_got, dw_got, true);
+  combine_rows_backward_cpu(RowMap{3, 2, 2, second}, dy, rows, weight, drows_got, dw_got, true);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(dw_got[i], dw_want[i]) << i;
+  for (int i = 0; i < 10; ++i) EXPECT_FLOAT_EQ(drows_got[i], drows_want[i]) << i;
+  // Without the flags, the second slice overwrites what the first wrote.
+  float over[6] = {};
+  combine_rows_cpu(RowMap{3, 2, 2, first}, rows, weight, over);
+  combine_rows_cpu(RowMap{3, 2, 2, second}, rows, weight, over);
+  EXPECT_NE(over[0], want[0]);
+}
+
 TEST(RowMap, BasesPositionsAndForeignExperts) {
   const std::int32_t expert[4] = {0, 1, 1, 0}, position[4] = {0, 0, 1, -1}, base[2] = {-1, 5};
   RowMapSource src{4, 1, 2, 1, expert, position, base};

@@ -247,4 +247,26 @@ TEST(Experts, GemmsOnlyLeavesTheLayersStateUntouched) {
   EXPECT_EQ(std::vector<float>(L.w1_g(), L.w1_g() + n), g1);
 }
 
+// Without the kept GeLU output (MPMoE's one-tensor T_M) the layer computes the same thing, and
+// holds one [rows, f] activation less between forward and backward.
+TEST(Experts, RecomputingTheActivationInBackwardChangesNothingButMemory) {
+  MoEConfig c = small(4, 1, 2);
+  CpuLayer kept(c, local);
+  c.keep_expert_activation = false;
+  CpuLayer recomputed(c, local);
+  const auto x = tokens(24, c.hidden, 3), dy = tokens(24, c.hidden, 4);
+  kept.forward(x);
+  recomputed.forward(x);
+  const std::size_t rows = kept.ctx->experts.total_rows();
+  EXPECT_EQ(kept.alloc.current(MemTag::activations) - recomputed.alloc.current(MemTag::activations), rows * c.ffn * 4);
+  EXPECT_FALSE(recomputed.ctx->experts.a);
+  kept.backward(dy);
+  recomputed.backward(dy);
+  EXPECT_EQ(recomputed.y, kept.y);
+  EXPECT_EQ(recomputed.dx, kept.dx);
+  const std::size_t n = 4 * kept.expert_weights();
+  EXPECT_EQ(std::vector<float>(recomputed.w1_g(), recomputed.w1_g() + n), std::vector<float>(kept.w1_g(), kept.w1_g() + n));
+  EXPECT_EQ(std::vector<float>(recomputed.w2_g(), recomputed.w2_g() + n), std::vector<float>(kept.w2_g(), kept.w2_g() + n));
+}
+
 }  // namespace moebench
