@@ -29,4 +29,11 @@ void TokenDispatcher::dispatch_backward(DispatchState& st, const Routing& r, con
   dispatch_backward_finish(st, s);
 }
 
+std::unique_ptr<DispatchState> TokenDispatcher::redispatch(const DispatchState& st, const void* x, const Stream& s) {
+  auto re = redispatch_prepare(st, x, s);
+  redispatch_exchange(*re, s);
+  redispatch_finish(*re, s);
+  return re;
+}
+
 }  // namespace moebench

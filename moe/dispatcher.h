@@ -79,6 +79,14 @@ class TokenDispatcher {
                                          const Stream& s) = 0;
   virtual void dispatch_backward_exchange(DispatchState& st, const Stream& comm) = 0;
   virtual void dispatch_backward_finish(DispatchState& st, const Stream& s) = 0;
+  // Dispatch the micro-batch of `st` once more from x (MPMoE S2 / S4 restore the dispatched rows
+  // a memory-sharing layer dropped): the same routing, maps and counts -- no counts exchange --
+  // into a new state whose `rows` equal st.rows as dispatch left them. The new state's phases
+  // order among themselves only; `st` must outlive it and not have run dispatch_backward_prepare.
+  virtual std::unique_ptr<DispatchState> redispatch_prepare(const DispatchState& st, const void* x,
+                                                            const Stream& s) = 0;
+  virtual void redispatch_exchange(DispatchState& re, const Stream& comm) = 0;
+  virtual void redispatch_finish(DispatchState& re, const Stream& s) = 0;
   // After the gate's backward: whatever must be summed over ranks (input and this micro-batch's
   // gate gradients), on `s`.
   virtual void sync_gradients(void* dx, std::size_t dx_count, float* gate_grad, std::size_t gate_count,
@@ -89,6 +97,7 @@ class TokenDispatcher {
   void combine(DispatchState& st, const Routing& r, const Buffer& expert_out, void* y, const Stream& s);
   void combine_backward(DispatchState& st, const Routing& r, const void* dy, float* dweight, const Stream& s);
   void dispatch_backward(DispatchState& st, const Routing& r, const Buffer& d_rows, void* dx, const Stream& s);
+  std::unique_ptr<DispatchState> redispatch(const DispatchState& st, const void* x, const Stream& s);
 };
 
 // Which experts a rank holds and how the dispatchers are made.

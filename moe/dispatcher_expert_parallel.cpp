@@ -23,6 +23,7 @@ struct ExpertParallelState final : DispatchState {
   std::size_t recv_total = 0;
   bool slice = false;                           // an expert slice of the routing: add, do not overwrite
   Buffer send, recv, back, counts, perm;
+  const ExpertParallelState* maps = this;       // whose row maps it uses (a redispatch: the original's)
   const float* weight = nullptr;  // the routing's combine weights [T, S]
   void* y = nullptr;
   void* dx = nullptr;
@@ -112,6 +113,40 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     permute(st, st.recv, st.rows, /*to_expert_major=*/true, s);
     st.recv.release();
     st.end(s);
+  }
+
+  std::unique_ptr<DispatchState> redispatch_prepare(const DispatchState& base, const void* x, const Stream& s) override {
+    const auto& from = static_cast<const ExpertParallelState&>(base);
+    auto re = std::make_unique<ExpertParallelState>(env_.dev.backend());
+    re->maps = &from;
+    re->send_rows = from.send_rows;
+    re->recv_rows = from.recv_rows;
+    re->recv_total = from.recv_total;
+    re->rows_per_expert = from.rows_per_expert;
+    re->send = rows_buffer(sum(re->send_rows), MemTag::buffers, s);
+    dispatch_rows(exec(s), from.mapping.map(env_.cfg.hidden), x, re->send.data(), env_.cfg.dtype);
+    re->end(s);
+    return re;
+  }
+
+  void redispatch_exchange(DispatchState& base, const Stream& c) override {
+    auto& re = state(base);
+    re.begin(c);
+    re.send.record_stream(c);
+    re.recv = rows_buffer(re.recv_total, MemTag::buffers, c);
+    exchange(comm_, re.send, re.send_rows, re.recv, re.recv_rows, c);
+    re.send.release();
+    re.end(c);
+  }
+
+  void redispatch_finish(DispatchState& base, const Stream& s) override {
+    auto& re = state(base);
+    re.begin(s);
+    re.recv.record_stream(s);
+    re.rows = rows_buffer(re.recv_total, MemTag::activations, s);
+    permute(re, re.recv, re.rows, /*to_expert_major=*/true, s);
+    re.recv.release();
+    re.end(s);
   }
 
   void combine_prepare(DispatchState& base, const Routing& r, const Buffer& out, void* y, const Stream& s) override {
@@ -229,7 +264,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     comm.all_to_all_v(from.data(), sc, sd, to.data(), rc, rd, env_.cfg.dtype, c);
   }
   void permute(ExpertParallelState& st, const Buffer& from, Buffer& to, bool to_expert_major, const Stream& s) {
-    const std::int32_t* map = st.perm.as<std::int32_t>() + (to_expert_major ? 0 : st.recv_total);
+    const std::int32_t* map = st.maps->perm.as<std::int32_t>() + (to_expert_major ? 0 : st.recv_total);
     dispatch_rows(exec(s), RowMap{int(st.recv_total), 1, env_.cfg.hidden, map}, from.data(), to.data(), env_.cfg.dtype);
   }
 

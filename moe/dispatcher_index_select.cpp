@@ -48,6 +48,20 @@ class IndexSelectDispatcher final : public TokenDispatcher {
   void dispatch_exchange(DispatchState&, const Stream&) override {}
   void dispatch_finish(DispatchState&, const Stream&) override {}
 
+  std::unique_ptr<DispatchState> redispatch_prepare(const DispatchState& base, const void* x, const Stream& s) override {
+    const auto& from = static_cast<const IndexSelectState&>(base);
+    auto re = std::make_unique<IndexSelectState>(env_.dev.backend());
+    re->rows_per_expert = from.rows_per_expert;
+    std::size_t total = 0;
+    for (int n : re->rows_per_expert) total += std::size_t(n);
+    re->rows = env_.alloc.allocate(std::max<std::size_t>(total, 1) * hidden_bytes(), MemTag::activations, s);
+    dispatch_rows(env_.dev.exec(s), from.mapping.map(env_.cfg.hidden), x, re->rows.data(), env_.cfg.dtype);
+    re->end(s);
+    return re;
+  }
+  void redispatch_exchange(DispatchState&, const Stream&) override {}
+  void redispatch_finish(DispatchState&, const Stream&) override {}
+
   void combine_prepare(DispatchState& base, const Routing& r, const Buffer& out, void* y, const Stream& s) override {
     auto& st = state(base);
     st.begin(s);

@@ -57,8 +57,14 @@ struct Pool {
   std::int64_t allocations = 0, system_allocations = 0;
   std::size_t baseline_used = 0;
 
+  // Work queued before a block was given back (its users', a poison fill) may still be running
+  // when the last buffer goes: wait for it before the memory goes back to the system.
   ~Pool() {
-    for (auto& b : blocks) system_free(*b);
+    for (auto& b : blocks) {
+      if (b->freed) b->freed->synchronize();
+      for (const auto& e : b->pending) e->synchronize();
+      system_free(*b);
+    }
   }
 
   // A stream whose position an event can mark (the CUDA legacy stream is not one of ours).
@@ -168,21 +174,24 @@ struct Pool {
       current_total -= bytes;
     }
     b->in_use = false;
-    if (poison) fill_poison(*b, b->owner);
-    if (can_mark(b->owner)) {
-      if (!b->freed) b->freed = std::make_unique<Event>(b->owner.backend);
-      b->freed->record(b->owner);
-    }
-    if (b->also_used_on.empty()) {
-      free_lists[b->owner.id].emplace(b->size, b);
-      return;
-    }
     for (const Stream& s : b->also_used_on) {
       b->pending.push_back(std::make_unique<Event>(s.backend));
       b->pending.back()->record(s);
     }
     b->also_used_on.clear();
-    deferred.push_back(b);
+    if (poison) {  // after every stream that used it is done with it
+      if (can_mark(b->owner))
+        for (const auto& e : b->pending) e->make_wait(b->owner);
+      fill_poison(*b, b->owner);
+    }
+    if (can_mark(b->owner)) {
+      if (!b->freed) b->freed = std::make_unique<Event>(b->owner.backend);
+      b->freed->record(b->owner);
+    }
+    if (b->pending.empty())
+      free_lists[b->owner.id].emplace(b->size, b);
+    else
+      deferred.push_back(b);
   }
 
   static Buffer hand_out(const std::shared_ptr<Pool>& pool, std::size_t bytes, MemTag tag, const Stream& s, bool pinned);

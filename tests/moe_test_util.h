@@ -59,10 +59,11 @@ inline std::vector<float> tokens(int count, int hidden, std::uint64_t seed, int 
   return normal_vector(std::size_t(count) * hidden, seed, 77, 1.f, std::size_t(first_token) * hidden);
 }
 
-// max |a - b| / (1 + max |b|)
+// max |a - b| / (1 + max |b|); infinite where either holds a NaN or an infinity.
 inline double rel_diff(const float* a, const float* b, std::size_t n) {
   double d = 0, m = 0;
   for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
     d = std::max(d, std::fabs(double(a[i]) - b[i]));
     m = std::max(m, std::fabs(double(b[i])));
   }

@@ -180,6 +180,33 @@ TEST(AllocatorPool, PoisonMakesAUseAfterFreeOrReuseVisible) {
   EXPECT_EQ(reinterpret_cast<std::int32_t*>(reused.as<float>())[0], -1);
 }
 
+// The poison fill of a buffer released while another stream still reads it waits for that
+// stream: what the reader sees is the data, and the fill lands after it.
+TEST(AllocatorPool, PoisonWaitsForTheStreamsThatStillUseTheBlock) {
+  Device dev = Device::open(Backend::cpu);
+  Stream owner = dev.create_stream("owner"), reader = dev.create_stream("reader");
+  TrackingAllocator a(Backend::cpu);
+  a.set_poison(true);
+  Buffer b = a.allocate(64 * 4, MemTag::buffers, owner);
+  float* p = b.as<float>();
+  run_on(owner, "fill", [p] {
+    for (int i = 0; i < 64; ++i) p[i] = 2.f;
+  });
+  Event filled(Backend::cpu);
+  filled.record(owner);
+  filled.make_wait(reader);
+  float seen = 0.f;
+  run_on(reader, "slow read", [p, &seen] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    seen = p[63];
+  });
+  b.record_stream(reader);
+  b.release();  // now, while the reader sleeps
+  dev.synchronize();
+  EXPECT_EQ(seen, 2.f);
+  EXPECT_TRUE(std::isnan(p[0]));  // and the fill did land
+}
+
 TEST(AllocatorPool, PinnedHostMemoryIsCountedApartFromDeviceTags) {
   TrackingAllocator a(Backend::cpu);
   Buffer p = a.allocate_pinned(5000, MemTag::activations, Stream{});

@@ -1,0 +1,171 @@
+// The pipelined MoE layer at whatever world size mpirun gives (CTest: 1, 2 and 4 ranks) equals
+// the unpipelined expert-parallel layer -- outputs, input gradients, gate and expert weight
+// gradients -- for MPMoE with n in {1, 2, 3, 4, 8} (13 tokens per rank: n = 3, 4, 8 do not
+// divide them, and n = 8 leaves parts that route no token to some rank), without memory reuse
+// and with every restore strategy S1-S4, and for the FasterMoE-style split with every group
+// size that divides the world. Capacity drops and two prototypes of top-2 are on, so slicing
+// must keep exactly the whole batch's routing.
+#include <gtest/gtest.h>
+#include <numeric>
+#include "moe/pipelined_layer.h"
+#include "moe_test_util.h"
+#include "runtime/comm.h"
+
+namespace moebench {
+using namespace testing_util;
+
+namespace {
+
+MoEConfig config() {
+  MoEConfig c;
+  c.hidden = 16;
+  c.ffn = 24;
+  c.experts = 8;
+  c.prototypes = 2;
+  c.top_k = 2;
+  c.capacity_factor = 1.25;
+  c.aux_coef = 0.1f;
+  return c;
+}
+
+struct Result {
+  std::vector<float> y, dx, gate, w1, w2;
+};
+
+class PipelinedLayer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    world = make_mpi_communicator();
+    dispatch_comm = world->dup();
+    combine_comm = world->dup();
+    streams = PipelineStreams{dev.create_stream("compute"), dev.create_stream("dispatch"), dev.create_stream("combine"),
+                              dev.create_stream("copy")};
+    x = tokens(T, cfg.hidden, 100, world->rank() * T);
+    dy = tokens(T, cfg.hidden, 200, world->rank() * T);
+  }
+
+  template <class Layer>
+  Result grads(Layer& layer, std::vector<float> y, std::vector<float> dx) {
+    const std::size_t g = std::size_t(cfg.hidden) * cfg.experts;
+    const std::size_t w = std::size_t(layer.experts().count()) * cfg.hidden * cfg.ffn;
+    const float* gp = layer.gate().grad().template as<float>();
+    const float* w1 = layer.experts().w1_grad().template as<float>();
+    const float* w2 = layer.experts().w2_grad().template as<float>();
+    return Result{std::move(y), std::move(dx), {gp, gp + g}, {w1, w1 + w}, {w2, w2 + w}};
+  }
+
+  Result unpipelined() {
+    MoELayer layer(cfg, dev, alloc, make_expert_parallel_dispatcher(DispatcherEnv{cfg, dev, alloc}, *world));
+    const Stream& s = dev.default_stream();
+    layer.init(7, s);
+    std::vector<float> y(x.size()), dx(x.size());
+    MoEContext c = layer.forward(x.data(), T, y.data(), s);
+    layer.backward(c, dy.data(), dx.data(), s);
+    dev.synchronize();
+    return grads(layer, y, dx);
+  }
+
+  Result pipelined(const PipelineConfig& pipe, std::size_t* pinned_peak = nullptr) {
+    TrackingAllocator own(Backend::cpu);
+    PipelinedMoELayer layer(cfg, pipe, dev, own, *dispatch_comm, *combine_comm);
+    layer.init(7, streams.compute);
+    std::vector<float> y(x.size(), NAN), dx(x.size(), NAN);
+    PipelinedContext c = layer.forward(x.data(), T, y.data(), streams);
+    layer.backward(c, dy.data(), dx.data(), streams);
+    dev.synchronize();
+    if (pinned_peak) *pinned_peak = own.pinned_peak();
+    return grads(layer, y, dx);
+  }
+
+  void expect_equal(const Result& got, const Result& want, const std::string& what) {
+    EXPECT_LT(rel_diff(got.y.data(), want.y.data(), want.y.size()), 1e-5) << what << ": y";
+    EXPECT_LT(rel_diff(got.dx.data(), want.dx.data(), want.dx.size()), 1e-5) << what << ": dx";
+    EXPECT_LT(rel_diff(got.gate.data(), want.gate.data(), want.gate.size()), 1e-5) << what << ": gate gradient";
+    EXPECT_LT(rel_diff(got.w1.data(), want.w1.data(), want.w1.size()), 1e-5) << what << ": w1 gradient";
+    EXPECT_LT(rel_diff(got.w2.data(), want.w2.data(), want.w2.size()), 1e-5) << what << ": w2 gradient";
+  }
+
+  MoEConfig cfg = config();
+  const int T = 13;
+  Device dev = Device::open(Backend::cpu);
+  TrackingAllocator alloc{Backend::cpu};
+  std::unique_ptr<Communicator> world, dispatch_comm, combine_comm;
+  PipelineStreams streams;
+  std::vector<float> x, dy;
+};
+
+}  // namespace
+
+TEST_F(PipelinedLayer, MPMoEEveryGranularityAndRestoreStrategyEqualsTheUnpipelinedLayer) {
+  const Result want = unpipelined();
+  for (int n : {1, 2, 3, 4, 8})
+    for (MemoryReuse reuse : {MemoryReuse::none, MemoryReuse::s1, MemoryReuse::s2, MemoryReuse::s3, MemoryReuse::s4}) {
+      PipelineConfig pipe;
+      pipe.partitions = n;
+      pipe.reuse = reuse;
+      std::size_t pinned = 0;
+      expect_equal(pipelined(pipe, &pinned), want, pipe.describe());
+      // Only the offloading strategies use pinned host memory.
+      EXPECT_EQ(pinned > 0, reuse == MemoryReuse::s1 || reuse == MemoryReuse::s2 || reuse == MemoryReuse::s3)
+          << pipe.describe();
+    }
+}
+
+TEST_F(PipelinedLayer, FasterMoEStyleEveryGroupSizeEqualsTheUnpipelinedLayer) {
+  const Result want = unpipelined();
+  const int W = world->size();
+  for (int g = 1; g <= W; ++g) {
+    if (W % g) continue;
+    PipelineConfig pipe;
+    pipe.split = PipelineSplit::worker_groups;
+    pipe.group_size = g;
+    expect_equal(pipelined(pipe), want, pipe.describe());
+  }
+}
+
+// Two micro-batches alive at once, their backwards reversed: each gets what it gets alone.
+TEST_F(PipelinedLayer, TwoMicroBatchesInFlightWithSharedBuffers) {
+  PipelineConfig pipe;
+  pipe.partitions = 3;
+  pipe.reuse = MemoryReuse::s2;
+  TrackingAllocator own(Backend::cpu);
+  PipelinedMoELayer layer(cfg, pipe, dev, own, *dispatch_comm, *combine_comm);
+  layer.init(7, streams.compute);
+  auto x2 = tokens(T, cfg.hidden, 300, world->rank() * T), dy2 = tokens(T, cfg.hidden, 400, world->rank() * T);
+  std::vector<float> y1(x.size()), y2(x.size()), dx1(x.size()), dx2(x.size());
+  PipelinedContext c1 = layer.forward(x.data(), T, y1.data(), streams);
+  PipelinedContext c2 = layer.forward(x2.data(), T, y2.data(), streams);
+  layer.backward(c2, dy2.data(), dx2.data(), streams);
+  layer.backward(c1, dy.data(), dx1.data(), streams);
+  dev.synchronize();
+  const Result first = pipelined(pipe);
+  EXPECT_EQ(y1, first.y);
+  EXPECT_EQ(dx1, first.dx);
+  std::swap(x, x2);
+  std::swap(dy, dy2);
+  const Result second = pipelined(pipe);
+  EXPECT_EQ(y2, second.y);
+  EXPECT_EQ(dx2, second.dx);
+}
+
+TEST(PipelineConfig, BadInputNamesTheOption) {
+  PipelineConfig p;
+  p.partitions = 0;
+  EXPECT_EQ(p.validate(16, 4)->rfind("--partitions:", 0), 0u);
+  p.partitions = 17;
+  EXPECT_EQ(p.validate(16, 4)->rfind("--partitions:", 0), 0u);
+  p.partitions = 16;
+  EXPECT_FALSE(p.validate(16, 4));
+  p.split = PipelineSplit::worker_groups;
+  p.group_size = 3;
+  EXPECT_EQ(p.validate(16, 4)->rfind("--group-size:", 0), 0u);
+  p.group_size = 2;
+  EXPECT_FALSE(p.validate(16, 4));
+  p.reuse = MemoryReuse::s1;
+  EXPECT_EQ(p.validate(16, 4)->rfind("--strategy:", 0), 0u);
+  EXPECT_EQ(parse_reuse("S3"), MemoryReuse::s3);
+  EXPECT_FALSE(parse_reuse("S5"));
+  EXPECT_EQ(token_split(13, 4), (std::vector<int>{0, 4, 7, 10, 13}));
+}
+
+}  // namespace moebench
