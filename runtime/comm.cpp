@@ -1,4 +1,5 @@
 // Choosing the world communicator for a backend.
+#include <algorithm>
 #include "runtime/comm.h"
 #include "runtime/runtime.h"
 
@@ -15,6 +16,17 @@ void check_all_to_all_v(int ranks, const std::vector<std::size_t>& sc, const std
   const std::size_t n = static_cast<std::size_t>(ranks);
   if (sc.size() != n || sd.size() != n || rc.size() != n || rd.size() != n)
     throw Error("all_to_all_v: counts and displacements need one entry per rank (" + std::to_string(n) + ")");
+}
+
+std::chrono::steady_clock::time_point EmulatedLink::book(std::chrono::steady_clock::time_point start,
+                                                         double bus_bytes) const {
+  const auto wire = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(bus_bytes / (bandwidth_GBps * 1e9)));
+  const auto latency = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(latency_us * 1e-6));
+  std::lock_guard<std::mutex> lock(clock->mutex);
+  clock->busy_until = std::max(start, clock->busy_until) + wire;
+  return clock->busy_until + latency;
 }
 
 std::string EmulatedLink::describe() const {

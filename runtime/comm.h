@@ -6,8 +6,10 @@
 // communicator runs one operation at a time: two collectives in flight at once (MPMoE's
 // dispatch and combine of different micro-batches) need two communicators, see dup().
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,13 +61,24 @@ class Communicator {
 
 // An interconnect emulated on top of MPI on one machine: every operation completes no
 // earlier than latency + bus bytes / bandwidth after it starts (nccl-tests' bus bytes of the
-// collective), waiting asleep, so a 2-core machine can be put in a cluster's regime.
+// collective), waiting asleep, so a 2-core machine can be put in a cluster's regime. The
+// communicators made from one link (dup, split) share it as the collectives of one NIC do:
+// operations in flight at once take their turns on the wire (MPMoE's S and R of different
+// parts on two communicators share the bandwidth, they do not each get all of it).
+struct LinkClock {
+  std::mutex mutex;
+  std::chrono::steady_clock::time_point busy_until{};
+};
 struct EmulatedLink {
   double bandwidth_GBps = 0;  // > 0
   double latency_us = 0;      // >= 0
+  std::shared_ptr<LinkClock> clock = std::make_shared<LinkClock>();
   std::string describe() const;
   // Seconds the link needs for `bus_bytes`.
   double seconds(double bus_bytes) const { return latency_us * 1e-6 + bus_bytes / (bandwidth_GBps * 1e9); }
+  // Books the wire for an operation of `bus_bytes` that starts at `start`, after what is booked
+  // already; returns when the operation completes.
+  std::chrono::steady_clock::time_point book(std::chrono::steady_clock::time_point start, double bus_bytes) const;
 };
 
 // The communicator over all ranks for a backend: MPI for cpu (Self without MPI at world 1),

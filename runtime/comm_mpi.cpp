@@ -153,17 +153,18 @@ class MpiCommunicator final : public Communicator {
   }
 
   // Runs `call` in stream order under the watchdog; on an emulated link, sleeps until the link
-  // would have carried `bus_bytes`. Records the operation in the timeline with its bytes.
+  // would have carried `bus_bytes` after what it carries already. Records the operation in the timeline with its bytes.
   template <class F>
   void run(const Stream& s, const char* name, double bus_bytes, F call) {
     run_on(s, name, [this, name, bus_bytes, call, track = s.id] {
       const auto start = std::chrono::steady_clock::now();
+      const auto done = link_ ? link_->book(start, bus_bytes) : start;
       const double start_us = Timeline::now_us();
       {
         Watchdog::Scope watch(name);
         call();
       }
-      if (link_) std::this_thread::sleep_until(start + std::chrono::duration<double>(link_->seconds(bus_bytes)));
+      if (link_) std::this_thread::sleep_until(done);
       if (Timeline::enabled()) {
         std::string args = "\"bus_bytes\": " + std::to_string(std::int64_t(bus_bytes));
         if (track == 0)  // inline: no queue records it

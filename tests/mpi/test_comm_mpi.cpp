@@ -195,4 +195,32 @@ TEST_F(MpiComm, EmulatedLinkTakesItsTimeAndOverlapsWithOtherStreams) {
   EXPECT_LT(both, 1.5 * want_s + 0.02) << "alone " << alone;
 }
 
+// Communicators duplicated from one emulated link share its wire: two collectives in flight at
+// once on two of them take as long as both one after the other; on two separate links they
+// overlap.
+TEST_F(MpiComm, DuplicatesOfAnEmulatedLinkShareItsBandwidth) {
+  if (n < 2) GTEST_SKIP() << "a link needs two ranks";
+  Device dev = Device::open(Backend::cpu);
+  Stream s1 = dev.create_stream("one"), s2 = dev.create_stream("two");
+  const std::size_t count = 500000 / 4;
+  std::vector<float> x(count, 1.f), y1(count), y2(count);
+  const double each_s = 2.0 * (n - 1) / n * 500000 / 1e7;  // at 10 MB/s
+  auto both_ms = [&](Communicator& a, Communicator& b) {
+    const auto t0 = std::chrono::steady_clock::now();
+    a.all_reduce(x.data(), y1.data(), count, DType::f32, ReduceOp::sum, s1);
+    b.all_reduce(x.data(), y2.data(), count, DType::f32, ReduceOp::sum, s2);
+    dev.synchronize();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto link = make_mpi_communicator(EmulatedLink{0.01, 0.0});
+  auto shared = link->dup();
+  const double together = both_ms(*link, *shared);
+  EXPECT_GE(together, 2 * each_s);
+  auto own = make_mpi_communicator(EmulatedLink{0.01, 0.0});
+  const double apart = both_ms(*link, *own);
+  EXPECT_LT(apart, 1.5 * each_s + 0.02) << "shared " << together;
+  EXPECT_EQ(y1[0], float(n));
+  EXPECT_EQ(y2[0], float(n));
+}
+
 }  // namespace moebench
