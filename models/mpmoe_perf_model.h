@@ -1,0 +1,65 @@
+// MPMoE's performance model (003 Sec. 4.2, Fig. 8): the time of the pipelined layer for a
+// granularity n and a memory-reuse strategy S, from the time each operation takes alone (from
+// the piecewise-linear speed fits) and the slowdown factors alpha(y, x) of operations running
+// side by side (Sec. 2.3, Fig. 3).
+//
+// Three streams: comm (the dispatch S and combine R all-to-alls share the wire), comp (the
+// experts C, and S3/S4's recomputation) and mem (M: offloads in forward, prefetches in
+// backward). A pass over n parts runs in n + 2 slots; in slot k the comp stream runs part k
+// and the comm stream the parts beside it, as the layer issues them:
+//   forward   slot k: C_k | R_{k-1} + S_{k+1} | M(T_DI_k) + M(T_M_{k-1})
+//   backward  slot k: C'_k (+ recompute_k) | S'_{k-1} + R'_{k+1} (+ re-S_{k+1}) | M'_{k+1}
+// (slot 0: S_1 alone, or R'_1 with re-S_1 and M'_1; slot n+1: R_n, or S'_n). Slot 0 is the
+// paper's P0 (initial), slot 1 P1 (saturating), the middle slots P2 (saturated), slot n P3
+// (melting), slot n+1 P4 (final). Paradigm 1 has no M (no reuse, S4); paradigm 2 is forward
+// with M depending on S and C (S1-S3); paradigm 3 backward with C depending on M (S1-S3). A
+// slot lasts as long as its busiest stream: max over streams of work / alpha(stream, x), x
+// the other streams busy in the slot ("all" when both are), e.g. P2 of paradigm 1:
+// max((t_S + t_R) / alpha(comm, comp), t_C / alpha(comp, comm)). Beyond the paper, the model
+// reports each operation's predicted busy time (S, C, R, M), so a measurement can be held
+// against it operation by operation and not only end to end.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace moebench {
+
+// alpha(y, x) for y in {comm, comp, mem}, x in {comm, comp, mem, all}; 1 where not given.
+struct Slowdowns {
+  std::map<std::pair<std::string, std::string>, double> alpha;
+  double get(const std::string& y, const std::string& x) const;
+};
+
+// One part's operations, each alone, in milliseconds.
+struct PartTimes {
+  double s = 0, c = 0, r = 0;                    // forward: dispatch a2a, experts, combine a2a
+  double m_rows = 0, m_middle = 0;               // forward offloads (S1/S3: T_DI; S1/S2: T_M)
+  double s_bwd = 0, c_bwd = 0, r_bwd = 0;        // backward: S', experts' backward, R'
+  double re_s = 0, re_c = 0;                     // S2/S4: T_DI re-communicated; S3/S4: T_M recomputed
+  double m_rows_bwd = 0, m_middle_bwd = 0;       // S1-S3 prefetches
+};
+
+struct SlotPrediction {
+  std::string phase;  // P0 .. P4
+  double comm = 0, comp = 0, mem = 0;  // work alone (ms)
+  double ms = 0;                       // the slot, slowdowns applied
+};
+
+struct PassPrediction {
+  std::vector<SlotPrediction> slots;
+  double ms = 0;
+  // Predicted busy time per operation kind, slowdowns applied: "S", "C", "R", "M".
+  std::map<std::string, double> busy_ms;
+  // The paper's five phases, summed over slots of the same phase.
+  std::map<std::string, double> phase_ms;
+};
+
+// Which paradigm a pass of strategy `strategy` ("none", "S1" .. "S4") follows: 1, 2 or 3.
+int paradigm(const std::string& strategy, bool backward);
+
+PassPrediction predict_forward(int parts, const PartTimes& t, const Slowdowns& a);
+PassPrediction predict_backward(int parts, const PartTimes& t, const Slowdowns& a);
+
+}  // namespace moebench
