@@ -26,6 +26,7 @@
 #include "kernels/gemm.h"
 #include "moe/init.h"
 #include "bench/moe_host.h"
+#include "bench/side_by_side.h"
 
 namespace moebench {
 namespace {
@@ -41,7 +42,10 @@ struct Setup {
   std::size_t comm_block = 0, mem_bytes = 0;
   Buffer send, recv, a, b, c, mem_src, mem_dst;
   std::map<std::string, double> alone_ms;  // calibration
+  SideBySide ops;                          // the three, in kOps order
 };
+
+int index_of(const std::string& op) { return op == "comm" ? 0 : op == "comp" ? 1 : 2; }
 
 class SlowdownBench final : public BenchProgram {
  public:
@@ -154,18 +158,9 @@ class SlowdownBench final : public BenchProgram {
       }
     }
   }
-  const Stream& stream_of(Setup& s, const std::string& op) { return s.streams[op == "comm" ? 0 : op == "comp" ? 1 : 2]; }
-
   // Milliseconds of `times` runs of `op`, on its stream, the slowest rank's.
   double time_op(BenchContext& ctx, Setup& s, const std::string& op, int times = 1) {
-    const Stream& st = stream_of(s, op);
-    Event a(ctx.backend()), b(ctx.backend());
-    a.record(st);
-    launch(ctx, s, op, times);
-    b.record(st);
-    ctx.device.synchronize();
-    s.comm->wait(s.streams[0]);
-    return ctx.rt.max(Event::elapsed_ms(a, b));
+    return s.ops.alone(ctx, index_of(op), times);
   }
   double median_of_3(BenchContext& ctx, Setup& s, const std::string& op) {
     double v[3];
@@ -186,6 +181,11 @@ class SlowdownBench final : public BenchProgram {
     link_words_[link] = s->comm->link();
     const char* names[3] = {"comm", "compute", "copy"};
     for (int i = 0; i < 3; ++i) s->streams[i] = ctx.device.create_stream(names[i] + std::string(" (") + link + ")");
+    Setup* raw = s.get();
+    for (const char* op : kOps)
+      s->ops.launch.push_back([this, &ctx, raw, op = std::string(op)](int times) { launch(ctx, *raw, op, times); });
+    s->ops.streams.assign(s->streams, s->streams + 3);
+    s->ops.drain = [raw] { raw->comm->wait(raw->streams[0]); };
     const DType t = ctx.dtype();
     const std::size_t es = dtype_size(t), nn = std::size_t(gemm_n_) * gemm_n_, ranks = std::size_t(ctx.world.size());
     s->a = device_from_f32(ctx.device, ctx.alloc, normal_vector(nn, 3, 1, 1.f), t, MemTag::buffers);
@@ -233,19 +233,14 @@ class SlowdownBench final : public BenchProgram {
     std::vector<std::string> background;
     for (const char* op : kOps)
       if (op != y && (x == "all" || x == op)) background.push_back(op);
+    std::vector<int> others;
+    for (const auto& op : background) others.push_back(index_of(op));
+    std::vector<double> alone_ms;
+    for (const char* op : kOps) alone_ms.push_back(s.alone_ms[op]);
     double alone = 0, with = 0;
     for (auto _ : st) {
       alone += time_op(ctx, s, y);
-      const Stream& ys = stream_of(s, y);
-      Event a(ctx.backend()), b(ctx.backend());
-      for (const std::string& op : background)  // enough repeats to outlast y
-        launch(ctx, s, op, int(std::ceil(1.5 * s.alone_ms[y] / std::max(s.alone_ms[op], 1e-3))) + 1);
-      a.record(ys);
-      launch(ctx, s, y, 1);
-      b.record(ys);
-      ctx.device.synchronize();
-      s.comm->wait(s.streams[0]);
-      const double ms = ctx.rt.max(Event::elapsed_ms(a, b));
+      const double ms = s.ops.beside(ctx, index_of(y), others, alone_ms);
       st.SetIterationTime(ms / 1e3);
       with += ms;
     }

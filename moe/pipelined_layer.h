@@ -110,6 +110,9 @@ class PipelinedMoELayer {
 
   const MoEConfig& config() const { return cfg_; }
   const PipelineConfig& pipeline() const { return pipe_; }
+  // Another split or strategy for the next micro-batches, the same weights (a granularity
+  // search tries several on one layer). Validated by the caller.
+  void set_pipeline(const PipelineConfig& pipe) { pipe_ = pipe; }
   Gate& gate() { return gate_; }
   Experts& experts() { return experts_; }
   TokenDispatcher& dispatcher() { return *dispatcher_; }

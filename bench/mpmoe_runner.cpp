@@ -1,0 +1,121 @@
+#include "bench/mpmoe_runner.h"
+#include <algorithm>
+#include "bench/moe_host.h"
+#include "kernels/adam.h"
+#include "kernels/convert.h"
+#include "moe/init.h"
+
+namespace moebench {
+
+double RunResult::median_ms() const {
+  if (ms.empty()) return 0;
+  std::vector<double> v = ms;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double RunResult::busy_ms(const std::string& kind) const {
+  static const std::map<std::string, std::vector<std::string>> ranges = {
+      {"S", {"moe.a2a.dispatch", "moe.a2a.dispatch.bwd", "moe.a2a.redispatch"}},
+      {"C", {"moe.expert", "moe.expert.bwd", "moe.recompute"}},
+      {"R", {"moe.a2a.combine", "moe.a2a.combine.bwd"}},
+      {"M", {"moe.offload", "moe.restore"}}};
+  double total = 0;
+  for (const auto& name : ranges.at(kind))
+    if (auto it = range_ms.find(name); it != range_ms.end()) total += it->second;
+  return total;
+}
+
+LayerRunner::LayerRunner(BenchContext& ctx, const LayerShape& shape, int tokens, const PipelineStreams& streams,
+                         Communicator& dispatch_comm, Communicator& combine_comm, bool adam)
+    : ctx_(ctx), shape_(shape), tokens_(tokens), alloc_(ctx.backend(), ctx.device.default_stream()),
+      streams_(streams), dispatch_comm_(dispatch_comm) {
+  const MoEConfig& c = shape.moe;
+  layer_ = std::make_unique<PipelinedMoELayer>(c, PipelineConfig{}, ctx.device, alloc_, dispatch_comm, combine_comm);
+  layer_->init(1234, streams_.compute);
+  const std::size_t n = std::size_t(tokens) * c.hidden, first = std::size_t(ctx.world.rank()) * n;
+  x_ = device_from_f32(ctx.device, alloc_, normal_vector(n, 1234, 77, 1.f, first), c.dtype, MemTag::activations);
+  dy_ = device_from_f32(ctx.device, alloc_, normal_vector(n, 1234, 78, 1e-3f, first), c.dtype, MemTag::temporary);
+  y_ = alloc_.allocate(n * dtype_size(c.dtype), MemTag::activations);
+  dx_ = alloc_.allocate(n * dtype_size(c.dtype), MemTag::temporary);
+  if (adam) {
+    auto state = [&](Buffer& weight, DType t) {
+      const std::size_t count = weight.bytes() / dtype_size(t);
+      if (t != DType::f32) {
+        adam_.push_back(alloc_.allocate(count * 4, MemTag::model_states));
+        convert_cuda(weight.data(), t, adam_.back().data(), DType::f32, count, ctx.device.default_stream().handle);
+      } else {
+        adam_.emplace_back();  // the weight is its own master
+      }
+      for (int moment = 0; moment < 2; ++moment) {
+        adam_.push_back(alloc_.allocate(count * 4, MemTag::model_states));
+        ctx.device.fill_zero(adam_.back().data(), count * 4, ctx.device.default_stream());
+      }
+    };
+    state(layer_->gate().weight(), DType::f32);
+    state(layer_->experts().w1(), c.dtype);
+    state(layer_->experts().w2(), c.dtype);
+  }
+  ctx.device.synchronize();
+}
+
+LayerRunner::~LayerRunner() { ctx_.device.synchronize(); }
+
+void LayerRunner::step(const PipelineStreams& st, Breakdown* b, double* rows, double* sent) {
+  PipelinedContext c = layer_->forward(x_.data(), tokens_, y_.data(), st, b);
+  if (rows) {
+    *rows = 0;
+    *sent = 0;
+    for (const auto& p : c.parts) {
+      for (int r : p.dispatch->rows_per_expert) *rows += r;
+      for (int k : p.routing.kept) *sent += k;
+    }
+  }
+  layer_->backward(c, dy_.data(), dx_.data(), st, b);
+}
+
+RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warmup, int iterations) {
+  layer_->set_pipeline(pipe);
+  const Stream& cs = streams_.compute;
+  const PipelineStreams st = sequential ? PipelineStreams{cs, cs, cs, cs} : streams_;
+  for (int i = 0; i < warmup; ++i) step(st, nullptr, nullptr, nullptr);
+  ctx_.device.synchronize();
+  alloc_.reset_peaks();
+  RunResult r;
+  std::map<std::string, double> sums;
+  double rows = 0, sent = 0;
+  for (int i = 0; i < iterations; ++i) {
+    layer_->zero_grad(cs);
+    Breakdown b;
+    r.ms.push_back(ctx_.time_ms(cs, [&] { step(st, &b, &rows, &sent); }));
+    for (const auto& [name, ms] : b.totals_ms()) sums[name] += ctx_.rt.max(ms);
+    if (!adam_.empty()) {  // AdamW on every parameter, outside the layer's time
+      const AdamStep a{1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++adam_step_};
+      const Exec ex = ctx_.device.exec(cs);
+      Buffer* weights[3] = {&layer_->gate().weight(), &layer_->experts().w1(), &layer_->experts().w2()};
+      Buffer* grads[3] = {&layer_->gate().grad(), &layer_->experts().w1_grad(), &layer_->experts().w2_grad()};
+      for (int k = 0; k < 3; ++k) {
+        const DType t = k == 0 ? DType::f32 : shape_.moe.dtype;
+        const std::size_t count = weights[k]->bytes() / dtype_size(t);
+        Buffer& master = adam_[3 * k];
+        adam_step(ex, count, a, master ? master.as<float>() : weights[k]->as<float>(), adam_[3 * k + 1].as<float>(),
+                  adam_[3 * k + 2].as<float>(), grads[k]->data(), weights[k]->data(), t);
+      }
+      ctx_.device.synchronize();
+    }
+  }
+  for (const auto& [name, total] : sums) r.range_ms[name] = total / iterations;
+  for (int t = 0; t < kMemTagCount; ++t) r.peak[t] = ctx_.rt.max(double(alloc_.peak(static_cast<MemTag>(t))));
+  r.peak_total = ctx_.rt.max(double(alloc_.peak_total()));
+  r.pinned_peak = ctx_.rt.max(double(alloc_.pinned_peak()));
+  r.reserved = ctx_.rt.max(double(alloc_.reserved_bytes()));
+  r.rows = ctx_.rt.max(rows);
+  r.sent_rows = ctx_.rt.max(sent);
+  return r;
+}
+
+double LayerRunner::profile(const PipelineConfig& pipe) {
+  return run(pipe, false, 1, 1).ms.front();
+}
+
+}  // namespace moebench

@@ -1,0 +1,69 @@
+// What moebench_mpmoe measures everything with: one pipelined MoE layer of one shape and batch
+// on this rank's streams and communicators, run forward + backward under any split and
+// strategy (the weights stay; PipelinedMoELayer::set_pipeline), on its four streams or all on
+// the compute stream (the paper's seq(n): split but not overlapped). A run reports the slowest
+// rank's time per iteration, the breakdown ranges (slowest rank, mean per iteration), and the
+// allocator's peaks over its iterations (largest rank).
+#pragma once
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+#include "harness/bench.h"
+#include "moe/pipelined_layer.h"
+
+namespace moebench {
+
+struct LayerShape {
+  std::string model;  // a 003 Table 3 name, or "custom"
+  MoEConfig moe;
+};
+
+struct RunResult {
+  std::vector<double> ms;                  // per timed iteration
+  std::map<std::string, double> range_ms;  // per iteration
+  std::array<double, kMemTagCount> peak{};  // bytes, per tag
+  double peak_total = 0, pinned_peak = 0, reserved = 0;
+  double rows = 0;       // rows this rank's experts computed per iteration (the largest rank's)
+  double sent_rows = 0;  // kept assignments this rank sent (the largest rank's)
+  double median_ms() const;
+  // Busy time of one operation kind over forward and backward: "S", "C", "R", "M".
+  double busy_ms(const std::string& kind) const;
+};
+
+class LayerRunner {
+ public:
+  // Collective: every rank builds its part of the layer, on the program's streams and its two
+  // communicators (S and R). `adam`: hold AdamW's moments (and fp32 masters of 16-bit weights)
+  // and apply a step after each backward, untimed, so model states are a training step's.
+  LayerRunner(BenchContext& ctx, const LayerShape& shape, int tokens, const PipelineStreams& streams,
+              Communicator& dispatch_comm, Communicator& combine_comm, bool adam = false);
+  ~LayerRunner();
+  // Collective. `sequential`: every stream is the compute stream.
+  RunResult run(const PipelineConfig& pipe, bool sequential, int warmup, int iterations);
+  // Algorithm 1's profile: one untimed and one timed iteration, the slowest rank's ms.
+  double profile(const PipelineConfig& pipe);
+
+  PipelinedMoELayer& layer() { return *layer_; }
+  const PipelineStreams& streams() const { return streams_; }
+  Communicator& dispatch_comm() { return dispatch_comm_; }
+  TrackingAllocator& allocator() { return alloc_; }
+  int tokens() const { return tokens_; }
+  const LayerShape& shape() const { return shape_; }
+
+ private:
+  void step(const PipelineStreams& st, Breakdown* b, double* rows, double* sent);
+  BenchContext& ctx_;
+  LayerShape shape_;
+  int tokens_;
+  TrackingAllocator alloc_;
+  PipelineStreams streams_;
+  Communicator& dispatch_comm_;
+  std::unique_ptr<PipelinedMoELayer> layer_;
+  Buffer x_, y_, dy_, dx_;
+  std::vector<Buffer> adam_;  // per parameter tensor: master (16-bit only), m, v
+  int adam_step_ = 0;
+};
+
+}  // namespace moebench
