@@ -111,6 +111,9 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
   r.reserved = ctx_.rt.max(double(alloc_.reserved_bytes()));
   r.rows = ctx_.rt.max(rows);
   r.sent_rows = ctx_.rt.max(sent);
+  r.local_rows = rows;
+  r.local_sent_rows = sent;
+  for (int t = 0; t < kMemTagCount; ++t) r.local_peak[t] = double(alloc_.peak(static_cast<MemTag>(t)));
   return r;
 }
 

@@ -25,8 +25,11 @@ struct RunResult {
   std::map<std::string, double> range_ms;  // per iteration
   std::array<double, kMemTagCount> peak{};  // bytes, per tag
   double peak_total = 0, pinned_peak = 0, reserved = 0;
-  double rows = 0;       // rows this rank's experts computed per iteration (the largest rank's)
-  double sent_rows = 0;  // kept assignments this rank sent (the largest rank's)
+  double rows = 0;       // rows a rank's experts computed per iteration (the largest rank's)
+  double sent_rows = 0;  // kept assignments a rank sent (the largest rank's)
+  // This rank's own: rows, sent rows and peaks, of the last iteration.
+  double local_rows = 0, local_sent_rows = 0;
+  std::array<double, kMemTagCount> local_peak{};
   double median_ms() const;
   // Busy time of one operation kind over forward and backward: "S", "C", "R", "M".
   double busy_ms(const std::string& kind) const;
@@ -46,6 +49,7 @@ class LayerRunner {
   double profile(const PipelineConfig& pipe);
 
   PipelinedMoELayer& layer() { return *layer_; }
+  const PipelinedMoELayer& layer() const { return *layer_; }
   const PipelineStreams& streams() const { return streams_; }
   Communicator& dispatch_comm() { return dispatch_comm_; }
   TrackingAllocator& allocator() { return alloc_; }

@@ -182,6 +182,24 @@ CLI::Option* add_reals(CLI::App& app, const std::string& name, std::vector<doubl
       help + " [" + allowed + "]", "NUM[,NUM...]");
 }
 
+CLI::Option* add_wholes(CLI::App& app, const std::string& name, std::vector<int>& out, int min, int max,
+                        const std::string& help) {
+  const std::string allowed = "comma-separated whole numbers, each " + describe_whole(min, max).substr(15);  // drop "a whole number "
+  return single(
+      app, name,
+      [name = long_name(name), min, max, allowed, &out](const CLI::results_t& r) {
+        out.clear();
+        for (const std::string& item : split_commas(r.at(0))) {
+          const auto v = parse_whole(item);
+          if (!v) reject(name, item, "is not a whole number", allowed);
+          if (*v < min || *v > max) reject(name, item, "is out of range", allowed);
+          out.push_back(int(*v));
+        }
+        return true;
+      },
+      help + " [" + allowed + "]", "INT[,INT...]");
+}
+
 CLI::Option* add_choice(CLI::App& app, const std::string& name, std::string& out, const std::vector<std::string>& allowed,
                         const std::string& help) {
   const std::string words = describe_choice(allowed);

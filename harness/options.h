@@ -36,6 +36,9 @@ CLI::Option* add_real(CLI::App& app, const std::string& name, std::optional<doub
 // A comma-separated list of finite reals, each above `lo`.
 CLI::Option* add_reals(CLI::App& app, const std::string& name, std::vector<double>& out, RealBound lo,
                        const std::string& help);
+// A comma-separated list of whole numbers, each in [min, max].
+CLI::Option* add_wholes(CLI::App& app, const std::string& name, std::vector<int>& out, int min, int max,
+                        const std::string& help);
 // One of `allowed`.
 CLI::Option* add_choice(CLI::App& app, const std::string& name, std::string& out, const std::vector<std::string>& allowed,
                         const std::string& help);
