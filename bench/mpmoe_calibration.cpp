@@ -152,9 +152,9 @@ Calibration calibrate(BenchContext& ctx, LayerRunner& runner, int repeats) {
       cal.alpha.alpha[{names[y], xs}] = alone[y] / with;
       cal.alpha_ms[{names[y], xs}] = {alone[y], with};
     }
-  // The layer's work outside the pipeline, from n = 1 on its streams.
-  const RunResult one = runner.run(PipelineConfig{}, false, 1, repeats);
-  cal.other_ms = std::max(0.0, one.median_ms() - one.busy_ms("S") - one.busy_ms("C") - one.busy_ms("R"));
+  // The layer's work outside the pipeline, from n = 1 (nothing overlaps there).
+  const RunResult one = runner.run(PipelineConfig{}, true, 1, repeats);
+  cal.other_ms = one.other_ms;
   ops.host.release();
   ctx.device.synchronize();
   cal.calibration_ms =

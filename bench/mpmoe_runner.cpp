@@ -14,14 +14,18 @@ double RunResult::median_ms() const {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-double RunResult::busy_ms(const std::string& kind) const {
+const std::vector<std::string>& kind_ranges(const std::string& kind) {
   static const std::map<std::string, std::vector<std::string>> ranges = {
       {"S", {"moe.a2a.dispatch", "moe.a2a.dispatch.bwd", "moe.a2a.redispatch"}},
       {"C", {"moe.expert", "moe.expert.bwd", "moe.recompute"}},
       {"R", {"moe.a2a.combine", "moe.a2a.combine.bwd"}},
       {"M", {"moe.offload", "moe.restore"}}};
+  return ranges.at(kind);
+}
+
+double RunResult::busy_ms(const std::string& kind) const {
   double total = 0;
-  for (const auto& name : ranges.at(kind))
+  for (const auto& name : kind_ranges(kind))
     if (auto it = range_ms.find(name); it != range_ms.end()) total += it->second;
   return total;
 }
@@ -83,12 +87,28 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
   alloc_.reset_peaks();
   RunResult r;
   std::map<std::string, double> sums;
-  double rows = 0, sent = 0;
+  double rows = 0, sent = 0, comm_union = 0, other = 0;
   for (int i = 0; i < iterations; ++i) {
     layer_->zero_grad(cs);
     Breakdown b;
-    r.ms.push_back(ctx_.time_ms(cs, [&] { step(st, &b, &rows, &sent); }));
-    for (const auto& [name, ms] : b.totals_ms()) sums[name] += ctx_.rt.max(ms);
+    Event start(ctx_.backend()), stop(ctx_.backend());
+    r.ms.push_back(ctx_.time_ms(cs, [&] {
+      start.record(cs);
+      step(st, &b, &rows, &sent);
+      stop.record(cs);
+    }));
+    const auto totals = b.totals_ms();
+    double busy = 0;
+    for (const auto& [name, ms] : totals) {
+      sums[name] += ctx_.rt.max(ms);
+      for (const char* k : {"S", "C", "R", "M"})
+        for (const auto& n : kind_ranges(k))
+          if (n == name) busy += ms;
+    }
+    std::vector<std::string> comm = kind_ranges("S");
+    for (const auto& n : kind_ranges("R")) comm.push_back(n);
+    comm_union += ctx_.rt.max(b.union_ms(comm));
+    other += ctx_.rt.max(Event::elapsed_ms(start, stop) - busy);
     if (!adam_.empty()) {  // AdamW on every parameter, outside the layer's time
       const AdamStep a{1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++adam_step_};
       const Exec ex = ctx_.device.exec(cs);
@@ -105,6 +125,8 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
     }
   }
   for (const auto& [name, total] : sums) r.range_ms[name] = total / iterations;
+  r.comm_union_ms = comm_union / iterations;
+  r.other_ms = std::max(0.0, other / iterations);
   for (int t = 0; t < kMemTagCount; ++t) r.peak[t] = ctx_.rt.max(double(alloc_.peak(static_cast<MemTag>(t))));
   r.peak_total = ctx_.rt.max(double(alloc_.peak_total()));
   r.pinned_peak = ctx_.rt.max(double(alloc_.pinned_peak()));
@@ -118,7 +140,7 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
 }
 
 double LayerRunner::profile(const PipelineConfig& pipe) {
-  return run(pipe, false, 1, 1).ms.front();
+  return run(pipe, false, 1, 3).median_ms();
 }
 
 }  // namespace moebench

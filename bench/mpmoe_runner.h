@@ -20,6 +20,9 @@ struct LayerShape {
   MoEConfig moe;
 };
 
+// The breakdown ranges of one operation kind of the performance model: "S", "C", "R", "M".
+const std::vector<std::string>& kind_ranges(const std::string& kind);
+
 struct RunResult {
   std::vector<double> ms;                  // per timed iteration
   std::map<std::string, double> range_ms;  // per iteration
@@ -30,6 +33,9 @@ struct RunResult {
   // This rank's own: rows, sent rows and peaks, of the last iteration.
   double local_rows = 0, local_sent_rows = 0;
   std::array<double, kMemTagCount> local_peak{};
+  double comm_union_ms = 0;  // per iteration: time some S or R range was open (they share the link)
+  double other_ms = 0;       // per iteration, the slowest rank's time outside S, C, R and M ranges
+                             // (meaningful for a sequential run, where the ranges do not overlap)
   double median_ms() const;
   // Busy time of one operation kind over forward and backward: "S", "C", "R", "M".
   double busy_ms(const std::string& kind) const;
@@ -45,7 +51,7 @@ class LayerRunner {
   ~LayerRunner();
   // Collective. `sequential`: every stream is the compute stream.
   RunResult run(const PipelineConfig& pipe, bool sequential, int warmup, int iterations);
-  // Algorithm 1's profile: one untimed and one timed iteration, the slowest rank's ms.
+  // Algorithm 1's profile: one untimed iteration, then the median of three (the slowest rank's ms).
   double profile(const PipelineConfig& pipe);
 
   PipelinedMoELayer& layer() { return *layer_; }

@@ -15,16 +15,10 @@ int paradigm(const std::string& strategy, bool backward) {
 
 namespace {
 
-// One slot's work: per stream, per operation kind.
+// One slot's work: per stream, its operations in order (kind, ms alone).
 struct Work {
-  std::map<std::string, double> comm, comp, mem;  // kind -> ms alone
+  std::vector<std::pair<std::string, double>> comm, comp, mem;
 };
-
-double sum(const std::map<std::string, double>& m) {
-  double s = 0;
-  for (const auto& [k, v] : m) s += v;
-  return s;
-}
 
 std::string phase_of(int slot, int parts) {
   if (slot == 0) return "P0";
@@ -34,44 +28,76 @@ std::string phase_of(int slot, int parts) {
   return "P2";
 }
 
+double total(const std::vector<std::pair<std::string, double>>& ops) {
+  double t = 0;
+  for (const auto& [k, ms] : ops) t += ms;
+  return t;
+}
+
+// Runs one slot: the streams progress at their alpha-given speeds until all are done.
+double run_slot(const Work& w, const Slowdowns& a, std::map<std::string, double>& busy) {
+  const char* names[3] = {"comm", "comp", "mem"};
+  const std::vector<std::pair<std::string, double>>* ops[3] = {&w.comm, &w.comp, &w.mem};
+  std::size_t head[3] = {0, 0, 0};
+  double left[3];
+  for (int i = 0; i < 3; ++i) left[i] = ops[i]->empty() ? 0 : ops[i]->front().second;
+  auto active = [&](int i) { return head[i] < ops[i]->size(); };
+  auto skip_empty = [&](int i) {  // zero-length operations take no time
+    while (active(i) && left[i] <= 0) {
+      ++head[i];
+      if (active(i)) left[i] = (*ops[i])[head[i]].second;
+    }
+  };
+  for (int i = 0; i < 3; ++i) skip_empty(i);
+  double now = 0;
+  while (active(0) || active(1) || active(2)) {
+    double rate[3] = {0, 0, 0};
+    for (int y = 0; y < 3; ++y) {
+      if (!active(y)) continue;
+      std::vector<int> others;
+      for (int x = 0; x < 3; ++x)
+        if (x != y && active(x)) others.push_back(x);
+      const double f = others.empty() ? 1.0 : others.size() == 2 ? a.get(names[y], "all") : a.get(names[y], names[others[0]]);
+      rate[y] = std::clamp(f, 1e-3, 1.0);
+    }
+    double dt = -1;
+    for (int y = 0; y < 3; ++y)
+      if (active(y) && (dt < 0 || left[y] / rate[y] < dt)) dt = left[y] / rate[y];
+    now += dt;
+    for (int y = 0; y < 3; ++y) {
+      if (!active(y)) continue;
+      busy[(*ops[y])[head[y]].first] += dt;
+      left[y] -= rate[y] * dt;
+      if (left[y] <= 1e-12 * std::max(1.0, (*ops[y])[head[y]].second)) {
+        left[y] = 0;
+        skip_empty(y);
+      }
+    }
+  }
+  return now;
+}
+
 PassPrediction evaluate(const std::vector<Work>& slots, int parts, const Slowdowns& a) {
   PassPrediction out;
+  for (const char* kind : {"S", "C", "R", "M"}) out.busy_ms[kind] = 0.0;
   for (int k = 0; k < int(slots.size()); ++k) {
     const Work& w = slots[k];
-    const double comm = sum(w.comm), comp = sum(w.comp), mem = sum(w.mem);
-    // The other streams busy in the slot.
-    auto beside = [&](const std::string& y) {
-      std::vector<std::string> busy;
-      if (y != "comm" && comm > 0) busy.push_back("comm");
-      if (y != "comp" && comp > 0) busy.push_back("comp");
-      if (y != "mem" && mem > 0) busy.push_back("mem");
-      return busy;
-    };
-    auto factor = [&](const std::string& y) {
-      const auto b = beside(y);
-      return b.empty() ? 1.0 : b.size() == 2 ? a.get(y, "all") : a.get(y, b[0]);
-    };
-    const double f_comm = factor("comm"), f_comp = factor("comp"), f_mem = factor("mem");
     SlotPrediction s;
     s.phase = phase_of(k, parts);
-    s.comm = comm;
-    s.comp = comp;
-    s.mem = mem;
-    s.ms = std::max({comm / f_comm, comp / f_comp, mem / f_mem});
-    for (const auto& [kind, ms] : w.comm) out.busy_ms[kind] += ms / f_comm;
-    for (const auto& [kind, ms] : w.comp) out.busy_ms[kind] += ms / f_comp;
-    for (const auto& [kind, ms] : w.mem) out.busy_ms[kind] += ms / f_mem;
+    s.comm = total(w.comm);
+    s.comp = total(w.comp);
+    s.mem = total(w.mem);
+    s.ms = run_slot(w, a, out.busy_ms);
     out.phase_ms[s.phase] += s.ms;
     out.ms += s.ms;
     out.slots.push_back(s);
   }
-  for (const char* kind : {"S", "C", "R", "M"}) out.busy_ms.emplace(kind, 0.0);
   return out;
 }
 
-// Adds `ms` of `kind` to a stream's work (nothing for zero).
-void put(std::map<std::string, double>& stream, const std::string& kind, double ms) {
-  if (ms > 0) stream[kind] += ms;
+// Appends `ms` of `kind` to a stream's work (nothing for zero).
+void put(std::vector<std::pair<std::string, double>>& stream, const std::string& kind, double ms) {
+  if (ms > 0) stream.emplace_back(kind, ms);
 }
 
 }  // namespace

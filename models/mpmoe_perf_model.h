@@ -12,12 +12,15 @@
 // (slot 0: S_1 alone, or R'_1 with re-S_1 and M'_1; slot n+1: R_n, or S'_n). Slot 0 is the
 // paper's P0 (initial), slot 1 P1 (saturating), the middle slots P2 (saturated), slot n P3
 // (melting), slot n+1 P4 (final). Paradigm 1 has no M (no reuse, S4); paradigm 2 is forward
-// with M depending on S and C (S1-S3); paradigm 3 backward with C depending on M (S1-S3). A
-// slot lasts as long as its busiest stream: max over streams of work / alpha(stream, x), x
-// the other streams busy in the slot ("all" when both are), e.g. P2 of paradigm 1:
-// max((t_S + t_R) / alpha(comm, comp), t_C / alpha(comp, comm)). Beyond the paper, the model
-// reports each operation's predicted busy time (S, C, R, M), so a measurement can be held
-// against it operation by operation and not only end to end.
+// with M depending on S and C (S1-S3); paradigm 3 backward with C depending on M (S1-S3).
+// Inside a slot each stream runs its work in order at the speed alpha(stream, x) allows, x the
+// other streams still busy ("all" when both are, full speed alone; alpha taken at most 1): when
+// a stream finishes, the others speed up. When the streams end together this is the paper's
+// formula, e.g. P2 of paradigm 1: max((t_S + t_R) / alpha(comm, comp), t_C / alpha(comp, comm));
+// when one is much shorter (a small copy beside a long GEMM) it does not slow the other for the
+// whole slot, as the formula would have it. Beyond the paper, the model reports each
+// operation's predicted busy time (S, C, R, M), so a measurement can be held against it
+// operation by operation and not only end to end.
 #pragma once
 #include <map>
 #include <string>

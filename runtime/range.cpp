@@ -38,6 +38,21 @@ std::map<std::string, double> Breakdown::totals_ms() const {
   return out;
 }
 
+double Breakdown::union_ms(const std::vector<std::string>& names) const {
+  std::vector<std::pair<double, double>> spans;
+  for (const auto& s : spans_)
+    if (std::find(names.begin(), names.end(), s.name) != names.end())
+      spans.emplace_back(s.start->time_us(), s.stop->time_us());
+  std::sort(spans.begin(), spans.end());
+  double total = 0, end = -1e300;
+  for (const auto& [a, b] : spans) {
+    if (b <= end) continue;
+    total += b - std::max(a, end);
+    end = b;
+  }
+  return total / 1e3;
+}
+
 void Breakdown::clear() {
   spans_.clear();
   order_.clear();

@@ -17,6 +17,9 @@ class Breakdown {
   void add(std::string name, std::shared_ptr<Event> start, std::shared_ptr<Event> stop);
   // Total milliseconds per name, summed over every range recorded since clear().
   std::map<std::string, double> totals_ms() const;
+  // Milliseconds during which at least one range of the `names` was open (ranges on several
+  // streams that overlap count once).
+  double union_ms(const std::vector<std::string>& names) const;
   // Names in first-recorded order.
   const std::vector<std::string>& names() const { return order_; }
   void clear();

@@ -351,4 +351,62 @@ TEST(MoELayerCli, TraceHasRangesAndCommunicationPerRank) {
   std::filesystem::remove_all(dir);
 }
 
+// The MPMoE bench at 2 ranks: f2's activations, temporaries and communication buffers are
+// explained tensor by tensor to the byte (the allocator counts bytes asked for, exactly), and a
+// second run reuses the first's saved Algorithm 1 search without profiling.
+Result run_mpmoe(const std::string& args, int ranks) {
+  std::string cmd = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+                    "OPENBLAS_NUM_THREADS=1 ";
+  cmd += std::string(MOEBENCH_MPIEXEC) + " -np " + std::to_string(ranks) + " ";
+  return run_command("timeout 120 " + cmd + MOEBENCH_MPMOE_BIN + " --scale tiny " + args + " 2>&1");
+}
+
+// Rows of a CSV as column -> value, read by Python's csv module (quoted fields hold commas).
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
+  std::vector<std::map<std::string, std::string>> rows;
+  const Result r = run_command("/usr/bin/python3 -c \"import csv\nfor row in csv.DictReader(open('" + path +
+                               "')):\n print(chr(31).join(k+'='+v for k,v in row.items()))\"");
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) {
+    std::map<std::string, std::string> row;
+    std::istringstream fields(line);
+    for (std::string f; std::getline(fields, f, '\x1f');) row[f.substr(0, f.find('='))] = f.substr(f.find('=') + 1);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+TEST(MPMoEBenchCli, MemoryIsExplainedToTheByteAndASavedSearchIsReused) {
+  const std::string dir = out_dir() + "_mpmoe";
+  Result r = run_mpmoe("--experiments f2,f10 --fresh-search --out " + dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto f2 = read_csv(dir + "/mpmoe/f2.csv");
+  ASSERT_FALSE(f2.empty());
+  for (const auto& row : f2) {
+    EXPECT_EQ(row.at("rank0_act_unexplained_bytes"), "0") << row.at("tokens");
+    EXPECT_EQ(row.at("rank0_tmp_unexplained_bytes"), "0") << row.at("tokens");
+    EXPECT_EQ(row.at("rank0_comm_unexplained_bytes"), "0") << row.at("tokens");
+    EXPECT_NE(row.at("rank0_act_T_DI_bytes"), "0");
+  }
+  auto f10 = read_csv(dir + "/mpmoe/f10.csv");
+  ASSERT_FALSE(f10.empty());
+  EXPECT_EQ(f10.front().at("pb_search"), "searched");
+  EXPECT_NE(f10.front().at("pb_profiled_points"), "0");
+  r = run_mpmoe("--experiments f10 --out " + dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  f10 = read_csv(dir + "/mpmoe/f10.csv");
+  ASSERT_FALSE(f10.empty());
+  for (const auto& row : f10) {
+    EXPECT_EQ(row.at("pb_search"), "saved search reused") << row.at("tokens");
+    EXPECT_EQ(row.at("pb_profiled_points"), "0") << row.at("tokens");
+  }
+  // Another link is another machine to the search: profiled afresh.
+  r = run_mpmoe("--experiments f10 --link-bandwidth 0.5 --out " + dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  f10 = read_csv(dir + "/mpmoe/f10.csv");
+  ASSERT_FALSE(f10.empty());
+  EXPECT_EQ(f10.front().at("pb_search"), "searched");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

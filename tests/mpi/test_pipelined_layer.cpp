@@ -1,11 +1,13 @@
 // The pipelined MoE layer at whatever world size mpirun gives (CTest: 1, 2 and 4 ranks) equals
 // the unpipelined expert-parallel layer -- outputs, input gradients, gate and expert weight
 // gradients -- for MPMoE with n in {1, 2, 3, 4, 8} (13 tokens per rank: n = 3, 4, 8 do not
-// divide them, and n = 8 leaves parts that route no token to some rank), without memory reuse
-// and with every restore strategy S1-S4, and for the FasterMoE-style split with every group
-// size that divides the world. Capacity drops and two prototypes of top-2 are on, so slicing
-// must keep exactly the whole batch's routing.
+// divide them), without memory reuse and with every restore strategy S1-S4, and for the
+// FasterMoE-style split with every group size that divides the world. Capacity drops and two
+// prototypes of top-2 are on, so slicing must keep exactly the whole batch's routing; parts of
+// one token with top-1 leave some rank without rows in some part. Run in the pool's poison
+// mode (CTest): a part reading a shared buffer after its turn reads NaN.
 #include <gtest/gtest.h>
+#include <mpi.h>
 #include <numeric>
 #include "moe/pipelined_layer.h"
 #include "moe_test_util.h"
@@ -109,6 +111,40 @@ TEST_F(PipelinedLayer, MPMoEEveryGranularityAndRestoreStrategyEqualsTheUnpipelin
       EXPECT_EQ(pinned > 0, reuse == MemoryReuse::s1 || reuse == MemoryReuse::s2 || reuse == MemoryReuse::s3)
           << pipe.describe();
     }
+}
+
+// One token per part, top-1: on 2 and 4 ranks some part routes no row at all to some rank (the
+// test checks that it happened), and the layer still equals the unpipelined one.
+TEST_F(PipelinedLayer, PartsThatRouteNoTokenToSomeRank) {
+  if (world->size() < 2) GTEST_SKIP() << "every token goes to the only rank";
+  cfg.prototypes = 1;
+  cfg.top_k = 1;
+  cfg.capacity_factor.reset();
+  const Result want = unpipelined();
+  for (MemoryReuse reuse : {MemoryReuse::none, MemoryReuse::s1, MemoryReuse::s4}) {
+    PipelineConfig pipe;
+    pipe.partitions = T;
+    pipe.reuse = reuse;
+    expect_equal(pipelined(pipe), want, pipe.describe());
+  }
+  PipelineConfig pipe;
+  pipe.partitions = T;
+  TrackingAllocator own(Backend::cpu);
+  PipelinedMoELayer layer(cfg, pipe, dev, own, *dispatch_comm, *combine_comm);
+  layer.init(7, streams.compute);
+  std::vector<float> y(x.size()), dx(x.size());
+  PipelinedContext c = layer.forward(x.data(), T, y.data(), streams);
+  int empty = 0;
+  for (const auto& p : c.parts) {
+    int rows = 0;
+    for (int r : p.dispatch->rows_per_expert) rows += r;
+    empty += rows == 0;
+  }
+  layer.backward(c, dy.data(), dx.data(), streams);
+  dev.synchronize();
+  int any = 0;
+  MPI_Allreduce(&empty, &any, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_GT(any, 0) << "no part left a rank without rows: the case is not covered";
 }
 
 TEST_F(PipelinedLayer, FasterMoEStyleEveryGroupSizeEqualsTheUnpipelinedLayer) {

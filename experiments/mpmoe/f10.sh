@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# mpmoe.f10 (003 Fig. 10): speedup of MPMoE-pb (Algorithm 1) and MPMoE-pm (performance model) over
+# the FastMoE-style (n = 1) and FasterMoE-style (g = 1) layers; paper 1.66x / 1.55x over
+# FasterMoE, 2.34x / 2.20x over FastMoE.
+# Writes results/mpmoe/f10.csv and f10.png (with pm.csv where the performance model runs).
+#   experiments/mpmoe/f10.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+mpmoe_figure f10 "$@"

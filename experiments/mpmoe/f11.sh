@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# mpmoe.f11 (003 Fig. 11): peak memory of FastMoE-, FasterMoE-style, PMoE and MPMoE (S1-S4)
+# normalised to PMoE at n = 2, 4, 8; paper 23%, 34%, 38% less.
+# Writes results/mpmoe/f11.csv and f11.png (with pm.csv where the performance model runs).
+#   experiments/mpmoe/f11.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+mpmoe_figure f11 "$@"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# mpmoe.f12 (003 Fig. 12): achieved against theoretical (Eq. 5) memory saving for n = 2, 4, 8
+# (target >= 0.98, paper ~0.95).
+# Writes results/mpmoe/f12.csv and f12.png (with pm.csv where the performance model runs).
+#   experiments/mpmoe/f12.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+mpmoe_figure f12 "$@"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# mpmoe.f3 (003 Fig. 3): slowdown factors alpha(y, x) of the layer's own all-to-all, expert
+# compute and offload copy beside each other.
+# Writes results/mpmoe/f3.csv and f3.png (with pm.csv where the performance model runs).
+#   experiments/mpmoe/f3.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+mpmoe_figure f3 "$@"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# mpmoe.f9 (003 Fig. 9): time over volume of comm, comp and memcpy with their piecewise-linear
+# fits (the performance model's speeds).
+# Writes results/mpmoe/f9.csv and f9.png (with pm.csv where the performance model runs).
+#   experiments/mpmoe/f9.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+mpmoe_figure f9 "$@"
