@@ -427,32 +427,44 @@ class MPMoEBench final : public BenchProgram {
             std::to_string(s.moe.top_k), ctx.opts.dtype};
   }
 
+  static const std::vector<std::string>& search_columns() {
+    static const std::vector<std::string> cols = {"search_backend", "search_device", "search_ranks", "search_link", "model",
+                                                  "hidden", "ffn", "experts", "top_k", "search_dtype", "strategy", "kind",
+                                                  "n", "b_floor", "b_ceil"};
+    return cols;
+  }
+  // The saved search's rows (its own columns; the provenance after them is not read). Throws
+  // on a file that is not one.
+  static std::vector<std::vector<std::string>> read_search_file(const std::string& path) {
+    const auto& c = search_columns();
+    io::CSVReader<15, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+    in.read_header(io::ignore_extra_column, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12],
+                   c[13], c[14]);
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> v(15);
+    while (in.read_row(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14]))
+      rows.push_back(v);
+    return rows;
+  }
+
   std::optional<std::string> load_searches(const BenchContext& ctx) {
     searches_.clear();
     loaded_.clear();
     if (fresh_search_ || !std::filesystem::exists(search_file_)) return std::nullopt;
     std::map<std::pair<std::string, std::string>, std::vector<GranularitySearch::Row>> rows;
     try {
-      io::CSVReader<15, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(search_file_);
-      in.read_header(io::ignore_extra_column, "search_backend", "search_device", "search_ranks", "search_link", "model",
-                     "hidden", "ffn", "experts", "top_k", "search_dtype", "strategy", "kind", "n", "b_floor", "b_ceil");
-      std::string backend, device, ranks, link, model, hidden, ffn, experts, top_k, dtype, strategy, kind;
-      int n = 0;
-      std::string lo, hi;
-      while (in.read_row(backend, device, ranks, link, model, hidden, ffn, experts, top_k, dtype, strategy, kind, n, lo, hi)) {
+      for (const auto& v : read_search_file(search_file_))
         for (const auto& s : shapes_)
-          if (s.model == model && search_key(ctx, s) == std::vector<std::string>{backend, device, ranks, link, model, hidden,
-                                                                                 ffn, experts, top_k, dtype}) {
-            GranularitySearch::Row row{kind, n, 0, 0, 0};
-            if (kind == "range") {
-              row.floor = std::stod(lo);
-              row.ceil = std::stod(hi);
+          if (std::vector<std::string>(v.begin(), v.begin() + 10) == search_key(ctx, s)) {
+            GranularitySearch::Row row{v[11], std::stoi(v[12]), 0, 0, 0};
+            if (row.kind == "range") {
+              row.floor = std::stod(v[13]);
+              row.ceil = std::stod(v[14]);
             } else {
-              row.b = std::stoi(lo);
+              row.b = std::stoi(v[13]);
             }
-            rows[{model, strategy}].push_back(row);
+            rows[{v[4], v[10]}].push_back(row);
           }
-      }
     } catch (const std::exception& e) {
       return "--search-file: cannot read " + search_file_ + ": " + e.what() + " (use --fresh-search to start over)";
     }
@@ -468,22 +480,16 @@ class MPMoEBench final : public BenchProgram {
   void save_searches(const BenchContext& ctx) {
     // The key columns are the search's own (the provenance columns after them are the run's
     // that last wrote the file).
-    CsvTable t({"search_backend", "search_device", "search_ranks", "search_link", "model", "hidden", "ffn", "experts",
-                "top_k", "search_dtype", "strategy", "kind", "n", "b_floor", "b_ceil"});
-    // Other layers' and machines' searches in the file stay.
+    CsvTable t(search_columns());
+    // Other layers' and machines' searches in the file stay; an unreadable file is replaced.
     if (std::filesystem::exists(search_file_)) {
       try {
-        io::CSVReader<15, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(search_file_);
-        in.read_header(io::ignore_extra_column, "search_backend", "search_device", "search_ranks", "search_link", "model",
-                       "hidden", "ffn", "experts", "top_k", "search_dtype", "strategy", "kind", "n", "b_floor", "b_ceil");
-        std::vector<std::string> v(15);
-        while (in.read_row(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14])) {
+        for (const auto& v : read_search_file(search_file_)) {
           bool mine = false;
-          for (const auto& s : shapes_)
-            mine = mine || std::vector<std::string>(v.begin(), v.begin() + 10) == search_key(ctx, s);
+          for (const auto& s : shapes_) mine = mine || std::vector<std::string>(v.begin(), v.begin() + 10) == search_key(ctx, s);
           if (!mine) t.add_row(v);
         }
-      } catch (const std::exception&) {  // unreadable: replaced whole
+      } catch (const std::exception&) {
       }
     }
     for (const auto& s : shapes_)

@@ -1,4 +1,6 @@
 #include "moe/dispatcher.h"
+#include "kernels/axpy.h"
+#include "runtime/range.h"
 
 namespace moebench {
 
@@ -27,6 +29,20 @@ void TokenDispatcher::dispatch_backward(DispatchState& st, const Routing& r, con
   dispatch_backward_prepare(st, r, d_rows, dx, s);
   dispatch_backward_exchange(st, s);
   dispatch_backward_finish(st, s);
+}
+
+void finish_layer_backward(Gate& gate, TokenDispatcher& d, const Routing& r, const void* x, const float* dweight,
+                           void* dx, Device& dev, TrackingAllocator& alloc, const Stream& s, Breakdown* b) {
+  const MoEConfig& cfg = gate.config();
+  const std::size_t gate_count = std::size_t(cfg.hidden) * cfg.experts;
+  Buffer gate_grad = alloc.allocate(gate_count * 4, MemTag::temporary, s);
+  {
+    ScopedRange range("moe.gating.bwd", s, b);
+    gate.backward(r, x, dweight, dx, d.aux_grad_scale(), gate_grad.as<float>(), s);
+  }
+  ScopedRange range("moe.sync.bwd", s, b);
+  d.sync_gradients(dx, std::size_t(r.tokens()) * cfg.hidden, gate_grad.as<float>(), gate_count, s);
+  axpy(dev.exec(s), gate_count, 1.f, gate_grad.data(), gate.grad().data(), DType::f32);
 }
 
 std::unique_ptr<DispatchState> TokenDispatcher::redispatch(const DispatchState& st, const void* x, const Stream& s) {

@@ -100,6 +100,15 @@ class TokenDispatcher {
   std::unique_ptr<DispatchState> redispatch(const DispatchState& st, const void* x, const Stream& s);
 };
 
+class Breakdown;
+
+// The end of every MoE layer's backward, once the dispatch backward has written dx: the gate's
+// backward (range moe.gating.bwd) adds its input gradient into dx, then what the dispatcher sums
+// over ranks (moe.sync.bwd), and the micro-batch's gate-weight gradient goes into gate.grad().
+void finish_layer_backward(Gate& gate, TokenDispatcher& dispatcher, const Routing& r, const void* x,
+                           const float* dweight, void* dx, Device& dev, TrackingAllocator& alloc, const Stream& s,
+                           Breakdown* breakdown);
+
 // Which experts a rank holds and how the dispatchers are made.
 struct DispatcherEnv {
   MoEConfig cfg;  // a copy: dispatchers outlive the caller's config

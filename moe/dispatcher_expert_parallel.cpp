@@ -131,22 +131,12 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
 
   void redispatch_exchange(DispatchState& base, const Stream& c) override {
     auto& re = state(base);
-    re.begin(c);
-    re.send.record_stream(c);
-    re.recv = rows_buffer(re.recv_total, MemTag::buffers, c);
-    exchange(comm_, re.send, re.send_rows, re.recv, re.recv_rows, c);
-    re.send.release();
-    re.end(c);
+    exchange_phase(re, comm_, re.send, re.send_rows, re.recv, re.recv_rows, MemTag::buffers, c);
   }
 
   void redispatch_finish(DispatchState& base, const Stream& s) override {
     auto& re = state(base);
-    re.begin(s);
-    re.recv.record_stream(s);
-    re.rows = rows_buffer(re.recv_total, MemTag::activations, s);
-    permute(re, re.recv, re.rows, /*to_expert_major=*/true, s);
-    re.recv.release();
-    re.end(s);
+    permute_phase(re, re.recv, re.rows, MemTag::activations, s);
   }
 
   void combine_prepare(DispatchState& base, const Routing& r, const Buffer& out, void* y, const Stream& s) override {
@@ -160,13 +150,8 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
   }
 
   void combine_exchange(DispatchState& base, const Stream& c) override {
-    auto& st = state(base);
-    st.begin(c);
-    st.recv.record_stream(c);
-    st.back = rows_buffer(sum(st.send_rows), MemTag::activations, c);  // kept for combine_backward
-    exchange(combine_comm_, st.recv, st.recv_rows, st.back, st.send_rows, c);
-    st.recv.release();
-    st.end(c);
+    auto& st = state(base);  // the returned rows are kept for combine_backward
+    exchange_phase(st, combine_comm_, st.recv, st.recv_rows, st.back, st.send_rows, MemTag::activations, c);
   }
 
   void combine_finish(DispatchState& base, const Stream& s) override {
@@ -191,22 +176,12 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
 
   void combine_backward_exchange(DispatchState& base, const Stream& c) override {
     auto& st = state(base);
-    st.begin(c);
-    st.send.record_stream(c);
-    st.recv = rows_buffer(st.recv_total, MemTag::buffers, c);
-    exchange(combine_comm_, st.send, st.send_rows, st.recv, st.recv_rows, c);
-    st.send.release();
-    st.end(c);
+    exchange_phase(st, combine_comm_, st.send, st.send_rows, st.recv, st.recv_rows, MemTag::buffers, c);
   }
 
   void combine_backward_finish(DispatchState& base, const Stream& s) override {
     auto& st = state(base);
-    st.begin(s);
-    st.recv.record_stream(s);
-    st.d_expert_out = rows_buffer(st.recv_total, MemTag::temporary, s);
-    permute(st, st.recv, st.d_expert_out, true, s);
-    st.recv.release();
-    st.end(s);
+    permute_phase(st, st.recv, st.d_expert_out, MemTag::temporary, s);
   }
 
   void dispatch_backward_prepare(DispatchState& base, const Routing&, const Buffer& d_rows, void* dx,
@@ -222,12 +197,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
 
   void dispatch_backward_exchange(DispatchState& base, const Stream& c) override {
     auto& st = state(base);
-    st.begin(c);
-    st.recv.record_stream(c);
-    st.send = rows_buffer(sum(st.send_rows), MemTag::buffers, c);
-    exchange(comm_, st.recv, st.recv_rows, st.send, st.send_rows, c);
-    st.recv.release();
-    st.end(c);
+    exchange_phase(st, comm_, st.recv, st.recv_rows, st.send, st.send_rows, MemTag::buffers, c);
   }
 
   void dispatch_backward_finish(DispatchState& base, const Stream& s) override {
@@ -262,6 +232,25 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
       rc[p] = to_rows[p] * h; rd[p] = ro; ro += rc[p];
     }
     comm.all_to_all_v(from.data(), sc, sd, to.data(), rc, rd, env_.cfg.dtype, c);
+  }
+  // A phase that only moves rows over `comm`: `to` is taken for them, `from` given back.
+  void exchange_phase(ExpertParallelState& st, Communicator& comm, Buffer& from, const std::vector<std::size_t>& from_rows,
+                      Buffer& to, const std::vector<std::size_t>& to_rows, MemTag to_tag, const Stream& c) {
+    st.begin(c);
+    from.record_stream(c);
+    to = rows_buffer(sum(to_rows), to_tag, c);
+    exchange(comm, from, from_rows, to, to_rows, c);
+    from.release();
+    st.end(c);
+  }
+  // A phase that only regroups arrived rows [source][local expert] expert-major into `to`.
+  void permute_phase(ExpertParallelState& st, Buffer& from, Buffer& to, MemTag to_tag, const Stream& s) {
+    st.begin(s);
+    from.record_stream(s);
+    to = rows_buffer(st.recv_total, to_tag, s);
+    permute(st, from, to, /*to_expert_major=*/true, s);
+    from.release();
+    st.end(s);
   }
   void permute(ExpertParallelState& st, const Buffer& from, Buffer& to, bool to_expert_major, const Stream& s) {
     const std::int32_t* map = st.maps->perm.as<std::int32_t>() + (to_expert_major ? 0 : st.recv_total);

@@ -57,6 +57,7 @@ class Gate {
   void backward(const Routing& r, const void* x, const float* dweight, void* dx, float aux_scale, float* grad_out,
                 const Stream& s);
 
+  const MoEConfig& config() const { return cfg_; }
   Buffer& weight() { return weight_; }  // [h, E] fp32
   Buffer& grad() { return grad_; }      // accumulated over micro-batches; see MoELayer::zero_grad
 

@@ -1,5 +1,4 @@
 #include "moe/moe_layer.h"
-#include "kernels/axpy.h"
 
 namespace moebench {
 
@@ -59,17 +58,7 @@ void MoELayer::backward(MoEContext& c, const void* dy, void* dx, const Stream& s
     ScopedRange r("moe.dispatch.bwd", s, b);
     dispatcher_->dispatch_backward(*c.dispatch, c.routing, d_rows, dx, s);
   }
-  const std::size_t gate_count = std::size_t(cfg_.hidden) * cfg_.experts;
-  Buffer gate_grad = alloc_.allocate(gate_count * 4, MemTag::temporary, s);
-  {
-    ScopedRange r("moe.gating.bwd", s, b);
-    gate_.backward(c.routing, c.x, dweight.as<float>(), dx, dispatcher_->aux_grad_scale(), gate_grad.as<float>(), s);
-  }
-  {
-    ScopedRange r("moe.sync.bwd", s, b);
-    dispatcher_->sync_gradients(dx, std::size_t(T) * cfg_.hidden, gate_grad.as<float>(), gate_count, s);
-    axpy(dev_.exec(s), gate_count, 1.f, gate_grad.data(), gate_.grad().data(), DType::f32);
-  }
+  finish_layer_backward(gate_, *dispatcher_, c.routing, c.x, dweight.as<float>(), dx, dev_, alloc_, s, b);
 }
 
 }  // namespace moebench

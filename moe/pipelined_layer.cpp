@@ -1,5 +1,4 @@
 #include "moe/pipelined_layer.h"
-#include "kernels/axpy.h"
 
 namespace moebench {
 
@@ -172,6 +171,11 @@ static void join(Backend backend, const Stream& to, std::initializer_list<const 
   }
 }
 
+// The side streams start after what the compute stream has queued.
+static void start_after(Backend backend, const PipelineStreams& st) {
+  for (const Stream* s : {&st.dispatch, &st.combine, &st.copy}) join(backend, *s, {&st.compute});
+}
+
 PipelinedContext PipelinedMoELayer::forward(const void* x, int tokens, void* y, const PipelineStreams& st,
                                             Breakdown* b) {
   const Stream& cs = st.compute;
@@ -190,9 +194,7 @@ PipelinedContext PipelinedMoELayer::forward(const void* x, int tokens, void* y, 
     slice(c, cs);
     if (pipe_.split == PipelineSplit::worker_groups) dev_.fill_zero(y, std::size_t(tokens) * row_bytes, cs);
   }
-  join(dev_.backend(), st.dispatch, {&cs});
-  join(dev_.backend(), st.combine, {&cs});
-  join(dev_.backend(), st.copy, {&cs});
+  start_after(dev_.backend(), st);
   const int n = int(c.parts.size());
   auto prepare = [&](Part& p) {
     ScopedRange r("moe.dispatch", cs, b);
@@ -262,9 +264,7 @@ void PipelinedMoELayer::backward(PipelinedContext& c, const void* dy, void* dx, 
   const bool sharing = pipe_.reuse != MemoryReuse::none;
   const bool slices = pipe_.split == PipelineSplit::worker_groups;
   const int T = c.routing.tokens(), S = c.routing.slots(), n = int(c.parts.size());
-  join(dev_.backend(), st.dispatch, {&cs});
-  join(dev_.backend(), st.combine, {&cs});
-  join(dev_.backend(), st.copy, {&cs});
+  start_after(dev_.backend(), st);
   Buffer dweight = alloc_.allocate(std::size_t(T) * S * 4, MemTag::temporary, cs);
   if (slices) {  // the steps add into them
     dev_.fill_zero(dweight.data(), dweight.bytes(), cs);
@@ -323,17 +323,7 @@ void PipelinedMoELayer::backward(PipelinedContext& c, const void* dy, void* dx, 
     if (i > 0) dispatch_finish(c.parts[i - 1]);
   }
   dispatch_finish(c.parts[n - 1]);
-  const std::size_t gate_count = std::size_t(cfg_.hidden) * cfg_.experts;
-  Buffer gate_grad = alloc_.allocate(gate_count * 4, MemTag::temporary, cs);
-  {
-    ScopedRange r("moe.gating.bwd", cs, b);
-    gate_.backward(c.routing, c.x, dweight.as<float>(), dx, dispatcher_->aux_grad_scale(), gate_grad.as<float>(), cs);
-  }
-  {
-    ScopedRange r("moe.sync.bwd", cs, b);
-    dispatcher_->sync_gradients(dx, std::size_t(T) * cfg_.hidden, gate_grad.as<float>(), gate_count, cs);
-    axpy(dev_.exec(cs), gate_count, 1.f, gate_grad.data(), gate_.grad().data(), DType::f32);
-  }
+  finish_layer_backward(gate_, *dispatcher_, c.routing, c.x, dweight.as<float>(), dx, dev_, alloc_, cs, b);
   join(dev_.backend(), cs, {&st.dispatch, &st.combine, &st.copy});
   c.parts.clear();  // the micro-batch's buffers back to the pool, in stream order
 }
