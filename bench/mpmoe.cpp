@@ -276,13 +276,18 @@ class MPMoEBench final : public BenchProgram {
     return c.runs[key] = r.run(p, sequential, warmup_, iters_);
   }
 
+  static CaseResult& new_case(std::vector<CaseResult>& list, const LayerShape& shape, int B) {
+    CaseResult& c = list.emplace_back();
+    c.model = shape.model;
+    c.tokens = B;
+    c.cfg = shape.moe;
+    return c;
+  }
+
   void run_case(benchmark::State& st, BenchContext& ctx, const LayerShape& shape, int B) {
     for (auto _ : st) {
       const auto start = std::chrono::steady_clock::now();
-      CaseResult& c = cases_.emplace_back();
-      c.model = shape.model;
-      c.tokens = B;
-      c.cfg = shape.moe;
+      CaseResult& c = new_case(cases_, shape, B);
       LayerRunner r(ctx, shape, B, streams_, *dispatch_comm_, *combine_comm_);
       const int W = ctx.world.size();
       if (has_any({"f3", "f9", "f10", "f15", "f16"})) c.cal = calibrate(ctx, r, 3);
@@ -363,10 +368,7 @@ class MPMoEBench final : public BenchProgram {
   void run_memory(benchmark::State& st, BenchContext& ctx, const LayerShape& shape, int B) {
     for (auto _ : st) {
       const auto start = std::chrono::steady_clock::now();
-      CaseResult& c = memory_cases_.emplace_back();
-      c.model = shape.model;
-      c.tokens = B;
-      c.cfg = shape.moe;
+      CaseResult& c = new_case(memory_cases_, shape, B);
       LayerRunner r(ctx, shape, B, streams_, *dispatch_comm_, *combine_comm_, /*adam=*/true);
       c.memory = r.run(tokens_split(1), false, 1, 1);
       explain(c, r);

@@ -55,6 +55,20 @@ struct CpuLayer {
   std::vector<float> x_;
 };
 
+// The layer the multi-rank tests share: 8 experts (for 1, 2, 4 ranks), two prototypes of top-2
+// and capacity drops, so routing, slots and dropping are all exercised.
+inline MoEConfig multi_rank_test_config() {
+  MoEConfig c;
+  c.hidden = 16;
+  c.ffn = 24;
+  c.experts = 8;
+  c.prototypes = 2;
+  c.top_k = 2;
+  c.capacity_factor = 1.25;
+  c.aux_coef = 0.1f;
+  return c;
+}
+
 inline std::vector<float> tokens(int count, int hidden, std::uint64_t seed, int first_token = 0) {
   return normal_vector(std::size_t(count) * hidden, seed, 77, 1.f, std::size_t(first_token) * hidden);
 }

@@ -22,18 +22,6 @@ struct Grads {
   std::vector<float> gate, w1, w2;
 };
 
-MoEConfig config() {
-  MoEConfig c;
-  c.hidden = 16;
-  c.ffn = 24;
-  c.experts = 8;
-  c.prototypes = 2;
-  c.top_k = 2;
-  c.capacity_factor = 1.25;
-  c.aux_coef = 0.1f;
-  return c;
-}
-
 class MicroBatches : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -102,7 +90,7 @@ class MicroBatches : public ::testing::Test {
     EXPECT_LT(rel_diff(got.w2.data(), want.w2.data(), want.w2.size()), 1e-5) << what << " w2";
   }
 
-  MoEConfig cfg = config();
+  MoEConfig cfg = multi_rank_test_config();
   const int T = 12;
   Device dev = Device::open(Backend::cpu);
   TrackingAllocator alloc{Backend::cpu};

@@ -18,18 +18,6 @@ using namespace testing_util;
 
 namespace {
 
-MoEConfig config() {
-  MoEConfig c;
-  c.hidden = 16;
-  c.ffn = 24;
-  c.experts = 8;
-  c.prototypes = 2;
-  c.top_k = 2;
-  c.capacity_factor = 1.25;
-  c.aux_coef = 0.1f;
-  return c;
-}
-
 struct Result {
   std::vector<float> y, dx, gate, w1, w2;
 };
@@ -87,7 +75,7 @@ class PipelinedLayer : public ::testing::Test {
     EXPECT_LT(rel_diff(got.w2.data(), want.w2.data(), want.w2.size()), 1e-5) << what << ": w2 gradient";
   }
 
-  MoEConfig cfg = config();
+  MoEConfig cfg = multi_rank_test_config();
   const int T = 13;
   Device dev = Device::open(Backend::cpu);
   TrackingAllocator alloc{Backend::cpu};
