@@ -97,7 +97,9 @@ class MPMoEBench final : public BenchProgram {
     all.push_back("layer");
     add_choices(app, "--experiments", experiments_, all, "What to run (default: every figure, f2 .. f17)");
     add_choices(app, "--models", models_, {"gpt-s", "bert-l", "gpt-xl"},
-                "003 Table 3 layers (default: by scale; the tiny scale uses a small layer of its own)");
+                "003 Table 3 layers of the timed figures (default: by scale; the tiny scale uses a small layer of its own)");
+    add_choices(app, "--memory-models", memory_models_, {"gpt-s", "bert-l", "gpt-xl"},
+                "003 Table 3 layers of f2 (default: all three; the tiny scale uses its small layer)");
     add_wholes(app, "--tokens", tokens_, 1, 1 << 24, "Batches B per rank for the timed figures (default: by scale)");
     add_wholes(app, "--memory-tokens", memory_tokens_, 1, 1 << 24, "Batches B per rank for f2 (default: by scale)");
     add_whole(app, "--experts", experts_opt_, 1, 1 << 20, "Experts in the layer (default: one per rank, at least 4)");
@@ -119,7 +121,7 @@ class MPMoEBench final : public BenchProgram {
     const int experts = W * std::max(1, (4 + W - 1) / W);
     switch (ctx.scale()) {
       case Scale::tiny: tokens = {32, 64}; memory = {32, 64}; warmup_ = 1; iters_ = 2; break;
-      case Scale::local: tokens = {512, 1024}; memory = {256, 512, 1024, 2048, 4096}; warmup_ = 1; iters_ = 3; break;
+      case Scale::local: tokens = {512, 1024}; memory = {256, 1024, 2048}; warmup_ = 1; iters_ = 3; break;
       case Scale::paper:
         tokens = {2048, 4096, 8192, 16384, 32768};
         memory = {256, 512, 1024, 2048, 4096, 8192, 16384};
@@ -142,29 +144,23 @@ class MPMoEBench final : public BenchProgram {
       return "--tokens: " + std::to_string(tokens_.front()) +
              " is fewer than the 8 parts the figures split a batch into (Algorithm 1 searches n up to 8); allowed: >= 8";
     memory_tokens_ = memory;
-    if (models_.empty()) models_ = ctx.scale() == Scale::tiny ? std::vector<std::string>{"tiny"}
+    const std::vector<std::string> all = {"gpt-s", "bert-l", "gpt-xl"};
+    if (models_.empty()) models_ = ctx.scale() == Scale::tiny    ? std::vector<std::string>{"tiny"}
                                    : ctx.scale() == Scale::local ? std::vector<std::string>{"gpt-s"}
-                                                                 : std::vector<std::string>{"gpt-s", "bert-l", "gpt-xl"};
+                                                                 : all;
+    if (memory_models_.empty()) memory_models_ = ctx.scale() == Scale::tiny ? std::vector<std::string>{"tiny"} : all;
     shapes_.clear();
-    for (const auto& m : models_) {
-      LayerShape s;
-      s.model = m;
-      MoEConfig& c = s.moe;
-      if (m == "tiny") {
-        c.hidden = 32; c.ffn = 64;
-      } else {
-        const MoELayerSpec& spec = moe_layer_spec(m);
-        c.hidden = spec.hidden; c.ffn = spec.ffn;
-      }
-      c.experts = experts_opt_.value_or(experts);
-      c.top_k = top_k_opt_.value_or(1);
-      c.dtype = ctx.dtype();
-      c.aux_loss = true;
+    memory_shapes_.clear();
+    for (const auto& m : models_) shapes_.push_back(shape_of(ctx, m, experts));
+    for (const auto& m : memory_models_) memory_shapes_.push_back(shape_of(ctx, m, experts));
+    for (const auto& c : shapes_) {
       for (int B : tokens_)
-        if (auto e = c.validate(B, W)) return e;
-      if (auto e = c.validate_for(ctx.backend())) return e;
-      shapes_.push_back(s);
+        if (auto e = c.moe.validate(B, W)) return e;
+      if (auto e = c.moe.validate_for(ctx.backend())) return e;
     }
+    for (const auto& c : memory_shapes_)
+      for (int B : memory_tokens_)
+        if (auto e = c.moe.validate(B, W)) return "--memory-tokens/" + *e;
     // The single configuration.
     if (layer_only) {
       pipe_.split = split_ == "worker_groups" ? PipelineSplit::worker_groups : PipelineSplit::tokens;
@@ -187,11 +183,15 @@ class MPMoEBench final : public BenchProgram {
         biggest = std::max(biggest, weights + rows * (6.0 * c.hidden + 2.0 * c.ffn) * es + 4.0 * B * c.hidden * es);
         if (offloads) pinned = std::max(pinned, rows * (c.hidden + c.ffn) * es);
       }
-      if (has("f2"))
+    }
+    if (has("f2"))
+      for (const auto& s : memory_shapes_) {
+        const MoEConfig& c = s.moe;
+        const double es = double(dtype_size(c.dtype));
         for (int B : memory_tokens_)
           biggest = std::max(biggest, 8.0 * (c.experts / W) * double(c.hidden) * c.ffn * 4 +
                                           2.0 * c.slots() * B * (6.0 * c.hidden + 2.0 * c.ffn) * es + 4.0 * B * c.hidden * es);
-    }
+      }
     if (pinned > 0) {
       std::size_t free_b = 0, total_b = 0;
       detail::host_memory(&free_b, &total_b);
@@ -223,11 +223,12 @@ class MPMoEBench final : public BenchProgram {
     combine_comm_ = ctx.world.dup();
     streams_ = PipelineStreams{ctx.device.create_stream("compute"), ctx.device.create_stream("dispatch"),
                                ctx.device.create_stream("combine"), ctx.device.create_stream("copy")};
-    for (const auto& s : shapes_) {
-      if (has("f2"))
+    if (has("f2"))
+      for (const auto& s : memory_shapes_)
         for (int B : memory_tokens_)
           ctx.add("mpmoe/f2/" + s.model + "/B" + std::to_string(B), 1,
                   [this, &ctx, s, B](benchmark::State& st) { run_memory(st, ctx, s, B); }, benchmark::kMillisecond, 1);
+    for (const auto& s : shapes_) {
       if (has_any({"f3", "f9", "f10", "f11", "f12", "f13", "f14", "f15", "f16", "layer"}))
         for (int B : tokens_)
           ctx.add("mpmoe/" + s.model + "/B" + std::to_string(B), 1,
@@ -260,6 +261,25 @@ class MPMoEBench final : public BenchProgram {
   }
 
  private:
+  LayerShape shape_of(const BenchContext& ctx, const std::string& model, int experts) const {
+    LayerShape s;
+    s.model = model;
+    MoEConfig& c = s.moe;
+    if (model == "tiny") {
+      c.hidden = 32;
+      c.ffn = 64;
+    } else {
+      const MoELayerSpec& spec = moe_layer_spec(model);
+      c.hidden = spec.hidden;
+      c.ffn = spec.ffn;
+    }
+    c.experts = experts_opt_.value_or(experts);
+    c.top_k = top_k_opt_.value_or(1);
+    c.dtype = ctx.dtype();
+    c.aux_loss = true;
+    return s;
+  }
+
   bool has(const std::string& e) const { return std::find(experiments_.begin(), experiments_.end(), e) != experiments_.end(); }
   bool has_any(std::initializer_list<const char*> es) const {
     for (const char* e : es)
@@ -370,7 +390,7 @@ class MPMoEBench final : public BenchProgram {
       const auto start = std::chrono::steady_clock::now();
       CaseResult& c = new_case(memory_cases_, shape, B);
       LayerRunner r(ctx, shape, B, streams_, *dispatch_comm_, *combine_comm_, /*adam=*/true);
-      c.memory = r.run(tokens_split(1), false, 1, 1);
+      c.memory = r.run(tokens_split(1), false, 0, 1);  // peaks count bytes asked for: no warm-up needed
       explain(c, r);
       st.SetIterationTime(ctx.rt.max(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
     }
@@ -895,13 +915,13 @@ class MPMoEBench final : public BenchProgram {
     t.write(dir + "layer.csv", ctx.provenance);
   }
 
-  std::vector<std::string> experiments_, models_;
+  std::vector<std::string> experiments_, models_, memory_models_;
   std::vector<int> tokens_, memory_tokens_;
   std::optional<int> experts_opt_, top_k_opt_, partitions_opt_, group_opt_;
   std::string search_file_, split_, strategy_;
   bool fresh_search_ = false;
   PipelineConfig pipe_;
-  std::vector<LayerShape> shapes_;
+  std::vector<LayerShape> shapes_, memory_shapes_;
   int warmup_ = 1, iters_ = 3;
   std::unique_ptr<Communicator> dispatch_comm_, combine_comm_;
   PipelineStreams streams_;
