@@ -160,7 +160,7 @@ class MPMoEBench final : public BenchProgram {
     }
     for (const auto& c : memory_shapes_)
       for (int B : memory_tokens_)
-        if (auto e = c.moe.validate(B, W)) return "--memory-tokens/" + *e;
+        if (auto e = c.moe.validate(B, W)) return e;
     // The single configuration.
     if (layer_only) {
       pipe_.split = split_ == "worker_groups" ? PipelineSplit::worker_groups : PipelineSplit::tokens;
