@@ -1,7 +1,9 @@
 // The device on a GPU: opening it, its streams (each with its own cuBLAS handle and
 // workspace: a handle shared by two streams through cublasSetStream races), memory and
 // asynchronous copies. Without CUDA, every entry says so.
+#include <cctype>
 #include <fstream>
+#include <sstream>
 #include "runtime/device.h"
 #if MOEBENCH_WITH_CUDA
 #include <cublas_v2.h>
@@ -48,17 +50,17 @@ void Device::CudaDeleter::operator()(Cuda* c) const { delete c; }
 
 namespace {
 std::string nvidia_driver_version() {
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..." or, for the open module,
+  // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  ...": the first word
+  // made of digits and dots only, with a dot in it.
   std::ifstream in("/proc/driver/nvidia/version");
-  std::string line;
-  if (std::getline(in, line)) {
-    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..."
-    auto pos = line.find("Kernel Module");
-    if (pos != std::string::npos) {
-      std::string rest = line.substr(pos + 13);
-      auto b = rest.find_first_not_of(' ');
-      auto e = rest.find(' ', b);
-      if (b != std::string::npos) return rest.substr(b, e - b);
-    }
+  std::string line, word;
+  std::getline(in, line);
+  std::istringstream words(line);
+  while (words >> word) {
+    if (word.find('.') != std::string::npos && word.find_first_not_of("0123456789.") == std::string::npos &&
+        std::isdigit(static_cast<unsigned char>(word.front())))
+      return word;
   }
   int v = 0;
   cudaDriverGetVersion(&v);

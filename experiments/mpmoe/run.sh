@@ -17,10 +17,14 @@ if [ "$BACKEND" = cpu ]; then
     ${EXTRA[@]+"${EXTRA[@]}"}
   mpmoe_plot "$MOEBENCH_RESULTS/mpmoe_mpi_link/mpmoe"
 fi
-main_ranks="$RANKS"
-RANKS=2
-[ "$main_ranks" = 2 ] && RANKS=4
-mpmoe_run "$MOEBENCH_RESULTS/mpmoe_f15/ranks$RANKS" --experiments f15 ${EXTRA[@]+"${EXTRA[@]}"}
-"$py" "$MOEBENCH_ROOT/plots/merge_csv.py" "$MOEBENCH_RESULTS/mpmoe/f15.csv" "$MOEBENCH_RESULTS/mpmoe/f15.csv" \
-  "$MOEBENCH_RESULTS/mpmoe_f15/ranks$RANKS/mpmoe/f15.csv"
+if [ "$(moebench_launcher)" = none ]; then
+  echo "mpmoe/run.sh: f15 at a second rank count left out: MOEBENCH_LAUNCHER=none runs 1 rank"
+else
+  main_ranks="$RANKS"
+  RANKS=2
+  [ "$main_ranks" = 2 ] && RANKS=4
+  mpmoe_run "$MOEBENCH_RESULTS/mpmoe_f15/ranks$RANKS" --experiments f15 ${EXTRA[@]+"${EXTRA[@]}"}
+  "$py" "$MOEBENCH_ROOT/plots/merge_csv.py" "$MOEBENCH_RESULTS/mpmoe/f15.csv" "$MOEBENCH_RESULTS/mpmoe/f15.csv" \
+    "$MOEBENCH_RESULTS/mpmoe_f15/ranks$RANKS/mpmoe/f15.csv"
+fi
 mpmoe_plot "$MOEBENCH_RESULTS/mpmoe"

@@ -85,7 +85,9 @@ TEST(GpuCapacity, PositionsCountsAndRowMapMatchCpu) {
     Buffer de = to_device(dev, alloc, expert), dpos = alloc.allocate(ts * 4, MemTag::temporary),
            dr = alloc.allocate(ge * 4, MemTag::temporary), dk = alloc.allocate(ge * 4, MemTag::temporary);
     const Exec ex = dev.exec(dev.default_stream());
-    assign_positions(ex, c, de.as<std::int32_t>(), dpos.as<std::int32_t>(), dr.as<std::int32_t>(), dk.as<std::int32_t>());
+    Buffer ws = alloc.allocate(std::max<std::size_t>(assign_positions_workspace_bytes(ex, c), 1), MemTag::buffers);
+    assign_positions(ex, c, de.as<std::int32_t>(), dpos.as<std::int32_t>(), dr.as<std::int32_t>(), dk.as<std::int32_t>(),
+                     ws.data(), ws.bytes());
     EXPECT_EQ(to_host<std::int32_t>(dev, dpos, ts), pos) << "capacity " << capacity;
     EXPECT_EQ(to_host<std::int32_t>(dev, dr, ge), routed);
     EXPECT_EQ(to_host<std::int32_t>(dev, dk, ge), kept);
