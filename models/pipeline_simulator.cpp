@@ -1,0 +1,80 @@
+#include "models/pipeline_simulator.h"
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace moebench {
+
+double PipelineSimulation::bubble_fraction(int stage) const { return makespan > 0 ? idle(stage) / makespan : 0; }
+
+double PipelineSimulation::bubble_fraction() const {
+  double idle_sum = 0;
+  for (std::size_t s = 0; s < busy.size(); ++s) idle_sum += idle(int(s));
+  return makespan > 0 ? idle_sum / (makespan * double(busy.size())) : 0;
+}
+
+double ideal_bubble_fraction(int stages, int micro_batches) {
+  return double(stages - 1) / double(micro_batches + stages - 1);
+}
+
+PipelineSimulation simulate_pipeline(const PipelineSchedule& schedule, const std::vector<StageOpTimes>& times, double send,
+                                     bool recompute) {
+  const int P = schedule.stages, M = schedule.micro_batches;
+  if (times.size() != 1 && int(times.size()) != P)
+    throw std::invalid_argument("simulate_pipeline: " + std::to_string(times.size()) + " stage times for " +
+                                std::to_string(P) + " stages");
+  auto op_time = [&](int s, PipeOp op) {
+    const StageOpTimes& t = times.size() == 1 ? times[0] : times[s];
+    switch (op) {
+      case PipeOp::F: return t.f;
+      case PipeOp::B: return (schedule.splits_backward() ? t.b : t.b + t.w) + (recompute ? t.f : 0);
+      case PipeOp::W: return t.w;
+    }
+    return 0.0;
+  };
+  constexpr double kNotYet = std::numeric_limits<double>::infinity();
+  // end[op][s][j]: when op of micro-batch j finished on stage s.
+  std::vector<std::vector<std::vector<double>>> end(3, std::vector<std::vector<double>>(P, std::vector<double>(M, kNotYet)));
+  auto slot = [](PipeOp op) { return op == PipeOp::F ? 0 : op == PipeOp::B ? 1 : 2; };
+
+  PipelineSimulation sim;
+  sim.busy.assign(P, 0);
+  sim.ops.assign(P, {});
+  std::vector<std::size_t> next(P, 0);
+  std::vector<double> free_at(P, 0);
+  std::size_t left = 0;
+  for (const auto& st : schedule.steps) left += st.size();
+  while (left > 0) {
+    bool progressed = false;
+    for (int s = 0; s < P; ++s) {
+      while (next[s] < schedule.steps[s].size()) {
+        const PipeStep step = schedule.steps[s][next[s]];
+        const int j = step.micro;
+        double ready = 0;
+        switch (step.op) {
+          case PipeOp::F: ready = s == 0 ? 0 : end[0][s - 1][j] + send; break;
+          case PipeOp::B:
+            ready = std::max(end[0][s][j], s == P - 1 ? 0 : end[1][s + 1][j] + send);
+            break;
+          case PipeOp::W: ready = end[1][s][j]; break;
+        }
+        if (ready == kNotYet) break;  // its input comes later: let the other stages run
+        const double start = std::max(free_at[s], ready), d = op_time(s, step.op);
+        end[slot(step.op)][s][j] = free_at[s] = start + d;
+        sim.busy[s] += d;
+        sim.ops[s].push_back({step, start, start + d});
+        sim.makespan = std::max(sim.makespan, start + d);
+        ++next[s];
+        --left;
+        progressed = true;
+      }
+    }
+    if (!progressed)
+      throw std::invalid_argument("simulate_pipeline: the " + schedule_name(schedule.kind) +
+                                  " table cannot run: every stage waits on an op its peer has not reached");
+  }
+  return sim;
+}
+
+}  // namespace moebench

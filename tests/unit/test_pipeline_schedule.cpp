@@ -1,0 +1,118 @@
+// Pipeline schedule tables against hand-written ones, and the simulator's bubbles against the
+// closed forms: (P - 1) / (M + P - 1) for GPipe and 1F1B, a third of 1F1B's idle time for ZB-H1.
+#include <gtest/gtest.h>
+#include <stdexcept>
+#include "models/pipeline_schedule.h"
+#include "models/pipeline_simulator.h"
+
+namespace moebench {
+namespace {
+
+std::vector<std::string> table(const PipelineSchedule& s) {
+  std::vector<std::string> out;
+  for (int st = 0; st < s.stages; ++st) out.push_back(s.describe(st));
+  return out;
+}
+
+TEST(PipelineSchedule, GPipeIsEveryForwardThenEveryBackward) {
+  const auto s = make_pipeline_schedule(PipelineScheduleKind::gpipe, 4, 8);
+  const std::string row = "F0 F1 F2 F3 F4 F5 F6 F7 B0 B1 B2 B3 B4 B5 B6 B7";
+  EXPECT_EQ(table(s), (std::vector<std::string>{row, row, row, row}));
+  EXPECT_EQ(s.peak_in_flight(0), 8);
+}
+
+TEST(PipelineSchedule, OneFOneBAtFourStagesEightMicroBatches) {
+  const auto s = make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 4, 8);
+  EXPECT_EQ(table(s), (std::vector<std::string>{
+                          "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7",
+                          "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7",
+                          "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7",
+                          "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7",
+                      }));
+  for (int st = 0; st < 4; ++st) EXPECT_EQ(s.peak_in_flight(st), 4 - st) << "stage " << st;
+}
+
+TEST(PipelineSchedule, ZeroBubbleH1AtFourStagesEightMicroBatches) {
+  const auto s = make_pipeline_schedule(PipelineScheduleKind::zb_h1, 4, 8);
+  EXPECT_EQ(table(s), (std::vector<std::string>{
+                          "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7",
+                          "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7",
+                          "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7",
+                          "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7",
+                      }));
+  // Every stage holds 1F1B's peak (its first stage's), no more.
+  for (int st = 0; st < 4; ++st) EXPECT_EQ(s.peak_in_flight(st), 4) << "stage " << st;
+}
+
+TEST(PipelineSchedule, FewerMicroBatchesThanStagesAndOneStage) {
+  const auto s = make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 4, 2);
+  EXPECT_EQ(s.describe(0), "F0 F1 B0 B1");
+  EXPECT_EQ(s.describe(3), "F0 B0 F1 B1");
+  const auto one = make_pipeline_schedule(PipelineScheduleKind::zb_h1, 1, 3);
+  EXPECT_EQ(one.describe(0), "F0 B0 W0 F1 B1 W1 F2 B2 W2");
+}
+
+TEST(PipelineSchedule, BadShapesNameTheOption) {
+  EXPECT_EQ(validate_pipeline_shape(0, 4).value(), "--pp: 0 pipeline stages; allowed: >= 1");
+  EXPECT_EQ(validate_pipeline_shape(2, 0).value(), "--micro-batches: 0; allowed: >= 1");
+  EXPECT_FALSE(validate_pipeline_shape(4, 1));
+  EXPECT_THROW(make_pipeline_schedule(PipelineScheduleKind::gpipe, 2, 0), std::invalid_argument);
+  EXPECT_EQ(parse_schedule("zb-h1"), PipelineScheduleKind::zb_h1);
+  EXPECT_FALSE(parse_schedule("interleaved"));
+}
+
+TEST(PipelineSimulator, GPipeAndOneFOneBBubbleIsTheClosedForm) {
+  for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b})
+    for (int P : {1, 2, 3, 4, 8})
+      for (int M : {1, 2, 4, 8, 16}) {
+        const auto sim = simulate_pipeline(make_pipeline_schedule(kind, P, M), {{1, 1, 1}});
+        EXPECT_DOUBLE_EQ(sim.makespan, 3.0 * (M + P - 1)) << schedule_name(kind) << " P=" << P << " M=" << M;
+        for (int s = 0; s < P; ++s) EXPECT_NEAR(sim.bubble_fraction(s), ideal_bubble_fraction(P, M), 1e-12);
+      }
+}
+
+TEST(PipelineSimulator, ZeroBubbleH1IdlesAThirdOfOneFOneB) {
+  for (int P : {2, 3, 4, 8})
+    for (int M : {P, 2 * P, 4 * P}) {
+      const auto zb = simulate_pipeline(make_pipeline_schedule(PipelineScheduleKind::zb_h1, P, M), {{1, 1, 1}});
+      const auto ofob = simulate_pipeline(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, P, M), {{1, 1, 1}});
+      EXPECT_DOUBLE_EQ(zb.makespan, 3.0 * M + (P - 1)) << "P=" << P << " M=" << M;
+      for (int s = 0; s < P; ++s) EXPECT_DOUBLE_EQ(zb.idle(s) * 3, ofob.idle(s)) << "P=" << P << " M=" << M << " stage " << s;
+      EXPECT_NEAR(zb.bubble_fraction(), double(P - 1) / (3.0 * M + P - 1), 1e-12);
+    }
+}
+
+TEST(PipelineSimulator, OpsWaitForTheirInputsAndSendsAddToTheChain) {
+  // Two stages, one micro-batch: F on 0, send, F on 1, B on 1, send, B on 0.
+  const auto sim = simulate_pipeline(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 2, 1),
+                                     {{1, 2, 0.5}, {3, 4, 1}}, 0.25);
+  ASSERT_EQ(sim.ops[1].size(), 2u);
+  EXPECT_DOUBLE_EQ(sim.ops[1][0].start, 1.25);           // after stage 0's F and the send
+  EXPECT_DOUBLE_EQ(sim.ops[1][1].end, 1.25 + 3 + 5);     // its B is b + w where the backward is whole
+  EXPECT_DOUBLE_EQ(sim.ops[0][1].start, 9.25 + 0.25);    // stage 0's B after stage 1's and the send
+  EXPECT_DOUBLE_EQ(sim.makespan, 9.5 + 2.5);
+  EXPECT_DOUBLE_EQ(sim.busy[0], 1 + 2.5);
+  // Recomputation adds a forward to every backward.
+  const auto re = simulate_pipeline(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 2, 1),
+                                    {{1, 2, 0.5}, {3, 4, 1}}, 0.25, true);
+  EXPECT_DOUBLE_EQ(re.makespan, sim.makespan + 3 + 1);
+}
+
+TEST(PipelineSimulator, UnequalStagesFollowTheSlowest) {
+  // The slowest stage's work plus the fill and drain of the others bounds the makespan below.
+  const auto sim = simulate_pipeline(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 3, 6),
+                                     {{1, 1, 1}, {2, 2, 2}, {1, 1, 1}});
+  EXPECT_DOUBLE_EQ(sim.busy[1], 6 * 6.0);
+  EXPECT_GE(sim.makespan, 36 + 1 + 2);
+  EXPECT_LT(sim.bubble_fraction(1), sim.bubble_fraction(0));
+}
+
+TEST(PipelineSimulator, ATableThatCannotRunIsRefused) {
+  auto s = make_pipeline_schedule(PipelineScheduleKind::gpipe, 2, 2);
+  std::swap(s.steps[1][0], s.steps[1][2]);  // stage 1 asks for B0 before its F0
+  EXPECT_THROW(simulate_pipeline(s, {{1, 1, 1}}), std::invalid_argument);
+  EXPECT_THROW(simulate_pipeline(s, {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace moebench
