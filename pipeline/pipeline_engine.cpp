@@ -1,0 +1,120 @@
+#include "pipeline/pipeline_engine.h"
+#include <memory>
+#include <string>
+#include "runtime/stream.h"
+
+namespace moebench {
+
+StageOpTimes PipelineStepRecord::mean_op_ms() const {
+  double sum[3] = {0, 0, 0};
+  int n[3] = {0, 0, 0};
+  for (const SimulatedOp& o : ops) {
+    const int k = o.step.op == PipeOp::F ? 0 : o.step.op == PipeOp::B ? 1 : 2;
+    sum[k] += o.end - o.start;
+    ++n[k];
+  }
+  return StageOpTimes{n[0] ? sum[0] / n[0] : 0, n[1] ? sum[1] / n[1] : 0, n[2] ? sum[2] / n[2] : 0};
+}
+
+PipelineEngine::PipelineEngine(MlpStage& stage, Communicator& comm, Device& dev, TrackingAllocator& alloc, Stream compute,
+                               Stream send)
+    : stage_(stage), comm_(comm), dev_(dev), alloc_(alloc), compute_(std::move(compute)), send_(std::move(send)) {}
+
+PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int rows, const std::vector<const void*>& inputs,
+                                       const std::vector<void*>& outputs, const std::vector<const void*>& output_grads) {
+  const int s = comm_.rank(), P = comm_.size(), M = schedule.micro_batches;
+  if (schedule.stages != P)
+    throw Error("PipelineEngine: a table of " + std::to_string(schedule.stages) + " stages on " + std::to_string(P) + " ranks");
+  if ((s == 0 && int(inputs.size()) != M) || (s == P - 1 && (int(outputs.size()) != M || int(output_grads.size()) != M)))
+    throw Error("PipelineEngine: one input (first stage) and one output and output gradient (last stage) per micro-batch");
+  const int H = stage_.config().hidden;
+  const std::size_t count = std::size_t(rows) * H, bytes = count * 4;
+  const bool split = schedule.splits_backward();
+
+  struct Timed {
+    PipeStep step;
+    std::unique_ptr<Event> begin, end;
+  };
+  std::vector<Timed> timed;
+  auto mark = [&] {
+    auto e = std::make_unique<Event>(dev_.backend());
+    e->record(compute_);
+    return e;
+  };
+  // What this stage sent stays alive until the send stream is done with it (record_stream).
+  auto send_after = [&](Buffer& b, const Event& produced, int peer) {
+    produced.make_wait(send_);
+    comm_.send(b.data(), count, DType::f32, peer, send_);
+    b.record_stream(send_);
+    b.release();
+  };
+
+  comm_.barrier(compute_);
+  const auto start = mark();
+  for (const PipeStep& step : schedule.steps.at(s)) {
+    const int j = step.micro;
+    switch (step.op) {
+      case PipeOp::F: {
+        Buffer in, out;
+        const void* x = s == 0 ? inputs.at(j) : nullptr;
+        if (s > 0) {
+          in = alloc_.allocate(bytes, MemTag::buffers, compute_);
+          comm_.recv(in.data(), count, DType::f32, s - 1, compute_);
+          x = in.data();
+        }
+        void* y = s == P - 1 ? outputs.at(j) : (out = alloc_.allocate(bytes, MemTag::buffers, compute_)).data();
+        auto b = mark();
+        stage_.forward(j, x, y, rows, compute_);
+        auto e = mark();
+        if (s < P - 1) send_after(out, *e, s + 1);
+        timed.push_back({step, std::move(b), std::move(e)});
+        break;
+      }
+      case PipeOp::B: {
+        Buffer grad_in, grad_out = alloc_.allocate(bytes, MemTag::buffers, compute_);
+        const void* dy = s == P - 1 ? output_grads.at(j) : nullptr;
+        if (s < P - 1) {
+          grad_in = alloc_.allocate(bytes, MemTag::buffers, compute_);
+          comm_.recv(grad_in.data(), count, DType::f32, s + 1, compute_);
+          dy = grad_in.data();
+        }
+        auto b = mark();
+        if (split)
+          stage_.backward_input(j, dy, grad_out.data(), compute_);
+        else
+          stage_.backward(j, dy, grad_out.data(), compute_);
+        auto e = mark();
+        if (s > 0) send_after(grad_out, *e, s - 1);
+        timed.push_back({step, std::move(b), std::move(e)});
+        break;
+      }
+      case PipeOp::W: {
+        auto b = mark();
+        stage_.backward_weight(j, compute_);
+        timed.push_back({step, std::move(b), mark()});
+        break;
+      }
+    }
+  }
+  const auto stop = mark();
+  send_.synchronize();
+  compute_.synchronize();
+
+  PipelineStepRecord rec;
+  for (const Timed& t : timed) {
+    const double b = Event::elapsed_ms(*start, *t.begin), e = Event::elapsed_ms(*start, *t.end);
+    rec.ops.push_back({t.step, b, e});
+    rec.busy_ms += e - b;
+  }
+  // The step ends when its slowest stage does.
+  Buffer span = alloc_.allocate(sizeof(float), MemTag::temporary, compute_);
+  float mine = float(Event::elapsed_ms(*start, *stop));
+  dev_.copy_to_device(span.data(), &mine, sizeof(float), compute_);
+  comm_.all_reduce(span.data(), span.data(), 1, DType::f32, ReduceOp::max, compute_);
+  dev_.copy_to_host(&mine, span.data(), sizeof(float), compute_);
+  compute_.synchronize();
+  rec.makespan_ms = mine;
+  return rec;
+}
+
+}  // namespace moebench

@@ -1,0 +1,45 @@
+// Runs a schedule table (models/pipeline_schedule.h) on the ranks of a pipeline communicator,
+// rank s being stage s: each stage takes its ops in the table's order on its compute stream --
+// a forward receives its input from stage s - 1, a backward its output gradient from stage
+// s + 1 -- and sends what it produced on a stream of its own, so a send waiting for its
+// receiver never holds up the stage's compute. Every op is timed by events on the compute
+// stream: a stage's busy time, and the bubble as the rest of the step, come from its own events.
+#pragma once
+#include <vector>
+#include "models/pipeline_schedule.h"
+#include "models/pipeline_simulator.h"
+#include "pipeline/mlp_stage.h"
+#include "runtime/comm.h"
+
+namespace moebench {
+
+struct PipelineStepRecord {
+  std::vector<SimulatedOp> ops;  // this stage's ops as run: ms from the step's start
+  double busy_ms = 0;            // their sum
+  double makespan_ms = 0;        // the step's end on the slowest stage (the same on every rank)
+  double bubble_fraction() const { return makespan_ms > 0 ? 1 - busy_ms / makespan_ms : 0; }
+  // Mean op times per kind on this stage (the simulator's input).
+  StageOpTimes mean_op_ms() const;
+};
+
+class PipelineEngine {
+ public:
+  // `comm`: the pipeline's ranks, stage = rank. `compute` and `send`: two streams of `dev`.
+  PipelineEngine(MlpStage& stage, Communicator& comm, Device& dev, TrackingAllocator& alloc, Stream compute, Stream send);
+
+  // One step's forwards and backwards over the table's micro-batches of `rows` rows each.
+  // Stage 0 reads inputs[j]; the last stage writes outputs[j] and takes output_grads[j] as
+  // dL/dy (device pointers, [rows, hidden]). Gradients accumulate in the stage's weights'
+  // gradients. Collective over `comm`.
+  PipelineStepRecord run(const PipelineSchedule& schedule, int rows, const std::vector<const void*>& inputs,
+                         const std::vector<void*>& outputs, const std::vector<const void*>& output_grads);
+
+ private:
+  MlpStage& stage_;
+  Communicator& comm_;
+  Device& dev_;
+  TrackingAllocator& alloc_;
+  Stream compute_, send_;
+};
+
+}  // namespace moebench
