@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""pipe_bubble.py RESULTS/pipe: bubble.png from bubble.csv -- per stage count, the stages' mean
+bubble against M for each schedule (measured, the simulator's, (P-1)/(M+P-1)); throughput and
+peak activation memory (largest stage) against M, with and without recomputation."""
+import collections
+import pathlib
+import sys
+
+import matplotlib.pyplot as plt
+
+from common import num, provenance_line, read_rows, save
+
+COLORS = {"gpipe": "tab:blue", "1f1b": "tab:orange", "zb-h1": "tab:green"}
+
+
+def main(folder):
+    path = pathlib.Path(folder) / "bubble.csv"
+    if not path.exists():
+        print(f"{sys.argv[0]}: error: no {path} (run experiments/pipe/bubble.sh first)", file=sys.stderr)
+        return 1
+    rows = read_rows(path)
+    if not rows:
+        print(f"{sys.argv[0]}: error: {path} has no rows", file=sys.stderr)
+        return 1
+    # (P, schedule, recompute) -> M -> the stages' rows
+    groups = collections.defaultdict(lambda: collections.defaultdict(list))
+    for r in rows:
+        groups[(int(r["stages"]), r["schedule"], r["recompute"])][int(r["micro_batches"])].append(r)
+    stage_counts = sorted({k[0] for k in groups})
+    fig, axes = plt.subplots(1, len(stage_counts) + 2, figsize=(5 * (len(stage_counts) + 2), 4.2))
+    for ax, P in zip(axes, stage_counts):
+        for (p, sched, re), by_m in sorted(groups.items()):
+            if p != P or re != "no":
+                continue
+            ms = sorted(by_m)
+            mean = lambda col: [sum(num(r[col]) for r in by_m[m]) / len(by_m[m]) for m in ms]
+            c = COLORS.get(sched, "black")
+            ax.plot(ms, mean("measured_bubble"), "o-", color=c, label=f"{sched} measured")
+            ax.plot(ms, mean("simulated_bubble"), "x--", color=c, label=f"{sched} simulated")
+        ms = sorted({m for (p, _, _), by_m in groups.items() if p == P for m in by_m})
+        ax.plot(ms, [(P - 1) / (m + P - 1) for m in ms], "k:", label="(P-1)/(M+P-1)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("micro-batches M")
+        ax.set_ylabel("bubble (idle share of the step, mean over stages)")
+        ax.set_title(f"P = {P} stages", fontsize=9)
+        ax.legend(fontsize=6)
+    tput, mem = axes[-2], axes[-1]
+    for (p, sched, re), by_m in sorted(groups.items()):
+        if p != stage_counts[0]:
+            continue
+        ms = sorted(by_m)
+        style = "o-" if re == "no" else "s--"
+        label = f"{sched}{' + recompute' if re == 'yes' else ''}"
+        c = COLORS.get(sched, "black")
+        tput.plot(ms, [num(by_m[m][0]["tokens_per_s"]) for m in ms], style, color=c, label=label)
+        mem.plot(ms, [max(num(r["peak_activation_bytes"]) for r in by_m[m]) / 2**20 for m in ms], style, color=c,
+                 label=label)
+    for ax, ylabel in ((tput, "rows per second (fixed mini-batch)"), (mem, "peak activations, largest stage (MiB)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("micro-batches M")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"P = {stage_counts[0]} stages", fontsize=9)
+        ax.legend(fontsize=6)
+    fig.suptitle("pipe.bubble: GPipe, 1F1B, ZB-H1 -- measured per stage vs the schedule simulator\n"
+                 + provenance_line(rows[0]), fontsize=8)
+    save(fig, pathlib.Path(folder) / "bubble.png")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print(f"usage: {sys.argv[0]} RESULTS/pipe", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))
