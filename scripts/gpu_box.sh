@@ -92,7 +92,7 @@ do_sanitize() {
     --backend cuda --scale tiny --dtype fp16 --repetitions 1 --fresh-search --out "$(mktemp -d)"
   echo "== compute-sanitizer racecheck: our shared-memory kernels"
   "$cs" --tool racecheck --report-api-errors no --error-exitcode 1 "$build/tests/moebench_gpu_tests" \
-    --gtest_filter='GpuGating.*:GpuCapacity.PositionsCountsAndRowMapMatchCpu:GpuPermute.*:GpuAuxAndAxpy.*:GpuGelu.*'
+    --gtest_filter='GpuGating.*:GpuCapacity.PositionsCountsAndRowMapMatchCpu:GpuPermute.*:GpuAuxAndAxpy.*:GpuGelu.*:GpuLayerNorm.*:GpuCausalSoftmax.*:GpuCrossEntropy.*'
 }
 
 do_bench() {

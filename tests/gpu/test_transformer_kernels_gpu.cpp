@@ -1,0 +1,98 @@
+// The transformer's new ops on the GPU against their CPU references, in every dtype, at sizes
+// that are not multiples of the block sizes: LayerNorm (with accumulated parameter gradients),
+// the causal softmax (masked entries exactly 0) and the cross-entropy (in place as well).
+#include <gtest/gtest.h>
+#include "gpu_test_util.h"
+#include "kernels/causal_softmax.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/layernorm.h"
+
+namespace moebench {
+using namespace gputest;
+
+namespace {
+
+// Storage rounding plus fp32 arithmetic in another order.
+double tolerance(DType t) { return 2 * dtype_epsilon(t) + 1e-5; }
+
+TEST(GpuLayerNorm, ForwardAndBackwardMatchCpuInEveryDtype) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const LayerNormShape s{37, 1000};
+  const std::size_t n = std::size_t(s.rows) * s.cols;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    auto x = random_rounded(n, t, 11, 2.f), dy = random_rounded(n, t, 12);
+    for (auto& v : x) v = round_to(t, v + 1.f);
+    const auto gamma = random_rounded(s.cols, DType::f32, 13), beta = random_rounded(s.cols, DType::f32, 14);
+    const auto dgamma0 = random_rounded(s.cols, DType::f32, 15), dbeta0 = random_rounded(s.cols, DType::f32, 16);
+    std::vector<float> y(n), mean(s.rows), rstd(s.rows), dx(n), dgamma = dgamma0, dbeta = dbeta0;
+    layernorm_forward_cpu(s, x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data());
+    layernorm_backward_cpu(s, x.data(), dy.data(), gamma.data(), mean.data(), rstd.data(), dx.data(), dgamma.data(), dbeta.data());
+    Buffer gx = upload(dev, alloc, x, t), gdy = upload(dev, alloc, dy, t), gy = upload(dev, alloc, std::vector<float>(n, NAN), t),
+           gdx = upload(dev, alloc, std::vector<float>(n, NAN), t);
+    Buffer ggamma = upload(dev, alloc, gamma, DType::f32), gbeta = upload(dev, alloc, beta, DType::f32),
+           gmean = upload(dev, alloc, std::vector<float>(s.rows, NAN), DType::f32),
+           grstd = upload(dev, alloc, std::vector<float>(s.rows, NAN), DType::f32),
+           gdgamma = upload(dev, alloc, dgamma0, DType::f32), gdbeta = upload(dev, alloc, dbeta0, DType::f32);
+    const Exec ex = dev.exec(dev.default_stream());
+    layernorm_forward(ex, s, gx.data(), ggamma.as<float>(), gbeta.as<float>(), gy.data(), gmean.as<float>(), grstd.as<float>(), t);
+    layernorm_backward(ex, s, gx.data(), gdy.data(), ggamma.as<float>(), gmean.as<float>(), grstd.as<float>(), gdx.data(),
+                       gdgamma.as<float>(), gdbeta.as<float>(), t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gy, n, t), y), tolerance(t)) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gmean, s.rows, DType::f32), mean), 1e-5) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, grstd, s.rows, DType::f32), rstd), 1e-5) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gdx, n, t), dx), tolerance(t)) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gdgamma, s.cols, DType::f32), dgamma), 1e-4) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gdbeta, s.cols, DType::f32), dbeta), 1e-4) << dtype_name(t);
+  }
+}
+
+TEST(GpuCausalSoftmax, ForwardAndBackwardMatchCpuInEveryDtype) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const CausalSoftmaxShape s{5, 77, 0.125f};
+  const std::size_t n = std::size_t(s.matrices) * s.seq * s.seq;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    const auto scores = random_rounded(n, t, 21, 8.f), dp = random_rounded(n, t, 22);
+    std::vector<float> p(n), ds(n);
+    causal_softmax_forward_cpu(s, scores.data(), p.data());
+    std::vector<float> p_rounded = p;
+    round_to(t, p_rounded.data(), n);  // the GPU's backward reads its stored (rounded) probabilities
+    causal_softmax_backward_cpu(s, p_rounded.data(), dp.data(), ds.data());
+    Buffer gs = upload(dev, alloc, scores, t), gp = upload(dev, alloc, std::vector<float>(n, NAN), t),
+           gdp = upload(dev, alloc, dp, t);
+    const Exec ex = dev.exec(dev.default_stream());
+    causal_softmax_forward(ex, s, gs.data(), gp.data(), t);
+    causal_softmax_backward(ex, s, gp.data(), gdp.data(), gdp.data(), t);  // in place
+    const auto got_p = download(dev, alloc, gp, n, t);
+    EXPECT_LT(rel_l2(got_p, p), tolerance(t)) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gdp, n, t), ds), tolerance(t)) << dtype_name(t);
+    int future = 0;
+    for (std::size_t r = 0; r < std::size_t(s.matrices) * s.seq; ++r)
+      for (int j = int(r % s.seq) + 1; j < s.seq; ++j) future += got_p[r * s.seq + j] != 0.f;
+    EXPECT_EQ(future, 0) << dtype_name(t) << ": probability on a future position";
+  }
+}
+
+TEST(GpuCrossEntropy, LossesAndGradientMatchCpuInEveryDtypeAlsoInPlace) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const CrossEntropyShape s{23, 5001, 1.f / 23};
+  const std::size_t n = std::size_t(s.rows) * s.vocab;
+  std::vector<std::int32_t> targets(s.rows);
+  for (int r = 0; r < s.rows; ++r) targets[r] = (r * 977 + 3) % s.vocab;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    const auto logits = random_rounded(n, t, 31, 3.f);
+    std::vector<float> losses(s.rows), d(n);
+    cross_entropy_cpu(s, logits.data(), targets.data(), losses.data(), d.data());
+    Buffer gl = upload(dev, alloc, logits, t), gloss = upload(dev, alloc, std::vector<float>(s.rows, NAN), DType::f32);
+    Buffer gt = alloc.allocate(targets.size() * 4, MemTag::activations);
+    dev.copy_to_device(gt.data(), targets.data(), targets.size() * 4, dev.default_stream());
+    cross_entropy(dev.exec(dev.default_stream()), s, gl.data(), gt.as<std::int32_t>(), gloss.as<float>(), gl.data(), t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gloss, s.rows, DType::f32), losses), 1e-5) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gl, n, t), d), tolerance(t)) << dtype_name(t);
+  }
+}
+
+}  // namespace
+}  // namespace moebench
