@@ -1,0 +1,142 @@
+#include "pipeline/attention.h"
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+#include "kernels/causal_softmax.h"
+#include "kernels/gemm.h"
+#include "moe/init.h"
+
+namespace moebench {
+
+namespace {
+// A row-major operand at `p` with leading dimension `ld`.
+struct View {
+  const void* p;
+  int ld;
+};
+GemmArgs strided(bool ta, bool tb, int m, int n, int k, View a, View b, void* c, int ldc, float beta = 0.f) {
+  GemmArgs g;
+  g.trans_a = ta;
+  g.trans_b = tb;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.alpha = 1.f;
+  g.beta = beta;
+  g.a = a.p;
+  g.lda = a.ld;
+  g.b = b.p;
+  g.ldb = b.ld;
+  g.c = c;
+  g.ldc = ldc;
+  g.dtype = DType::f32;
+  return g;
+}
+const float* at(const void* p, std::size_t i) { return static_cast<const float*>(p) + i; }
+float* at(void* p, std::size_t i) { return static_cast<float*>(p) + i; }
+// Seeds' stream ids: (layer, global head, which of q, k, v, o).
+std::uint64_t weight_id(int layer, int head, int which) { return 100000 + (std::uint64_t(layer) * 4096 + head) * 4 + which; }
+}  // namespace
+
+CausalSelfAttention::CausalSelfAttention(const AttentionConfig& cfg, Device& dev, TrackingAllocator& alloc)
+    : cfg_(cfg), dev_(dev), alloc_(alloc) {
+  if (cfg.hidden < 1 || cfg.heads < 1 || cfg.head_dim < 1)
+    throw Error("CausalSelfAttention: hidden " + std::to_string(cfg.hidden) + ", heads " + std::to_string(cfg.heads) +
+                " and head_dim " + std::to_string(cfg.head_dim) + " must be >= 1");
+  const std::size_t qkv = std::size_t(cfg.hidden) * qkv_width() * 4, o = std::size_t(inner()) * cfg.hidden * 4;
+  wqkv_ = alloc_.allocate(qkv, MemTag::model_states);
+  dwqkv_ = alloc_.allocate(qkv, MemTag::model_states);
+  wo_ = alloc_.allocate(o, MemTag::model_states);
+  dwo_ = alloc_.allocate(o, MemTag::model_states);
+}
+
+void CausalSelfAttention::init(std::uint64_t seed, const Stream& s) {
+  const int H = cfg_.hidden, d = cfg_.head_dim, in = inner(), W = qkv_width();
+  const float std_dev = 0.5f / std::sqrt(float(H));
+  std::vector<float> qkv(std::size_t(H) * W), o(std::size_t(in) * H);
+  for (int h = 0; h < cfg_.heads; ++h) {
+    const int g = cfg_.first_head + h;
+    for (int which = 0; which < 3; ++which) {  // Q, K, V: [hidden, d] column blocks
+      const auto blk = normal_vector(std::size_t(H) * d, seed, weight_id(cfg_.layer, g, which), std_dev);
+      for (int r = 0; r < H; ++r)
+        for (int c = 0; c < d; ++c) qkv[std::size_t(r) * W + which * in + h * d + c] = blk[std::size_t(r) * d + c];
+    }
+    const auto blk = normal_vector(std::size_t(d) * H, seed, weight_id(cfg_.layer, g, 3), std_dev);  // Wo rows
+    std::copy(blk.begin(), blk.end(), o.begin() + std::size_t(h) * d * H);
+  }
+  dev_.copy_to_device(wqkv_.data(), qkv.data(), qkv.size() * 4, s);
+  dev_.copy_to_device(wo_.data(), o.data(), o.size() * 4, s);
+  zero_grad(s);
+  s.synchronize();  // the host vectors go out of scope
+}
+
+void CausalSelfAttention::zero_grad(const Stream& s) {
+  dev_.fill_zero(dwqkv_.data(), dwqkv_.bytes(), s);
+  dev_.fill_zero(dwo_.data(), dwo_.bytes(), s);
+}
+
+AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequences, int seq, const Stream& s, bool accumulate) {
+  const int H = cfg_.hidden, d = cfg_.head_dim, in = inner(), W = qkv_width(), T = sequences * seq;
+  const Exec ex = dev_.exec(s);
+  AttentionContext c;
+  c.sequences = sequences;
+  c.seq = seq;
+  c.x = x;
+  c.qkv = alloc_.allocate(std::size_t(T) * W * 4, MemTag::activations, s);
+  c.probs = alloc_.allocate(std::size_t(sequences) * cfg_.heads * seq * seq * 4, MemTag::activations, s);
+  c.ctx = alloc_.allocate(std::size_t(T) * in * 4, MemTag::activations, s);
+  gemm(ex, dense_gemm(false, false, T, W, H, x, wqkv_.data(), c.qkv.data()));
+  for (int b = 0; b < sequences; ++b)
+    for (int h = 0; h < cfg_.heads; ++h) {
+      const std::size_t row0 = std::size_t(b) * seq;
+      const View q{at(c.qkv.data(), row0 * W + h * d), W}, k{at(c.qkv.data(), row0 * W + in + h * d), W};
+      float* scores = at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq);
+      gemm(ex, strided(false, true, seq, seq, d, q, k, scores, seq));
+    }
+  const CausalSoftmaxShape sm{sequences * cfg_.heads, seq, 1.f / std::sqrt(float(d))};
+  causal_softmax_forward(ex, sm, c.probs.data(), c.probs.data(), DType::f32);
+  for (int b = 0; b < sequences; ++b)
+    for (int h = 0; h < cfg_.heads; ++h) {
+      const std::size_t row0 = std::size_t(b) * seq;
+      const View p{at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq), seq},
+          v{at(c.qkv.data(), row0 * W + 2 * in + h * d), W};
+      gemm(ex, strided(false, false, seq, d, seq, p, v, at(c.ctx.data(), row0 * in + h * d), in));
+    }
+  gemm(ex, dense_gemm(false, false, T, H, in, c.ctx.data(), wo_.data(), y, DType::f32, 1.f, accumulate ? 1.f : 0.f));
+  return c;
+}
+
+void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx, const Stream& s, bool accumulate) {
+  const int H = cfg_.hidden, d = cfg_.head_dim, in = inner(), W = qkv_width(), seq = c.seq, T = c.sequences * seq;
+  const Exec ex = dev_.exec(s);
+  Buffer dctx = alloc_.allocate(std::size_t(T) * in * 4, MemTag::temporary, s);
+  Buffer dqkv = alloc_.allocate(std::size_t(T) * W * 4, MemTag::temporary, s);
+  Buffer dp = alloc_.allocate(std::size_t(seq) * seq * 4, MemTag::temporary, s);
+  gemm(ex, dense_gemm(false, true, T, in, H, dy, wo_.data(), dctx.data()));                       // dC = dy Wo^T
+  gemm(ex, dense_gemm(true, false, in, H, T, c.ctx.data(), dy, dwo_.data(), DType::f32, 1.f, 1.f));  // dWo += C^T dy
+  const CausalSoftmaxShape sm{1, seq, 1.f / std::sqrt(float(d))};
+  for (int b = 0; b < c.sequences; ++b)
+    for (int h = 0; h < cfg_.heads; ++h) {
+      const std::size_t row0 = std::size_t(b) * seq;
+      const View p{at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq), seq},
+          q{at(c.qkv.data(), row0 * W + h * d), W}, k{at(c.qkv.data(), row0 * W + in + h * d), W},
+          v{at(c.qkv.data(), row0 * W + 2 * in + h * d), W}, dc{at(dctx.data(), row0 * in + h * d), in};
+      float* dq = at(dqkv.data(), row0 * W + h * d);
+      float* dk = at(dqkv.data(), row0 * W + in + h * d);
+      float* dv = at(dqkv.data(), row0 * W + 2 * in + h * d);
+      gemm(ex, strided(false, true, seq, seq, d, dc, v, dp.data(), seq));  // dP = dC V^T
+      gemm(ex, strided(true, false, seq, d, seq, p, dc, dv, W));            // dV = P^T dC
+      causal_softmax_backward(ex, sm, p.p, dp.data(), dp.data(), DType::f32);
+      const View ds{dp.data(), seq};
+      gemm(ex, strided(false, false, seq, d, seq, ds, k, dq, W));  // dQ = dS K
+      gemm(ex, strided(true, false, seq, d, seq, ds, q, dk, W));   // dK = dS^T Q
+    }
+  gemm(ex, dense_gemm(false, true, T, H, W, dqkv.data(), wqkv_.data(), dx, DType::f32, 1.f, accumulate ? 1.f : 0.f));
+  gemm(ex, dense_gemm(true, false, H, W, T, c.x, dqkv.data(), dwqkv_.data(), DType::f32, 1.f, 1.f));  // dWqkv += x^T dQKV
+  c.qkv.release();
+  c.probs.release();
+  c.ctx.release();
+}
+
+}  // namespace moebench

@@ -1,0 +1,57 @@
+// Causal multi-head self-attention of a decoder block, forward and backward:
+//   [Q K V] = x Wqkv;  per (sequence, head): P = softmax_causal(Q K^T / sqrt(d)),  C = P V;
+//   y = C Wo
+// x, y: [sequences x seq, hidden] rows, sequence after sequence. Wqkv [hidden, 3 hidden] and Wo
+// [hidden, hidden] hold `heads` heads of d = hidden / heads columns each (a tensor-parallel rank
+// holds a slice of the heads: `first_head` names its first). fp32 weights and gradients; the
+// head GEMMs read Q, K and V in place from the QKV rows (strided), one GEMM per (sequence, head).
+#pragma once
+#include <cstdint>
+#include "runtime/allocator.h"
+#include "runtime/device.h"
+
+namespace moebench {
+
+struct AttentionConfig {
+  int hidden = 0;      // the model's width (the input's columns)
+  int heads = 0;       // heads on this rank
+  int head_dim = 0;    // d
+  int first_head = 0;  // global index of the first (weights depend on (seed, layer, head) alone)
+  int layer = 0;
+};
+
+// What one micro-batch's forward keeps for its backward.
+struct AttentionContext {
+  int sequences = 0, seq = 0;
+  const void* x = nullptr;  // the caller's input, alive until backward
+  Buffer qkv, probs, ctx;
+};
+
+class CausalSelfAttention {
+ public:
+  CausalSelfAttention(const AttentionConfig& cfg, Device& dev, TrackingAllocator& alloc);
+  void init(std::uint64_t seed, const Stream& s);
+  void zero_grad(const Stream& s);
+
+  // y = attention(x) (y overwritten; with `accumulate`, y += attention(x)).
+  AttentionContext forward(const void* x, void* y, int sequences, int seq, const Stream& s, bool accumulate = false);
+  // dx = d/dx (dx overwritten; with `accumulate`, dx += it); weight gradients accumulate.
+  void backward(AttentionContext& c, const void* dy, void* dx, const Stream& s, bool accumulate = false);
+
+  int qkv_width() const { return 3 * cfg_.heads * cfg_.head_dim; }
+  int inner() const { return cfg_.heads * cfg_.head_dim; }
+  const Buffer& wqkv() const { return wqkv_; }
+  const Buffer& wo() const { return wo_; }
+  Buffer& wqkv() { return wqkv_; }
+  Buffer& wo() { return wo_; }
+  const Buffer& wqkv_grad() const { return dwqkv_; }
+  const Buffer& wo_grad() const { return dwo_; }
+
+ private:
+  AttentionConfig cfg_;
+  Device& dev_;
+  TrackingAllocator& alloc_;
+  Buffer wqkv_, wo_, dwqkv_, dwo_;  // [hidden, 3 inner], [inner, hidden]
+};
+
+}  // namespace moebench

@@ -1,0 +1,120 @@
+#include "pipeline/transformer_block.h"
+#include <cmath>
+#include <string>
+#include <vector>
+#include "kernels/axpy.h"
+#include "kernels/gelu.h"
+#include "kernels/gemm.h"
+#include "kernels/layernorm.h"
+#include "moe/init.h"
+
+namespace moebench {
+
+namespace {
+AttentionConfig attention_config(const TransformerBlockConfig& c) {
+  if (c.heads < 1 || c.hidden % c.heads != 0)
+    throw Error("TransformerBlock: hidden " + std::to_string(c.hidden) + " is not a multiple of " + std::to_string(c.heads) +
+                " heads");
+  return AttentionConfig{c.hidden, c.heads, c.hidden / c.heads, 0, c.layer};
+}
+}  // namespace
+
+TransformerBlock::TransformerBlock(const TransformerBlockConfig& cfg, Device& dev, TrackingAllocator& alloc)
+    : cfg_(cfg), dev_(dev), alloc_(alloc), attn_(attention_config(cfg), dev, alloc) {
+  if (cfg.ffn < 1) throw Error("TransformerBlock: ffn " + std::to_string(cfg.ffn) + " must be >= 1");
+  const std::size_t h = std::size_t(cfg.hidden) * 4, w = std::size_t(cfg.hidden) * cfg.ffn * 4;
+  for (Buffer* b : {&g1_, &b1_, &g2_, &b2_, &dg1_, &db1_, &dg2_, &db2_}) *b = alloc_.allocate(h, MemTag::model_states);
+  for (Buffer* b : {&w1_, &w2_, &dw1_, &dw2_}) *b = alloc_.allocate(w, MemTag::model_states);
+}
+
+void TransformerBlock::init(std::uint64_t seed, const Stream& s) {
+  attn_.init(seed, s);
+  const std::size_t H = cfg_.hidden, F = cfg_.ffn;
+  const std::vector<float> ones(H, 1.f);
+  const auto w1 = normal_vector(H * F, seed, 200000 + 2 * std::uint64_t(cfg_.layer), 0.5f / std::sqrt(float(H)));
+  const auto w2 = normal_vector(F * H, seed, 200001 + 2 * std::uint64_t(cfg_.layer), 0.5f / std::sqrt(float(F)));
+  dev_.copy_to_device(g1_.data(), ones.data(), H * 4, s);
+  dev_.copy_to_device(g2_.data(), ones.data(), H * 4, s);
+  dev_.fill_zero(b1_.data(), b1_.bytes(), s);
+  dev_.fill_zero(b2_.data(), b2_.bytes(), s);
+  dev_.copy_to_device(w1_.data(), w1.data(), w1.size() * 4, s);
+  dev_.copy_to_device(w2_.data(), w2.data(), w2.size() * 4, s);
+  zero_grad(s);
+  s.synchronize();  // the host vectors go out of scope
+}
+
+void TransformerBlock::zero_grad(const Stream& s) {
+  attn_.zero_grad(s);
+  for (Buffer* b : {&dg1_, &db1_, &dg2_, &db2_, &dw1_, &dw2_}) dev_.fill_zero(b->data(), b->bytes(), s);
+}
+
+std::vector<std::pair<Buffer*, Buffer*>> TransformerBlock::parameters() {
+  return {{&g1_, &dg1_},
+          {&b1_, &db1_},
+          {&attn_.wqkv(), const_cast<Buffer*>(&attn_.wqkv_grad())},
+          {&attn_.wo(), const_cast<Buffer*>(&attn_.wo_grad())},
+          {&g2_, &dg2_},
+          {&b2_, &db2_},
+          {&w1_, &dw1_},
+          {&w2_, &dw2_}};
+}
+
+BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, int seq, const Stream& s) {
+  const int H = cfg_.hidden, F = cfg_.ffn, T = sequences * seq;
+  const std::size_t xb = std::size_t(T) * H * 4, zb = std::size_t(T) * F * 4;
+  const Exec ex = dev_.exec(s);
+  BlockContext c;
+  c.sequences = sequences;
+  c.seq = seq;
+  c.x = x;
+  auto act = [&](std::size_t bytes) { return alloc_.allocate(bytes, MemTag::activations, s); };
+  c.ln1 = act(xb);
+  c.mean1 = act(std::size_t(T) * 4);
+  c.rstd1 = act(std::size_t(T) * 4);
+  c.h = act(xb);
+  c.ln2 = act(xb);
+  c.mean2 = act(std::size_t(T) * 4);
+  c.rstd2 = act(std::size_t(T) * 4);
+  c.z = act(zb);
+  c.a = act(zb);
+  const LayerNormShape ln{T, H};
+  layernorm_forward(ex, ln, x, g1_.as<float>(), b1_.as<float>(), c.ln1.data(), c.mean1.as<float>(), c.rstd1.as<float>(),
+                    DType::f32);
+  dev_.copy(c.h.data(), x, xb, s);
+  c.attention = attn_.forward(c.ln1.data(), c.h.data(), sequences, seq, s, /*accumulate=*/true);
+  layernorm_forward(ex, ln, c.h.data(), g2_.as<float>(), b2_.as<float>(), c.ln2.data(), c.mean2.as<float>(),
+                    c.rstd2.as<float>(), DType::f32);
+  gemm(ex, dense_gemm(false, false, T, F, H, c.ln2.data(), w1_.data(), c.z.data()));
+  gelu_forward(ex, c.z.data(), c.a.data(), std::size_t(T) * F, DType::f32);
+  dev_.copy(y, c.h.data(), xb, s);
+  gemm(ex, dense_gemm(false, false, T, H, F, c.a.data(), w2_.data(), y, DType::f32, 1.f, 1.f));
+  return c;
+}
+
+void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const Stream& s) {
+  const int H = cfg_.hidden, F = cfg_.ffn, T = c.sequences * c.seq;
+  const std::size_t n = std::size_t(T) * H, xb = n * 4;
+  const Exec ex = dev_.exec(s);
+  const LayerNormShape ln{T, H};
+  Buffer dh = alloc_.allocate(xb, MemTag::temporary, s), dln = alloc_.allocate(xb, MemTag::temporary, s),
+         tmp = alloc_.allocate(xb, MemTag::temporary, s), dz = alloc_.allocate(std::size_t(T) * F * 4, MemTag::temporary, s);
+  // MLP: dz = GeLU'(z) (dy W2^T); dW2 += a^T dy; dW1 += LN2^T dz; dLN2 = dz W1^T.
+  gemm(ex, dense_gemm(false, true, T, F, H, dy, w2_.data(), dz.data()));
+  gelu_backward(ex, c.z.data(), dz.data(), dz.data(), std::size_t(T) * F, DType::f32);
+  gemm(ex, dense_gemm(true, false, F, H, T, c.a.data(), dy, dw2_.data(), DType::f32, 1.f, 1.f));
+  gemm(ex, dense_gemm(true, false, H, F, T, c.ln2.data(), dz.data(), dw1_.data(), DType::f32, 1.f, 1.f));
+  gemm(ex, dense_gemm(false, true, T, H, F, dz.data(), w1_.data(), dln.data()));
+  // dh = dy + LN2's backward.
+  layernorm_backward(ex, ln, c.h.data(), dln.data(), g2_.as<float>(), c.mean2.as<float>(), c.rstd2.as<float>(), dh.data(),
+                     dg2_.as<float>(), db2_.as<float>(), DType::f32);
+  axpy(ex, n, 1.f, dy, dh.data(), DType::f32);
+  // Attention, then dx = dh + LN1's backward.
+  attn_.backward(c.attention, dh.data(), dln.data(), s);
+  layernorm_backward(ex, ln, c.x, dln.data(), g1_.as<float>(), c.mean1.as<float>(), c.rstd1.as<float>(), tmp.data(),
+                     dg1_.as<float>(), db1_.as<float>(), DType::f32);
+  dev_.copy(dx, dh.data(), xb, s);
+  axpy(ex, n, 1.f, tmp.data(), dx, DType::f32);
+  for (Buffer* b : {&c.ln1, &c.mean1, &c.rstd1, &c.h, &c.ln2, &c.mean2, &c.rstd2, &c.z, &c.a}) b->release();
+}
+
+}  // namespace moebench

@@ -1,0 +1,48 @@
+// One pre-norm decoder block (GPT-2/3), forward and backward:
+//   h = x + Attention(LN1(x));   y = h + W2 GeLU(W1 LN2(h))
+// fp32 weights and gradients (gradients accumulate over micro-batches); rows are `sequences`
+// sequences of `seq` tokens. The block's weights depend on (seed, layer) alone.
+#pragma once
+#include <cstdint>
+#include <utility>
+#include <vector>
+#include "pipeline/attention.h"
+
+namespace moebench {
+
+struct TransformerBlockConfig {
+  int hidden = 0, heads = 0, ffn = 0;
+  int layer = 0;
+};
+
+struct BlockContext {
+  int sequences = 0, seq = 0;
+  const void* x = nullptr;  // the caller's input, alive until backward
+  Buffer ln1, mean1, rstd1, h, ln2, mean2, rstd2, z, a;
+  AttentionContext attention;
+};
+
+class TransformerBlock {
+ public:
+  TransformerBlock(const TransformerBlockConfig& cfg, Device& dev, TrackingAllocator& alloc);
+  void init(std::uint64_t seed, const Stream& s);
+  void zero_grad(const Stream& s);
+
+  BlockContext forward(const void* x, void* y, int sequences, int seq, const Stream& s);
+  void backward(BlockContext& c, const void* dy, void* dx, const Stream& s);
+
+  const TransformerBlockConfig& config() const { return cfg_; }
+  CausalSelfAttention& attention() { return attn_; }
+  // Every parameter and its gradient, in a fixed order (for optimizers and checks).
+  std::vector<std::pair<Buffer*, Buffer*>> parameters();
+
+ private:
+  TransformerBlockConfig cfg_;
+  Device& dev_;
+  TrackingAllocator& alloc_;
+  CausalSelfAttention attn_;
+  Buffer g1_, b1_, g2_, b2_, w1_, w2_;
+  Buffer dg1_, db1_, dg2_, db2_, dw1_, dw2_;
+};
+
+}  // namespace moebench

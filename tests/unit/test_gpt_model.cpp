@@ -1,0 +1,110 @@
+// The decoder-only model on the CPU: the gradient of its loss against central finite
+// differences for entries of every parameter tensor (embeddings, LayerNorms, attention, MLP),
+// micro-batches with accumulated gradients equal to the whole mini-batch, and the embedding
+// kernels (forward and the accumulating backward).
+#include <gtest/gtest.h>
+#include <cmath>
+#include <random>
+#include "kernels/embedding.h"
+#include "pipeline/gpt_model.h"
+
+namespace moebench {
+namespace {
+
+const GptConfig kTiny{11, 5, 8, 2, 16, 2};
+
+std::vector<std::int32_t> token_ids(int n, int vocab, unsigned seed) {
+  std::mt19937 g(seed);
+  std::vector<std::int32_t> t(n);
+  for (auto& x : t) x = std::int32_t(g() % unsigned(vocab));
+  return t;
+}
+
+class GptModelTest : public ::testing::Test {
+ protected:
+  Device dev = Device::open(Backend::cpu);
+  TrackingAllocator alloc{Backend::cpu};
+  const Stream& s = dev.default_stream();
+};
+
+TEST_F(GptModelTest, GradientsMatchFiniteDifferencesInEveryParameter) {
+  GptModel model(kTiny, dev, alloc);
+  model.init(3, s);
+  const int sequences = 2, T = sequences * kTiny.seq;
+  const auto tokens = token_ids(T, kTiny.vocab, 1), targets = token_ids(T, kTiny.vocab, 2);
+  const float scale = 1.f / T;
+  const double loss = model.forward_backward(tokens.data(), targets.data(), sequences, scale, s) * scale;
+  EXPECT_GT(loss, 0.5 * std::log(double(kTiny.vocab)));  // near log V for a fresh model
+  EXPECT_LT(loss, 2.0 * std::log(double(kTiny.vocab)));
+  auto params = model.parameters();
+  ASSERT_EQ(params.size(), 2u + 8u * kTiny.layers + 2u);
+  // Analytic gradients, copied before the probes add to them.
+  std::vector<std::vector<float>> grads;
+  for (auto& [w, g] : params) grads.emplace_back(g->as<float>(), g->as<float>() + g->bytes() / 4);
+  std::mt19937 pick(7);
+  int checked = 0;
+  for (std::size_t p = 0; p < params.size(); ++p) {
+    float* w = params[p].first->as<float>();
+    const std::size_t n = params[p].first->bytes() / 4;
+    double num = 0, den = 0;
+    for (int probe = 0; probe < 4; ++probe) {
+      const std::size_t i = pick() % n;
+      const float keep = w[i], h = 1e-2f;
+      auto loss_at = [&](float v) {
+        w[i] = v;
+        return model.forward_backward(tokens.data(), targets.data(), sequences, scale, s) * scale;
+      };
+      const double numeric = (loss_at(keep + h) - loss_at(keep - h)) / (2.0 * h);
+      w[i] = keep;
+      num += (numeric - grads[p][i]) * (numeric - grads[p][i]);
+      den += numeric * numeric + grads[p][i] * grads[p][i];
+      ++checked;
+    }
+    EXPECT_LT(std::sqrt(num / std::max(den, 1e-12)), 2e-2) << "parameter tensor " << p;
+  }
+  EXPECT_EQ(checked, int(params.size()) * 4);
+}
+
+TEST_F(GptModelTest, MicroBatchesAccumulateTheMiniBatchGradient) {
+  const int sequences = 4, T = sequences * kTiny.seq;
+  const auto tokens = token_ids(T, kTiny.vocab, 4), targets = token_ids(T, kTiny.vocab, 5);
+  GptModel whole(kTiny, dev, alloc), parts(kTiny, dev, alloc);
+  whole.init(9, s);
+  parts.init(9, s);
+  const double l1 = whole.forward_backward(tokens.data(), targets.data(), sequences, 1.f / T, s);
+  double l2 = 0;
+  for (int m = 0; m < 2; ++m)
+    l2 += parts.forward_backward(tokens.data() + m * T / 2, targets.data() + m * T / 2, sequences / 2, 1.f / T, s);
+  EXPECT_NEAR(l1, l2, 1e-4 * std::abs(l1));
+  auto a = whole.parameters(), b = parts.parameters();
+  for (std::size_t p = 0; p < a.size(); ++p) {
+    const float *ga = a[p].second->as<float>(), *gb = b[p].second->as<float>();
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < a[p].second->bytes() / 4; ++i) {
+      num += (ga[i] - gb[i]) * double(ga[i] - gb[i]);
+      den += double(ga[i]) * ga[i];
+    }
+    EXPECT_LT(std::sqrt(num / std::max(den, 1e-30)), 1e-5) << "parameter tensor " << p;
+  }
+}
+
+TEST(EmbeddingCpu, GathersRowsAddsPositionsAndScattersGradients) {
+  const EmbeddingShape sh{4, 2, 3, 5};
+  const std::vector<std::int32_t> tokens = {4, 1, 4, 0};
+  std::vector<float> table(15), pos(6), y(12);
+  for (int i = 0; i < 15; ++i) table[i] = float(i);
+  for (int i = 0; i < 6; ++i) pos[i] = 100.f * float(i);
+  embedding_forward(Exec{}, sh, tokens.data(), table.data(), pos.data(), y.data());
+  EXPECT_EQ(y[0], 12.f + 0.f);      // row 0: token 4, position 0
+  EXPECT_EQ(y[3 + 2], 5.f + 500.f);  // row 1: token 1, position 1, column 2
+  std::vector<float> dy(12, 1.f), dtable(15, 0.f), dpos(6, 0.f);
+  embedding_backward(Exec{}, sh, tokens.data(), dy.data(), dtable.data(), dpos.data());
+  EXPECT_EQ(dtable[4 * 3], 2.f);  // token 4 twice
+  EXPECT_EQ(dtable[2 * 3], 0.f);  // token 2 never
+  EXPECT_EQ(dpos[0], 2.f);
+  const std::vector<std::int32_t> bad = {4, 1, 5, 0};
+  EXPECT_THROW(embedding_forward(Exec{}, sh, bad.data(), table.data(), pos.data(), y.data()), Error);
+}
+
+}  // namespace
+}  // namespace moebench
