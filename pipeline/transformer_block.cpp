@@ -10,19 +10,30 @@
 
 namespace moebench {
 
+std::optional<std::string> TransformerBlock::validate(const TransformerBlockConfig& c, int tp_size) {
+  if (c.hidden < 1 || c.heads < 1 || c.ffn < 1)
+    return "--hidden, --heads and --ffn: " + std::to_string(c.hidden) + ", " + std::to_string(c.heads) + " and " +
+           std::to_string(c.ffn) + "; allowed: >= 1";
+  if (c.hidden % c.heads != 0)
+    return "--heads: " + std::to_string(c.heads) + " does not divide the hidden size " + std::to_string(c.hidden);
+  if (c.heads % tp_size != 0)
+    return "--tp: " + std::to_string(tp_size) + " does not divide the " + std::to_string(c.heads) + " heads";
+  if (c.ffn % tp_size != 0) return "--tp: " + std::to_string(tp_size) + " does not divide the ffn size " + std::to_string(c.ffn);
+  return std::nullopt;
+}
+
 namespace {
-AttentionConfig attention_config(const TransformerBlockConfig& c) {
-  if (c.heads < 1 || c.hidden % c.heads != 0)
-    throw Error("TransformerBlock: hidden " + std::to_string(c.hidden) + " is not a multiple of " + std::to_string(c.heads) +
-                " heads");
-  return AttentionConfig{c.hidden, c.heads, c.hidden / c.heads, 0, c.layer};
+AttentionConfig attention_config(const TransformerBlockConfig& c, Communicator* tp) {
+  const int t = tp ? tp->size() : 1, r = tp ? tp->rank() : 0;
+  if (auto e = TransformerBlock::validate(c, t)) throw Error("TransformerBlock: " + *e);
+  return AttentionConfig{c.hidden, c.heads / t, c.hidden / c.heads, r * (c.heads / t), c.layer};
 }
 }  // namespace
 
-TransformerBlock::TransformerBlock(const TransformerBlockConfig& cfg, Device& dev, TrackingAllocator& alloc)
-    : cfg_(cfg), dev_(dev), alloc_(alloc), attn_(attention_config(cfg), dev, alloc) {
-  if (cfg.ffn < 1) throw Error("TransformerBlock: ffn " + std::to_string(cfg.ffn) + " must be >= 1");
-  const std::size_t h = std::size_t(cfg.hidden) * 4, w = std::size_t(cfg.hidden) * cfg.ffn * 4;
+TransformerBlock::TransformerBlock(const TransformerBlockConfig& cfg, Device& dev, TrackingAllocator& alloc, Communicator* tp)
+    : cfg_(cfg), dev_(dev), alloc_(alloc), tp_(tp), tp_rank_(tp ? tp->rank() : 0), tp_size_(tp ? tp->size() : 1),
+      ffn_local_(cfg.ffn / (tp ? tp->size() : 1)), attn_(attention_config(cfg, tp), dev, alloc) {
+  const std::size_t h = std::size_t(cfg.hidden) * 4, w = std::size_t(cfg.hidden) * ffn_local_ * 4;
   for (Buffer* b : {&g1_, &b1_, &g2_, &b2_, &dg1_, &db1_, &dg2_, &db2_}) *b = alloc_.allocate(h, MemTag::model_states);
   for (Buffer* b : {&w1_, &w2_, &dw1_, &dw2_}) *b = alloc_.allocate(w, MemTag::model_states);
 }
@@ -31,8 +42,13 @@ void TransformerBlock::init(std::uint64_t seed, const Stream& s) {
   attn_.init(seed, s);
   const std::size_t H = cfg_.hidden, F = cfg_.ffn;
   const std::vector<float> ones(H, 1.f);
-  const auto w1 = normal_vector(H * F, seed, 200000 + 2 * std::uint64_t(cfg_.layer), 0.5f / std::sqrt(float(H)));
-  const auto w2 = normal_vector(F * H, seed, 200001 + 2 * std::uint64_t(cfg_.layer), 0.5f / std::sqrt(float(F)));
+  // This rank's slice of the whole block's W1 (columns) and W2 (rows).
+  const std::size_t f = ffn_local_, first = std::size_t(tp_rank_) * f;
+  const auto w1_all = normal_vector(H * F, seed, 200000 + 2 * std::uint64_t(cfg_.layer), 0.5f / std::sqrt(float(H)));
+  const auto w2 = normal_vector(f * H, seed, 200001 + 2 * std::uint64_t(cfg_.layer), 0.5f / std::sqrt(float(F)), first * H);
+  std::vector<float> w1(H * f);
+  for (std::size_t r = 0; r < H; ++r)
+    for (std::size_t c = 0; c < f; ++c) w1[r * f + c] = w1_all[r * F + first + c];
   dev_.copy_to_device(g1_.data(), ones.data(), H * 4, s);
   dev_.copy_to_device(g2_.data(), ones.data(), H * 4, s);
   dev_.fill_zero(b1_.data(), b1_.bytes(), s);
@@ -60,9 +76,16 @@ std::vector<std::pair<Buffer*, Buffer*>> TransformerBlock::parameters() {
 }
 
 BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, int seq, const Stream& s) {
-  const int H = cfg_.hidden, F = cfg_.ffn, T = sequences * seq;
+  const int H = cfg_.hidden, F = ffn_local_, T = sequences * seq;
   const std::size_t xb = std::size_t(T) * H * 4, zb = std::size_t(T) * F * 4;
   const Exec ex = dev_.exec(s);
+  // g: the partial outputs of the ranks summed; the residual enters on one rank only.
+  auto residual = [&](void* out, const void* in) {
+    if (tp_rank_ == 0) dev_.copy(out, in, xb, s); else dev_.fill_zero(out, xb, s);
+  };
+  auto reduce = [&](void* buf) {
+    if (tp_) tp_->all_reduce(buf, buf, std::size_t(T) * H, DType::f32, ReduceOp::sum, s);
+  };
   BlockContext c;
   c.sequences = sequences;
   c.seq = seq;
@@ -80,21 +103,27 @@ BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, in
   const LayerNormShape ln{T, H};
   layernorm_forward(ex, ln, x, g1_.as<float>(), b1_.as<float>(), c.ln1.data(), c.mean1.as<float>(), c.rstd1.as<float>(),
                     DType::f32);
-  dev_.copy(c.h.data(), x, xb, s);
+  residual(c.h.data(), x);
   c.attention = attn_.forward(c.ln1.data(), c.h.data(), sequences, seq, s, /*accumulate=*/true);
+  reduce(c.h.data());
   layernorm_forward(ex, ln, c.h.data(), g2_.as<float>(), b2_.as<float>(), c.ln2.data(), c.mean2.as<float>(),
                     c.rstd2.as<float>(), DType::f32);
   gemm(ex, dense_gemm(false, false, T, F, H, c.ln2.data(), w1_.data(), c.z.data()));
   gelu_forward(ex, c.z.data(), c.a.data(), std::size_t(T) * F, DType::f32);
-  dev_.copy(y, c.h.data(), xb, s);
+  residual(y, c.h.data());
   gemm(ex, dense_gemm(false, false, T, H, F, c.a.data(), w2_.data(), y, DType::f32, 1.f, 1.f));
+  reduce(y);
   return c;
 }
 
 void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const Stream& s) {
-  const int H = cfg_.hidden, F = cfg_.ffn, T = c.sequences * c.seq;
+  const int H = cfg_.hidden, F = ffn_local_, T = c.sequences * c.seq;
   const std::size_t n = std::size_t(T) * H, xb = n * 4;
   const Exec ex = dev_.exec(s);
+  // f's backward: the ranks' partial input gradients summed.
+  auto reduce = [&](void* buf) {
+    if (tp_) tp_->all_reduce(buf, buf, n, DType::f32, ReduceOp::sum, s);
+  };
   const LayerNormShape ln{T, H};
   Buffer dh = alloc_.allocate(xb, MemTag::temporary, s), dln = alloc_.allocate(xb, MemTag::temporary, s),
          tmp = alloc_.allocate(xb, MemTag::temporary, s), dz = alloc_.allocate(std::size_t(T) * F * 4, MemTag::temporary, s);
@@ -104,12 +133,14 @@ void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const
   gemm(ex, dense_gemm(true, false, F, H, T, c.a.data(), dy, dw2_.data(), DType::f32, 1.f, 1.f));
   gemm(ex, dense_gemm(true, false, H, F, T, c.ln2.data(), dz.data(), dw1_.data(), DType::f32, 1.f, 1.f));
   gemm(ex, dense_gemm(false, true, T, H, F, dz.data(), w1_.data(), dln.data()));
+  reduce(dln.data());
   // dh = dy + LN2's backward.
   layernorm_backward(ex, ln, c.h.data(), dln.data(), g2_.as<float>(), c.mean2.as<float>(), c.rstd2.as<float>(), dh.data(),
                      dg2_.as<float>(), db2_.as<float>(), DType::f32);
   axpy(ex, n, 1.f, dy, dh.data(), DType::f32);
   // Attention, then dx = dh + LN1's backward.
   attn_.backward(c.attention, dh.data(), dln.data(), s);
+  reduce(dln.data());
   layernorm_backward(ex, ln, c.x, dln.data(), g1_.as<float>(), c.mean1.as<float>(), c.rstd1.as<float>(), tmp.data(),
                      dg1_.as<float>(), db1_.as<float>(), DType::f32);
   dev_.copy(dx, dh.data(), xb, s);

@@ -2,16 +2,24 @@
 //   h = x + Attention(LN1(x));   y = h + W2 GeLU(W1 LN2(h))
 // fp32 weights and gradients (gradients accumulate over micro-batches); rows are `sequences`
 // sequences of `seq` tokens. The block's weights depend on (seed, layer) alone.
+// Tensor parallelism (Megatron-LM): over a TP communicator of t ranks, rank r holds heads
+// [r heads/t, (r+1) heads/t) of the attention (Wqkv's columns, Wo's rows) and columns
+// [r ffn/t, (r+1) ffn/t) of W1 (rows of W2); the LayerNorms are replicated. Each half ends in
+// Megatron's g (an all-reduce of the partial outputs; identity in backward) and starts with f
+// (identity; an all-reduce of the input gradient in backward).
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 #include "pipeline/attention.h"
+#include "runtime/comm.h"
 
 namespace moebench {
 
 struct TransformerBlockConfig {
-  int hidden = 0, heads = 0, ffn = 0;
+  int hidden = 0, heads = 0, ffn = 0;  // the whole block's
   int layer = 0;
 };
 
@@ -24,7 +32,8 @@ struct BlockContext {
 
 class TransformerBlock {
  public:
-  TransformerBlock(const TransformerBlockConfig& cfg, Device& dev, TrackingAllocator& alloc);
+  // `tp`: the tensor-parallel group (nullptr: the whole block on this rank).
+  TransformerBlock(const TransformerBlockConfig& cfg, Device& dev, TrackingAllocator& alloc, Communicator* tp = nullptr);
   void init(std::uint64_t seed, const Stream& s);
   void zero_grad(const Stream& s);
 
@@ -32,6 +41,8 @@ class TransformerBlock {
   void backward(BlockContext& c, const void* dy, void* dx, const Stream& s);
 
   const TransformerBlockConfig& config() const { return cfg_; }
+  // Why `cfg` cannot be split over `tp_size` ranks, naming the option; nullopt if it can.
+  static std::optional<std::string> validate(const TransformerBlockConfig& cfg, int tp_size);
   CausalSelfAttention& attention() { return attn_; }
   // Every parameter and its gradient, in a fixed order (for optimizers and checks).
   std::vector<std::pair<Buffer*, Buffer*>> parameters();
@@ -40,6 +51,8 @@ class TransformerBlock {
   TransformerBlockConfig cfg_;
   Device& dev_;
   TrackingAllocator& alloc_;
+  Communicator* tp_;
+  int tp_rank_ = 0, tp_size_ = 1, ffn_local_ = 0;
   CausalSelfAttention attn_;
   Buffer g1_, b1_, g2_, b2_, w1_, w2_;
   Buffer dg1_, db1_, dg2_, db2_, dw1_, dw2_;
