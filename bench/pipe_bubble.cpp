@@ -12,6 +12,7 @@
 #include "harness/bench.h"
 #include "models/pipeline_simulator.h"
 #include "moe/init.h"
+#include "pipeline/mlp_stage.h"
 #include "pipeline/pipeline_engine.h"
 
 namespace moebench {

@@ -132,9 +132,4 @@ void MlpStage::backward_weight(int micro, const Stream& s) {
   held_.erase(it);  // stream-ordered: the buffers return to the pool after these GEMMs
 }
 
-void MlpStage::backward(int micro, const void* dy, void* dx, const Stream& s) {
-  backward_input(micro, dy, dx, s);
-  backward_weight(micro, s);
-}
-
 }  // namespace moebench

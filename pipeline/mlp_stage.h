@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 #include "kernels/dtype.h"
+#include "pipeline/pipeline_stage.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 
@@ -22,7 +23,7 @@ struct MlpStageConfig {
   bool recompute = false;
 };
 
-class MlpStage {
+class MlpStage final : public PipelineStage {
  public:
   MlpStage(const MlpStageConfig& cfg, Device& dev, TrackingAllocator& alloc);
   // Weights from (seed, global block index): the same model on any number of stages.
@@ -30,10 +31,10 @@ class MlpStage {
   void zero_grad(const Stream& s);
 
   // x, y, dy, dx: [rows, hidden] in the stage's dtype, on the device.
-  void forward(int micro, const void* x, void* y, int rows, const Stream& s);
-  void backward(int micro, const void* dy, void* dx, const Stream& s);        // B and W together
-  void backward_input(int micro, const void* dy, void* dx, const Stream& s);  // B
-  void backward_weight(int micro, const Stream& s);                           // W (after its B)
+  int width() const override { return cfg_.hidden; }
+  void forward(int micro, const void* x, void* y, int rows, const Stream& s) override;
+  void backward_input(int micro, const void* dy, void* dx, const Stream& s) override;  // B
+  void backward_weight(int micro, const Stream& s) override;                           // W (after its B)
 
   const MlpStageConfig& config() const { return cfg_; }
   // [layers][hidden x ffn] and [layers][ffn x hidden], row-major, contiguous per kind.

@@ -16,7 +16,7 @@ StageOpTimes PipelineStepRecord::mean_op_ms() const {
   return StageOpTimes{n[0] ? sum[0] / n[0] : 0, n[1] ? sum[1] / n[1] : 0, n[2] ? sum[2] / n[2] : 0};
 }
 
-PipelineEngine::PipelineEngine(MlpStage& stage, Communicator& comm, Device& dev, TrackingAllocator& alloc, Stream compute,
+PipelineEngine::PipelineEngine(PipelineStage& stage, Communicator& comm, Device& dev, TrackingAllocator& alloc, Stream compute,
                                Stream send)
     : stage_(stage), comm_(comm), dev_(dev), alloc_(alloc), compute_(std::move(compute)), send_(std::move(send)) {}
 
@@ -25,9 +25,10 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
   const int s = comm_.rank(), P = comm_.size(), M = schedule.micro_batches;
   if (schedule.stages != P)
     throw Error("PipelineEngine: a table of " + std::to_string(schedule.stages) + " stages on " + std::to_string(P) + " ranks");
-  if ((s == 0 && int(inputs.size()) != M) || (s == P - 1 && (int(outputs.size()) != M || int(output_grads.size()) != M)))
-    throw Error("PipelineEngine: one input (first stage) and one output and output gradient (last stage) per micro-batch");
-  const int H = stage_.config().hidden;
+  auto given = [M](std::size_t n) { return n == 0 || int(n) == M; };
+  if ((s == 0 && !given(inputs.size())) || (s == P - 1 && (!given(outputs.size()) || !given(output_grads.size()))))
+    throw Error("PipelineEngine: one input (first stage) and one output and output gradient (last stage) per micro-batch, or none");
+  const int H = stage_.width();
   const std::size_t count = std::size_t(rows) * H, bytes = count * 4;
   const bool split = schedule.splits_backward();
 
@@ -56,13 +57,15 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
     switch (step.op) {
       case PipeOp::F: {
         Buffer in, out;
-        const void* x = s == 0 ? inputs.at(j) : nullptr;
+        const void* x = s == 0 && !inputs.empty() ? inputs.at(j) : nullptr;
         if (s > 0) {
           in = alloc_.allocate(bytes, MemTag::buffers, compute_);
           comm_.recv(in.data(), count, DType::f32, s - 1, compute_);
           x = in.data();
         }
-        void* y = s == P - 1 ? outputs.at(j) : (out = alloc_.allocate(bytes, MemTag::buffers, compute_)).data();
+        void* y = nullptr;
+        if (s < P - 1) y = (out = alloc_.allocate(bytes, MemTag::buffers, compute_)).data();
+        else if (!outputs.empty()) y = outputs.at(j);
         auto b = mark();
         stage_.forward(j, x, y, rows, compute_);
         auto e = mark();
@@ -72,7 +75,7 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
       }
       case PipeOp::B: {
         Buffer grad_in, grad_out = alloc_.allocate(bytes, MemTag::buffers, compute_);
-        const void* dy = s == P - 1 ? output_grads.at(j) : nullptr;
+        const void* dy = s == P - 1 && !output_grads.empty() ? output_grads.at(j) : nullptr;
         if (s < P - 1) {
           grad_in = alloc_.allocate(bytes, MemTag::buffers, compute_);
           comm_.recv(grad_in.data(), count, DType::f32, s + 1, compute_);

@@ -8,7 +8,9 @@
 #include <vector>
 #include "models/pipeline_schedule.h"
 #include "models/pipeline_simulator.h"
-#include "pipeline/mlp_stage.h"
+#include "pipeline/pipeline_stage.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
 #include "runtime/comm.h"
 
 namespace moebench {
@@ -25,17 +27,18 @@ struct PipelineStepRecord {
 class PipelineEngine {
  public:
   // `comm`: the pipeline's ranks, stage = rank. `compute` and `send`: two streams of `dev`.
-  PipelineEngine(MlpStage& stage, Communicator& comm, Device& dev, TrackingAllocator& alloc, Stream compute, Stream send);
+  PipelineEngine(PipelineStage& stage, Communicator& comm, Device& dev, TrackingAllocator& alloc, Stream compute, Stream send);
 
   // One step's forwards and backwards over the table's micro-batches of `rows` rows each.
   // Stage 0 reads inputs[j]; the last stage writes outputs[j] and takes output_grads[j] as
-  // dL/dy (device pointers, [rows, hidden]). Gradients accumulate in the stage's weights'
+  // dL/dy (device pointers, [rows, width]). Either list may be empty: the stage then gets null
+  // (a first stage that reads its own tokens, a last stage that starts from its own loss). Gradients accumulate in the stage's weights'
   // gradients. Collective over `comm`.
   PipelineStepRecord run(const PipelineSchedule& schedule, int rows, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs, const std::vector<const void*>& output_grads);
 
  private:
-  MlpStage& stage_;
+  PipelineStage& stage_;
   Communicator& comm_;
   Device& dev_;
   TrackingAllocator& alloc_;

@@ -6,6 +6,7 @@
 // poison mode (CTest): a buffer reused while a send or a later op still reads it shows as NaN.
 #include <gtest/gtest.h>
 #include "moe_test_util.h"
+#include "pipeline/mlp_stage.h"
 #include "pipeline/pipeline_engine.h"
 
 namespace moebench {

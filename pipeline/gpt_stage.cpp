@@ -1,0 +1,175 @@
+#include "pipeline/gpt_stage.h"
+#include <string>
+#include "kernels/axpy.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/embedding.h"
+#include "kernels/gemm.h"
+#include "kernels/layernorm.h"
+#include "moe/init.h"
+
+namespace moebench {
+
+std::optional<std::string> GptStage::validate(const GptConfig& cfg, int stages, int tp_size) {
+  if (cfg.vocab < 1 || cfg.seq < 1 || cfg.layers < 1)
+    return "--vocab, --seq and --layers: " + std::to_string(cfg.vocab) + ", " + std::to_string(cfg.seq) + " and " +
+           std::to_string(cfg.layers) + "; allowed: >= 1";
+  if (stages < 1 || cfg.layers % stages != 0)
+    return "--pp: " + std::to_string(stages) + " pipeline stages do not split the " + std::to_string(cfg.layers) +
+           " layers evenly; allowed: a divisor of --layers";
+  return TransformerBlock::validate({cfg.hidden, cfg.heads, cfg.ffn, 0}, tp_size);
+}
+
+GptStage::GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, TrackingAllocator& alloc, Communicator* tp)
+    : cfg_(cfg), stage_(stage), stages_(stages), dev_(dev), alloc_(alloc) {
+  if (auto e = validate(cfg, stages, tp ? tp->size() : 1)) throw Error("GptStage: " + *e);
+  layers_ = cfg.layers / stages;
+  first_layer_ = stage * layers_;
+  const std::size_t H = cfg.hidden;
+  if (first() || last())
+    for (Buffer* b : {&table_, &dtable_}) *b = alloc_.allocate(std::size_t(cfg.vocab) * H * 4, MemTag::model_states);
+  if (first())
+    for (Buffer* b : {&positions_, &dpositions_}) *b = alloc_.allocate(std::size_t(cfg.seq) * H * 4, MemTag::model_states);
+  if (last())
+    for (Buffer* b : {&gf_, &bf_, &dgf_, &dbf_}) *b = alloc_.allocate(H * 4, MemTag::model_states);
+  for (int l = 0; l < layers_; ++l)
+    blocks_.push_back(std::make_unique<TransformerBlock>(
+        TransformerBlockConfig{cfg.hidden, cfg.heads, cfg.ffn, first_layer_ + l}, dev, alloc, tp));
+}
+
+void GptStage::init(std::uint64_t seed, const Stream& s) {
+  const std::size_t H = cfg_.hidden;
+  const std::vector<float> ones(H, 1.f);
+  const auto table = normal_vector(std::size_t(cfg_.vocab) * H, seed, 300000, 0.5f);
+  const auto pos = normal_vector(std::size_t(cfg_.seq) * H, seed, 300001, 0.1f);
+  if (table_) dev_.copy_to_device(table_.data(), table.data(), table.size() * 4, s);
+  if (positions_) dev_.copy_to_device(positions_.data(), pos.data(), pos.size() * 4, s);
+  if (gf_) {
+    dev_.copy_to_device(gf_.data(), ones.data(), H * 4, s);
+    dev_.fill_zero(bf_.data(), bf_.bytes(), s);
+  }
+  for (auto& b : blocks_) b->init(seed, s);
+  zero_grad(s);
+  s.synchronize();  // the host vectors go out of scope
+}
+
+void GptStage::zero_grad(const Stream& s) {
+  for (Buffer* b : {&dtable_, &dpositions_, &dgf_, &dbf_})
+    if (*b) dev_.fill_zero(b->data(), b->bytes(), s);
+  for (auto& b : blocks_) b->zero_grad(s);
+  losses_.clear();
+}
+
+void GptStage::set_batch(std::vector<const std::int32_t*> tokens, std::vector<const std::int32_t*> targets, int sequences,
+                         float grad_scale) {
+  tokens_ = std::move(tokens);
+  targets_ = std::move(targets);
+  sequences_ = sequences;
+  grad_scale_ = grad_scale;
+  micro_.clear();
+  micro_.resize(std::max(tokens_.size(), targets_.size()));
+}
+
+std::vector<std::pair<Buffer*, Buffer*>> GptStage::parameters() {
+  std::vector<std::pair<Buffer*, Buffer*>> out;
+  if (first()) {
+    out.push_back({&table_, &dtable_});
+    out.push_back({&positions_, &dpositions_});
+  }
+  for (auto& b : blocks_)
+    for (auto& p : b->parameters()) out.push_back(p);
+  if (last()) {
+    out.push_back({&gf_, &dgf_});
+    out.push_back({&bf_, &dbf_});
+    if (!first()) out.push_back({&table_, &dtable_});
+  }
+  return out;
+}
+
+void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream& s) {
+  const int H = cfg_.hidden, V = cfg_.vocab, S = cfg_.seq, T = sequences_ * S;
+  if (rows != T || micro < 0 || micro >= int(micro_.size()))
+    throw Error("GptStage: micro-batch " + std::to_string(micro) + " of " + std::to_string(rows) + " rows; set_batch gave " +
+                std::to_string(micro_.size()) + " of " + std::to_string(T));
+  const std::size_t xb = std::size_t(T) * H * 4;
+  const Exec ex = dev_.exec(s);
+  Micro& m = micro_[micro];
+  m.xs.clear();
+  m.xs.resize(layers_ + 1);
+  m.blocks.clear();
+  m.blocks.resize(layers_);
+  m.xs[0] = alloc_.allocate(xb, MemTag::activations, s);
+  if (first())
+    embedding_forward(ex, {T, S, H, V}, tokens_.at(micro), table_.as<float>(), positions_.as<float>(), m.xs[0].as<float>());
+  else
+    dev_.copy(m.xs[0].data(), x, xb, s);
+  for (int l = 0; l < layers_; ++l) {
+    m.xs[l + 1] = alloc_.allocate(xb, MemTag::activations, s);
+    m.blocks[l] = blocks_[l]->forward(m.xs[l].data(), m.xs[l + 1].data(), sequences_, S, s);
+  }
+  if (!last()) {
+    dev_.copy(y, m.xs[layers_].data(), xb, s);
+    return;
+  }
+  // Final LayerNorm, logits through the tied embedding, the loss and its gradient in place.
+  const LayerNormShape ln{T, H};
+  m.lnf = alloc_.allocate(xb, MemTag::activations, s);
+  m.mean = alloc_.allocate(std::size_t(T) * 4, MemTag::activations, s);
+  m.rstd = alloc_.allocate(std::size_t(T) * 4, MemTag::activations, s);
+  layernorm_forward(ex, ln, m.xs[layers_].data(), gf_.as<float>(), bf_.as<float>(), m.lnf.data(), m.mean.as<float>(),
+                    m.rstd.as<float>(), DType::f32);
+  m.dlogits = alloc_.allocate(std::size_t(T) * V * 4, MemTag::activations, s);
+  Buffer& losses = losses_.emplace_back(alloc_.allocate(std::size_t(T) * 4, MemTag::temporary, s));
+  gemm(ex, dense_gemm(false, true, T, V, H, m.lnf.data(), table_.data(), m.dlogits.data()));
+  cross_entropy(ex, {T, V, grad_scale_}, m.dlogits.data(), targets_.at(micro), losses.as<float>(), m.dlogits.data(),
+                DType::f32);
+}
+
+void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream& s) {
+  const int H = cfg_.hidden, V = cfg_.vocab, S = cfg_.seq, T = sequences_ * S;
+  const std::size_t xb = std::size_t(T) * H * 4;
+  const Exec ex = dev_.exec(s);
+  Micro& m = micro_.at(micro);
+  Buffer grad = alloc_.allocate(xb, MemTag::temporary, s), next = alloc_.allocate(xb, MemTag::temporary, s);
+  if (last()) {  // dLNf = dlogits E; dE += dlogits^T LNf; then LNf's backward
+    gemm(ex, dense_gemm(false, false, T, H, V, m.dlogits.data(), table_.data(), next.data()));
+    gemm(ex, dense_gemm(true, false, V, H, T, m.dlogits.data(), m.lnf.data(), dtable_.data(), DType::f32, 1.f, 1.f));
+    layernorm_backward(ex, {T, H}, m.xs[layers_].data(), next.data(), gf_.as<float>(), m.mean.as<float>(),
+                       m.rstd.as<float>(), grad.data(), dgf_.as<float>(), dbf_.as<float>(), DType::f32);
+  } else {
+    dev_.copy(grad.data(), dy, xb, s);
+  }
+  for (int l = layers_ - 1; l >= 0; --l) {
+    blocks_[l]->backward(m.blocks[l], grad.data(), next.data(), s);
+    std::swap(grad, next);
+  }
+  if (first())
+    embedding_backward(ex, {T, S, H, V}, tokens_.at(micro), grad.as<float>(), dtable_.as<float>(), dpositions_.as<float>());
+  else
+    dev_.copy(dx, grad.data(), xb, s);
+  m = Micro{};  // stream-ordered: its buffers go back to the pool after these ops
+}
+
+double GptStage::loss_sum(const Stream& s) {
+  if (!last()) throw Error("GptStage: the loss is on the last stage");
+  std::vector<std::vector<float>> host;
+  for (const Buffer& b : losses_) {
+    host.emplace_back(b.bytes() / 4);
+    dev_.copy_to_host(host.back().data(), b.data(), b.bytes(), s);
+  }
+  s.synchronize();
+  double sum = 0;
+  for (const auto& h : host)
+    for (float v : h) sum += v;
+  return sum;
+}
+
+void GptStage::sync_tied_embedding(Communicator& pipeline, const Stream& s) {
+  if (stages_ == 1 || !(first() || last())) return;
+  const int peer = first() ? stages_ - 1 : 0;
+  const std::size_t n = dtable_.bytes() / 4;
+  Buffer theirs = alloc_.allocate(dtable_.bytes(), MemTag::temporary, s);
+  pipeline.send_recv(dtable_.data(), peer, theirs.data(), peer, n, DType::f32, s);
+  axpy(dev_.exec(s), n, 1.f, theirs.data(), dtable_.data(), DType::f32);
+}
+
+}  // namespace moebench

@@ -1,0 +1,74 @@
+// A pipeline stage of the decoder-only model: a contiguous run of its blocks, with the token and
+// position embeddings on the first stage and the final LayerNorm, the output layer (tied to the
+// token embedding) and the cross-entropy on the last. The first and last stages each hold the
+// token embedding; sync_tied_embedding() sums their gradients (Megatron's embedding group).
+// Stages take their micro-batches' tokens and targets from set_batch(); the weight gradients
+// are computed in the backward's B (its W is empty: a block's backward is not split here).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+#include "pipeline/pipeline_stage.h"
+#include "pipeline/transformer_block.h"
+
+namespace moebench {
+
+struct GptConfig {
+  int vocab = 0, seq = 0, hidden = 0, heads = 0, ffn = 0, layers = 0;
+};
+
+class GptStage final : public PipelineStage {
+ public:
+  // Stage `stage` of `stages` (layers split evenly; validate() says when they cannot be).
+  // `tp`: the tensor-parallel group of its blocks (nullptr: none).
+  GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, TrackingAllocator& alloc, Communicator* tp = nullptr);
+  static std::optional<std::string> validate(const GptConfig& cfg, int stages, int tp_size);
+  void init(std::uint64_t seed, const Stream& s);
+  void zero_grad(const Stream& s);
+
+  // Micro-batch j: tokens[j] and targets[j], [sequences x seq] int32 on the device (first stage:
+  // tokens; last stage: targets; the others: neither is read). Each token's loss is scaled by
+  // grad_scale in the gradient (1 / tokens of the mini-batch for the mean).
+  void set_batch(std::vector<const std::int32_t*> tokens, std::vector<const std::int32_t*> targets, int sequences,
+                 float grad_scale);
+
+  int width() const override { return cfg_.hidden; }
+  void forward(int micro, const void* x, void* y, int rows, const Stream& s) override;
+  void backward_input(int micro, const void* dy, void* dx, const Stream& s) override;
+  void backward_weight(int, const Stream&) override {}
+
+  // Last stage: the sum of the token losses of the micro-batches since zero_grad (waits for s).
+  double loss_sum(const Stream& s);
+  // Collective over the pipeline's ranks: the first and last stages add up their token
+  // embedding's gradients (every rank calls it; a one-stage pipeline has nothing to add).
+  void sync_tied_embedding(Communicator& pipeline, const Stream& s);
+  // Every parameter this stage holds and its gradient: token and position embeddings (first),
+  // its blocks, the final LayerNorm (last), the token embedding again on a last stage that is
+  // not also the first.
+  std::vector<std::pair<Buffer*, Buffer*>> parameters();
+  int config_seq() const { return cfg_.seq; }
+  bool first() const { return stage_ == 0; }
+  bool last() const { return stage_ == stages_ - 1; }
+
+ private:
+  struct Micro {
+    std::vector<Buffer> xs;  // each block's input, then the last block's output
+    std::vector<BlockContext> blocks;
+    Buffer lnf, mean, rstd, dlogits;
+  };
+  GptConfig cfg_;
+  int stage_, stages_, first_layer_, layers_;
+  Device& dev_;
+  TrackingAllocator& alloc_;
+  Buffer table_, positions_, gf_, bf_, dtable_, dpositions_, dgf_, dbf_;
+  std::vector<Buffer> losses_;  // per micro-batch since zero_grad (last stage)
+  std::vector<std::unique_ptr<TransformerBlock>> blocks_;
+  std::vector<const std::int32_t*> tokens_, targets_;
+  int sequences_ = 0;
+  float grad_scale_ = 1.f;
+  std::vector<Micro> micro_;
+};
+
+}  // namespace moebench

@@ -1,0 +1,84 @@
+// The decoder-only model split into as many pipeline stages as mpirun gives ranks (CTest: 1, 2
+// and 4), run by the engine with GPipe, 1F1B and ZB-H1 for M in {1, 2, 4, 8} micro-batches of
+// an 8-sequence mini-batch: the loss equals the whole model's on one rank, and so does every
+// parameter's gradient on the stage that holds it (the token embedding's after the first and
+// last stages have added theirs up); a model whose layers the stages do not split is refused.
+#include <gtest/gtest.h>
+#include <random>
+#include "moe_test_util.h"
+#include "pipeline/gpt_model.h"
+#include "pipeline/pipeline_engine.h"
+
+namespace moebench {
+using namespace testing_util;
+
+namespace {
+
+const GptConfig kModel{13, 6, 8, 2, 16, 4};
+constexpr int kSequences = 8;
+
+std::vector<std::int32_t> ids(int n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::vector<std::int32_t> t(n);
+  for (auto& x : t) x = std::int32_t(g() % unsigned(kModel.vocab));
+  return t;
+}
+
+TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
+  auto world = make_mpi_communicator();
+  const int P = world->size(), stage = world->rank(), T = kSequences * kModel.seq;
+  ASSERT_FALSE(GptStage::validate(kModel, P, 1)) << "run at 1, 2 or 4 ranks";
+  Device dev = Device::open(Backend::cpu);
+  const auto tokens = ids(T, 1), targets = ids(T, 2);
+
+  TrackingAllocator ref_alloc(Backend::cpu);
+  GptModel whole(kModel, dev, ref_alloc);
+  whole.init(17, dev.default_stream());
+  const double want_loss = whole.forward_backward(tokens.data(), targets.data(), kSequences, 1.f / T, dev.default_stream());
+  auto ref = whole.parameters();
+  // The reference tensors this stage holds, in GptStage::parameters()'s order.
+  const int per = kModel.layers / P, first = stage * per;
+  std::vector<Buffer*> want;
+  if (stage == 0) want = {ref[0].second, ref[1].second};
+  for (int i = 0; i < 8 * per; ++i) want.push_back(ref[2 + 8 * first + i].second);
+  if (stage == P - 1) {
+    want.push_back(ref[ref.size() - 2].second);
+    want.push_back(ref[ref.size() - 1].second);
+    if (stage != 0) want.push_back(ref[0].second);
+  }
+
+  for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1})
+    for (int M : {1, 2, 4, 8}) {
+      const std::string what = schedule_name(kind) + " P=" + std::to_string(P) + " M=" + std::to_string(M);
+      TrackingAllocator alloc(Backend::cpu);
+      GptStage mine(kModel, stage, P, dev, alloc);
+      Stream compute = dev.create_stream("compute"), send = dev.create_stream("send");
+      mine.init(17, compute);
+      const int seqs = kSequences / M, rows = seqs * kModel.seq;
+      std::vector<const std::int32_t*> tok, tgt;
+      for (int j = 0; j < M; ++j) {
+        tok.push_back(tokens.data() + j * rows);
+        tgt.push_back(targets.data() + j * rows);
+      }
+      mine.set_batch(tok, tgt, seqs, 1.f / T);
+      PipelineEngine engine(mine, *world, dev, alloc, compute, send);
+      engine.run(make_pipeline_schedule(kind, P, M), rows, {}, {}, {});
+      mine.sync_tied_embedding(*world, compute);
+      compute.synchronize();
+      if (stage == P - 1) EXPECT_NEAR(mine.loss_sum(compute), want_loss, 1e-4 * want_loss) << what;
+      auto got = mine.parameters();
+      ASSERT_EQ(got.size(), want.size()) << what;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        EXPECT_LT(rel_diff(got[i].second->as<float>(), want[i]->as<float>(), want[i]->bytes() / 4), 1e-5)
+            << what << ": gradient of parameter " << i;
+    }
+}
+
+TEST(GptPipeline, LayersTheStagesDoNotSplitAreRefused) {
+  EXPECT_EQ(GptStage::validate(kModel, 3, 1).value(),
+            "--pp: 3 pipeline stages do not split the 4 layers evenly; allowed: a divisor of --layers");
+  EXPECT_EQ(GptStage::validate(kModel, 2, 4).value(), "--tp: 4 does not divide the 2 heads");
+}
+
+}  // namespace
+}  // namespace moebench
