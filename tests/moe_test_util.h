@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <random>
 #include <vector>
 #include "moe/init.h"
 #include "moe/moe_layer.h"
@@ -71,6 +72,14 @@ inline MoEConfig multi_rank_test_config() {
 
 inline std::vector<float> tokens(int count, int hidden, std::uint64_t seed, int first_token = 0) {
   return normal_vector(std::size_t(count) * hidden, seed, 77, 1.f, std::size_t(first_token) * hidden);
+}
+
+// `count` token ids in [0, vocab), the same for a seed on every rank.
+inline std::vector<std::int32_t> token_ids(int count, int vocab, unsigned seed) {
+  std::mt19937 g(seed);
+  std::vector<std::int32_t> t(count);
+  for (auto& x : t) x = std::int32_t(g() % unsigned(vocab));
+  return t;
 }
 
 // max |a - b| / (1 + max |b|); infinite where either holds a NaN or an infinity.

@@ -3,7 +3,6 @@
 // with the parameters one rank gets from the whole mini-batch; ZeRO-1 holds 1/D of AdamW's
 // moments (8 bytes per parameter of its shard) against 8 per parameter without it.
 #include <gtest/gtest.h>
-#include <random>
 #include "moe_test_util.h"
 #include "pipeline/data_parallel.h"
 #include "pipeline/gpt_model.h"
@@ -15,13 +14,6 @@ namespace {
 
 const GptConfig kTiny{11, 5, 8, 2, 16, 2};
 constexpr int kSequences = 4;
-
-std::vector<std::int32_t> ids(int n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::vector<std::int32_t> t(n);
-  for (auto& x : t) x = std::int32_t(g() % unsigned(kTiny.vocab));
-  return t;
-}
 
 std::vector<float> flat(GptModel& m) {
   std::vector<float> out;
@@ -41,7 +33,7 @@ std::vector<float> train(Communicator* dp, bool zero1, std::size_t* state_bytes 
   hyper.lr = 1e-2f;
   DataParallelAdam opt(model.parameters(), dp, zero1, hyper, dev, alloc);
   for (int step = 0; step < 2; ++step) {
-    const auto tokens = ids(T, 100 + step), targets = ids(T, 200 + step);
+    const auto tokens = token_ids(T, kTiny.vocab, 100 + step), targets = token_ids(T, kTiny.vocab, 200 + step);
     model.zero_grad(s);
     const std::size_t first = std::size_t(r) * mine * kTiny.seq;
     model.forward_backward(tokens.data() + first, targets.data() + first, mine, 1.f / T, s);

@@ -4,7 +4,6 @@
 // parameter's gradient on the stage that holds it (the token embedding's after the first and
 // last stages have added theirs up); a model whose layers the stages do not split is refused.
 #include <gtest/gtest.h>
-#include <random>
 #include "moe_test_util.h"
 #include "pipeline/gpt_model.h"
 #include "pipeline/pipeline_engine.h"
@@ -17,19 +16,12 @@ namespace {
 const GptConfig kModel{13, 6, 8, 2, 16, 4};
 constexpr int kSequences = 8;
 
-std::vector<std::int32_t> ids(int n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::vector<std::int32_t> t(n);
-  for (auto& x : t) x = std::int32_t(g() % unsigned(kModel.vocab));
-  return t;
-}
-
 TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
   auto world = make_mpi_communicator();
   const int P = world->size(), stage = world->rank(), T = kSequences * kModel.seq;
   ASSERT_FALSE(GptStage::validate(kModel, P, 1)) << "run at 1, 2 or 4 ranks";
   Device dev = Device::open(Backend::cpu);
-  const auto tokens = ids(T, 1), targets = ids(T, 2);
+  const auto tokens = token_ids(T, kModel.vocab, 1), targets = token_ids(T, kModel.vocab, 2);
 
   TrackingAllocator ref_alloc(Backend::cpu);
   GptModel whole(kModel, dev, ref_alloc);

@@ -6,19 +6,14 @@
 #include <cmath>
 #include <random>
 #include "kernels/embedding.h"
+#include "moe_test_util.h"
 #include "pipeline/gpt_model.h"
 
 namespace moebench {
+using testing_util::token_ids;
 namespace {
 
 const GptConfig kTiny{11, 5, 8, 2, 16, 2};
-
-std::vector<std::int32_t> token_ids(int n, int vocab, unsigned seed) {
-  std::mt19937 g(seed);
-  std::vector<std::int32_t> t(n);
-  for (auto& x : t) x = std::int32_t(g() % unsigned(vocab));
-  return t;
-}
 
 class GptModelTest : public ::testing::Test {
  protected:
