@@ -10,8 +10,9 @@ namespace moebench {
 
 class GptModel {
  public:
-  GptModel(const GptConfig& cfg, Device& dev, TrackingAllocator& alloc, Communicator* tp = nullptr)
-      : stage_(cfg, 0, 1, dev, alloc, tp) {}
+  GptModel(const GptConfig& cfg, Device& dev, TrackingAllocator& alloc, Communicator* tp = nullptr,
+           const DispatcherFactory& dispatcher = {})
+      : stage_(cfg, 0, 1, dev, alloc, tp, dispatcher) {}
   void init(std::uint64_t seed, const Stream& s) { stage_.init(seed, s); }
   void zero_grad(const Stream& s) { stage_.zero_grad(s); }
 

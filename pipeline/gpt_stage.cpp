@@ -19,7 +19,8 @@ std::optional<std::string> GptStage::validate(const GptConfig& cfg, int stages, 
   return TransformerBlock::validate({cfg.hidden, cfg.heads, cfg.ffn, 0}, tp_size);
 }
 
-GptStage::GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, TrackingAllocator& alloc, Communicator* tp)
+GptStage::GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, TrackingAllocator& alloc, Communicator* tp,
+                   const DispatcherFactory& dispatcher)
     : cfg_(cfg), stage_(stage), stages_(stages), dev_(dev), alloc_(alloc) {
   if (auto e = validate(cfg, stages, tp ? tp->size() : 1)) throw Error("GptStage: " + *e);
   layers_ = cfg.layers / stages;
@@ -31,9 +32,11 @@ GptStage::GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, Tra
     for (Buffer* b : {&positions_, &dpositions_}) *b = alloc_.allocate(std::size_t(cfg.seq) * H * 4, MemTag::model_states);
   if (last())
     for (Buffer* b : {&gf_, &bf_, &dgf_, &dbf_}) *b = alloc_.allocate(H * 4, MemTag::model_states);
-  for (int l = 0; l < layers_; ++l)
-    blocks_.push_back(std::make_unique<TransformerBlock>(
-        TransformerBlockConfig{cfg.hidden, cfg.heads, cfg.ffn, first_layer_ + l}, dev, alloc, tp));
+  for (int l = 0; l < layers_; ++l) {
+    TransformerBlockConfig b{cfg.hidden, cfg.heads, cfg.ffn, first_layer_ + l, std::nullopt};
+    if (cfg.is_moe(first_layer_ + l)) b.moe = cfg.moe;
+    blocks_.push_back(std::make_unique<TransformerBlock>(b, dev, alloc, tp, dispatcher));
+  }
 }
 
 void GptStage::init(std::uint64_t seed, const Stream& s) {

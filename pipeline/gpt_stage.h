@@ -17,13 +17,20 @@ namespace moebench {
 
 struct GptConfig {
   int vocab = 0, seq = 0, hidden = 0, heads = 0, ffn = 0, layers = 0;
+  // MoE: with moe_every = k > 0, layers k - 1, 2k - 1, ... are MoE blocks (k = 2: PPMoE's every
+  // other FFN) of `moe` (its hidden is the model's).
+  int moe_every = 0;
+  MoEConfig moe;
+  bool is_moe(int layer) const { return moe_every > 0 && layer % moe_every == moe_every - 1; }
 };
 
 class GptStage final : public PipelineStage {
  public:
   // Stage `stage` of `stages` (layers split evenly; validate() says when they cannot be).
   // `tp`: the tensor-parallel group of its blocks (nullptr: none).
-  GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, TrackingAllocator& alloc, Communicator* tp = nullptr);
+  // `dispatcher`: the MoE blocks' (required when the model has any).
+  GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, TrackingAllocator& alloc, Communicator* tp = nullptr,
+           const DispatcherFactory& dispatcher = {});
   static std::optional<std::string> validate(const GptConfig& cfg, int stages, int tp_size);
   void init(std::uint64_t seed, const Stream& s);
   void zero_grad(const Stream& s);

@@ -30,49 +30,70 @@ AttentionConfig attention_config(const TransformerBlockConfig& c, Communicator* 
 }
 }  // namespace
 
-TransformerBlock::TransformerBlock(const TransformerBlockConfig& cfg, Device& dev, TrackingAllocator& alloc, Communicator* tp)
+TransformerBlock::TransformerBlock(const TransformerBlockConfig& cfg, Device& dev, TrackingAllocator& alloc, Communicator* tp,
+                                   const DispatcherFactory& dispatcher)
     : cfg_(cfg), dev_(dev), alloc_(alloc), tp_(tp), tp_rank_(tp ? tp->rank() : 0), tp_size_(tp ? tp->size() : 1),
       ffn_local_(cfg.ffn / (tp ? tp->size() : 1)), attn_(attention_config(cfg, tp), dev, alloc) {
   const std::size_t h = std::size_t(cfg.hidden) * 4, w = std::size_t(cfg.hidden) * ffn_local_ * 4;
   for (Buffer* b : {&g1_, &b1_, &g2_, &b2_, &dg1_, &db1_, &dg2_, &db2_}) *b = alloc_.allocate(h, MemTag::model_states);
-  for (Buffer* b : {&w1_, &w2_, &dw1_, &dw2_}) *b = alloc_.allocate(w, MemTag::model_states);
+  if (cfg.moe) {
+    if (!dispatcher) throw Error("TransformerBlock: an MoE block needs a dispatcher");
+    MoEConfig m = *cfg.moe;
+    m.hidden = cfg.hidden;
+    moe_ = std::make_unique<MoELayer>(m, dev, alloc, dispatcher(DispatcherEnv{m, dev, alloc}));
+  } else {
+    for (Buffer* b : {&w1_, &w2_, &dw1_, &dw2_}) *b = alloc_.allocate(w, MemTag::model_states);
+  }
 }
 
 void TransformerBlock::init(std::uint64_t seed, const Stream& s) {
   attn_.init(seed, s);
   const std::size_t H = cfg_.hidden, F = cfg_.ffn;
   const std::vector<float> ones(H, 1.f);
-  // This rank's slice of the whole block's W1 (columns) and W2 (rows).
-  const std::size_t f = ffn_local_, first = std::size_t(tp_rank_) * f;
-  const auto w1_all = normal_vector(H * F, seed, 200000 + 2 * std::uint64_t(cfg_.layer), 0.5f / std::sqrt(float(H)));
-  const auto w2 = normal_vector(f * H, seed, 200001 + 2 * std::uint64_t(cfg_.layer), 0.5f / std::sqrt(float(F)), first * H);
-  std::vector<float> w1(H * f);
-  for (std::size_t r = 0; r < H; ++r)
-    for (std::size_t c = 0; c < f; ++c) w1[r * f + c] = w1_all[r * F + first + c];
   dev_.copy_to_device(g1_.data(), ones.data(), H * 4, s);
   dev_.copy_to_device(g2_.data(), ones.data(), H * 4, s);
   dev_.fill_zero(b1_.data(), b1_.bytes(), s);
   dev_.fill_zero(b2_.data(), b2_.bytes(), s);
-  dev_.copy_to_device(w1_.data(), w1.data(), w1.size() * 4, s);
-  dev_.copy_to_device(w2_.data(), w2.data(), w2.size() * 4, s);
+  std::vector<float> w1, w2;
+  if (moe_) {  // every MoE layer its own weights: the seed and the layer
+    moe_->init(seed * 1000003 + std::uint64_t(cfg_.layer), s);
+  } else {  // this rank's slice of the whole block's W1 (columns) and W2 (rows)
+    const std::size_t f = ffn_local_, first = std::size_t(tp_rank_) * f;
+    const auto w1_all = normal_vector(H * F, seed, 200000 + 2 * std::uint64_t(cfg_.layer), 0.5f / std::sqrt(float(H)));
+    w2 = normal_vector(f * H, seed, 200001 + 2 * std::uint64_t(cfg_.layer), 0.5f / std::sqrt(float(F)), first * H);
+    w1.resize(H * f);
+    for (std::size_t r = 0; r < H; ++r)
+      for (std::size_t c = 0; c < f; ++c) w1[r * f + c] = w1_all[r * F + first + c];
+    dev_.copy_to_device(w1_.data(), w1.data(), w1.size() * 4, s);
+    dev_.copy_to_device(w2_.data(), w2.data(), w2.size() * 4, s);
+  }
   zero_grad(s);
   s.synchronize();  // the host vectors go out of scope
 }
 
 void TransformerBlock::zero_grad(const Stream& s) {
   attn_.zero_grad(s);
-  for (Buffer* b : {&dg1_, &db1_, &dg2_, &db2_, &dw1_, &dw2_}) dev_.fill_zero(b->data(), b->bytes(), s);
+  for (Buffer* b : {&dg1_, &db1_, &dg2_, &db2_, &dw1_, &dw2_})
+    if (*b) dev_.fill_zero(b->data(), b->bytes(), s);
+  if (moe_) moe_->zero_grad(s);
 }
 
 std::vector<std::pair<Buffer*, Buffer*>> TransformerBlock::parameters() {
-  return {{&g1_, &dg1_},
-          {&b1_, &db1_},
-          {&attn_.wqkv(), const_cast<Buffer*>(&attn_.wqkv_grad())},
-          {&attn_.wo(), const_cast<Buffer*>(&attn_.wo_grad())},
-          {&g2_, &dg2_},
-          {&b2_, &db2_},
-          {&w1_, &dw1_},
-          {&w2_, &dw2_}};
+  std::vector<std::pair<Buffer*, Buffer*>> out = {{&g1_, &dg1_},
+                                                  {&b1_, &db1_},
+                                                  {&attn_.wqkv(), const_cast<Buffer*>(&attn_.wqkv_grad())},
+                                                  {&attn_.wo(), const_cast<Buffer*>(&attn_.wo_grad())},
+                                                  {&g2_, &dg2_},
+                                                  {&b2_, &db2_}};
+  if (moe_) {  // the gate, then this rank's experts
+    out.push_back({&moe_->gate().weight(), &moe_->gate().grad()});
+    out.push_back({&moe_->experts().w1(), &moe_->experts().w1_grad()});
+    out.push_back({&moe_->experts().w2(), &moe_->experts().w2_grad()});
+  } else {
+    out.push_back({&w1_, &dw1_});
+    out.push_back({&w2_, &dw2_});
+  }
+  return out;
 }
 
 BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, int seq, const Stream& s) {
@@ -98,8 +119,10 @@ BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, in
   c.ln2 = act(xb);
   c.mean2 = act(std::size_t(T) * 4);
   c.rstd2 = act(std::size_t(T) * 4);
-  c.z = act(zb);
-  c.a = act(zb);
+  if (!moe_) {
+    c.z = act(zb);
+    c.a = act(zb);
+  }
   const LayerNormShape ln{T, H};
   layernorm_forward(ex, ln, x, g1_.as<float>(), b1_.as<float>(), c.ln1.data(), c.mean1.as<float>(), c.rstd1.as<float>(),
                     DType::f32);
@@ -108,6 +131,13 @@ BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, in
   reduce(c.h.data());
   layernorm_forward(ex, ln, c.h.data(), g2_.as<float>(), b2_.as<float>(), c.ln2.data(), c.mean2.as<float>(),
                     c.rstd2.as<float>(), DType::f32);
+  if (moe_) {  // y = h + MoE(LN2(h)), whole on every rank (PPMoE all-reduced it inside)
+    c.z = act(xb);
+    c.moe = moe_->forward(c.ln2.data(), T, c.z.data(), s);
+    dev_.copy(y, c.h.data(), xb, s);
+    axpy(ex, std::size_t(T) * H, 1.f, c.z.data(), y, DType::f32);
+    return c;
+  }
   gemm(ex, dense_gemm(false, false, T, F, H, c.ln2.data(), w1_.data(), c.z.data()));
   gelu_forward(ex, c.z.data(), c.a.data(), std::size_t(T) * F, DType::f32);
   residual(y, c.h.data());
@@ -126,14 +156,18 @@ void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const
   };
   const LayerNormShape ln{T, H};
   Buffer dh = alloc_.allocate(xb, MemTag::temporary, s), dln = alloc_.allocate(xb, MemTag::temporary, s),
-         tmp = alloc_.allocate(xb, MemTag::temporary, s), dz = alloc_.allocate(std::size_t(T) * F * 4, MemTag::temporary, s);
-  // MLP: dz = GeLU'(z) (dy W2^T); dW2 += a^T dy; dW1 += LN2^T dz; dLN2 = dz W1^T.
-  gemm(ex, dense_gemm(false, true, T, F, H, dy, w2_.data(), dz.data()));
-  gelu_backward(ex, c.z.data(), dz.data(), dz.data(), std::size_t(T) * F, DType::f32);
-  gemm(ex, dense_gemm(true, false, F, H, T, c.a.data(), dy, dw2_.data(), DType::f32, 1.f, 1.f));
-  gemm(ex, dense_gemm(true, false, H, F, T, c.ln2.data(), dz.data(), dw1_.data(), DType::f32, 1.f, 1.f));
-  gemm(ex, dense_gemm(false, true, T, H, F, dz.data(), w1_.data(), dln.data()));
-  reduce(dln.data());
+         tmp = alloc_.allocate(xb, MemTag::temporary, s);
+  if (moe_) {  // the MoE layer's input gradient (PPMoE sums it over the group inside)
+    moe_->backward(c.moe, dy, dln.data(), s);
+  } else {  // MLP: dz = GeLU'(z) (dy W2^T); dW2 += a^T dy; dW1 += LN2^T dz; dLN2 = dz W1^T.
+    Buffer dz = alloc_.allocate(std::size_t(T) * F * 4, MemTag::temporary, s);
+    gemm(ex, dense_gemm(false, true, T, F, H, dy, w2_.data(), dz.data()));
+    gelu_backward(ex, c.z.data(), dz.data(), dz.data(), std::size_t(T) * F, DType::f32);
+    gemm(ex, dense_gemm(true, false, F, H, T, c.a.data(), dy, dw2_.data(), DType::f32, 1.f, 1.f));
+    gemm(ex, dense_gemm(true, false, H, F, T, c.ln2.data(), dz.data(), dw1_.data(), DType::f32, 1.f, 1.f));
+    gemm(ex, dense_gemm(false, true, T, H, F, dz.data(), w1_.data(), dln.data()));
+    reduce(dln.data());
+  }
   // dh = dy + LN2's backward.
   layernorm_backward(ex, ln, c.h.data(), dln.data(), g2_.as<float>(), c.mean2.as<float>(), c.rstd2.as<float>(), dh.data(),
                      dg2_.as<float>(), db2_.as<float>(), DType::f32);

@@ -7,12 +7,19 @@
 // [r ffn/t, (r+1) ffn/t) of W1 (rows of W2); the LayerNorms are replicated. Each half ends in
 // Megatron's g (an all-reduce of the partial outputs; identity in backward) and starts with f
 // (identity; an all-reduce of the input gradient in backward).
+// An MoE block (PPMoE's every other FFN) has an MoE layer in the MLP's place, y = h + MoE(LN2(h)),
+// on a dispatcher of the caller's choosing: local, expert-parallel (DPMoE: the ranks of its
+// all-to-all hold different tokens) or PPMoE (inside the TP group: its ranks hold the same
+// tokens, index-select their experts and all-reduce, so the block adds no f or g of its own).
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+#include <functional>
+#include <memory>
+#include "moe/moe_layer.h"
 #include "pipeline/attention.h"
 #include "runtime/comm.h"
 
@@ -21,19 +28,26 @@ namespace moebench {
 struct TransformerBlockConfig {
   int hidden = 0, heads = 0, ffn = 0;  // the whole block's
   int layer = 0;
+  std::optional<MoEConfig> moe;  // set: an MoE layer in the MLP's place (its hidden = hidden)
 };
+
+// Makes an MoE block's dispatcher.
+using DispatcherFactory = std::function<std::unique_ptr<TokenDispatcher>(const DispatcherEnv&)>;
 
 struct BlockContext {
   int sequences = 0, seq = 0;
   const void* x = nullptr;  // the caller's input, alive until backward
   Buffer ln1, mean1, rstd1, h, ln2, mean2, rstd2, z, a;
   AttentionContext attention;
+  MoEContext moe;  // MoE blocks
 };
 
 class TransformerBlock {
  public:
   // `tp`: the tensor-parallel group (nullptr: the whole block on this rank).
-  TransformerBlock(const TransformerBlockConfig& cfg, Device& dev, TrackingAllocator& alloc, Communicator* tp = nullptr);
+  // `dispatcher`: an MoE block's (required there).
+  TransformerBlock(const TransformerBlockConfig& cfg, Device& dev, TrackingAllocator& alloc, Communicator* tp = nullptr,
+                   const DispatcherFactory& dispatcher = {});
   void init(std::uint64_t seed, const Stream& s);
   void zero_grad(const Stream& s);
 
@@ -54,6 +68,7 @@ class TransformerBlock {
   Communicator* tp_;
   int tp_rank_ = 0, tp_size_ = 1, ffn_local_ = 0;
   CausalSelfAttention attn_;
+  std::unique_ptr<MoELayer> moe_;
   Buffer g1_, b1_, g2_, b2_, w1_, w2_;
   Buffer dg1_, db1_, dg2_, db2_, dw1_, dw2_;
 };

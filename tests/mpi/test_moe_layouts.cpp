@@ -1,0 +1,107 @@
+// One MoE model (an MoE layer in every other block, 4 experts, top-1, dropless) in PPMoE Table
+// 2's layouts over every rank mpirun gives (CTest: 1, 2 and 4), against the same model whole on
+// one rank: DPMoE (DP = EP: each rank its own sequences, the experts spread over the ranks,
+// tokens exchanged by all-to-all, dense gradients all-reduced) and PPMoE (the ranks a TP group:
+// the same sequences, attention and MLP split Megatron's way, each rank index-selecting its
+// experts' tokens and all-reducing). Loss, replicated gradients and each rank's expert
+// gradients equal the one-rank model's.
+#include <gtest/gtest.h>
+#include "moe_test_util.h"
+#include "pipeline/gpt_model.h"
+
+namespace moebench {
+using namespace testing_util;
+
+namespace {
+
+constexpr int kSequences = 4;
+
+GptConfig moe_model() {
+  GptConfig c{13, 6, 8, 4, 16, 2};
+  c.moe_every = 2;
+  c.moe.ffn = 16;
+  c.moe.experts = 4;
+  c.moe.top_k = 1;
+  c.moe.capacity_factor = std::nullopt;  // dropless, as PPMoE
+  c.moe.aux_coef = 0.01f;
+  return c;
+}
+
+struct Trained {
+  double loss = 0;
+  std::vector<std::vector<float>> grads;  // per parameter tensor
+};
+
+Trained train(Device& dev, const GptConfig& cfg, Communicator* tp, const DispatcherFactory& dispatcher, int first_sequence,
+        int sequences) {
+  TrackingAllocator alloc(Backend::cpu);
+  const Stream& s = dev.default_stream();
+  GptModel model(cfg, dev, alloc, tp, dispatcher);
+  model.init(31, s);
+  const int T = kSequences * cfg.seq, off = first_sequence * cfg.seq;
+  const auto tokens = token_ids(T, cfg.vocab, 1), targets = token_ids(T, cfg.vocab, 2);
+  Trained r;
+  r.loss = model.forward_backward(tokens.data() + off, targets.data() + off, sequences, 1.f / T, s);
+  for (auto& [w, g] : model.parameters()) r.grads.emplace_back(g->as<float>(), g->as<float>() + g->bytes() / 4);
+  return r;
+}
+
+// Parameter tensors of the model (GptModel::parameters()): 0-1 embeddings; block 0 (dense)
+// 2-9: LN1 gamma, beta, Wqkv, Wo, LN2 gamma, beta, W1, W2; block 1 (MoE) 10-18: LN1 gamma, beta,
+// Wqkv, Wo, LN2 gamma, beta, gate, experts' W1, W2; 19-20 the final LayerNorm.
+constexpr int kGate = 16, kExpertW1 = 17, kExpertW2 = 18;
+bool expert_tensor(int i) { return i == kExpertW1 || i == kExpertW2; }
+// What data parallelism must not sum again: the experts (each rank its own) and the gate (the
+// expert-parallel layer sums its gradient over the all-to-all's ranks itself).
+bool summed_by_the_layer(int i) { return expert_tensor(i) || i == kGate; }
+
+TEST(MoELayouts, DPMoEEqualsOneRank) {
+  auto world = make_mpi_communicator();
+  const int D = world->size(), r = world->rank();
+  ASSERT_EQ(kSequences % D, 0) << "run at 1, 2 or 4 ranks";
+  Device dev = Device::open(Backend::cpu);
+  const GptConfig cfg = moe_model();
+  // The reference routes in D capacity groups, as the D ranks do.
+  const Trained want = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, D); }, 0, kSequences);
+  Trained got = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *world); },
+                r * kSequences / D, kSequences / D);
+  ASSERT_EQ(got.grads.size(), want.grads.size());
+  const Stream& s = dev.default_stream();
+  for (std::size_t i = 0; i < got.grads.size(); ++i)  // data parallelism: the dense gradients summed
+    if (!summed_by_the_layer(int(i)))
+      world->all_reduce(got.grads[i].data(), got.grads[i].data(), got.grads[i].size(), DType::f32, ReduceOp::sum, s);
+  std::vector<float> l = {float(got.loss)};
+  world->all_reduce(l.data(), l.data(), 1, DType::f32, ReduceOp::sum, s);
+  s.synchronize();
+  EXPECT_NEAR(l[0], want.loss, 1e-4 * want.loss);
+  for (std::size_t i = 0; i < want.grads.size(); ++i) {
+    const std::size_t n = got.grads[i].size(), first = expert_tensor(int(i)) ? std::size_t(r) * n : 0;
+    ASSERT_LE(first + n, want.grads[i].size());
+    EXPECT_LT(rel_diff(got.grads[i].data(), want.grads[i].data() + first, n), 1e-5) << "gradient of parameter " << i;
+  }
+}
+
+TEST(MoELayouts, PPMoEInsideTheTensorParallelGroupEqualsOneRank) {
+  auto world = make_mpi_communicator();
+  const int t = world->size(), r = world->rank();
+  Device dev = Device::open(Backend::cpu);
+  const GptConfig cfg = moe_model();
+  const Trained want = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, 1); }, 0, kSequences);
+  const Trained got = train(dev, cfg, world.get(), [&](const DispatcherEnv& env) { return make_ppmoe_dispatcher(env, *world); }, 0,
+                      kSequences);
+  EXPECT_NEAR(got.loss, want.loss, 1e-4 * want.loss);
+  ASSERT_EQ(got.grads.size(), want.grads.size());
+  // Replicated on every rank: embeddings, LayerNorms, the gate; the experts: this rank's E / t.
+  for (int i : {0, 1, 2, 3, 6, 7, 10, 11, 14, 15, kGate, 19, 20}) {
+    ASSERT_EQ(got.grads[i].size(), want.grads[i].size()) << "parameter " << i;
+    EXPECT_LT(rel_diff(got.grads[i].data(), want.grads[i].data(), want.grads[i].size()), 1e-5) << "gradient of parameter " << i;
+  }
+  for (int i : {kExpertW1, kExpertW2}) {
+    const std::size_t n = got.grads[i].size();
+    ASSERT_EQ(n * t, want.grads[i].size());
+    EXPECT_LT(rel_diff(got.grads[i].data(), want.grads[i].data() + std::size_t(r) * n, n), 1e-5) << "gradient of parameter " << i;
+  }
+}
+
+}  // namespace
+}  // namespace moebench
