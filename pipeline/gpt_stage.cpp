@@ -88,6 +88,13 @@ std::vector<std::pair<Buffer*, Buffer*>> GptStage::parameters() {
   return out;
 }
 
+std::vector<std::pair<Buffer*, Buffer*>> GptStage::moe_parameters() {
+  std::vector<std::pair<Buffer*, Buffer*>> out;
+  for (auto& b : blocks_)
+    for (auto& p : b->moe_parameters()) out.push_back(p);
+  return out;
+}
+
 void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream& s) {
   const int H = cfg_.hidden, V = cfg_.vocab, S = cfg_.seq, T = sequences_ * S;
   if (rows != T || micro < 0 || micro >= int(micro_.size()))

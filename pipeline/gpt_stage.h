@@ -55,6 +55,8 @@ class GptStage final : public PipelineStage {
   // its blocks, the final LayerNorm (last), the token embedding again on a last stage that is
   // not also the first.
   std::vector<std::pair<Buffer*, Buffer*>> parameters();
+  // The MoE blocks' gates and experts among them.
+  std::vector<std::pair<Buffer*, Buffer*>> moe_parameters();
   int config_seq() const { return cfg_.seq; }
   bool first() const { return stage_ == 0; }
   bool last() const { return stage_ == stages_ - 1; }

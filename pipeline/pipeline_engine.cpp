@@ -42,12 +42,27 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
     e->record(compute_);
     return e;
   };
-  // What this stage sent stays alive until the send stream is done with it (record_stream).
+  // What this stage sent stays here until its send has finished: released earlier (stream-
+  // ordered, record_stream) a buffer would make the compute stream wait for the send in the
+  // pool's poison mode, and a send waits for its receiver: two stages would wait on each other.
+  struct Sent {
+    Buffer buffer;
+    std::unique_ptr<Event> done;
+  };
+  std::vector<Sent> in_flight;
   auto send_after = [&](Buffer& b, const Event& produced, int peer) {
     produced.make_wait(send_);
     comm_.send(b.data(), count, DType::f32, peer, send_);
-    b.record_stream(send_);
-    b.release();
+    auto done = std::make_unique<Event>(dev_.backend());
+    done->record(send_);
+    in_flight.push_back({std::move(b), std::move(done)});
+    for (std::size_t i = 0; i < in_flight.size();)  // the ones already sent go back to the pool
+      if (in_flight[i].done->query()) {
+        in_flight[i] = std::move(in_flight.back());
+        in_flight.pop_back();
+      } else {
+        ++i;
+      }
   };
 
   comm_.barrier(compute_);
@@ -102,6 +117,7 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
   const auto stop = mark();
   send_.synchronize();
   compute_.synchronize();
+  in_flight.clear();
 
   PipelineStepRecord rec;
   for (const Timed& t : timed) {

@@ -86,14 +86,19 @@ std::vector<std::pair<Buffer*, Buffer*>> TransformerBlock::parameters() {
                                                   {&g2_, &dg2_},
                                                   {&b2_, &db2_}};
   if (moe_) {  // the gate, then this rank's experts
-    out.push_back({&moe_->gate().weight(), &moe_->gate().grad()});
-    out.push_back({&moe_->experts().w1(), &moe_->experts().w1_grad()});
-    out.push_back({&moe_->experts().w2(), &moe_->experts().w2_grad()});
+    for (auto& p : moe_parameters()) out.push_back(p);
   } else {
     out.push_back({&w1_, &dw1_});
     out.push_back({&w2_, &dw2_});
   }
   return out;
+}
+
+std::vector<std::pair<Buffer*, Buffer*>> TransformerBlock::moe_parameters() {
+  if (!moe_) return {};
+  return {{&moe_->gate().weight(), &moe_->gate().grad()},
+          {&moe_->experts().w1(), &moe_->experts().w1_grad()},
+          {&moe_->experts().w2(), &moe_->experts().w2_grad()}};
 }
 
 BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, int seq, const Stream& s) {

@@ -60,6 +60,8 @@ class TransformerBlock {
   CausalSelfAttention& attention() { return attn_; }
   // Every parameter and its gradient, in a fixed order (for optimizers and checks).
   std::vector<std::pair<Buffer*, Buffer*>> parameters();
+  // An MoE block's gate and experts (empty for a dense block).
+  std::vector<std::pair<Buffer*, Buffer*>> moe_parameters();
 
  private:
   TransformerBlockConfig cfg_;
