@@ -15,6 +15,7 @@
 #include "harness/bench.h"
 #include "models/paper_specs.h"
 #include "moe/init.h"
+#include "bench/gpt_layout.h"
 #include "pipeline/data_parallel.h"
 #include "pipeline/gpt_stage.h"
 #include "pipeline/pipeline_engine.h"
@@ -24,13 +25,10 @@ namespace {
 
 constexpr double kPPMoEClaim = 1.75;
 
-enum class Kind { dense, dpmoe, ppmoe };
-const char* kind_name(Kind k) { return k == Kind::dense ? "Dense" : k == Kind::dpmoe ? "DPMoE" : "PPMoE"; }
+using Kind = LayoutKind;
 
 struct Row {
-  Kind kind;
-  int dp, tp, pp;
-  bool zero;
+  GptLayout layout;
   // The paper's row it stands for (000 Table 2, small setting).
   std::string paper_row;
   double paper_throughput;
@@ -39,21 +37,19 @@ struct Row {
 
 // 000 Table 2's small setting on 32 V100s, and the same layouts on 4 ranks.
 const std::vector<Row> kPaperRows = {
-    {Kind::dense, 1, 8, 4, false, "0.3B Dense DP1 TP8 PP4", 3244, "-"},
-    {Kind::dense, 4, 8, 1, true, "0.3B Dense DP4 TP8 PP1 ZeRO", 4174, "-"},
-    {Kind::dense, 32, 1, 1, true, "0.3B Dense DP32 ZeRO", 5120, "-"},
-    {Kind::dpmoe, 32, 1, 1, true, "6.7B DPMoE DP32 EP64 ZeRO", 2147, "66.2%"},
-    {Kind::dpmoe, 4, 8, 1, true, "6.7B DPMoE DP4 TP8 EP64 ZeRO", 218, "6.7%"},
-    {Kind::ppmoe, 1, 8, 4, false, "6.7B PPMoE TP8 PP4 EP64", 2708, "81.4%"},
+    {{Kind::dense, 1, 8, 4, false}, "0.3B Dense DP1 TP8 PP4", 3244, "-"},
+    {{Kind::dense, 4, 8, 1, true}, "0.3B Dense DP4 TP8 PP1 ZeRO", 4174, "-"},
+    {{Kind::dense, 32, 1, 1, true}, "0.3B Dense DP32 ZeRO", 5120, "-"},
+    {{Kind::dpmoe, 32, 1, 1, true}, "6.7B DPMoE DP32 EP64 ZeRO", 2147, "66.2%"},
+    {{Kind::dpmoe, 4, 8, 1, true}, "6.7B DPMoE DP4 TP8 EP64 ZeRO", 218, "6.7%"},
+    {{Kind::ppmoe, 1, 8, 4, false}, "6.7B PPMoE TP8 PP4 EP64", 2708, "81.4%"},
 };
 Row shrunk(const Row& r) {
   Row s = r;
-  if (r.dp == 1) { s.tp = 2; s.pp = 2; }          // TP + PP
-  else if (r.tp > 1) { s.dp = 2; s.tp = 2; }      // DP + TP
-  else { s.dp = 4; }                               // DP alone
-  if (r.dp == 1) s.dp = 1;
-  if (r.tp == 1) s.tp = 1;
-  if (r.pp == 1) s.pp = 1;
+  GptLayout& l = s.layout;
+  if (r.layout.dp == 1) { l.tp = 2; l.pp = 2; }      // TP + PP
+  else if (r.layout.tp > 1) { l.dp = 2; l.tp = 2; }  // DP + TP
+  else { l.dp = 4; }                                  // DP alone
   return s;
 }
 
@@ -75,10 +71,10 @@ class LayoutsBench final : public BenchProgram {
       return "--dtype: " + std::string(dtype_name(ctx.dtype())) + ": the transformer keeps fp32 weights; allowed: fp32";
     const ModelSpec& medium = model_spec("gpt3-medium");
     switch (ctx.scale()) {
-      case Scale::tiny: model_ = GptConfig{64, 16, 32, 4, 64, 4}; experts_ = 8; sequences_ = 8; break;
-      case Scale::local: model_ = GptConfig{512, 64, 128, 4, 512, 4}; experts_ = 8; sequences_ = 8; break;
+      case Scale::tiny: model_ = gpt_backbone(64, 16, 32, 4, 64, 4); experts_ = 8; sequences_ = 8; break;
+      case Scale::local: model_ = gpt_backbone(512, 64, 128, 4, 512, 4); experts_ = 8; sequences_ = 8; break;
       case Scale::paper:
-        model_ = GptConfig{50304, medium.seq, medium.hidden, medium.heads, medium.ffn, medium.layers};
+        model_ = gpt_backbone(50304, medium.seq, medium.hidden, medium.heads, medium.ffn, medium.layers);
         experts_ = 64;
         sequences_ = W;  // one sequence of 2048 tokens per rank
         break;
@@ -88,20 +84,14 @@ class LayoutsBench final : public BenchProgram {
     for (std::size_t i = 0; i < kPaperRows.size(); ++i)
       if (row_opt_.empty() || std::count(row_opt_.begin(), row_opt_.end(), int(i) + 1))
         rows_.push_back(ctx.scale() == Scale::paper ? kPaperRows[i] : shrunk(kPaperRows[i]));
-    for (const Row& r : rows_) {
-      if (r.dp * r.tp * r.pp != W)
-        return "--ranks: " + std::to_string(W) + " ranks, but the layout " + describe(r) + " needs DP x TP x PP = " +
-               std::to_string(r.dp * r.tp * r.pp) + " (the local scale runs on 4 ranks, the paper scale on 32)";
-      GptConfig m = model(r);
-      if (auto e = GptStage::validate(m, r.pp, r.tp)) return *e;
+    for (const Row& row : rows_) {
+      const GptLayout& r = row.layout;
+      if (auto e = validate_layout(r, model_, experts_, W))
+        return *e + (r.dp * r.tp * r.pp != W ? " (the local scale runs on 4 ranks, the paper scale on 32)" : "");
       const int per_dp = sequences_ / r.dp, micro = r.pp > 1 ? micro_ : 1;
       if (sequences_ % r.dp != 0 || per_dp % micro != 0)
         return "--micro-batches: " + std::to_string(micro) + " does not divide the " + std::to_string(per_dp) +
-               " sequences each data-parallel rank of " + describe(r) + " takes";
-      if (r.kind == Kind::dpmoe && experts_ % r.dp != 0)
-        return "the " + std::to_string(experts_) + " experts do not split over DP = " + std::to_string(r.dp);
-      if (r.kind == Kind::ppmoe && experts_ % r.tp != 0)
-        return "the " + std::to_string(experts_) + " experts do not split over TP = " + std::to_string(r.tp);
+               " sequences each data-parallel rank of " + r.describe() + " takes";
     }
     return std::nullopt;
   }
@@ -112,8 +102,8 @@ class LayoutsBench final : public BenchProgram {
 
   void register_benchmarks(BenchContext& ctx) override {
     for (std::size_t i = 0; i < rows_.size(); ++i)
-      ctx.add("ppmoe_t2/" + std::to_string(i) + "/" + describe(rows_[i]), 1,
-              [this, &ctx, i](benchmark::State& st) { run(st, ctx, rows_[i]); });
+      ctx.add(key(i), 1,
+              [this, &ctx, i](benchmark::State& st) { run(st, ctx, rows_[i].layout); });
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
@@ -126,8 +116,8 @@ class LayoutsBench final : public BenchProgram {
       if (!r.error) ms[r.name] = r.time_ms();
     double slowest_dense = 0;
     for (std::size_t i = 0; i < rows_.size(); ++i) {
-      const std::string key = "ppmoe_t2/" + std::to_string(i) + "/" + describe(rows_[i]);
-      if (rows_[i].kind == Kind::dense && ms.count(key))
+      const std::string key = this->key(i);
+      if (rows_[i].layout.kind == Kind::dense && ms.count(key))
         slowest_dense = std::max(slowest_dense, ms[key].median);
     }
     CsvTable t({"model", "dp", "tp", "pp", "ep", "zero", "ranks", "step_ms", "step_ms_min", "step_ms_max",
@@ -135,32 +125,33 @@ class LayoutsBench final : public BenchProgram {
                 "paper_speed_ratio", "layers", "hidden", "ffn", "heads", "seq", "vocab", "experts", "sequences_per_step",
                 "micro_batches"});
     for (std::size_t i = 0; i < rows_.size(); ++i) {
-      const Row& r = rows_[i];
-      const std::string key = "ppmoe_t2/" + std::to_string(i) + "/" + describe(r);
+      const Row& row = rows_[i];
+      const GptLayout& r = row.layout;
+      const std::string key = this->key(i);
       if (!ms.count(key)) continue;
       const Spread s = ms[key];
       const double tput = tokens / (s.median / 1e3) / W;
       // The paper's speed ratio: throughput over the slowest dense row's (same tokens per step).
       const std::string ratio = r.kind == Kind::dense || slowest_dense <= 0 ? "-" : fmt(100.0 * slowest_dense / s.median, 4) + "%";
-      t.add_row({kind_name(r.kind), std::to_string(r.dp), std::to_string(r.tp), std::to_string(r.pp),
+      t.add_row({layout_kind_name(r.kind), std::to_string(r.dp), std::to_string(r.tp), std::to_string(r.pp),
                  r.kind == Kind::dense ? "1" : std::to_string(experts_), r.zero ? "yes" : "no", std::to_string(W),
-                 fmt(s.median), fmt(s.min), fmt(s.max), fmt(tput), ratio, r.paper_row, fmt(r.paper_throughput),
-                 r.paper_ratio, std::to_string(model_.layers), std::to_string(model_.hidden), std::to_string(model_.ffn),
+                 fmt(s.median), fmt(s.min), fmt(s.max), fmt(tput), ratio, row.paper_row, fmt(row.paper_throughput),
+                 row.paper_ratio, std::to_string(model_.layers), std::to_string(model_.hidden), std::to_string(model_.ffn),
                  std::to_string(model_.heads), std::to_string(model_.seq), std::to_string(model_.vocab),
                  r.kind == Kind::dense ? "0" : std::to_string(experts_), std::to_string(sequences_),
                  std::to_string(r.pp > 1 ? micro_ : 1)});
       std::printf("%-34s step %9.2f ms  %10.1f tokens/s/rank  speed ratio %-8s (paper: %s, %g tokens/s/GPU, %s)\n",
-                  describe(r).c_str(), s.median, tput, ratio.c_str(), r.paper_row.c_str(), r.paper_throughput,
-                  r.paper_ratio.c_str());
+                  r.describe().c_str(), s.median, tput, ratio.c_str(), row.paper_row.c_str(), row.paper_throughput,
+                  row.paper_ratio.c_str());
     }
     // 000's claim: PPMoE reaches at least 1.75x DPMoE's throughput (its large setting: 323 / 183).
     double ppmoe = 0, dpmoe = 0;
     for (std::size_t i = 0; i < rows_.size(); ++i) {
-      const std::string key = "ppmoe_t2/" + std::to_string(i) + "/" + describe(rows_[i]);
+      const std::string key = this->key(i);
       if (!ms.count(key)) continue;
       const double tput = tokens / (ms[key].median / 1e3) / W;
-      if (rows_[i].kind == Kind::ppmoe) ppmoe = std::max(ppmoe, tput);
-      if (rows_[i].kind == Kind::dpmoe) dpmoe = std::max(dpmoe, tput);
+      if (rows_[i].layout.kind == Kind::ppmoe) ppmoe = std::max(ppmoe, tput);
+      if (rows_[i].layout.kind == Kind::dpmoe) dpmoe = std::max(dpmoe, tput);
     }
     if (ppmoe > 0 && dpmoe > 0)
       std::printf("PPMoE / best DPMoE throughput: %.3f (000's claim >= %.2f: %s; paper small setting 1.26, large 1.76)\n",
@@ -170,27 +161,12 @@ class LayoutsBench final : public BenchProgram {
   }
 
  private:
-  static std::string describe(const Row& r) {
-    return std::string(kind_name(r.kind)) + " DP" + std::to_string(r.dp) + " TP" + std::to_string(r.tp) + " PP" +
-           std::to_string(r.pp) + (r.zero ? " ZeRO" : "");
-  }
-
-  GptConfig model(const Row& r) const {
-    GptConfig m = model_;
-    if (r.kind != Kind::dense) {
-      m.moe_every = 2;
-      m.moe.ffn = model_.ffn;
-      m.moe.experts = experts_;
-      m.moe.top_k = 1;
-      m.moe.capacity_factor = std::nullopt;  // dropless, as PPMoE
-    }
-    return m;
-  }
+  std::string key(std::size_t i) const { return "ppmoe_t2/" + std::to_string(i + 1) + "/" + rows_[i].layout.describe(); }
 
   // One row's ranks, communicators, stage, engine and optimizers, kept for its repetitions.
   struct Fixture {
     std::string key;
-    std::unique_ptr<Communicator> tp, dp, pp;
+    LayoutGroups groups;
     std::unique_ptr<TrackingAllocator> alloc;
     std::unique_ptr<GptStage> stage;
     std::unique_ptr<PipelineEngine> engine;
@@ -200,29 +176,21 @@ class LayoutsBench final : public BenchProgram {
     int rows = 0;
   };
 
-  Fixture& fixture(BenchContext& ctx, const Row& r) {
-    const std::string key = describe(r);
+  Fixture& fixture(BenchContext& ctx, const GptLayout& r) {
+    const std::string key = r.describe();
     if (fixture_ && fixture_->key == key) return *fixture_;
     fixture_.reset();
     auto f = std::make_unique<Fixture>();
     f->key = key;
-    const int rank = ctx.world.rank(), stage = rank / (r.dp * r.tp), d = (rank % (r.dp * r.tp)) / r.tp, t = rank % r.tp;
-    f->tp = ctx.world.split(stage * r.dp + d, t);
-    f->dp = ctx.world.split(stage * r.tp + t, d);
-    f->pp = ctx.world.split(d * r.tp + t, stage);
+    f->groups = make_layout_groups(ctx.world, r);
     f->alloc = std::make_unique<TrackingAllocator>(ctx.backend(), ctx.device.default_stream());
-    const GptConfig m = model(r);
-    DispatcherFactory dispatcher;
-    if (r.kind == Kind::dpmoe)
-      dispatcher = [&, comm = f->dp.get()](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *comm); };
-    if (r.kind == Kind::ppmoe)
-      dispatcher = [&, comm = f->tp.get()](const DispatcherEnv& env) { return make_ppmoe_dispatcher(env, *comm); };
-    f->stage = std::make_unique<GptStage>(m, stage, r.pp, ctx.device, *f->alloc, r.tp > 1 ? f->tp.get() : nullptr,
-                                          dispatcher);
+    const GptConfig m = layout_model(model_, r, experts_);
+    f->stage = std::make_unique<GptStage>(m, f->groups.stage, r.pp, ctx.device, *f->alloc,
+                                          r.tp > 1 ? f->groups.tp.get() : nullptr, layout_dispatcher(r, f->groups));
     f->compute = ctx.device.create_stream("compute");
     f->send = ctx.device.create_stream("send");
     f->stage->init(1, f->compute);
-    f->engine = std::make_unique<PipelineEngine>(*f->stage, *f->pp, ctx.device, *f->alloc, f->compute, f->send);
+    f->engine = std::make_unique<PipelineEngine>(*f->stage, *f->groups.pp, ctx.device, *f->alloc, f->compute, f->send);
     // Data parallelism sums the gradients over the DP group, except what the layer summed
     // itself: DPMoE's gate (over its all-to-all, the DP group) and experts (each rank its own).
     auto all = f->stage->parameters(), moe = f->stage->moe_parameters();
@@ -233,12 +201,12 @@ class LayoutsBench final : public BenchProgram {
       if (!moe_set.count(p.first)) dense.push_back(p);
     AdamStep hyper;
     hyper.lr = 1e-4f;
-    f->dense_opt = std::make_unique<DataParallelAdam>(dense, f->dp.get(), r.zero, hyper, ctx.device, *f->alloc);
+    f->dense_opt = std::make_unique<DataParallelAdam>(dense, f->groups.dp.get(), r.zero, hyper, ctx.device, *f->alloc);
     if (!moe.empty())
-      f->moe_opt = std::make_unique<DataParallelAdam>(moe, r.kind == Kind::dpmoe ? nullptr : f->dp.get(), false, hyper,
-                                                      ctx.device, *f->alloc);
+      f->moe_opt = std::make_unique<DataParallelAdam>(moe, r.kind == Kind::dpmoe ? nullptr : f->groups.dp.get(), false,
+                                                      hyper, ctx.device, *f->alloc);
     // This DP rank's sequences, in micro-batches.
-    const int micro = r.pp > 1 ? micro_ : 1, per_micro = sequences_ / r.dp / micro;
+    const int micro = r.pp > 1 ? micro_ : 1, per_micro = sequences_ / r.dp / micro, d = f->groups.dp_rank;
     f->rows = per_micro * m.seq;
     std::vector<const std::int32_t*> tok, tgt;
     for (int j = 0; j < micro; ++j) {
@@ -261,17 +229,17 @@ class LayoutsBench final : public BenchProgram {
     return *fixture_;
   }
 
-  void step(const Row& r) {
+  void step(const GptLayout& r) {
     Fixture& f = *fixture_;
     const int micro = r.pp > 1 ? micro_ : 1;
     f.stage->zero_grad(f.compute);
     f.engine->run(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, r.pp, micro), f.rows, {}, {}, {});
-    f.stage->sync_tied_embedding(*f.pp, f.compute);
+    f.stage->sync_tied_embedding(*f.groups.pp, f.compute);
     f.dense_opt->step(f.compute);
     if (f.moe_opt) f.moe_opt->step(f.compute);
   }
 
-  void run(benchmark::State& st, BenchContext& ctx, const Row& r) {
+  void run(benchmark::State& st, BenchContext& ctx, const GptLayout& r) {
     Fixture& f = fixture(ctx, r);
     ctx.profile_begin();
     for (auto _ : st) ctx.time_iteration(st, f.compute, [&] { step(r); });

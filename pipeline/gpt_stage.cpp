@@ -16,7 +16,7 @@ std::optional<std::string> GptStage::validate(const GptConfig& cfg, int stages, 
   if (stages < 1 || cfg.layers % stages != 0)
     return "--pp: " + std::to_string(stages) + " pipeline stages do not split the " + std::to_string(cfg.layers) +
            " layers evenly; allowed: a divisor of --layers";
-  return TransformerBlock::validate({cfg.hidden, cfg.heads, cfg.ffn, 0}, tp_size);
+  return TransformerBlock::validate({cfg.hidden, cfg.heads, cfg.ffn, 0, std::nullopt}, tp_size);
 }
 
 GptStage::GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, TrackingAllocator& alloc, Communicator* tp,
@@ -102,6 +102,7 @@ void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream
                 std::to_string(micro_.size()) + " of " + std::to_string(T));
   const std::size_t xb = std::size_t(T) * H * 4;
   const Exec ex = dev_.exec(s);
+  ScopedRange whole("model.fwd", s, breakdown_);
   Micro& m = micro_[micro];
   m.xs.clear();
   m.xs.resize(layers_ + 1);
@@ -157,6 +158,11 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
   else
     dev_.copy(dx, grad.data(), xb, s);
   m = Micro{};  // stream-ordered: its buffers go back to the pool after these ops
+}
+
+void GptStage::set_breakdown(Breakdown* b) {
+  breakdown_ = b;
+  for (auto& block : blocks_) block->set_breakdown(b);
 }
 
 double GptStage::loss_sum(const Stream& s) {

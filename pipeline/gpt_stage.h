@@ -24,6 +24,18 @@ struct GptConfig {
   bool is_moe(int layer) const { return moe_every > 0 && layer % moe_every == moe_every - 1; }
 };
 
+// A dense model's shape.
+inline GptConfig gpt_backbone(int vocab, int seq, int hidden, int heads, int ffn, int layers) {
+  GptConfig c;
+  c.vocab = vocab;
+  c.seq = seq;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.ffn = ffn;
+  c.layers = layers;
+  return c;
+}
+
 class GptStage final : public PipelineStage {
  public:
   // Stage `stage` of `stages` (layers split evenly; validate() says when they cannot be).
@@ -46,6 +58,8 @@ class GptStage final : public PipelineStage {
   void backward_input(int micro, const void* dy, void* dx, const Stream& s) override;
   void backward_weight(int, const Stream&) override {}
 
+  // Times the forward (model.fwd) and its blocks' parts into `b` (null: none).
+  void set_breakdown(Breakdown* b);
   // Last stage: the sum of the token losses of the micro-batches since zero_grad (waits for s).
   double loss_sum(const Stream& s);
   // Collective over the pipeline's ranks: the first and last stages add up their token
@@ -78,6 +92,7 @@ class GptStage final : public PipelineStage {
   int sequences_ = 0;
   float grad_scale_ = 1.f;
   std::vector<Micro> micro_;
+  Breakdown* breakdown_ = nullptr;
 };
 
 }  // namespace moebench

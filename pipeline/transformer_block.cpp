@@ -137,16 +137,21 @@ BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, in
   layernorm_forward(ex, ln, c.h.data(), g2_.as<float>(), b2_.as<float>(), c.ln2.data(), c.mean2.as<float>(),
                     c.rstd2.as<float>(), DType::f32);
   if (moe_) {  // y = h + MoE(LN2(h)), whole on every rank (PPMoE all-reduced it inside)
+    ScopedRange r("moe.fwd", s, breakdown_);
     c.z = act(xb);
-    c.moe = moe_->forward(c.ln2.data(), T, c.z.data(), s);
+    c.moe = moe_->forward(c.ln2.data(), T, c.z.data(), s, breakdown_);
     dev_.copy(y, c.h.data(), xb, s);
     axpy(ex, std::size_t(T) * H, 1.f, c.z.data(), y, DType::f32);
     return c;
   }
-  gemm(ex, dense_gemm(false, false, T, F, H, c.ln2.data(), w1_.data(), c.z.data()));
-  gelu_forward(ex, c.z.data(), c.a.data(), std::size_t(T) * F, DType::f32);
-  residual(y, c.h.data());
-  gemm(ex, dense_gemm(false, false, T, H, F, c.a.data(), w2_.data(), y, DType::f32, 1.f, 1.f));
+  {
+    ScopedRange r("ffn.fwd", s, breakdown_);
+    gemm(ex, dense_gemm(false, false, T, F, H, c.ln2.data(), w1_.data(), c.z.data()));
+    gelu_forward(ex, c.z.data(), c.a.data(), std::size_t(T) * F, DType::f32);
+    residual(y, c.h.data());
+    gemm(ex, dense_gemm(false, false, T, H, F, c.a.data(), w2_.data(), y, DType::f32, 1.f, 1.f));
+  }
+  ScopedRange r("ffn.allreduce", s, breakdown_);
   reduce(y);
   return c;
 }

@@ -55,6 +55,9 @@ class TransformerBlock {
   void backward(BlockContext& c, const void* dy, void* dx, const Stream& s);
 
   const TransformerBlockConfig& config() const { return cfg_; }
+  // Times the forward's parts into `b` (null: none): ffn.fwd and ffn.allreduce (a dense block's
+  // MLP and its g), moe.fwd (an MoE block's layer, with the layer's own moe.* ranges inside).
+  void set_breakdown(Breakdown* b) { breakdown_ = b; }
   // Why `cfg` cannot be split over `tp_size` ranks, naming the option; nullopt if it can.
   static std::optional<std::string> validate(const TransformerBlockConfig& cfg, int tp_size);
   CausalSelfAttention& attention() { return attn_; }
@@ -71,6 +74,7 @@ class TransformerBlock {
   int tp_rank_ = 0, tp_size_ = 1, ffn_local_ = 0;
   CausalSelfAttention attn_;
   std::unique_ptr<MoELayer> moe_;
+  Breakdown* breakdown_ = nullptr;
   Buffer g1_, b1_, g2_, b2_, w1_, w2_;
   Buffer dg1_, db1_, dg2_, db2_, dw1_, dw2_;
 };

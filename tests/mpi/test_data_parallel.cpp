@@ -12,7 +12,7 @@ using namespace testing_util;
 
 namespace {
 
-const GptConfig kTiny{11, 5, 8, 2, 16, 2};
+const GptConfig kTiny = gpt_backbone(11, 5, 8, 2, 16, 2);
 constexpr int kSequences = 4;
 
 std::vector<float> flat(GptModel& m) {

@@ -13,7 +13,7 @@ using namespace testing_util;
 
 namespace {
 
-const GptConfig kModel{13, 6, 8, 2, 16, 4};
+const GptConfig kModel = gpt_backbone(13, 6, 8, 2, 16, 4);
 constexpr int kSequences = 8;
 
 TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {

@@ -17,7 +17,7 @@ namespace {
 constexpr int kSequences = 4;
 
 GptConfig moe_model() {
-  GptConfig c{13, 6, 8, 4, 16, 2};
+  GptConfig c = gpt_backbone(13, 6, 8, 4, 16, 2);
   c.moe_every = 2;
   c.moe.ffn = 16;
   c.moe.experts = 4;

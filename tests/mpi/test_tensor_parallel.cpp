@@ -16,7 +16,7 @@ std::vector<float> host(const Buffer& b) { return {b.as<float>(), b.as<float>() 
 TEST(TensorParallelBlock, EqualsTheWholeBlock) {
   auto world = make_mpi_communicator();
   const int t = world->size(), r = world->rank();
-  const TransformerBlockConfig cfg{8, 4, 16, 3};
+  const TransformerBlockConfig cfg{8, 4, 16, 3, std::nullopt};
   ASSERT_FALSE(TransformerBlock::validate(cfg, t)) << "run at 1, 2 or 4 ranks";
   Device dev = Device::open(Backend::cpu);
   const Stream& s = dev.default_stream();
@@ -71,10 +71,10 @@ TEST(TensorParallelBlock, EqualsTheWholeBlock) {
 }
 
 TEST(TensorParallelBlock, ShapesTheGroupDoesNotDivideAreRefused) {
-  EXPECT_EQ(TransformerBlock::validate({8, 4, 16, 0}, 3).value(), "--tp: 3 does not divide the 4 heads");
-  EXPECT_EQ(TransformerBlock::validate({8, 4, 18, 0}, 4).value(), "--tp: 4 does not divide the ffn size 18");
-  EXPECT_EQ(TransformerBlock::validate({9, 4, 16, 0}, 1).value(), "--heads: 4 does not divide the hidden size 9");
-  EXPECT_FALSE(TransformerBlock::validate({8, 4, 16, 0}, 4));
+  EXPECT_EQ(TransformerBlock::validate({8, 4, 16, 0, std::nullopt}, 3).value(), "--tp: 3 does not divide the 4 heads");
+  EXPECT_EQ(TransformerBlock::validate({8, 4, 18, 0, std::nullopt}, 4).value(), "--tp: 4 does not divide the ffn size 18");
+  EXPECT_EQ(TransformerBlock::validate({9, 4, 16, 0, std::nullopt}, 1).value(), "--heads: 4 does not divide the hidden size 9");
+  EXPECT_FALSE(TransformerBlock::validate({8, 4, 16, 0, std::nullopt}, 4));
 }
 
 }  // namespace

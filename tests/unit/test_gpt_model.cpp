@@ -13,7 +13,7 @@ namespace moebench {
 using testing_util::token_ids;
 namespace {
 
-const GptConfig kTiny{11, 5, 8, 2, 16, 2};
+const GptConfig kTiny = gpt_backbone(11, 5, 8, 2, 16, 2);
 
 class GptModelTest : public ::testing::Test {
  protected:

@@ -1,0 +1,58 @@
+#include "bench/gpt_layout.h"
+
+namespace moebench {
+
+const char* layout_kind_name(LayoutKind k) {
+  return k == LayoutKind::dense ? "Dense" : k == LayoutKind::dpmoe ? "DPMoE" : "PPMoE";
+}
+
+std::string GptLayout::describe() const {
+  return std::string(layout_kind_name(kind)) + " DP" + std::to_string(dp) + " TP" + std::to_string(tp) + " PP" +
+         std::to_string(pp) + (zero ? " ZeRO" : "");
+}
+
+LayoutGroups make_layout_groups(Communicator& world, const GptLayout& l) {
+  LayoutGroups g;
+  const int r = world.rank();
+  g.stage = r / (l.dp * l.tp);
+  g.dp_rank = (r % (l.dp * l.tp)) / l.tp;
+  g.tp_rank = r % l.tp;
+  g.tp = world.split(g.stage * l.dp + g.dp_rank, g.tp_rank);
+  g.dp = world.split(g.stage * l.tp + g.tp_rank, g.dp_rank);
+  g.pp = world.split(g.dp_rank * l.tp + g.tp_rank, g.stage);
+  return g;
+}
+
+GptConfig layout_model(const GptConfig& backbone, const GptLayout& l, int experts) {
+  GptConfig m = backbone;
+  if (l.kind != LayoutKind::dense) {
+    m.moe_every = 2;
+    m.moe.ffn = backbone.ffn;
+    m.moe.experts = experts;
+    m.moe.top_k = 1;
+    m.moe.capacity_factor = std::nullopt;  // dropless, as PPMoE
+  }
+  return m;
+}
+
+DispatcherFactory layout_dispatcher(const GptLayout& l, LayoutGroups& g) {
+  if (l.kind == LayoutKind::dpmoe)
+    return [comm = g.dp.get()](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *comm); };
+  if (l.kind == LayoutKind::ppmoe)
+    return [comm = g.tp.get()](const DispatcherEnv& env) { return make_ppmoe_dispatcher(env, *comm); };
+  return {};
+}
+
+std::optional<std::string> validate_layout(const GptLayout& l, const GptConfig& backbone, int experts, int world_size) {
+  if (l.dp * l.tp * l.pp != world_size)
+    return "--ranks: " + std::to_string(world_size) + " ranks, but the layout " + l.describe() + " needs DP x TP x PP = " +
+           std::to_string(l.dp * l.tp * l.pp);
+  if (auto e = GptStage::validate(layout_model(backbone, l, experts), l.pp, l.tp)) return e;
+  if (l.kind == LayoutKind::dpmoe && experts % l.dp != 0)
+    return "the " + std::to_string(experts) + " experts do not split over DP = " + std::to_string(l.dp);
+  if (l.kind == LayoutKind::ppmoe && experts % l.tp != 0)
+    return "the " + std::to_string(experts) + " experts do not split over TP = " + std::to_string(l.tp);
+  return std::nullopt;
+}
+
+}  // namespace moebench
