@@ -1,0 +1,208 @@
+// moebench_ppmoe_breakdown (ppmoe.t1, ppmoe.t3; PPMoE Tables 1 and 3): where a forward step of
+// the MoE model goes, in DPMoE (DP = EP over every rank: the MoE layer's two all-to-alls, its
+// gating, the rest) and in PPMoE (TP over every rank: the MoE layer's gating, expert compute and
+// all-reduce; the dense FFNs' compute and all-reduce). Every part is a breakdown range of the
+// forward (NVTX ranges of the same names); a column is the slowest rank's median over the
+// repetitions, and its share of the total forward. Writes <out>/ppmoe/t1.csv and t3.csv.
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include "bench/gpt_layout.h"
+#include "harness/bench.h"
+#include "models/paper_specs.h"
+#include "moe/init.h"
+#include "runtime/range.h"
+
+namespace moebench {
+namespace {
+
+struct Column {
+  std::string name;            // the CSV's and the paper's
+  std::vector<std::string> ranges;
+  bool rest = false;           // total forward minus the MoE layers' forward
+  double paper_ms;
+};
+
+// 000 Table 1 (DPMoE, 6.7B-to-143B) and Table 3 (PPMoE, small setting).
+const std::vector<Column> kTable1 = {{"total_fwd", {"model.fwd"}, false, 7617},
+                                     {"moe_fwd", {"moe.fwd"}, false, 6294},
+                                     {"first_all_to_all", {"moe.dispatch"}, false, 2566},
+                                     {"second_all_to_all", {"moe.combine"}, false, 2423},
+                                     {"gating", {"moe.gating"}, false, 156},
+                                     {"others", {}, true, 1323}};
+const std::vector<Column> kTable3 = {{"total_fwd", {"model.fwd"}, false, 6257},
+                                     {"moe_fwd", {"moe.fwd"}, false, 2393},
+                                     {"gating", {"moe.gating"}, false, 491},
+                                     {"expert_calc", {"moe.expert"}, false, 437},
+                                     {"moe_allreduce", {"moe.combine"}, false, 1294},
+                                     {"ffn_fwd", {"ffn.fwd"}, false, 1714},
+                                     {"ffn_allreduce", {"ffn.allreduce"}, false, 1176}};
+
+class BreakdownBench final : public BenchProgram {
+ public:
+  std::string name() const override { return "moebench_ppmoe_breakdown"; }
+  std::string description() const override {
+    return "PPMoE Tables 1 and 3: the parts of a forward step of the MoE model in DPMoE (all-to-alls) and PPMoE (all-reduces).";
+  }
+  void add_options(CLI::App& app) override {
+    add_choices(app, "--tables", tables_, {"t1", "t3"}, "Which tables: t1 (DPMoE), t3 (PPMoE); default both");
+  }
+
+  std::optional<std::string> validate(const BenchContext& ctx) override {
+    const int W = ctx.world.size();
+    if (ctx.dtype() != DType::f32)
+      return "--dtype: " + std::string(dtype_name(ctx.dtype())) + ": the transformer keeps fp32 weights; allowed: fp32";
+    switch (ctx.scale()) {
+      case Scale::tiny: backbone_ = gpt_backbone(64, 16, 32, 4, 64, 4); experts_ = 8; sequences_per_rank_ = 2; break;
+      case Scale::local: backbone_ = gpt_backbone(512, 64, 128, 4, 512, 4); experts_ = 8; sequences_per_rank_ = 2; break;
+      case Scale::paper: {
+        const ModelSpec& medium = model_spec("gpt3-medium");
+        backbone_ = gpt_backbone(50304, medium.seq, medium.hidden, medium.heads, medium.ffn, medium.layers);
+        experts_ = 64;
+        sequences_per_rank_ = 1;
+        break;
+      }
+    }
+    if (tables_.empty()) tables_ = {"t1", "t3"};
+    for (const auto& t : tables_)
+      if (auto e = validate_layout(layout(t, W), backbone_, experts_, W)) return e;
+    return std::nullopt;
+  }
+
+  std::vector<OutputFolder> output_folders(const BenchContext& ctx) const override {
+    return {{"--out", ctx.opts.out_dir + "/ppmoe", false}};
+  }
+
+  void register_benchmarks(BenchContext& ctx) override {
+    for (const auto& t : tables_)
+      ctx.add("ppmoe_" + t + "/" + layout(t, ctx.world.size()).describe(), 1,
+              [this, &ctx, t](benchmark::State& st) { run(st, ctx, t); });
+  }
+
+  int finish(BenchContext& ctx, const std::vector<RunRecord>&) override {
+    fixture_.reset();
+    if (ctx.rt.rank() != 0) return 0;
+    for (const auto& t : tables_) {
+      if (!samples_.count(t)) continue;
+      const auto& cols = t == "t1" ? kTable1 : kTable3;
+      const auto& reps = samples_.at(t);
+      std::vector<std::string> header = {"layout", "ranks"};
+      for (const auto& c : cols)
+        for (const char* suffix : {"_ms", "_ms_min", "_ms_max", "_percent", "_paper_ms", "_paper_percent"})
+          header.push_back(c.name + suffix);
+      header.push_back("repetitions");
+      CsvTable table(header);
+      std::vector<std::string> row = {layout(t, ctx.world.size()).describe(), std::to_string(ctx.world.size())};
+      const double total = spread_of(column(reps, 0)).median, paper_total = cols[0].paper_ms;
+      std::printf("%s %s:", t.c_str(), layout(t, ctx.world.size()).describe().c_str());
+      for (std::size_t i = 0; i < cols.size(); ++i) {
+        const Spread s = spread_of(column(reps, i));
+        append(row, {fmt(s.median), fmt(s.min), fmt(s.max), fmt(100 * s.median / total, 4), fmt(cols[i].paper_ms),
+                     fmt(100 * cols[i].paper_ms / paper_total, 4)});
+        std::printf("  %s %.2f ms (%.1f%%; paper %.1f%%)", cols[i].name.c_str(), s.median, 100 * s.median / total,
+                    100 * cols[i].paper_ms / paper_total);
+      }
+      std::printf("\n");
+      row.push_back(std::to_string(reps.size()));
+      table.add_row(row);
+      table.write(ctx.opts.out_dir + "/ppmoe/" + t + ".csv", ctx.provenance);
+    }
+    return 0;
+  }
+
+ private:
+  static GptLayout layout(const std::string& table, int world) {
+    return table == "t1" ? GptLayout{LayoutKind::dpmoe, world, 1, 1, false} : GptLayout{LayoutKind::ppmoe, 1, world, 1, false};
+  }
+  static std::vector<double> column(const std::vector<std::vector<double>>& reps, std::size_t i) {
+    std::vector<double> v;
+    for (const auto& r : reps) v.push_back(r[i]);
+    return v;
+  }
+  static void append(std::vector<std::string>& row, const std::vector<std::string>& more) {
+    row.insert(row.end(), more.begin(), more.end());
+  }
+
+  struct Fixture {
+    std::string table;
+    LayoutGroups groups;
+    std::unique_ptr<TrackingAllocator> alloc;
+    std::unique_ptr<GptStage> stage;
+    Buffer tokens, targets;
+    int rows = 0;
+  };
+
+  Fixture& fixture(BenchContext& ctx, const std::string& t) {
+    if (fixture_ && fixture_->table == t) return *fixture_;
+    fixture_.reset();
+    auto f = std::make_unique<Fixture>();
+    f->table = t;
+    const GptLayout l = layout(t, ctx.world.size());
+    f->groups = make_layout_groups(ctx.world, l);
+    f->alloc = std::make_unique<TrackingAllocator>(ctx.backend(), ctx.device.default_stream());
+    const GptConfig m = layout_model(backbone_, l, experts_);
+    const Stream& s = ctx.device.default_stream();
+    f->stage = std::make_unique<GptStage>(m, 0, 1, ctx.device, *f->alloc, l.tp > 1 ? f->groups.tp.get() : nullptr,
+                                          layout_dispatcher(l, f->groups));
+    f->stage->init(1, s);
+    f->rows = sequences_per_rank_ * m.seq;
+    for (int which = 0; which < 2; ++which) {
+      const auto ids = normal_vector(std::size_t(f->rows), 7 + which, f->groups.dp_rank, 1.f);
+      std::vector<std::int32_t> host(ids.size());
+      for (std::size_t i = 0; i < ids.size(); ++i) host[i] = std::int32_t(std::abs(ids[i]) * 997) % m.vocab;
+      Buffer& b = which == 0 ? f->tokens : f->targets;
+      b = f->alloc->allocate(host.size() * 4, MemTag::buffers);
+      ctx.device.copy_to_device(b.data(), host.data(), host.size() * 4, s);
+      s.synchronize();
+    }
+    f->stage->set_batch({f->tokens.as<std::int32_t>()}, {f->targets.as<std::int32_t>()}, sequences_per_rank_,
+                        1.f / float(f->rows));
+    fixture_ = std::move(f);
+    forward(ctx, nullptr);  // warm-up
+    return *fixture_;
+  }
+
+  void forward(BenchContext& ctx, Breakdown* b) {
+    Fixture& f = *fixture_;
+    const Stream& s = ctx.device.default_stream();
+    f.stage->zero_grad(s);
+    f.stage->set_breakdown(b);
+    f.stage->forward(0, nullptr, nullptr, f.rows, s);
+    ctx.device.synchronize();
+    f.stage->set_breakdown(nullptr);
+  }
+
+  void run(benchmark::State& st, BenchContext& ctx, const std::string& t) {
+    fixture(ctx, t);
+    const auto& cols = t == "t1" ? kTable1 : kTable3;
+    ctx.profile_begin();
+    for (auto _ : st) {
+      Breakdown b;
+      forward(ctx, &b);
+      const auto totals = b.totals_ms();
+      auto sum = [&](const std::vector<std::string>& names) {
+        double ms = 0;
+        for (const auto& n : names)
+          if (auto it = totals.find(n); it != totals.end()) ms += it->second;
+        return ms;
+      };
+      std::vector<double> rep;
+      for (const Column& c : cols)
+        rep.push_back(ctx.rt.max(c.rest ? sum({"model.fwd"}) - sum({"moe.fwd"}) : sum(c.ranges)));
+      samples_[t].push_back(rep);
+      st.SetIterationTime(rep[0] / 1e3);
+    }
+    ctx.profile_end();
+  }
+
+  std::vector<std::string> tables_;
+  GptConfig backbone_;
+  int experts_ = 8, sequences_per_rank_ = 2;
+  std::map<std::string, std::vector<std::vector<double>>> samples_;  // per table: per repetition, per column
+  std::unique_ptr<Fixture> fixture_;
+};
+
+}  // namespace
+}  // namespace moebench
+
+int main(int argc, char** argv) { return moebench::bench_main<moebench::BreakdownBench>(argc, argv); }
