@@ -5,6 +5,7 @@
 #include "gpu_test_util.h"
 #include "kernels/causal_softmax.h"
 #include "kernels/cross_entropy.h"
+#include "kernels/embedding.h"
 #include "kernels/layernorm.h"
 
 namespace moebench {
@@ -92,6 +93,32 @@ TEST(GpuCrossEntropy, LossesAndGradientMatchCpuInEveryDtypeAlsoInPlace) {
     EXPECT_LT(rel_l2(download(dev, alloc, gloss, s.rows, DType::f32), losses), 1e-5) << dtype_name(t);
     EXPECT_LT(rel_l2(download(dev, alloc, gl, n, t), d), tolerance(t)) << dtype_name(t);
   }
+}
+
+TEST(GpuEmbedding, ForwardAndAccumulatedBackwardMatchCpu) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const EmbeddingShape s{300, 30, 77, 41};
+  std::vector<std::int32_t> tokens(s.rows);
+  for (int r = 0; r < s.rows; ++r) tokens[r] = (r * 7 + r / 5) % s.vocab;  // repeats: the backward adds
+  const auto table = random_rounded(std::size_t(s.vocab) * s.hidden, DType::f32, 41),
+             pos = random_rounded(std::size_t(s.seq) * s.hidden, DType::f32, 42),
+             dy = random_rounded(std::size_t(s.rows) * s.hidden, DType::f32, 43),
+             dtable0 = random_rounded(table.size(), DType::f32, 44), dpos0 = random_rounded(pos.size(), DType::f32, 45);
+  std::vector<float> y(dy.size()), dtable = dtable0, dpos = dpos0;
+  embedding_forward_cpu(s, tokens.data(), table.data(), pos.data(), y.data());
+  embedding_backward_cpu(s, tokens.data(), dy.data(), dtable.data(), dpos.data());
+  Buffer gt = alloc.allocate(tokens.size() * 4, MemTag::activations);
+  dev.copy_to_device(gt.data(), tokens.data(), tokens.size() * 4, dev.default_stream());
+  Buffer gtable = upload(dev, alloc, table, DType::f32), gpos = upload(dev, alloc, pos, DType::f32),
+         gdy = upload(dev, alloc, dy, DType::f32), gy = upload(dev, alloc, std::vector<float>(dy.size(), NAN), DType::f32),
+         gdtable = upload(dev, alloc, dtable0, DType::f32), gdpos = upload(dev, alloc, dpos0, DType::f32);
+  const Exec ex = dev.exec(dev.default_stream());
+  embedding_forward(ex, s, gt.as<std::int32_t>(), gtable.as<float>(), gpos.as<float>(), gy.as<float>());
+  embedding_backward(ex, s, gt.as<std::int32_t>(), gdy.as<float>(), gdtable.as<float>(), gdpos.as<float>());
+  EXPECT_EQ(download(dev, alloc, gy, y.size(), DType::f32), y);
+  EXPECT_LT(rel_l2(download(dev, alloc, gdtable, dtable.size(), DType::f32), dtable), 1e-6);
+  EXPECT_LT(rel_l2(download(dev, alloc, gdpos, dpos.size(), DType::f32), dpos), 1e-6);
 }
 
 }  // namespace
