@@ -61,6 +61,12 @@ class LayoutsBench final : public BenchProgram {
   }
   void add_options(CLI::App& app) override {
     add_whole(app, "--micro-batches", micro_opt_, 1, 1 << 12, "Micro-batches per step in the pipelined rows (default 4)");
+    add_choice(app, "--layout", layout_opt_, {"dense", "dpmoe", "ppmoe"},
+               "Run this layout instead of Table 2's rows (with --dp, --tp, --pp, --zero)");
+    add_whole(app, "--dp", dp_opt_, 1, 1 << 16, "--layout: data-parallel size (default 1)");
+    add_whole(app, "--tp", tp_opt_, 1, 1 << 16, "--layout: tensor-parallel size (default 1)");
+    add_whole(app, "--pp", pp_opt_, 1, 1 << 16, "--layout: pipeline stages (default 1)");
+    app.add_flag("--zero", zero_, "--layout: ZeRO-1 for the data-parallel gradients");
     add_wholes(app, "--rows", row_opt_, 1, int(kPaperRows.size()),
                "Which of Table 2's small-setting rows, 1-based (default: all " + std::to_string(kPaperRows.size()) + ")");
   }
@@ -81,7 +87,20 @@ class LayoutsBench final : public BenchProgram {
     }
     micro_ = micro_opt_.value_or(4);
     rows_.clear();
-    for (std::size_t i = 0; i < kPaperRows.size(); ++i)
+    const bool custom = !layout_opt_.empty();
+    for (const auto& [given, option] : {std::pair{bool(dp_opt_), "--dp"}, std::pair{bool(tp_opt_), "--tp"},
+                                        std::pair{bool(pp_opt_), "--pp"}, std::pair{zero_, "--zero"}})
+      if (given && !custom) return std::string(option) + ": only with --layout dense|dpmoe|ppmoe (Table 2's rows set their own)";
+    if (custom && !row_opt_.empty()) return "--rows: Table 2's rows, or --layout: not both";
+    if (custom) {
+      const LayoutKind k = layout_opt_ == "dense" ? LayoutKind::dense : layout_opt_ == "dpmoe" ? LayoutKind::dpmoe : LayoutKind::ppmoe;
+      const GptLayout l{k, dp_opt_.value_or(1), tp_opt_.value_or(1), pp_opt_.value_or(1), zero_};
+      if (l.dp * l.tp * l.pp != W)
+        return "--dp x --tp x --pp: " + std::to_string(l.dp) + " x " + std::to_string(l.tp) + " x " + std::to_string(l.pp) +
+               " = " + std::to_string(l.dp * l.tp * l.pp) + " ranks, but the job has " + std::to_string(W);
+      rows_.push_back(Row{l, "(a layout of the user's)", 0, "n/a"});
+    }
+    for (std::size_t i = 0; i < kPaperRows.size() && !custom; ++i)
       if (row_opt_.empty() || std::count(row_opt_.begin(), row_opt_.end(), int(i) + 1))
         rows_.push_back(ctx.scale() == Scale::paper ? kPaperRows[i] : shrunk(kPaperRows[i]));
     for (const Row& row : rows_) {
@@ -135,7 +154,7 @@ class LayoutsBench final : public BenchProgram {
       const std::string ratio = r.kind == Kind::dense || slowest_dense <= 0 ? "-" : fmt(100.0 * slowest_dense / s.median, 4) + "%";
       t.add_row({layout_kind_name(r.kind), std::to_string(r.dp), std::to_string(r.tp), std::to_string(r.pp),
                  r.kind == Kind::dense ? "1" : std::to_string(experts_), r.zero ? "yes" : "no", std::to_string(W),
-                 fmt(s.median), fmt(s.min), fmt(s.max), fmt(tput), ratio, row.paper_row, fmt(row.paper_throughput),
+                 fmt(s.median), fmt(s.min), fmt(s.max), fmt(tput), ratio, row.paper_row, row.paper_throughput > 0 ? fmt(row.paper_throughput) : "n/a",
                  row.paper_ratio, std::to_string(model_.layers), std::to_string(model_.hidden), std::to_string(model_.ffn),
                  std::to_string(model_.heads), std::to_string(model_.seq), std::to_string(model_.vocab),
                  r.kind == Kind::dense ? "0" : std::to_string(experts_), std::to_string(sequences_),
@@ -248,6 +267,9 @@ class LayoutsBench final : public BenchProgram {
 
   std::optional<int> micro_opt_;
   std::vector<int> row_opt_;
+  std::string layout_opt_;
+  std::optional<int> dp_opt_, tp_opt_, pp_opt_;
+  bool zero_ = false;
   int micro_ = 4, experts_ = 8, sequences_ = 8;
   GptConfig model_;
   std::vector<Row> rows_;
