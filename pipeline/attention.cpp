@@ -1,6 +1,7 @@
 #include "pipeline/attention.h"
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 #include "kernels/causal_softmax.h"
@@ -107,14 +108,14 @@ AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequen
   return c;
 }
 
-void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx, const Stream& s, bool accumulate) {
+void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx, const Stream& s, bool accumulate,
+                                   std::vector<WeightTask>* deferred) {
   const int H = cfg_.hidden, d = cfg_.head_dim, in = inner(), W = qkv_width(), seq = c.seq, T = c.sequences * seq;
   const Exec ex = dev_.exec(s);
   Buffer dctx = alloc_.allocate(std::size_t(T) * in * 4, MemTag::temporary, s);
-  Buffer dqkv = alloc_.allocate(std::size_t(T) * W * 4, MemTag::temporary, s);
+  auto dqkv = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * W * 4, MemTag::activations, s));
   Buffer dp = alloc_.allocate(std::size_t(seq) * seq * 4, MemTag::temporary, s);
-  gemm(ex, dense_gemm(false, true, T, in, H, dy, wo_.data(), dctx.data()));                       // dC = dy Wo^T
-  gemm(ex, dense_gemm(true, false, in, H, T, c.ctx.data(), dy, dwo_.data(), DType::f32, 1.f, 1.f));  // dWo += C^T dy
+  gemm(ex, dense_gemm(false, true, T, in, H, dy, wo_.data(), dctx.data()));  // dC = dy Wo^T
   const CausalSoftmaxShape sm{1, seq, 1.f / std::sqrt(float(d))};
   for (int b = 0; b < c.sequences; ++b)
     for (int h = 0; h < cfg_.heads; ++h) {
@@ -122,9 +123,9 @@ void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx
       const View p{at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq), seq},
           q{at(c.qkv.data(), row0 * W + h * d), W}, k{at(c.qkv.data(), row0 * W + in + h * d), W},
           v{at(c.qkv.data(), row0 * W + 2 * in + h * d), W}, dc{at(dctx.data(), row0 * in + h * d), in};
-      float* dq = at(dqkv.data(), row0 * W + h * d);
-      float* dk = at(dqkv.data(), row0 * W + in + h * d);
-      float* dv = at(dqkv.data(), row0 * W + 2 * in + h * d);
+      float* dq = at(dqkv->data(), row0 * W + h * d);
+      float* dk = at(dqkv->data(), row0 * W + in + h * d);
+      float* dv = at(dqkv->data(), row0 * W + 2 * in + h * d);
       gemm(ex, strided(false, true, seq, seq, d, dc, v, dp.data(), seq));  // dP = dC V^T
       gemm(ex, strided(true, false, seq, d, seq, p, dc, dv, W));            // dV = P^T dC
       causal_softmax_backward(ex, sm, p.p, dp.data(), dp.data(), DType::f32);
@@ -132,11 +133,25 @@ void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx
       gemm(ex, strided(false, false, seq, d, seq, ds, k, dq, W));  // dQ = dS K
       gemm(ex, strided(true, false, seq, d, seq, ds, q, dk, W));   // dK = dS^T Q
     }
-  gemm(ex, dense_gemm(false, true, T, H, W, dqkv.data(), wqkv_.data(), dx, DType::f32, 1.f, accumulate ? 1.f : 0.f));
-  gemm(ex, dense_gemm(true, false, H, W, T, c.x, dqkv.data(), dwqkv_.data(), DType::f32, 1.f, 1.f));  // dWqkv += x^T dQKV
+  gemm(ex, dense_gemm(false, true, T, H, W, dqkv->data(), wqkv_.data(), dx, DType::f32, 1.f, accumulate ? 1.f : 0.f));
   c.qkv.release();
   c.probs.release();
-  c.ctx.release();
+  // W: dWo += C^T dy; dWqkv += x^T dQKV. Deferred, it keeps its own copy of dy.
+  auto ctx = std::make_shared<Buffer>(std::move(c.ctx));
+  std::shared_ptr<Buffer> dy_kept;
+  if (deferred) {
+    dy_kept = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * H * 4, MemTag::activations, s));
+    dev_.copy(dy_kept->data(), dy, std::size_t(T) * H * 4, s);
+  }
+  WeightTask w = [this, ctx, dqkv, dy_kept, dy, x = c.x, T, H, in, W](const Stream& st) {
+    const Exec e = dev_.exec(st);
+    gemm(e, dense_gemm(true, false, in, H, T, ctx->data(), dy_kept ? dy_kept->data() : dy, dwo_.data(), DType::f32, 1.f, 1.f));
+    gemm(e, dense_gemm(true, false, H, W, T, x, dqkv->data(), dwqkv_.data(), DType::f32, 1.f, 1.f));
+  };
+  if (deferred)
+    deferred->push_back(std::move(w));
+  else
+    w(s);
 }
 
 }  // namespace moebench

@@ -7,6 +7,8 @@
 // head GEMMs read Q, K and V in place from the QKV rows (strided), one GEMM per (sequence, head).
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <vector>
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 
@@ -19,6 +21,10 @@ struct AttentionConfig {
   int first_head = 0;  // global index of the first (weights depend on (seed, layer, head) alone)
   int layer = 0;
 };
+
+// A weight-gradient GEMM a backward left for later (the zero-bubble schedules' W): it holds
+// what it reads and runs on the stream it is given.
+using WeightTask = std::function<void(const Stream&)>;
 
 // What one micro-batch's forward keeps for its backward.
 struct AttentionContext {
@@ -35,8 +41,10 @@ class CausalSelfAttention {
 
   // y = attention(x) (y overwritten; with `accumulate`, y += attention(x)).
   AttentionContext forward(const void* x, void* y, int sequences, int seq, const Stream& s, bool accumulate = false);
-  // dx = d/dx (dx overwritten; with `accumulate`, dx += it); weight gradients accumulate.
-  void backward(AttentionContext& c, const void* dy, void* dx, const Stream& s, bool accumulate = false);
+  // dx = d/dx (dx overwritten; with `accumulate`, dx += it); weight gradients accumulate --
+  // now, or, with `deferred`, in tasks appended there (c.x must then live until they ran).
+  void backward(AttentionContext& c, const void* dy, void* dx, const Stream& s, bool accumulate = false,
+                std::vector<WeightTask>* deferred = nullptr);
 
   int qkv_width() const { return 3 * cfg_.heads * cfg_.head_dim; }
   int inner() const { return cfg_.heads * cfg_.head_dim; }

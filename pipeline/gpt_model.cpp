@@ -7,7 +7,7 @@ double GptModel::forward_backward(const std::int32_t* tokens, const std::int32_t
   const double before = stage_.loss_sum(s);
   stage_.set_batch({tokens}, {targets}, sequences, grad_scale);
   stage_.forward(0, nullptr, nullptr, sequences * stage_.config_seq(), s);
-  stage_.backward_input(0, nullptr, nullptr, s);
+  stage_.backward(0, nullptr, nullptr, s);
   return stage_.loss_sum(s) - before;
 }
 

@@ -150,14 +150,25 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
     dev_.copy(grad.data(), dy, xb, s);
   }
   for (int l = layers_ - 1; l >= 0; --l) {
-    blocks_[l]->backward(m.blocks[l], grad.data(), next.data(), s);
+    blocks_[l]->backward(m.blocks[l], grad.data(), next.data(), s, /*defer=*/true);
     std::swap(grad, next);
   }
   if (first())
     embedding_backward(ex, {T, S, H, V}, tokens_.at(micro), grad.as<float>(), dtable_.as<float>(), dpositions_.as<float>());
   else
     dev_.copy(dx, grad.data(), xb, s);
-  m = Micro{};  // stream-ordered: its buffers go back to the pool after these ops
+  // Stream-ordered: what W does not need goes back to the pool after these ops.
+  m.xs.clear();
+  m.lnf.release();
+  m.mean.release();
+  m.rstd.release();
+  m.dlogits.release();
+}
+
+void GptStage::backward_weight(int micro, const Stream& s) {
+  Micro& m = micro_.at(micro);
+  for (int l = 0; l < layers_; ++l) blocks_[l]->backward_weights(m.blocks[l], s);
+  m = Micro{};
 }
 
 void GptStage::set_breakdown(Breakdown* b) {

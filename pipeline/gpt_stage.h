@@ -2,8 +2,9 @@
 // position embeddings on the first stage and the final LayerNorm, the output layer (tied to the
 // token embedding) and the cross-entropy on the last. The first and last stages each hold the
 // token embedding; sync_tied_embedding() sums their gradients (Megatron's embedding group).
-// Stages take their micro-batches' tokens and targets from set_batch(); the weight gradients
-// are computed in the backward's B (its W is empty: a block's backward is not split here).
+// Stages take their micro-batches' tokens and targets from set_batch(). The backward's B leaves
+// the blocks' attention and MLP weight gradients to W (the LayerNorms', the embeddings', the
+// output layer's and the MoE layers' come with B).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -56,7 +57,7 @@ class GptStage final : public PipelineStage {
   int width() const override { return cfg_.hidden; }
   void forward(int micro, const void* x, void* y, int rows, const Stream& s) override;
   void backward_input(int micro, const void* dy, void* dx, const Stream& s) override;
-  void backward_weight(int, const Stream&) override {}
+  void backward_weight(int micro, const Stream& s) override;
 
   // Times the forward (model.fwd) and its blocks' parts into `b` (null: none).
   void set_breakdown(Breakdown* b);

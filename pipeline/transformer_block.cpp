@@ -1,5 +1,6 @@
 #include "pipeline/transformer_block.h"
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 #include "kernels/axpy.h"
@@ -156,40 +157,56 @@ BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, in
   return c;
 }
 
-void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const Stream& s) {
+void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const Stream& s, bool defer) {
   const int H = cfg_.hidden, F = ffn_local_, T = c.sequences * c.seq;
   const std::size_t n = std::size_t(T) * H, xb = n * 4;
   const Exec ex = dev_.exec(s);
+  std::vector<WeightTask>* later = defer ? &c.weight_tasks : nullptr;
   // f's backward: the ranks' partial input gradients summed.
   auto reduce = [&](void* buf) {
     if (tp_) tp_->all_reduce(buf, buf, n, DType::f32, ReduceOp::sum, s);
   };
-  const LayerNormShape ln{T, H};
   Buffer dh = alloc_.allocate(xb, MemTag::temporary, s), dln = alloc_.allocate(xb, MemTag::temporary, s),
          tmp = alloc_.allocate(xb, MemTag::temporary, s);
   if (moe_) {  // the MoE layer's input gradient (PPMoE sums it over the group inside)
     moe_->backward(c.moe, dy, dln.data(), s);
-  } else {  // MLP: dz = GeLU'(z) (dy W2^T); dW2 += a^T dy; dW1 += LN2^T dz; dLN2 = dz W1^T.
-    Buffer dz = alloc_.allocate(std::size_t(T) * F * 4, MemTag::temporary, s);
-    gemm(ex, dense_gemm(false, true, T, F, H, dy, w2_.data(), dz.data()));
-    gelu_backward(ex, c.z.data(), dz.data(), dz.data(), std::size_t(T) * F, DType::f32);
-    gemm(ex, dense_gemm(true, false, F, H, T, c.a.data(), dy, dw2_.data(), DType::f32, 1.f, 1.f));
-    gemm(ex, dense_gemm(true, false, H, F, T, c.ln2.data(), dz.data(), dw1_.data(), DType::f32, 1.f, 1.f));
-    gemm(ex, dense_gemm(false, true, T, H, F, dz.data(), w1_.data(), dln.data()));
+  } else {  // MLP: dz = GeLU'(z) (dy W2^T); dLN2 = dz W1^T; W: dW2 += a^T dy, dW1 += LN2^T dz
+    auto dz = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * F * 4, MemTag::activations, s));
+    gemm(ex, dense_gemm(false, true, T, F, H, dy, w2_.data(), dz->data()));
+    gelu_backward(ex, c.z.data(), dz->data(), dz->data(), std::size_t(T) * F, DType::f32);
+    gemm(ex, dense_gemm(false, true, T, H, F, dz->data(), w1_.data(), dln.data()));
     reduce(dln.data());
+    auto a = std::make_shared<Buffer>(std::move(c.a)), ln2 = std::make_shared<Buffer>(std::move(c.ln2));
+    std::shared_ptr<Buffer> dy_kept;
+    if (defer) {
+      dy_kept = std::make_shared<Buffer>(alloc_.allocate(xb, MemTag::activations, s));
+      dev_.copy(dy_kept->data(), dy, xb, s);
+    }
+    WeightTask w = [this, a, ln2, dz, dy_kept, dy, T, H, F](const Stream& st) {
+      const Exec e = dev_.exec(st);
+      gemm(e, dense_gemm(true, false, F, H, T, a->data(), dy_kept ? dy_kept->data() : dy, dw2_.data(), DType::f32, 1.f, 1.f));
+      gemm(e, dense_gemm(true, false, H, F, T, ln2->data(), dz->data(), dw1_.data(), DType::f32, 1.f, 1.f));
+    };
+    if (later) later->push_back(std::move(w)); else w(s);
   }
   // dh = dy + LN2's backward.
-  layernorm_backward(ex, ln, c.h.data(), dln.data(), g2_.as<float>(), c.mean2.as<float>(), c.rstd2.as<float>(), dh.data(),
+  layernorm_backward(ex, {T, H}, c.h.data(), dln.data(), g2_.as<float>(), c.mean2.as<float>(), c.rstd2.as<float>(), dh.data(),
                      dg2_.as<float>(), db2_.as<float>(), DType::f32);
   axpy(ex, n, 1.f, dy, dh.data(), DType::f32);
-  // Attention, then dx = dh + LN1's backward.
-  attn_.backward(c.attention, dh.data(), dln.data(), s);
+  // Attention (its W reads LN1's output: kept alive by the last task), then dx = dh + LN1's backward.
+  attn_.backward(c.attention, dh.data(), dln.data(), s, false, later);
+  if (later) later->push_back([ln1 = std::make_shared<Buffer>(std::move(c.ln1))](const Stream&) {});
   reduce(dln.data());
-  layernorm_backward(ex, ln, c.x, dln.data(), g1_.as<float>(), c.mean1.as<float>(), c.rstd1.as<float>(), tmp.data(),
+  layernorm_backward(ex, {T, H}, c.x, dln.data(), g1_.as<float>(), c.mean1.as<float>(), c.rstd1.as<float>(), tmp.data(),
                      dg1_.as<float>(), db1_.as<float>(), DType::f32);
   dev_.copy(dx, dh.data(), xb, s);
   axpy(ex, n, 1.f, tmp.data(), dx, DType::f32);
   for (Buffer* b : {&c.ln1, &c.mean1, &c.rstd1, &c.h, &c.ln2, &c.mean2, &c.rstd2, &c.z, &c.a}) b->release();
+}
+
+void TransformerBlock::backward_weights(BlockContext& c, const Stream& s) {
+  for (auto& t : c.weight_tasks) t(s);
+  c.weight_tasks.clear();  // stream-ordered: what they held goes back after their GEMMs
 }
 
 }  // namespace moebench

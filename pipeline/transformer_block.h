@@ -40,6 +40,7 @@ struct BlockContext {
   Buffer ln1, mean1, rstd1, h, ln2, mean2, rstd2, z, a;
   AttentionContext attention;
   MoEContext moe;  // MoE blocks
+  std::vector<WeightTask> weight_tasks;  // a deferred backward's W
 };
 
 class TransformerBlock {
@@ -52,7 +53,11 @@ class TransformerBlock {
   void zero_grad(const Stream& s);
 
   BlockContext forward(const void* x, void* y, int sequences, int seq, const Stream& s);
-  void backward(BlockContext& c, const void* dy, void* dx, const Stream& s);
+  // dx from dy. With `defer`, the weight-gradient GEMMs of the attention and the MLP (the
+  // zero-bubble schedules' W) are left in c.weight_tasks for backward_weights(); the LayerNorms'
+  // and an MoE layer's weight gradients come with the input gradient either way.
+  void backward(BlockContext& c, const void* dy, void* dx, const Stream& s, bool defer = false);
+  void backward_weights(BlockContext& c, const Stream& s);
 
   const TransformerBlockConfig& config() const { return cfg_; }
   // Times the forward's parts into `b` (null: none): ffn.fwd and ffn.allreduce (a dense block's
