@@ -17,6 +17,15 @@ def read_rows(path):
         return list(csv.DictReader(f))
 
 
+def nonempty_rows(path):
+    """read_rows, and an error (exit 1) when the CSV holds no row."""
+    rows = read_rows(path)
+    if not rows:
+        print(f"{sys.argv[0]}: error: {path} has no rows", file=sys.stderr)
+        sys.exit(1)
+    return rows
+
+
 def provenance_line(row):
     link = row.get("link", "")
     link = f", link {link}" if link and row.get("ranks") not in ("1", None) else ""

@@ -8,20 +8,13 @@ import sys
 
 import matplotlib.pyplot as plt
 
-from common import num, provenance_line, read_rows, save
+from common import nonempty_rows, num, provenance_line, save
 
 COLORS = {"gpipe": "tab:blue", "1f1b": "tab:orange", "zb-h1": "tab:green"}
 
 
 def main(folder):
-    path = pathlib.Path(folder) / "bubble.csv"
-    if not path.exists():
-        print(f"{sys.argv[0]}: error: no {path} (run experiments/pipe/bubble.sh first)", file=sys.stderr)
-        return 1
-    rows = read_rows(path)
-    if not rows:
-        print(f"{sys.argv[0]}: error: {path} has no rows", file=sys.stderr)
-        return 1
+    rows = nonempty_rows(pathlib.Path(folder) / "bubble.csv")
     # (P, schedule, recompute) -> M -> the stages' rows
     groups = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in rows:

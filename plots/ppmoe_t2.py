@@ -6,18 +6,11 @@ import sys
 
 import matplotlib.pyplot as plt
 
-from common import num, provenance_line, read_rows, save
+from common import nonempty_rows, num, provenance_line, save
 
 
 def main(folder):
-    path = pathlib.Path(folder) / "t2.csv"
-    if not path.exists():
-        print(f"{sys.argv[0]}: error: no {path} (run experiments/ppmoe/t2.sh first)", file=sys.stderr)
-        return 1
-    rows = read_rows(path)
-    if not rows:
-        print(f"{sys.argv[0]}: error: {path} has no rows", file=sys.stderr)
-        return 1
+    rows = nonempty_rows(pathlib.Path(folder) / "t2.csv")
     labels = [f"{r['model']}\nDP{r['dp']} TP{r['tp']} PP{r['pp']}{' Z' if r['zero'] == 'yes' else ''}" for r in rows]
     fig, (tput, ratio) = plt.subplots(1, 2, figsize=(13, 4.2))
     x = range(len(rows))
