@@ -113,12 +113,10 @@ void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream
     embedding_forward(ex, {T, S, H, V}, tokens_.at(micro), table_.as<float>(), positions_.as<float>(), m.xs[0].as<float>());
   else
     dev_.copy(m.xs[0].data(), x, xb, s);
-  for (int l = 0; l < layers_; ++l) {
-    m.xs[l + 1] = alloc_.allocate(xb, MemTag::activations, s);
-    m.blocks[l] = blocks_[l]->forward(m.xs[l].data(), m.xs[l + 1].data(), sequences_, S, s);
-  }
+  run_blocks(m, s);
   if (!last()) {
     dev_.copy(y, m.xs[layers_].data(), xb, s);
+    if (recompute_) forget_blocks(m);
     return;
   }
   // Final LayerNorm, logits through the tied embedding, the loss and its gradient in place.
@@ -133,6 +131,27 @@ void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream
   gemm(ex, dense_gemm(false, true, T, V, H, m.lnf.data(), table_.data(), m.dlogits.data()));
   cross_entropy(ex, {T, V, grad_scale_}, m.dlogits.data(), targets_.at(micro), losses.as<float>(), m.dlogits.data(),
                 DType::f32);
+  if (recompute_) {  // the final LayerNorm is recomputed with the blocks
+    forget_blocks(m);
+    m.lnf.release();
+    m.mean.release();
+    m.rstd.release();
+  }
+}
+
+void GptStage::run_blocks(Micro& m, const Stream& s) {
+  const std::size_t xb = std::size_t(sequences_) * cfg_.seq * cfg_.hidden * 4;
+  for (int l = 0; l < layers_; ++l) {
+    m.xs[l + 1] = alloc_.allocate(xb, MemTag::activations, s);
+    m.blocks[l] = blocks_[l]->forward(m.xs[l].data(), m.xs[l + 1].data(), sequences_, cfg_.seq, s);
+  }
+}
+
+void GptStage::forget_blocks(Micro& m) {  // all but the stage's input (stream-ordered release)
+  for (int l = 0; l < layers_; ++l) {
+    m.blocks[l] = BlockContext{};
+    m.xs[l + 1].release();
+  }
 }
 
 void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream& s) {
@@ -140,6 +159,16 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
   const std::size_t xb = std::size_t(T) * H * 4;
   const Exec ex = dev_.exec(s);
   Micro& m = micro_.at(micro);
+  if (recompute_) {
+    run_blocks(m, s);
+    if (last()) {
+      m.lnf = alloc_.allocate(xb, MemTag::activations, s);
+      m.mean = alloc_.allocate(std::size_t(T) * 4, MemTag::activations, s);
+      m.rstd = alloc_.allocate(std::size_t(T) * 4, MemTag::activations, s);
+      layernorm_forward(ex, {T, H}, m.xs[layers_].data(), gf_.as<float>(), bf_.as<float>(), m.lnf.data(), m.mean.as<float>(),
+                        m.rstd.as<float>(), DType::f32);
+    }
+  }
   Buffer grad = alloc_.allocate(xb, MemTag::temporary, s), next = alloc_.allocate(xb, MemTag::temporary, s);
   if (last()) {  // dLNf = dlogits E; dE += dlogits^T LNf; then LNf's backward
     gemm(ex, dense_gemm(false, false, T, H, V, m.dlogits.data(), table_.data(), next.data()));

@@ -59,6 +59,9 @@ class GptStage final : public PipelineStage {
   void backward_input(int micro, const void* dy, void* dx, const Stream& s) override;
   void backward_weight(int micro, const Stream& s) override;
 
+  // With recomputation a micro-batch keeps only the stage's input (and, on the last stage, its
+  // output layer's gradient) from forward to backward, which runs the blocks' forward again.
+  void set_recompute(bool on) { recompute_ = on; }
   // Times the forward (model.fwd) and its blocks' parts into `b` (null: none).
   void set_breakdown(Breakdown* b);
   // Last stage: the sum of the token losses of the micro-batches since zero_grad (waits for s).
@@ -94,6 +97,9 @@ class GptStage final : public PipelineStage {
   float grad_scale_ = 1.f;
   std::vector<Micro> micro_;
   Breakdown* breakdown_ = nullptr;
+  bool recompute_ = false;
+  void run_blocks(Micro& m, const Stream& s);  // xs[1..], the blocks' contexts from xs[0]
+  void forget_blocks(Micro& m);
 };
 
 }  // namespace moebench

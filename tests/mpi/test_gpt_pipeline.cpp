@@ -1,8 +1,9 @@
 // The decoder-only model split into as many pipeline stages as mpirun gives ranks (CTest: 1, 2
 // and 4), run by the engine with GPipe, 1F1B and ZB-H1 for M in {1, 2, 4, 8} micro-batches of
-// an 8-sequence mini-batch: the loss equals the whole model's on one rank, and so does every
-// parameter's gradient on the stage that holds it (the token embedding's after the first and
-// last stages have added theirs up); a model whose layers the stages do not split is refused.
+// an 8-sequence mini-batch, with and without recomputation: the loss equals the whole model's
+// on one rank, and so does every parameter's gradient on the stage that holds it (the token
+// embedding's after the first and last stages have added theirs up); recomputation lowers
+// GPipe's peak activations; a model whose layers the stages do not split is refused.
 #include <gtest/gtest.h>
 #include "moe_test_util.h"
 #include "pipeline/gpt_model.h"
@@ -39,11 +40,15 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
     if (stage != 0) want.push_back(ref[0].second);
   }
 
+  std::size_t plain_peak = 0;
   for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1})
-    for (int M : {1, 2, 4, 8}) {
-      const std::string what = schedule_name(kind) + " P=" + std::to_string(P) + " M=" + std::to_string(M);
+    for (int M : {1, 2, 4, 8})
+      for (bool recompute : {false, true}) {
+      const std::string what = schedule_name(kind) + " P=" + std::to_string(P) + " M=" + std::to_string(M) +
+                               (recompute ? " recomputed" : "");
       TrackingAllocator alloc(Backend::cpu);
       GptStage mine(kModel, stage, P, dev, alloc);
+      mine.set_recompute(recompute);
       Stream compute = dev.create_stream("compute"), send = dev.create_stream("send");
       mine.init(17, compute);
       const int seqs = kSequences / M, rows = seqs * kModel.seq;
@@ -53,6 +58,7 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
         tgt.push_back(targets.data() + j * rows);
       }
       mine.set_batch(tok, tgt, seqs, 1.f / T);
+      alloc.reset_peaks();
       PipelineEngine engine(mine, *world, dev, alloc, compute, send);
       engine.run(make_pipeline_schedule(kind, P, M), rows, {}, {}, {});
       mine.sync_tied_embedding(*world, compute);
@@ -63,6 +69,12 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
       for (std::size_t i = 0; i < got.size(); ++i)
         EXPECT_LT(rel_diff(got[i].second->as<float>(), want[i]->as<float>(), want[i]->bytes() / 4), 1e-5)
             << what << ": gradient of parameter " << i;
+      // GPipe holds every micro-batch at once: recomputation keeps a stage's inputs only.
+      const std::size_t peak = alloc.peak(MemTag::activations);
+      if (kind == PipelineScheduleKind::gpipe && M > 1) {
+        if (!recompute) plain_peak = peak;
+        else EXPECT_LT(peak, plain_peak) << what << ": recomputation kept as much";
+      }
     }
 }
 
