@@ -42,3 +42,11 @@ def save(fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
+
+
+def run_main(main, folder_hint):
+    """The scripts' entry: one argument, the results folder; main's return value is the exit code."""
+    if len(sys.argv) != 2:
+        print(f"usage: {sys.argv[0]} {folder_hint}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))

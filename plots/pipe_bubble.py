@@ -4,11 +4,10 @@ bubble against M for each schedule (measured, the simulator's, (P-1)/(M+P-1)); t
 peak activation memory (largest stage) against M, with and without recomputation."""
 import collections
 import pathlib
-import sys
 
 import matplotlib.pyplot as plt
 
-from common import nonempty_rows, num, provenance_line, save
+from common import nonempty_rows, num, provenance_line, run_main, save
 
 COLORS = {"gpipe": "tab:blue", "1f1b": "tab:orange", "zb-h1": "tab:green"}
 
@@ -61,7 +60,4 @@ def main(folder):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} RESULTS/pipe", file=sys.stderr)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    run_main(main, "RESULTS/pipe")

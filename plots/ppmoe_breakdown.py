@@ -6,7 +6,7 @@ import sys
 
 import matplotlib.pyplot as plt
 
-from common import num, provenance_line, read_rows, save
+from common import num, provenance_line, read_rows, run_main, save
 
 
 def parts(row):
@@ -38,7 +38,4 @@ def main(folder):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} RESULTS/ppmoe", file=sys.stderr)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    run_main(main, "RESULTS/ppmoe")

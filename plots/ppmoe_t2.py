@@ -2,11 +2,10 @@
 """ppmoe_t2.py RESULTS/ppmoe: t2.png from t2.csv -- throughput per rank of each layout (ours) beside
 the paper's per GPU, and the MoE rows' speed ratio to the slowest dense row, ours and the paper's."""
 import pathlib
-import sys
 
 import matplotlib.pyplot as plt
 
-from common import nonempty_rows, num, provenance_line, save
+from common import nonempty_rows, num, provenance_line, run_main, save
 
 
 def main(folder):
@@ -37,7 +36,4 @@ def main(folder):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} RESULTS/ppmoe", file=sys.stderr)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    run_main(main, "RESULTS/ppmoe")
