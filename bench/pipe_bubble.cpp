@@ -6,6 +6,7 @@
 // the op times this run measured (and the measured send time), and (P - 1) / (M + P - 1);
 // throughput and peak activation memory per schedule. Writes <out>/pipe/bubble.csv.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include "bench/moe_host.h"
@@ -89,7 +90,7 @@ class PipeBubbleBench final : public BenchProgram {
   }
 
   void register_benchmarks(BenchContext& ctx) override {
-    send_ms_ = measure_send_ms(ctx);
+    for (int M : micro_) send_ms_[M] = measure_send_ms(ctx, mini_ / M);
     for (const auto& n : schedule_names_)
       for (int M : micro_)
         for (bool re : {false, true}) {
@@ -126,7 +127,8 @@ class PipeBubbleBench final : public BenchProgram {
       if (c.kind != PipelineScheduleKind::zb_h1)
         for (auto& x : sim_times) x.w = 0;
       const auto table = make_pipeline_schedule(c.kind, P, c.micro_batches);
-      const PipelineSimulation sim = simulate_pipeline(table, sim_times, send_ms_);
+      const double send = send_ms_.at(c.micro_batches);
+      const PipelineSimulation sim = simulate_pipeline(table, sim_times, send);
       const double closed = ideal_bubble_fraction(P, c.micro_batches);
       const double ratio = step.median / sim.makespan;
       const bool ok = std::abs(ratio - 1) <= kSimulatorTarget;
@@ -139,7 +141,7 @@ class PipeBubbleBench final : public BenchProgram {
         bubble_sum += b.median;
         t.add_row({schedule_name(c.kind), std::to_string(P), std::to_string(c.micro_batches), std::to_string(rows),
                    c.recompute ? "yes" : "no", std::to_string(s), fmt(times[s].f), fmt(times[s].b),
-                   c.kind == PipelineScheduleKind::zb_h1 ? fmt(times[s].w) : "in b", fmt(send_ms_), fmt(field(s, 0).median),
+                   c.kind == PipelineScheduleKind::zb_h1 ? fmt(times[s].w) : "in b", fmt(send), fmt(field(s, 0).median),
                    fmt(step.median), fmt(step.min), fmt(step.max), fmt(b.median, 4), fmt(b.min, 4), fmt(b.max, 4),
                    fmt(sim.bubble_fraction(s), 4), fmt(sim.makespan), fmt(ratio, 4),
                    std::string(ok ? "within " : "NOT within ") + fmt(kSimulatorTarget * 100, 2) + "%", fmt(closed, 4),
@@ -161,9 +163,9 @@ class PipeBubbleBench final : public BenchProgram {
                   kZeroBubbleTarget, r <= kZeroBubbleTarget ? "met" : "NOT met");
       if (M == 8 && P != 4) {
         const StageOpTimes zt = stage0_times[zb], ot = stage0_times[ofob];
-        const auto z4 = simulate_pipeline(make_pipeline_schedule(PipelineScheduleKind::zb_h1, 4, 8), {zt}, send_ms_);
+        const auto z4 = simulate_pipeline(make_pipeline_schedule(PipelineScheduleKind::zb_h1, 4, 8), {zt}, send_ms_.at(M));
         const auto o4 = simulate_pipeline(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 4, 8), {{ot.f, ot.b, 0}},
-                                          send_ms_);
+                                          send_ms_.at(M));
         const double r4 = z4.bubble_fraction() / o4.bubble_fraction();
         std::printf("zb-h1 / 1f1b bubble, P=4 M=8, simulated from these op times: %.3f (target <= %.1f: %s)\n", r4,
                     kZeroBubbleTarget, r4 <= kZeroBubbleTarget ? "met" : "NOT met");
@@ -174,27 +176,43 @@ class PipeBubbleBench final : public BenchProgram {
   }
 
  private:
-  // Half a round trip of one micro-batch's activations between neighbouring stages (the
-  // largest micro-batch the run uses), the median of 20; 0 on one rank.
-  double measure_send_ms(BenchContext& ctx) {
+  // Half a round trip of `rows` rows of activations between neighbouring stages the way the
+  // engine moves them -- received on a compute stream, sent on a stream of its own after an
+  // event -- so the thread hand-offs are in it; the median of 20 (the slowest pair's); 0 on one
+  // rank.
+  double measure_send_ms(BenchContext& ctx, int rows) {
     const int P = ctx.world.size(), me = ctx.world.rank();
     if (P == 1) return 0;
-    const std::size_t count = std::size_t(mini_ / micro_.front()) * hidden_;
-    Buffer b = ctx.alloc.allocate(count * 4, MemTag::buffers);
-    const Stream& s = ctx.device.default_stream();
-    ctx.device.fill_zero(b.data(), b.bytes(), s);
+    const std::size_t count = std::size_t(rows) * hidden_;
+    Buffer a = ctx.alloc.allocate(count * 4, MemTag::buffers), b = ctx.alloc.allocate(count * 4, MemTag::buffers);
+    Stream compute = ctx.device.create_stream("compute"), send = ctx.device.create_stream("send");
+    ctx.device.fill_zero(a.data(), a.bytes(), compute);
+    compute.synchronize();
+    const int peer = me % 2 == 0 ? me + 1 : me - 1;
+    auto send_after_compute = [&](const Buffer& buf) {
+      Event ready(ctx.backend());
+      ready.record(compute);
+      ready.make_wait(send);
+      ctx.world.send(buf.data(), count, DType::f32, peer, send);
+    };
     std::vector<double> ms;
     for (int i = 0; i < 21; ++i) {
-      const double t = ctx.time_ms(s, [&] {
-        if (me % 2 == 0 && me + 1 < P) {
-          ctx.world.send(b.data(), count, DType::f32, me + 1, s);
-          ctx.world.recv(b.data(), count, DType::f32, me + 1, s);
-        } else if (me % 2 == 1) {
-          ctx.world.recv(b.data(), count, DType::f32, me - 1, s);
-          ctx.world.send(b.data(), count, DType::f32, me - 1, s);
+      ctx.world.barrier(ctx.device.default_stream());
+      const auto start = std::chrono::steady_clock::now();
+      if (peer < P) {
+        if (me % 2 == 0) {
+          send_after_compute(a);
+          ctx.world.recv(b.data(), count, DType::f32, peer, compute);
+        } else {
+          ctx.world.recv(b.data(), count, DType::f32, peer, compute);
+          send_after_compute(b);
         }
-      });
-      if (i > 0) ms.push_back(t / 2);  // the first warms the path up
+      }
+      compute.synchronize();
+      send.synchronize();
+      const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (i > 0) ms.push_back(ctx.rt.max(me % 2 == 0 && peer < P ? t / 2 : 0));  // the first warms the path up
+      else ctx.rt.max(0);
     }
     return spread_of(ms).median;
   }
@@ -278,7 +296,7 @@ class PipeBubbleBench final : public BenchProgram {
   std::vector<int> micro_opt_, micro_;
   std::optional<int> mini_opt_, layers_opt_, hidden_opt_, ffn_opt_;
   int mini_ = 1, layers_ = 1, hidden_ = 1, ffn_ = 1, iters_warm_ = 1, stages_ = 1;
-  double send_ms_ = 0;
+  std::map<int, double> send_ms_;  // by micro-batch count: one micro-batch's activations
   std::map<std::string, Case> cases_;
   std::map<std::string, std::vector<std::vector<double>>> samples_;  // per case: per repetition, P x kFields
   std::unique_ptr<Fixture> fixture_;
