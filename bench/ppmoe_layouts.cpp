@@ -15,8 +15,7 @@
 #include "harness/bench.h"
 #include "models/paper_specs.h"
 #include "moe/init.h"
-#include "bench/gpt_layout.h"
-#include "pipeline/data_parallel.h"
+#include "bench/gpt_trainer.h"
 #include "pipeline/gpt_stage.h"
 #include "pipeline/pipeline_engine.h"
 
@@ -126,7 +125,7 @@ class LayoutsBench final : public BenchProgram {
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
-    fixture_.reset();
+    trainer_.reset();
     if (ctx.rt.rank() != 0) return 0;
     const int W = ctx.world.size();
     const double tokens = double(sequences_) * model_.seq;
@@ -183,85 +182,21 @@ class LayoutsBench final : public BenchProgram {
   std::string key(std::size_t i) const { return "ppmoe_t2/" + std::to_string(i + 1) + "/" + rows_[i].layout.describe(); }
 
   // One row's ranks, communicators, stage, engine and optimizers, kept for its repetitions.
-  struct Fixture {
-    std::string key;
-    LayoutGroups groups;
-    std::unique_ptr<TrackingAllocator> alloc;
-    std::unique_ptr<GptStage> stage;
-    std::unique_ptr<PipelineEngine> engine;
-    std::unique_ptr<DataParallelAdam> dense_opt, moe_opt;
-    Stream compute, send;
-    std::vector<Buffer> tokens, targets;
-    int rows = 0;
-  };
-
-  Fixture& fixture(BenchContext& ctx, const GptLayout& r) {
-    const std::string key = r.describe();
-    if (fixture_ && fixture_->key == key) return *fixture_;
-    fixture_.reset();
-    auto f = std::make_unique<Fixture>();
-    f->key = key;
-    f->groups = make_layout_groups(ctx.world, r);
-    f->alloc = std::make_unique<TrackingAllocator>(ctx.backend(), ctx.device.default_stream());
-    const GptConfig m = layout_model(model_, r, experts_);
-    f->stage = std::make_unique<GptStage>(m, f->groups.stage, r.pp, ctx.device, *f->alloc,
-                                          r.tp > 1 ? f->groups.tp.get() : nullptr, layout_dispatcher(r, f->groups));
-    f->compute = ctx.device.create_stream("compute");
-    f->send = ctx.device.create_stream("send");
-    f->stage->init(1, f->compute);
-    f->engine = std::make_unique<PipelineEngine>(*f->stage, *f->groups.pp, ctx.device, *f->alloc, f->compute, f->send);
-    // Data parallelism sums the gradients over the DP group, except what the layer summed
-    // itself: DPMoE's gate (over its all-to-all, the DP group) and experts (each rank its own).
-    auto all = f->stage->parameters(), moe = f->stage->moe_parameters();
-    std::set<Buffer*> moe_set;
-    for (auto& p : moe) moe_set.insert(p.first);
-    std::vector<std::pair<Buffer*, Buffer*>> dense;
-    for (auto& p : all)
-      if (!moe_set.count(p.first)) dense.push_back(p);
-    AdamStep hyper;
-    hyper.lr = 1e-4f;
-    f->dense_opt = std::make_unique<DataParallelAdam>(dense, f->groups.dp.get(), r.zero, hyper, ctx.device, *f->alloc);
-    if (!moe.empty())
-      f->moe_opt = std::make_unique<DataParallelAdam>(moe, r.kind == Kind::dpmoe ? nullptr : f->groups.dp.get(), false,
-                                                      hyper, ctx.device, *f->alloc);
-    // This DP rank's sequences, in micro-batches.
-    const int micro = r.pp > 1 ? micro_ : 1, per_micro = sequences_ / r.dp / micro, d = f->groups.dp_rank;
-    f->rows = per_micro * m.seq;
-    std::vector<const std::int32_t*> tok, tgt;
-    for (int j = 0; j < micro; ++j) {
-      for (int which = 0; which < 2; ++which) {
-        const auto ids = normal_vector(std::size_t(f->rows), 7 + which, 1000 * d + j, 1.f);  // deterministic, any rank count
-        std::vector<std::int32_t> host(ids.size());
-        for (std::size_t i = 0; i < ids.size(); ++i) host[i] = std::int32_t(std::abs(ids[i]) * 997) % m.vocab;
-        Buffer b = f->alloc->allocate(host.size() * 4, MemTag::buffers);
-        ctx.device.copy_to_device(b.data(), host.data(), host.size() * 4, f->compute);
-        f->compute.synchronize();
-        (which == 0 ? f->tokens : f->targets).push_back(std::move(b));
-      }
-      tok.push_back(f->tokens.back().as<std::int32_t>());
-      tgt.push_back(f->targets.back().as<std::int32_t>());
-    }
-    f->stage->set_batch(tok, tgt, per_micro, 1.f / float(sequences_ * m.seq));
-    fixture_ = std::move(f);
-    step(r);  // warm-up: the pool and the libraries' first calls
+  GptTrainer& trainer(BenchContext& ctx, const GptLayout& r) {
+    if (trainer_ && trainer_key_ == r.describe()) return *trainer_;
+    trainer_.reset();
+    trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), r, layout_model(model_, r, experts_),
+                                            sequences_, micro_);
+    trainer_key_ = r.describe();
+    trainer_->step();  // warm-up: the pool and the libraries' first calls
     ctx.device.synchronize();
-    return *fixture_;
-  }
-
-  void step(const GptLayout& r) {
-    Fixture& f = *fixture_;
-    const int micro = r.pp > 1 ? micro_ : 1;
-    f.stage->zero_grad(f.compute);
-    f.engine->run(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, r.pp, micro), f.rows, {}, {}, {});
-    f.stage->sync_tied_embedding(*f.groups.pp, f.compute);
-    f.dense_opt->step(f.compute);
-    if (f.moe_opt) f.moe_opt->step(f.compute);
+    return *trainer_;
   }
 
   void run(benchmark::State& st, BenchContext& ctx, const GptLayout& r) {
-    Fixture& f = fixture(ctx, r);
+    GptTrainer& t = trainer(ctx, r);
     ctx.profile_begin();
-    for (auto _ : st) ctx.time_iteration(st, f.compute, [&] { step(r); });
+    for (auto _ : st) ctx.time_iteration(st, t.stream(), [&] { t.step(); });
     ctx.profile_end();
   }
 
@@ -273,7 +208,8 @@ class LayoutsBench final : public BenchProgram {
   int micro_ = 4, experts_ = 8, sequences_ = 8;
   GptConfig model_;
   std::vector<Row> rows_;
-  std::unique_ptr<Fixture> fixture_;
+  std::unique_ptr<GptTrainer> trainer_;
+  std::string trainer_key_;
 };
 
 }  // namespace

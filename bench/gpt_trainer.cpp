@@ -1,0 +1,60 @@
+#include "bench/gpt_trainer.h"
+#include <cmath>
+#include <set>
+#include "moe/init.h"
+
+namespace moebench {
+
+GptTrainer::GptTrainer(Communicator& world, Device& dev, Backend backend, const GptLayout& layout, const GptConfig& model,
+                       int sequences, int micro_batches)
+    : layout_(layout), groups_(make_layout_groups(world, layout)),
+      alloc_(std::make_unique<TrackingAllocator>(backend, dev.default_stream())), compute_(dev.create_stream("compute")),
+      send_(dev.create_stream("send")), micro_(layout.pp > 1 ? micro_batches : 1) {
+  stage_ = std::make_unique<GptStage>(model, groups_.stage, layout.pp, dev, *alloc_, layout.tp > 1 ? groups_.tp.get() : nullptr,
+                                      layout_dispatcher(layout, groups_));
+  stage_->init(1, compute_);
+  engine_ = std::make_unique<PipelineEngine>(*stage_, *groups_.pp, dev, *alloc_, compute_, send_);
+  // Data parallelism sums the gradients over the DP group, except what the layer summed
+  // itself: DPMoE's gate (over its all-to-all, the DP group) and experts (each rank its own).
+  auto all = stage_->parameters(), moe = stage_->moe_parameters();
+  std::set<Buffer*> moe_set;
+  for (auto& p : moe) moe_set.insert(p.first);
+  std::vector<std::pair<Buffer*, Buffer*>> dense;
+  for (auto& p : all)
+    if (!moe_set.count(p.first)) dense.push_back(p);
+  AdamStep hyper;
+  hyper.lr = 1e-4f;
+  dense_opt_ = std::make_unique<DataParallelAdam>(dense, groups_.dp.get(), layout.zero, hyper, dev, *alloc_);
+  if (!moe.empty())
+    moe_opt_ = std::make_unique<DataParallelAdam>(moe, layout.kind == LayoutKind::dpmoe ? nullptr : groups_.dp.get(), false,
+                                                  hyper, dev, *alloc_);
+  // This DP rank's sequences, in micro-batches of synthetic tokens (the same on any rank count).
+  const int per_micro = sequences / layout.dp / micro_, d = groups_.dp_rank;
+  rows_ = per_micro * model.seq;
+  tokens_ = sequences * model.seq;
+  std::vector<const std::int32_t*> tok, tgt;
+  for (int j = 0; j < micro_; ++j) {
+    for (int which = 0; which < 2; ++which) {
+      const auto ids = normal_vector(std::size_t(rows_), 7 + which, 1000 * d + j, 1.f);
+      std::vector<std::int32_t> host(ids.size());
+      for (std::size_t i = 0; i < ids.size(); ++i) host[i] = std::int32_t(std::abs(ids[i]) * 997) % model.vocab;
+      Buffer b = alloc_->allocate(host.size() * 4, MemTag::buffers);
+      dev.copy_to_device(b.data(), host.data(), host.size() * 4, compute_);
+      compute_.synchronize();
+      (which == 0 ? tokens_buf_ : targets_buf_).push_back(std::move(b));
+    }
+    tok.push_back(tokens_buf_.back().as<std::int32_t>());
+    tgt.push_back(targets_buf_.back().as<std::int32_t>());
+  }
+  stage_->set_batch(tok, tgt, per_micro, 1.f / float(tokens_));
+}
+
+void GptTrainer::step() {
+  stage_->zero_grad(compute_);
+  engine_->run(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, layout_.pp, micro_), rows_, {}, {}, {});
+  stage_->sync_tied_embedding(*groups_.pp, compute_);
+  dense_opt_->step(compute_);
+  if (moe_opt_) moe_opt_->step(compute_);
+}
+
+}  // namespace moebench

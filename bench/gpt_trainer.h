@@ -1,0 +1,36 @@
+// One rank's part of training the GPT model in a layout (bench/gpt_layout.h): its groups, its
+// pipeline stage, the engine, the optimizers, and a fixed mini-batch of synthetic tokens;
+// step() runs one training step -- 1F1B over the micro-batches, the tied embedding's gradient
+// sum, data-parallel gradient synchronisation (ZeRO-1 where the layout says) and AdamW.
+// Collective over the world it was made on.
+#pragma once
+#include <memory>
+#include <vector>
+#include "bench/gpt_layout.h"
+#include "pipeline/data_parallel.h"
+#include "pipeline/pipeline_engine.h"
+
+namespace moebench {
+
+class GptTrainer {
+ public:
+  // `sequences`: the mini-batch over all data-parallel ranks; `micro_batches` where PP > 1.
+  GptTrainer(Communicator& world, Device& dev, Backend backend, const GptLayout& layout, const GptConfig& model,
+             int sequences, int micro_batches);
+  void step();
+  const Stream& stream() const { return compute_; }
+  int tokens_per_step() const { return tokens_; }
+
+ private:
+  GptLayout layout_;
+  LayoutGroups groups_;
+  std::unique_ptr<TrackingAllocator> alloc_;
+  Stream compute_, send_;
+  std::unique_ptr<GptStage> stage_;
+  std::unique_ptr<PipelineEngine> engine_;
+  std::unique_ptr<DataParallelAdam> dense_opt_, moe_opt_;
+  std::vector<Buffer> tokens_buf_, targets_buf_;
+  int micro_ = 1, rows_ = 0, tokens_ = 0;
+};
+
+}  // namespace moebench
