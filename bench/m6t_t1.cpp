@@ -1,0 +1,143 @@
+// moebench_m6t_t1 (m6t.t1; M6-T Table 1): ms per training step of M6-T's 3-layer and 16-layer
+// MoE models (every FFN an MoE layer, capacity factor 1.25, AdamW) with top-1, top-4 and top-16
+// routing and 4 prototypes of top-4, expert-parallel over every rank (DP = EP, as M6-T on 8
+// GPUs), beside Table 1's ms/step and each row's ratio to top-1 at the same depth. The gate is
+// ours (one fused softmax + top-k per prototype). Writes <out>/m6t/t1.csv.
+#include <cstdio>
+#include <map>
+#include "bench/gpt_trainer.h"
+#include "harness/bench.h"
+#include "models/paper_specs.h"
+
+namespace moebench {
+namespace {
+
+struct Routing {
+  std::string name;
+  int prototypes, top_k;
+  std::map<int, double> paper_ms;  // by layers
+};
+const std::vector<Routing> kRoutings = {{"top-1", 1, 1, {{3, 98}, {16, 436}}},
+                                        {"top-4", 1, 4, {{3, 199}, {16, 975}}},
+                                        {"top-16", 1, 16, {{3, 600}, {16, 3100}}},
+                                        {"4 top-4", 4, 4, {{3, 203}, {16, 980}}}};
+
+class T1Bench final : public BenchProgram {
+ public:
+  std::string name() const override { return "moebench_m6t_t1"; }
+  std::string description() const override {
+    return "M6-T Table 1: ms/step of the 3- and 16-layer MoE models with top-1, top-4, top-16 and 4 top-4 routing.";
+  }
+  void add_options(CLI::App& app) override {
+    add_wholes(app, "--layers", layers_opt_, 1, 1 << 10, "Model depths (default: 3 and 16, M6-T's; tiny scale: 3)");
+  }
+
+  std::optional<std::string> validate(const BenchContext& ctx) override {
+    const int W = ctx.world.size();
+    if (ctx.dtype() != DType::f32)
+      return "--dtype: " + std::string(dtype_name(ctx.dtype())) + ": the transformer keeps fp32 weights; allowed: fp32";
+    const ModelSpec& m6t = model_spec("m6t-3layer");  // hidden 128, intermediate 512, 8 heads, 4096 experts
+    switch (ctx.scale()) {
+      case Scale::tiny: backbone_ = gpt_backbone(64, 16, 32, 4, 64, 3); experts_ = 16; sequences_per_rank_ = 2; break;
+      case Scale::local: backbone_ = gpt_backbone(512, 64, m6t.hidden, m6t.heads, m6t.ffn, 3); experts_ = 64; sequences_per_rank_ = 8; break;
+      case Scale::paper:  // 001 gives no sequence length: 512 here
+        backbone_ = gpt_backbone(50304, 512, m6t.hidden, m6t.heads, m6t.ffn, 3);
+        experts_ = m6t.experts;
+        sequences_per_rank_ = m6t.batch_per_gpu > 0 ? m6t.batch_per_gpu : 8;
+        break;
+    }
+    layers_ = layers_opt_.empty() ? (ctx.scale() == Scale::tiny ? std::vector<int>{3} : std::vector<int>{3, 16}) : layers_opt_;
+    for (int L : layers_)
+      for (const Routing& r : kRoutings) {
+        const GptConfig m = model(L, r);
+        if (auto e = validate_layout(layout(W), m, experts_, W)) return e;
+        if (experts_ % r.prototypes != 0 || r.top_k > experts_ / r.prototypes)
+          return "the " + std::to_string(experts_) + " experts cannot hold " + r.name + " routing";
+      }
+    return std::nullopt;
+  }
+
+  std::vector<OutputFolder> output_folders(const BenchContext& ctx) const override {
+    return {{"--out", ctx.opts.out_dir + "/m6t", false}};
+  }
+
+  void register_benchmarks(BenchContext& ctx) override {
+    for (int L : layers_)
+      for (const Routing& r : kRoutings)
+        ctx.add(key(L, r), 1, [this, &ctx, L, r](benchmark::State& st) { run(st, ctx, L, r); });
+  }
+
+  int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
+    trainer_.reset();
+    if (ctx.rt.rank() != 0) return 0;
+    std::map<std::string, Spread> ms;
+    for (const auto& r : runs)
+      if (!r.error) ms[r.name] = r.time_ms();
+    CsvTable t({"layers", "routing", "prototypes", "top_k", "experts", "hidden", "ffn", "heads", "seq", "tokens_per_rank",
+                "gate", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "ratio_vs_top1", "paper_ms_per_step",
+                "paper_ratio_vs_top1"});
+    for (int L : layers_) {
+      const std::string top1 = key(L, kRoutings[0]);
+      for (const Routing& r : kRoutings) {
+        if (!ms.count(key(L, r))) continue;
+        const Spread s = ms[key(L, r)];
+        const bool paper = r.paper_ms.count(L) > 0;
+        const double paper_ratio = paper ? r.paper_ms.at(L) / kRoutings[0].paper_ms.at(L) : 0;
+        const std::string ratio = ms.count(top1) ? fmt(s.median / ms[top1].median, 4) : "n/a";
+        t.add_row({std::to_string(L), r.name, std::to_string(r.prototypes), std::to_string(r.top_k), std::to_string(experts_),
+                   std::to_string(backbone_.hidden), std::to_string(backbone_.ffn), std::to_string(backbone_.heads),
+                   std::to_string(backbone_.seq), std::to_string(sequences_per_rank_ * backbone_.seq),
+                   "ours: fused softmax + top-k per prototype", fmt(s.median), fmt(s.min), fmt(s.max), ratio,
+                   paper ? fmt(r.paper_ms.at(L)) : "n/a", paper ? fmt(paper_ratio, 4) : "n/a"});
+        std::printf("m6t.t1 %2d layers %-8s %9.2f ms/step  x%s of top-1 (paper: %s ms/step, x%s)\n", L, r.name.c_str(),
+                    s.median, ratio.c_str(), paper ? fmt(r.paper_ms.at(L)).c_str() : "n/a",
+                    paper ? fmt(paper_ratio, 3).c_str() : "n/a");
+      }
+    }
+    t.write(ctx.opts.out_dir + "/m6t/t1.csv", ctx.provenance);
+    return 0;
+  }
+
+ private:
+  static GptLayout layout(int world) { return GptLayout{LayoutKind::dpmoe, world, 1, 1, false}; }
+  static std::string key(int layers, const Routing& r) { return "m6t_t1/" + std::to_string(layers) + "L/" + r.name; }
+
+  GptConfig model(int layers, const Routing& r) const {
+    GptConfig m = backbone_;
+    m.layers = layers;
+    m.moe_every = 1;  // M6-T: every FFN an MoE layer
+    m.moe.ffn = backbone_.ffn;
+    m.moe.experts = experts_;
+    m.moe.prototypes = r.prototypes;
+    m.moe.top_k = r.top_k;
+    m.moe.capacity_factor = 1.25;
+    return m;
+  }
+
+  void run(benchmark::State& st, BenchContext& ctx, int layers, const Routing& r) {
+    const std::string k = key(layers, r);
+    if (!trainer_ || trainer_key_ != k) {
+      trainer_.reset();
+      const int W = ctx.world.size();
+      trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(W), model(layers, r),
+                                              sequences_per_rank_ * W, 1);
+      trainer_key_ = k;
+      trainer_->step();  // warm-up
+      ctx.device.synchronize();
+    }
+    ctx.profile_begin();
+    for (auto _ : st) ctx.time_iteration(st, trainer_->stream(), [&] { trainer_->step(); });
+    ctx.profile_end();
+  }
+
+  std::vector<int> layers_opt_, layers_;
+  GptConfig backbone_;
+  int experts_ = 64, sequences_per_rank_ = 8;
+  std::unique_ptr<GptTrainer> trainer_;
+  std::string trainer_key_;
+};
+
+}  // namespace
+}  // namespace moebench
+
+int main(int argc, char** argv) { return moebench::bench_main<moebench::T1Bench>(argc, argv); }
