@@ -1,8 +1,8 @@
 // moebench_ppmoe_breakdown (ppmoe.t1, ppmoe.t3; PPMoE Tables 1 and 3): where a forward step of
 // the MoE model goes, in DPMoE (DP = EP over every rank: the MoE layer's two all-to-alls, its
-// gating, the rest) and in PPMoE (TP over every rank: the MoE layer's gating, expert compute and
-// all-reduce; the dense FFNs' compute and all-reduce). Every part is a breakdown range of the
-// forward (NVTX ranges of the same names); a column is the slowest rank's median over the
+// gating, the rest) and in PPMoE (TP groups of up to 8 ranks: the MoE layer's gating, expert
+// compute and all-reduce; the dense FFNs' compute and all-reduce). Every part is a breakdown
+// range of the forward (NVTX ranges of the same names); a column is the slowest rank's median over the
 // repetitions, and its share of the total forward. Writes <out>/ppmoe/t1.csv and t3.csv.
 #include <cmath>
 #include <cstdio>
@@ -111,8 +111,12 @@ class BreakdownBench final : public BenchProgram {
   }
 
  private:
+  // Table 1: DPMoE over every rank. Table 3: PPMoE inside TP groups of up to 8 (a node, as the
+  // paper's TP = 8), data parallel over the rest (a forward step: DP adds no communication).
   static GptLayout layout(const std::string& table, int world) {
-    return table == "t1" ? GptLayout{LayoutKind::dpmoe, world, 1, 1, false} : GptLayout{LayoutKind::ppmoe, 1, world, 1, false};
+    if (table == "t1") return GptLayout{LayoutKind::dpmoe, world, 1, 1, false};
+    const int tp = world <= 8 ? world : 8;
+    return GptLayout{LayoutKind::ppmoe, world / tp, tp, 1, false};
   }
   static std::vector<double> column(const std::vector<std::vector<double>>& reps, std::size_t i) {
     std::vector<double> v;
