@@ -1,4 +1,7 @@
 #include "bench/gpt_layout.h"
+#include <cmath>
+#include <vector>
+#include "moe/init.h"
 
 namespace moebench {
 
@@ -41,6 +44,17 @@ DispatcherFactory layout_dispatcher(const GptLayout& l, LayoutGroups& g) {
   if (l.kind == LayoutKind::ppmoe)
     return [comm = g.tp.get()](const DispatcherEnv& env) { return make_ppmoe_dispatcher(env, *comm); };
   return {};
+}
+
+Buffer synthetic_tokens(Device& dev, TrackingAllocator& alloc, const Stream& s, int rows, int vocab, std::uint64_t seed,
+                        std::uint64_t id) {
+  const auto v = normal_vector(std::size_t(rows), seed, id, 1.f);
+  std::vector<std::int32_t> host(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) host[i] = std::int32_t(std::abs(v[i]) * 997) % vocab;
+  Buffer b = alloc.allocate(host.size() * 4, MemTag::buffers);
+  dev.copy_to_device(b.data(), host.data(), host.size() * 4, s);
+  s.synchronize();  // the host vector goes out of scope
+  return b;
 }
 
 std::optional<std::string> validate_layout(const GptLayout& l, const GptConfig& backbone, int experts, int world_size) {

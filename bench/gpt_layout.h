@@ -2,6 +2,7 @@
 // without ZeRO-1 -- and what a bench needs to run the GPT model in it: the ranks' groups, the
 // model (the backbone, or an MoE layer on every other FFN) and its MoE blocks' dispatcher.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +35,11 @@ GptConfig layout_model(const GptConfig& backbone, const GptLayout& layout, int e
 // The MoE blocks' dispatcher: DPMoE's all-to-all over the DP group, PPMoE's index-select and
 // all-reduce over the TP group; none for Dense.
 DispatcherFactory layout_dispatcher(const GptLayout& layout, LayoutGroups& groups);
+// `rows` synthetic token ids in [0, vocab) on the device, the same for (seed, id) on any rank
+// count: a data-parallel rank's micro-batch of tokens (seed 7) or of targets (seed 8).
+Buffer synthetic_tokens(Device& dev, TrackingAllocator& alloc, const Stream& s, int rows, int vocab, std::uint64_t seed,
+                        std::uint64_t id);
+
 // Why `layout` cannot run the model on `world_size` ranks, naming the option; nullopt if it can.
 std::optional<std::string> validate_layout(const GptLayout& layout, const GptConfig& backbone, int experts, int world_size);
 

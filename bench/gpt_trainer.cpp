@@ -1,7 +1,5 @@
 #include "bench/gpt_trainer.h"
-#include <cmath>
 #include <set>
-#include "moe/init.h"
 
 namespace moebench {
 
@@ -34,15 +32,8 @@ GptTrainer::GptTrainer(Communicator& world, Device& dev, Backend backend, const 
   tokens_ = sequences * model.seq;
   std::vector<const std::int32_t*> tok, tgt;
   for (int j = 0; j < micro_; ++j) {
-    for (int which = 0; which < 2; ++which) {
-      const auto ids = normal_vector(std::size_t(rows_), 7 + which, 1000 * d + j, 1.f);
-      std::vector<std::int32_t> host(ids.size());
-      for (std::size_t i = 0; i < ids.size(); ++i) host[i] = std::int32_t(std::abs(ids[i]) * 997) % model.vocab;
-      Buffer b = alloc_->allocate(host.size() * 4, MemTag::buffers);
-      dev.copy_to_device(b.data(), host.data(), host.size() * 4, compute_);
-      compute_.synchronize();
-      (which == 0 ? tokens_buf_ : targets_buf_).push_back(std::move(b));
-    }
+    tokens_buf_.push_back(synthetic_tokens(dev, *alloc_, compute_, rows_, model.vocab, 7, 1000 * d + j));
+    targets_buf_.push_back(synthetic_tokens(dev, *alloc_, compute_, rows_, model.vocab, 8, 1000 * d + j));
     tok.push_back(tokens_buf_.back().as<std::int32_t>());
     tgt.push_back(targets_buf_.back().as<std::int32_t>());
   }

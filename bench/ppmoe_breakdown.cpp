@@ -4,13 +4,11 @@
 // compute and all-reduce; the dense FFNs' compute and all-reduce). Every part is a breakdown
 // range of the forward (NVTX ranges of the same names); a column is the slowest rank's median over the
 // repetitions, and its share of the total forward. Writes <out>/ppmoe/t1.csv and t3.csv.
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include "bench/gpt_layout.h"
 #include "harness/bench.h"
 #include "models/paper_specs.h"
-#include "moe/init.h"
 #include "runtime/range.h"
 
 namespace moebench {
@@ -150,15 +148,8 @@ class BreakdownBench final : public BenchProgram {
                                           layout_dispatcher(l, f->groups));
     f->stage->init(1, s);
     f->rows = sequences_per_rank_ * m.seq;
-    for (int which = 0; which < 2; ++which) {
-      const auto ids = normal_vector(std::size_t(f->rows), 7 + which, f->groups.dp_rank, 1.f);
-      std::vector<std::int32_t> host(ids.size());
-      for (std::size_t i = 0; i < ids.size(); ++i) host[i] = std::int32_t(std::abs(ids[i]) * 997) % m.vocab;
-      Buffer& b = which == 0 ? f->tokens : f->targets;
-      b = f->alloc->allocate(host.size() * 4, MemTag::buffers);
-      ctx.device.copy_to_device(b.data(), host.data(), host.size() * 4, s);
-      s.synchronize();
-    }
+    f->tokens = synthetic_tokens(ctx.device, *f->alloc, s, f->rows, m.vocab, 7, f->groups.dp_rank);
+    f->targets = synthetic_tokens(ctx.device, *f->alloc, s, f->rows, m.vocab, 8, f->groups.dp_rank);
     f->stage->set_batch({f->tokens.as<std::int32_t>()}, {f->targets.as<std::int32_t>()}, sequences_per_rank_,
                         1.f / float(f->rows));
     fixture_ = std::move(f);

@@ -8,16 +8,11 @@
 // and a small model; at the paper scale, GPT-3 Medium's sizes on the paper's rank counts.
 // Writes <out>/ppmoe/t2.csv.
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <map>
-#include <set>
 #include "harness/bench.h"
 #include "models/paper_specs.h"
-#include "moe/init.h"
 #include "bench/gpt_trainer.h"
-#include "pipeline/gpt_stage.h"
-#include "pipeline/pipeline_engine.h"
 
 namespace moebench {
 namespace {
