@@ -1,12 +1,16 @@
 // moebench_m6t_t1 (m6t.t1; M6-T Table 1): ms per training step of M6-T's 3-layer and 16-layer
 // MoE models (every FFN an MoE layer, capacity factor 1.25, AdamW) with top-1, top-4 and top-16
 // routing and 4 prototypes of top-4, expert-parallel over every rank (DP = EP, as M6-T on 8
-// GPUs), beside Table 1's ms/step and each row's ratio to top-1 at the same depth. The gate is
-// ours (one fused softmax + top-k per prototype). Writes <out>/m6t/t1.csv.
+// GPUs), beside Table 1's ms/step and each row's ratio to top-1 at the same depth, with the
+// paper's gate (k rounds of arg-max, one-hot dispatch and combine tensors: the mechanism behind
+// Table 1's top-16 cost) and with ours (one fused softmax + top-k per prototype, index
+// dispatch); ratio_paper_vs_fused is what the better gate changes. Writes <out>/m6t/t1.csv.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include "bench/gpt_trainer.h"
 #include "harness/bench.h"
+#include "kernels/capacity.h"
 #include "models/paper_specs.h"
 
 namespace moebench {
@@ -30,6 +34,8 @@ class T1Bench final : public BenchProgram {
   }
   void add_options(CLI::App& app) override {
     add_wholes(app, "--layers", layers_opt_, 1, 1 << 10, "Model depths (default: 3 and 16, M6-T's; tiny scale: 3)");
+    add_choices(app, "--gate", gates_opt_, {"paper", "fused"},
+                "Gates to run: paper (M6-T's looped arg-max and one-hot dispatch), fused (ours) (default both)");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
@@ -47,9 +53,13 @@ class T1Bench final : public BenchProgram {
         break;
     }
     layers_ = layers_opt_.empty() ? (ctx.scale() == Scale::tiny ? std::vector<int>{3} : std::vector<int>{3, 16}) : layers_opt_;
+    gates_.clear();
+    for (const char* g : {"paper", "fused"})
+      if (gates_opt_.empty() || std::find(gates_opt_.begin(), gates_opt_.end(), g) != gates_opt_.end())
+        gates_.push_back(std::string(g) == "paper" ? GateImpl::paper : GateImpl::fused);
     for (int L : layers_)
       for (const Routing& r : kRoutings) {
-        const GptConfig m = model(L, r);
+        const GptConfig m = model(L, r, GateImpl::fused);
         if (auto e = validate_layout(layout(W), m, experts_, W)) return e;
         if (experts_ % r.prototypes != 0 || r.top_k > experts_ / r.prototypes)
           return "the " + std::to_string(experts_) + " experts cannot hold " + r.name + " routing";
@@ -64,7 +74,8 @@ class T1Bench final : public BenchProgram {
   void register_benchmarks(BenchContext& ctx) override {
     for (int L : layers_)
       for (const Routing& r : kRoutings)
-        ctx.add(key(L, r), 1, [this, &ctx, L, r](benchmark::State& st) { run(st, ctx, L, r); });
+        for (GateImpl g : gates_)
+          ctx.add(key(L, r, g), 1, [this, &ctx, L, r, g](benchmark::State& st) { run(st, ctx, L, r, g); });
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
@@ -74,35 +85,48 @@ class T1Bench final : public BenchProgram {
     for (const auto& r : runs)
       if (!r.error) ms[r.name] = r.time_ms();
     CsvTable t({"layers", "routing", "prototypes", "top_k", "experts", "hidden", "ffn", "heads", "seq", "tokens_per_rank",
-                "gate", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "ratio_vs_top1", "paper_ms_per_step",
-                "paper_ratio_vs_top1"});
-    for (int L : layers_) {
-      const std::string top1 = key(L, kRoutings[0]);
-      for (const Routing& r : kRoutings) {
-        if (!ms.count(key(L, r))) continue;
-        const Spread s = ms[key(L, r)];
-        const bool paper = r.paper_ms.count(L) > 0;
-        const double paper_ratio = paper ? r.paper_ms.at(L) / kRoutings[0].paper_ms.at(L) : 0;
-        const std::string ratio = ms.count(top1) ? fmt(s.median / ms[top1].median, 4) : "n/a";
-        t.add_row({std::to_string(L), r.name, std::to_string(r.prototypes), std::to_string(r.top_k), std::to_string(experts_),
-                   std::to_string(backbone_.hidden), std::to_string(backbone_.ffn), std::to_string(backbone_.heads),
-                   std::to_string(backbone_.seq), std::to_string(sequences_per_rank_ * backbone_.seq),
-                   "ours: fused softmax + top-k per prototype", fmt(s.median), fmt(s.min), fmt(s.max), ratio,
-                   paper ? fmt(r.paper_ms.at(L)) : "n/a", paper ? fmt(paper_ratio, 4) : "n/a"});
-        std::printf("m6t.t1 %2d layers %-8s %9.2f ms/step  x%s of top-1 (paper: %s ms/step, x%s)\n", L, r.name.c_str(),
-                    s.median, ratio.c_str(), paper ? fmt(r.paper_ms.at(L)).c_str() : "n/a",
-                    paper ? fmt(paper_ratio, 3).c_str() : "n/a");
-      }
-    }
+                "capacity", "gate", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "ratio_vs_top1",
+                "ratio_paper_vs_fused", "paper_ms_per_step", "paper_ratio_vs_top1"});
+    for (int L : layers_)
+      for (const Routing& r : kRoutings)
+        for (GateImpl g : gates_) {
+          const std::string k = key(L, r, g), top1 = key(L, kRoutings[0], g);
+          if (!ms.count(k)) continue;
+          const Spread s = ms[k];
+          const bool paper = r.paper_ms.count(L) > 0;
+          const double paper_ratio = paper ? r.paper_ms.at(L) / kRoutings[0].paper_ms.at(L) : 0;
+          const std::string ratio = ms.count(top1) ? fmt(s.median / ms[top1].median, 4) : "n/a";
+          const std::string pk = key(L, r, GateImpl::paper), fk = key(L, r, GateImpl::fused);
+          const std::string vs_fused =
+              ms.count(pk) && ms.count(fk) ? fmt(ms[pk].median / ms[fk].median, 4) : "n/a";
+          const GptConfig m = model(L, r, g);
+          const int capacity = expert_capacity(m.moe.slots(), sequences_per_rank_ * backbone_.seq, experts_,
+                                               *m.moe.capacity_factor);
+          t.add_row({std::to_string(L), r.name, std::to_string(r.prototypes), std::to_string(r.top_k),
+                     std::to_string(experts_), std::to_string(backbone_.hidden), std::to_string(backbone_.ffn),
+                     std::to_string(backbone_.heads), std::to_string(backbone_.seq),
+                     std::to_string(sequences_per_rank_ * backbone_.seq), std::to_string(capacity), gate_label(g),
+                     fmt(s.median), fmt(s.min), fmt(s.max), ratio, vs_fused, paper ? fmt(r.paper_ms.at(L)) : "n/a",
+                     paper ? fmt(paper_ratio, 4) : "n/a"});
+          std::printf("m6t.t1 %2d layers %-8s %-5s gate %9.2f ms/step  x%s of top-1 (paper: %s ms/step, x%s)\n", L,
+                      r.name.c_str(), gate_impl_name(g), s.median, ratio.c_str(),
+                      paper ? fmt(r.paper_ms.at(L)).c_str() : "n/a", paper ? fmt(paper_ratio, 3).c_str() : "n/a");
+        }
     t.write(ctx.opts.out_dir + "/m6t/t1.csv", ctx.provenance);
     return 0;
   }
 
  private:
   static GptLayout layout(int world) { return GptLayout{LayoutKind::dpmoe, world, 1, 1, false}; }
-  static std::string key(int layers, const Routing& r) { return "m6t_t1/" + std::to_string(layers) + "L/" + r.name; }
+  static std::string key(int layers, const Routing& r, GateImpl g) {
+    return "m6t_t1/" + std::to_string(layers) + "L/" + r.name + "/" + gate_impl_name(g);
+  }
+  static std::string gate_label(GateImpl g) {
+    return g == GateImpl::paper ? "paper: k rounds of arg-max, one-hot dispatch/combine einsums"
+                                : "ours: fused softmax + top-k per prototype, index dispatch";
+  }
 
-  GptConfig model(int layers, const Routing& r) const {
+  GptConfig model(int layers, const Routing& r, GateImpl gate) const {
     GptConfig m = backbone_;
     m.layers = layers;
     m.moe_every = 1;  // M6-T: every FFN an MoE layer
@@ -111,15 +135,16 @@ class T1Bench final : public BenchProgram {
     m.moe.prototypes = r.prototypes;
     m.moe.top_k = r.top_k;
     m.moe.capacity_factor = 1.25;
+    m.moe.gate = gate;
     return m;
   }
 
-  void run(benchmark::State& st, BenchContext& ctx, int layers, const Routing& r) {
-    const std::string k = key(layers, r);
+  void run(benchmark::State& st, BenchContext& ctx, int layers, const Routing& r, GateImpl g) {
+    const std::string k = key(layers, r, g);
     if (!trainer_ || trainer_key_ != k) {
       trainer_.reset();
       const int W = ctx.world.size();
-      trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(W), model(layers, r),
+      trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(W), model(layers, r, g),
                                               sequences_per_rank_ * W, 1);
       trainer_key_ = k;
       trainer_->step();  // warm-up
@@ -131,6 +156,8 @@ class T1Bench final : public BenchProgram {
   }
 
   std::vector<int> layers_opt_, layers_;
+  std::vector<std::string> gates_opt_;
+  std::vector<GateImpl> gates_;
   GptConfig backbone_;
   int experts_ = 64, sequences_per_rank_ = 8;
   std::unique_ptr<GptTrainer> trainer_;

@@ -114,8 +114,8 @@ class MoELayerBench final : public BenchProgram {
         continue;
       }
       std::vector<std::string> cols = {"dispatcher", "tokens_per_rank", "hidden", "ffn", "experts", "prototypes",
-                                       "top_k", "capacity_factor", "expert_gemm", "total_ms", "total_ms_min",
-                                       "total_ms_max"};
+                                       "top_k", "capacity_factor", "expert_gemm", "gate", "total_ms",
+                                       "total_ms_min", "total_ms_max"};
       for (const auto& n : kRanges) cols.push_back(n + "_ms");
       for (const char* extra :
            {"expert_gemms_ms", "expert_gemms_ms_min", "expert_gemms_ms_max", "overhead_ratio", "overhead_ratio_min",
@@ -130,7 +130,7 @@ class MoELayerBench final : public BenchProgram {
                                       std::to_string(c.hidden), std::to_string(c.ffn), std::to_string(c.experts),
                                       std::to_string(c.prototypes), std::to_string(c.top_k),
                                       c.capacity_factor ? fmt(*c.capacity_factor) : "dropless", moe_.expert_gemm,
-                                      fmt(total.median), fmt(total.min), fmt(total.max)};
+                                      gate_impl_name(c.gate), fmt(total.median), fmt(total.min), fmt(total.max)};
       for (const auto& n : kRanges) row.push_back(fmt(r.counter(n).median));
       for (double v : {gem.median, gem.min, gem.max}) row.push_back(fmt(v));
       for (double v : {ratio.median, ratio.min, ratio.max}) row.push_back(unresolved ? "n/a" : fmt(v, 4));

@@ -15,6 +15,9 @@ void MoEOptions::add(CLI::App& app) {
   add_real(app, "--aux-coef", aux_coef, at_least(0), "Load-balancing loss coefficient (default 0.01)");
   add_choice(app, "--expert-gemm", expert_gemm, {"grouped", "serial"},
              "Local experts as one grouped GEMM or serial GEMMs (default grouped)");
+  add_choice(app, "--gate", gate, {"fused", "paper"},
+             "Gate: ours (fused softmax + top-k, index dispatch) or M6-T's (k rounds of arg-max, one-hot "
+             "dispatch and combine tensors; needs --capacity-factor) (default fused)");
   add_whole(app, "--seed", seed, std::int64_t(0), std::int64_t(1) << 62, "Seed of weights and tokens (default 1234)");
 }
 
@@ -32,6 +35,7 @@ std::optional<std::string> MoEOptions::resolve(const MoEConfig& d, int default_t
   config.aux_loss = !no_aux;
   if (aux_coef) config.aux_coef = float(*aux_coef);
   config.expert_gemm = expert_gemm == "serial" ? ExpertGemm::serial : ExpertGemm::grouped;
+  config.gate = gate == "paper" ? GateImpl::paper : GateImpl::fused;
   config.dtype = dtype;
   resolved_tokens = tokens.value_or(default_tokens);
   resolved_seed = std::uint64_t(seed.value_or(1234));

@@ -15,6 +15,7 @@ struct MoEOptions {
   std::optional<double> capacity_factor, aux_coef;  // capacity nullopt: dropless
   bool no_aux = false;
   std::string expert_gemm = "grouped";
+  std::string gate = "fused";
   std::optional<std::int64_t> seed;
 
   void add(CLI::App& app);

@@ -20,6 +20,10 @@ std::optional<std::string> MoEConfig::validate(int tokens, int expert_ranks) con
   if (expert_ranks < 1 || experts % expert_ranks != 0)
     return "--experts: " + s(experts) + " experts cannot be split evenly over " + s(expert_ranks) + " ranks";
   if (!(aux_coef >= 0)) return "--aux-coef: must be a number >= 0";
+  if (gate == GateImpl::paper && !capacity_factor)
+    return "--gate paper: M6-T's one-hot dispatch needs an expert capacity; give --capacity-factor";
+  if (gate == GateImpl::paper && dtype != DType::f32)
+    return "--gate paper: its dense dispatch and combine tensors are fp32; allowed --dtype fp32";
   return std::nullopt;
 }
 

@@ -9,6 +9,13 @@
 
 namespace moebench {
 
+// How the gate routes: `fused` -- one softmax + top-k kernel per (token, prototype) and index
+// dispatch (ours); `paper` -- M6-T's own gate (Fig. 8, GShard-style): k rounds of arg-max with
+// dense one-hot masks, a [T, E, C] combine tensor, and dispatch and combine as einsums over it
+// (kernels/looped_gating.h, moe/one_hot_dispatch.h). Both route identically.
+enum class GateImpl { fused, paper };
+inline const char* gate_impl_name(GateImpl g) { return g == GateImpl::fused ? "fused" : "paper"; }
+
 struct MoEConfig {
   int hidden = 768;
   int ffn = 3072;
@@ -19,6 +26,7 @@ struct MoEConfig {
   bool aux_loss = true;
   float aux_coef = 0.01f;
   ExpertGemm expert_gemm = ExpertGemm::grouped;
+  GateImpl gate = GateImpl::fused;
   DType dtype = DType::f32;
   // The experts keep GeLU's output for backward (true), or only its input -- MPMoE's T_M, one
   // [rows, f] tensor as the paper's in-place ReLU -- and recompute the output in backward.

@@ -57,7 +57,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     st->send_rows.assign(D_, 0);
     for (int e = 0; e < E; ++e) st->send_rows[e / L_] += st->send_per_expert[e];
     st->send = rows_buffer(sum(st->send_rows), MemTag::buffers, s);
-    dispatch_rows(exec(s), st->mapping.map(env_.cfg.hidden), x, st->send.data(), env_.cfg.dtype);
+    move_dispatch(env_.dev, env_.alloc, st->mapping, env_.cfg.hidden, env_.cfg.dtype, x, st->send.data(), s);
     st->counts = env_.alloc.allocate(std::size_t(2) * E * 4, MemTag::buffers, s);
     upload_.upload(st->counts.data(), st->send_per_expert.data(), std::size_t(E) * 4, s);
     st->end(s);
@@ -124,7 +124,7 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     re->recv_total = from.recv_total;
     re->rows_per_expert = from.rows_per_expert;
     re->send = rows_buffer(sum(re->send_rows), MemTag::buffers, s);
-    dispatch_rows(exec(s), from.mapping.map(env_.cfg.hidden), x, re->send.data(), env_.cfg.dtype);
+    move_dispatch(env_.dev, env_.alloc, from.mapping, env_.cfg.hidden, env_.cfg.dtype, x, re->send.data(), s);
     re->end(s);
     return re;
   }
@@ -158,7 +158,8 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     auto& st = state(base);
     st.begin(s);
     st.back.record_stream(s);
-    combine_rows(exec(s), st.mapping.map(env_.cfg.hidden), st.back.data(), st.weight, st.y, env_.cfg.dtype, st.slice);
+    move_combine(env_.dev, env_.alloc, st.mapping, env_.cfg.hidden, env_.cfg.dtype, st.back.data(), st.weight, st.y,
+                 st.slice, s);
     st.end(s);
   }
 
@@ -168,8 +169,8 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     st.begin(s);
     st.back.record_stream(s);
     st.send = rows_buffer(sum(st.send_rows), MemTag::buffers, s);
-    combine_rows_backward(exec(s), st.mapping.map(env_.cfg.hidden), dy, st.back.data(), r.weight.as<float>(),
-                          st.send.data(), dweight, env_.cfg.dtype, st.slice);
+    move_combine_backward(env_.dev, env_.alloc, st.mapping, env_.cfg.hidden, env_.cfg.dtype, dy, st.back.data(),
+                          r.weight.as<float>(), st.send.data(), dweight, st.slice, s);
     st.back.release();
     st.end(s);
   }
@@ -204,7 +205,8 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     auto& st = state(base);
     st.begin(s);
     st.send.record_stream(s);
-    dispatch_rows_backward(exec(s), st.mapping.map(env_.cfg.hidden), st.send.data(), st.dx, st.slice, env_.cfg.dtype);
+    move_dispatch_backward(env_.dev, env_.alloc, st.mapping, env_.cfg.hidden, env_.cfg.dtype, st.send.data(), st.dx,
+                           st.slice, s);
     st.send.release();
     st.end(s);
   }

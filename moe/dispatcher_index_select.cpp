@@ -41,7 +41,7 @@ class IndexSelectDispatcher final : public TokenDispatcher {
     std::size_t total = 0;
     for (int n : st->rows_per_expert) total += std::size_t(n);
     st->rows = env_.alloc.allocate(std::max<std::size_t>(total, 1) * hidden_bytes(), MemTag::activations, s);
-    dispatch_rows(env_.dev.exec(s), st->mapping.map(env_.cfg.hidden), x, st->rows.data(), env_.cfg.dtype);  // index_select
+    move_dispatch(env_.dev, env_.alloc, st->mapping, env_.cfg.hidden, env_.cfg.dtype, x, st->rows.data(), s);  // index_select
     st->end(s);
     return st;
   }
@@ -55,7 +55,7 @@ class IndexSelectDispatcher final : public TokenDispatcher {
     std::size_t total = 0;
     for (int n : re->rows_per_expert) total += std::size_t(n);
     re->rows = env_.alloc.allocate(std::max<std::size_t>(total, 1) * hidden_bytes(), MemTag::activations, s);
-    dispatch_rows(env_.dev.exec(s), from.mapping.map(env_.cfg.hidden), x, re->rows.data(), env_.cfg.dtype);
+    move_dispatch(env_.dev, env_.alloc, from.mapping, env_.cfg.hidden, env_.cfg.dtype, x, re->rows.data(), s);
     re->end(s);
     return re;
   }
@@ -69,7 +69,8 @@ class IndexSelectDispatcher final : public TokenDispatcher {
     st.expert_out_bytes = out.bytes();
     st.y = y;
     // index assignment into zeros: tokens of other ranks' experts get 0 here
-    combine_rows(env_.dev.exec(s), st.mapping.map(env_.cfg.hidden), out.data(), r.weight.as<float>(), y, env_.cfg.dtype);
+    move_combine(env_.dev, env_.alloc, st.mapping, env_.cfg.hidden, env_.cfg.dtype, out.data(), r.weight.as<float>(), y,
+                 false, s);
     st.end(s);
   }
   void combine_exchange(DispatchState& base, const Stream& comm) override {
@@ -90,8 +91,8 @@ class IndexSelectDispatcher final : public TokenDispatcher {
     auto& st = state(base);
     st.begin(s);
     st.d_expert_out = env_.alloc.allocate(st.expert_out_bytes, MemTag::temporary, s);
-    combine_rows_backward(env_.dev.exec(s), st.mapping.map(env_.cfg.hidden), dy, st.expert_out,
-                          r.weight.as<float>(), st.d_expert_out.data(), dweight, env_.cfg.dtype);
+    move_combine_backward(env_.dev, env_.alloc, st.mapping, env_.cfg.hidden, env_.cfg.dtype, dy, st.expert_out,
+                          r.weight.as<float>(), st.d_expert_out.data(), dweight, false, s);
     st.end(s);
   }
   void combine_backward_exchange(DispatchState&, const Stream&) override {}
@@ -101,7 +102,8 @@ class IndexSelectDispatcher final : public TokenDispatcher {
                                  const Stream& s) override {
     auto& st = state(base);
     st.begin(s);
-    dispatch_rows_backward(env_.dev.exec(s), st.mapping.map(env_.cfg.hidden), d_rows.data(), dx, false, env_.cfg.dtype);
+    move_dispatch_backward(env_.dev, env_.alloc, st.mapping, env_.cfg.hidden, env_.cfg.dtype, d_rows.data(), dx, false,
+                           s);
     st.end(s);
   }
   void dispatch_backward_exchange(DispatchState&, const Stream&) override {}

@@ -29,7 +29,40 @@ RowMapping build_row_mapping(Device& dev, TrackingAllocator& alloc, HostStaging&
   RowMapSource src{m.tokens, m.slots, r.shape.gate.experts, r.groups(), r.expert.as<std::int32_t>(),
                    r.position.as<std::int32_t>(), m.base.as<std::int32_t>()};
   build_row_map(dev.exec(s), src, m.row_of.as<std::int32_t>());
+  if (r.one_hot()) m.one_hot = build_one_hot_map(alloc, upload, r, base, s);
   return m;
+}
+
+void move_dispatch(Device& dev, TrackingAllocator& alloc, const RowMapping& m, int hidden, DType t, const void* x,
+                   void* rows, const Stream& s) {
+  if (m.one_hot)
+    return one_hot_dispatch(dev, alloc, *m.one_hot, hidden, static_cast<const float*>(x), static_cast<float*>(rows), s);
+  dispatch_rows(dev.exec(s), m.map(hidden), x, rows, t);
+}
+
+void move_combine(Device& dev, TrackingAllocator& alloc, const RowMapping& m, int hidden, DType t, const void* rows,
+                  const float* weight, void* y, bool accumulate, const Stream& s) {
+  if (m.one_hot)
+    return one_hot_combine(dev, alloc, *m.one_hot, hidden, static_cast<const float*>(rows), static_cast<float*>(y),
+                           accumulate, s);
+  combine_rows(dev.exec(s), m.map(hidden), rows, weight, y, t, accumulate);
+}
+
+void move_combine_backward(Device& dev, TrackingAllocator& alloc, const RowMapping& m, int hidden, DType t,
+                           const void* dy, const void* rows, const float* weight, void* drows, float* dweight,
+                           bool slice, const Stream& s) {
+  if (m.one_hot)
+    return one_hot_combine_backward(dev, alloc, *m.one_hot, hidden, static_cast<const float*>(dy),
+                                    static_cast<const float*>(rows), static_cast<float*>(drows), dweight, s);
+  combine_rows_backward(dev.exec(s), m.map(hidden), dy, rows, weight, drows, dweight, t, slice);
+}
+
+void move_dispatch_backward(Device& dev, TrackingAllocator& alloc, const RowMapping& m, int hidden, DType t,
+                            const void* drows, void* dx, bool accumulate, const Stream& s) {
+  if (m.one_hot)
+    return one_hot_dispatch_backward(dev, alloc, *m.one_hot, hidden, static_cast<const float*>(drows),
+                                     static_cast<float*>(dx), accumulate, s);
+  dispatch_rows_backward(dev.exec(s), m.map(hidden), drows, dx, accumulate, t);
 }
 
 }  // namespace moebench

@@ -1,9 +1,11 @@
 #include "moe/gate.h"
+#include <algorithm>
 #include <cmath>
 #include "kernels/aux_loss.h"
 #include "kernels/axpy.h"
 #include "kernels/convert.h"
 #include "kernels/gemm.h"
+#include "kernels/looped_gating.h"
 #include "moe/init.h"
 
 namespace moebench {
@@ -81,12 +83,10 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s) {
     x32 = r.x32.as<float>();
   }
   gemm(ex, dense_gemm(false, false, tokens, cfg_.experts, cfg_.hidden, x32, weight_.data(), r.logits.data()));
-  softmax_topk(ex, g, r.logits.as<float>(), r.probs.as<float>(), r.expert.as<std::int32_t>(), r.weight.as<float>());
-  {
-    Buffer workspace = alloc_.allocate(assign_positions_workspace_bytes(ex, r.shape), MemTag::temporary, s);
-    assign_positions(ex, r.shape, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(),
-                     r.routed_dev.as<std::int32_t>(), r.kept_dev.as<std::int32_t>(), workspace.data(), workspace.bytes());
-  }
+  if (cfg_.gate == GateImpl::paper)
+    route_looped(r, s);
+  else
+    route_fused(r, s);
   r.routed.resize(ge);
   r.kept.resize(ge);
   dev_.copy_to_host(r.routed.data(), r.routed_dev.data(), ge * 4, s);
@@ -107,6 +107,39 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s) {
     r.aux_loss /= groups;
   }
   return r;
+}
+
+void Gate::route_fused(Routing& r, const Stream& s) {
+  const Exec ex = fp32_exec(s);
+  softmax_topk(ex, r.shape.gate, r.logits.as<float>(), r.probs.as<float>(), r.expert.as<std::int32_t>(),
+               r.weight.as<float>());
+  Buffer workspace = alloc_.allocate(assign_positions_workspace_bytes(ex, r.shape), MemTag::temporary, s);
+  assign_positions(ex, r.shape, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(),
+                   r.routed_dev.as<std::int32_t>(), r.kept_dev.as<std::int32_t>(), workspace.data(), workspace.bytes());
+}
+
+void Gate::route_looped(Routing& r, const Stream& s) {
+  const Exec ex = fp32_exec(s);
+  const GateShape& g = r.shape.gate;
+  const std::size_t te = std::size_t(g.tokens) * g.experts, tec = te * std::size_t(r.shape.capacity);
+  prototype_softmax(ex, g, r.logits.as<float>(), r.probs.as<float>());
+  Buffer remaining = alloc_.allocate(te * 4, MemTag::temporary, s);
+  Buffer one_hot = alloc_.allocate(te * 4, MemTag::temporary, s);
+  Buffer position_dense = alloc_.allocate(te * 4, MemTag::temporary, s);
+  dev_.copy(remaining.data(), r.probs.data(), te * 4, s);
+  dev_.fill_zero(r.routed_dev.data(), r.routed_dev.bytes(), s);
+  r.combine = alloc_.allocate(std::max<std::size_t>(tec, 1) * 4, MemTag::activations, s);
+  r.dispatch = alloc_.allocate(std::max<std::size_t>(tec, 1) * 4, MemTag::activations, s);
+  dev_.fill_zero(r.combine.data(), tec * 4, s);
+  for (int j = 0; j < g.k; ++j) {
+    argmax_round(ex, g, j, r.probs.as<float>(), remaining.as<float>(), r.expert.as<std::int32_t>(),
+                 r.weight.as<float>(), one_hot.as<float>());
+    cumsum_positions_round(ex, r.shape, j, one_hot.as<float>(), r.routed_dev.as<std::int32_t>(),
+                           r.kept_dev.as<std::int32_t>(), position_dense.as<std::int32_t>(),
+                           r.expert.as<std::int32_t>(), r.position.as<std::int32_t>());
+    combine_round(ex, r.shape, j, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(), r.weight.as<float>(),
+                  r.combine.as<float>(), r.dispatch.as<float>());
+  }
 }
 
 void Gate::backward(const Routing& r, const void* x, const float* dweight, void* dx, float aux_scale, float* grad_out,

@@ -25,6 +25,9 @@ struct Routing {
   Buffer routed_dev, kept_dev;     // [G, E] int32
   std::vector<std::int32_t> routed, kept;  // host copies [G, E]
   std::vector<float> density, proxy;       // host [G, E], with the aux loss on
+  // The paper gate's dense tensors (GateImpl::paper), [T, E, C] fp32: combine weights at
+  // (token, expert, position) and the dispatch mask (combine != 0). Empty for the fused gate.
+  Buffer combine, dispatch;
   double aux_loss = 0.0;                   // mean over groups
   // Only the assignments to some experts (one step of a FasterMoE-style exchange; the other
   // slots are -1 here and belong to other slices): the dispatcher adds the combine into y and
@@ -33,6 +36,7 @@ struct Routing {
   int tokens() const { return shape.gate.tokens; }
   int groups() const { return shape.groups; }
   int slots() const { return shape.gate.slots(); }
+  bool one_hot() const { return bool(combine); }
 };
 
 // Load statistics of one step, from kept (computed) and routed token counts per expert.
@@ -63,6 +67,9 @@ class Gate {
 
  private:
   Exec fp32_exec(const Stream& s) const;  // the device's exec without tensor cores
+  // logits -> probs, expert, weight, position, routed / kept counts: fused or looped (paper).
+  void route_fused(Routing& r, const Stream& s);
+  void route_looped(Routing& r, const Stream& s);
   const MoEConfig& cfg_;
   Device& dev_;
   TrackingAllocator& alloc_;

@@ -50,6 +50,9 @@ std::vector<int> token_split(int tokens, int parts) {
 }
 
 static MoEConfig pipelined(MoEConfig c) {
+  // Partitions route token slices and expert slices of one routing; the paper gate's dense
+  // tensors describe whole routings only.
+  if (c.gate == GateImpl::paper) throw Error("--gate paper: the pipelined (MPMoE) layer takes the fused gate only");
   c.keep_expert_activation = false;  // T_M is GeLU's input alone, in every mode
   return c;
 }

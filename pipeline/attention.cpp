@@ -34,7 +34,6 @@ GemmArgs strided(bool ta, bool tb, int m, int n, int k, View a, View b, void* c,
   g.dtype = DType::f32;
   return g;
 }
-const float* at(const void* p, std::size_t i) { return static_cast<const float*>(p) + i; }
 float* at(void* p, std::size_t i) { return static_cast<float*>(p) + i; }
 // Seeds' stream ids: (layer, global head, which of q, k, v, o).
 std::uint64_t weight_id(int layer, int head, int which) { return 100000 + (std::uint64_t(layer) * 4096 + head) * 4 + which; }

@@ -347,6 +347,15 @@ static void compare_layer_with_cpu(Device& dev, MoEConfig c, int T, bool tensor_
                            " T=" + std::to_string(T) + (tensor_cores ? " tensor cores" : "");
   EXPECT_EQ(mb.routing.kept, ref.routing().kept) << what;
   EXPECT_EQ(to_host<std::int32_t>(dev, mb.routing.expert, std::size_t(T) * c.slots()), ref.slots(ref.routing().expert)) << what;
+  EXPECT_EQ(to_host<std::int32_t>(dev, mb.routing.position, std::size_t(T) * c.slots()), ref.slots(ref.routing().position))
+      << what;
+  if (c.gate == GateImpl::paper) {  // the dense tensors, element for element
+    const std::size_t n = std::size_t(T) * c.experts * mb.routing.shape.capacity;
+    const float* want = ref.routing().combine.as<float>();
+    EXPECT_EQ(to_host<float>(dev, mb.routing.combine, n), std::vector<float>(want, want + n)) << what;
+    const float* mask = ref.routing().dispatch.as<float>();
+    EXPECT_EQ(to_host<float>(dev, mb.routing.dispatch, n), std::vector<float>(mask, mask + n)) << what;
+  }
   EXPECT_LT(rel_l2(download(dev, alloc, y, x.size(), t), ref.y), tol) << what;
   EXPECT_LT(rel_l2(download(dev, alloc, dxo, x.size(), t), ref.dx), tol) << what;
   const std::vector<float> gate_ref(ref.gate_g(), ref.gate_g() + std::size_t(c.hidden) * c.experts);
@@ -367,6 +376,20 @@ TEST(GpuMoELayer, ForwardAndBackwardMatchTheCpuLayer) {
     c.aux_coef = 0.1f;
     c.dtype = t;
     compare_layer_with_cpu(dev, c, 96, /*tensor_cores=*/false, t == DType::f32 ? 1e-5 : 3e-2, /*groups=*/2);
+  }
+}
+
+// M6-T's gate (looped arg-max rounds, dense combine tensor, one-hot dispatch GEMMs) on the GPU
+// against the CPU layer with the same gate, in two capacity groups; top-16 of 64 as Table 1.
+TEST(GpuMoELayer, PaperGateMatchesTheCpuLayer) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  for (auto [E, Z, k] : {std::tuple{8, 2, 2}, std::tuple{64, 1, 16}, std::tuple{64, 4, 4}}) {
+    MoEConfig c;
+    c.hidden = 64; c.ffn = 128; c.experts = E; c.prototypes = Z; c.top_k = k;
+    c.capacity_factor = 1.0;
+    c.aux_coef = 0.1f;
+    c.gate = GateImpl::paper;
+    compare_layer_with_cpu(dev, c, 128, /*tensor_cores=*/false, 1e-5, /*groups=*/2);
   }
 }
 

@@ -1,7 +1,8 @@
 // Expert-parallel (DPMoE) and PPMoE layers against the single-rank reference with the same
 // weights and tokens (000 Sec. 3.3.6: functionally equivalent): outputs, input gradients,
 // gate and expert weight gradients, aux loss; top-1, top-2 and prototyping, with and
-// without capacity, at whatever world size mpirun gives (CTest: 1, 2 and 4 ranks).
+// without capacity, and M6-T's own gate (one-hot dispatch) against the fused reference, at
+// whatever world size mpirun gives (CTest: 1, 2 and 4 ranks).
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include "runtime/comm.h"
@@ -15,12 +16,15 @@ struct Case {
   int prototypes, k;
   std::optional<double> capacity;
   bool aux;
+  GateImpl gate = GateImpl::fused;  // of the distributed layer; the reference's is always fused
 };
 
 static const Case kCases[] = {
     {"top1_dropless", 1, 1, std::nullopt, true}, {"top1_capacity", 1, 1, 1.0, true},
     {"top2_dropless", 1, 2, std::nullopt, true}, {"top2_capacity", 1, 2, 1.25, false},
     {"proto2x1_capacity", 2, 1, 1.0, true},      {"proto2x2_dropless", 2, 2, std::nullopt, true},
+    {"paper_top2_capacity", 1, 2, 1.0, true, GateImpl::paper},
+    {"paper_proto2x2_capacity", 2, 2, 1.25, true, GateImpl::paper},
 };
 
 static MoEConfig config_for(const Case& c) {
@@ -33,6 +37,12 @@ static MoEConfig config_for(const Case& c) {
   cfg.capacity_factor = c.capacity;
   cfg.aux_loss = c.aux;
   cfg.aux_coef = 0.1f;
+  cfg.gate = c.gate;
+  return cfg;
+}
+static MoEConfig reference_for(const Case& c) {
+  MoEConfig cfg = config_for(c);
+  cfg.gate = GateImpl::fused;
   return cfg;
 }
 
@@ -57,7 +67,7 @@ TEST_F(MoEDistributed, ExpertParallelEqualsSingleRankReference) {
     SCOPED_TRACE(c.name);
     const MoEConfig cfg = config_for(c);
     CpuLayer ep(cfg, [&](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *comm); });
-    CpuLayer ref(cfg, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, n); });
+    CpuLayer ref(reference_for(c), [&](const DispatcherEnv& env) { return make_local_dispatcher(env, n); });
     ep.forward(tokens(T, 16, 1, r * T));
     ref.forward(tokens(n * T, 16, 1));
     const std::size_t off = std::size_t(r) * T * 16, cnt = std::size_t(T) * 16;
@@ -82,7 +92,7 @@ TEST_F(MoEDistributed, PpmoeEqualsSingleRankReference) {
     SCOPED_TRACE(c.name);
     const MoEConfig cfg = config_for(c);
     CpuLayer pp(cfg, [&](const DispatcherEnv& env) { return make_ppmoe_dispatcher(env, *comm); });
-    CpuLayer ref(cfg, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, 1); });
+    CpuLayer ref(reference_for(c), [&](const DispatcherEnv& env) { return make_local_dispatcher(env, 1); });
     const auto x = tokens(T, 16, 4), dy = tokens(T, 16, 5);
     pp.forward(x);
     ref.forward(x);
