@@ -50,7 +50,7 @@ def main(corpus, name, build, source, mpiexec):
         return 77
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="moebench_bad_input_"))
     try:
-        words = [w.replace("TMP", str(tmp)) for w in shlex.split(command)]
+        words = [w.replace("TMP", str(tmp)).replace("SOURCE/", str(source) + "/") for w in shlex.split(command)]
         env = dict(os.environ)
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                    OMPI_MCA_rmaps_base_oversubscribe="1", OPENBLAS_NUM_THREADS="1",
@@ -62,7 +62,8 @@ def main(corpus, name, build, source, mpiexec):
         if program.startswith("experiments/"):
             argv = [str(pathlib.Path(source) / program)] + args
         else:
-            argv = [str(pathlib.Path(build) / "bench" / program)] + args
+            folder = "bench" if (pathlib.Path(build) / "bench" / program).exists() else "tools"
+            argv = [str(pathlib.Path(build) / folder / program)] + args
             if not any(a == "--out" or a.startswith("--out=") for a in args):
                 argv += ["--out", str(tmp / "results")]
         if ranks > 0:

@@ -1,0 +1,81 @@
+#include "models/collective_model.h"
+#include <algorithm>
+
+namespace moebench {
+
+double ring_all_reduce_seconds(double bytes, int p, const Link& l) {
+  return p <= 1 ? 0 : 2.0 * (p - 1) * (l.latency + bytes / (double(p) * l.bandwidth));
+}
+double ring_all_gather_seconds(double bytes, int p, const Link& l) {
+  return p <= 1 ? 0 : (p - 1) * (l.latency + bytes / (double(p) * l.bandwidth));
+}
+double ring_reduce_scatter_seconds(double bytes, int p, const Link& l) { return ring_all_gather_seconds(bytes, p, l); }
+double pairwise_all_to_all_seconds(double bytes, int p, const Link& l) { return ring_all_gather_seconds(bytes, p, l); }
+double send_recv_seconds(double bytes, const Link& l) { return l.latency + bytes / l.bandwidth; }
+
+Placement place_group(const HardwareProfile& hw, int ranks, int stride) {
+  Placement g;
+  g.ranks = std::max(ranks, 1);
+  // Consecutive ranks `stride` apart: a node of gpus_per_node devices holds gpus_per_node /
+  // stride of them (at least one).
+  g.per_node = std::clamp(hw.gpus_per_node / std::max(stride, 1), 1, g.ranks);
+  g.sharing = std::clamp(stride, 1, hw.gpus_per_node);
+  return g;
+}
+
+static Link intra(const HardwareProfile& hw) { return {hw.intra_latency, hw.intra_bw}; }
+
+// Between nodes, each of the node's `per_node` devices carries 1/per_node of the data over the
+// node's shared link: a ring over the nodes moving `bytes` per node.
+static Link inter_per_node(const HardwareProfile& hw, int sharing = 1) {
+  return {hw.inter_latency, hw.inter_bw / std::max(sharing, 1)};
+}
+
+double all_reduce_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
+  if (g.ranks <= 1) return 0;
+  const int n = g.nodes(), k = g.per_node;
+  if (n == 1) return ring_all_reduce_seconds(bytes, k, intra(hw));
+  // reduce-scatter inside the node, all-reduce of the shards between nodes (all k shards share
+  // the node's link: the node moves `bytes` in all), all-gather inside the node.
+  return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + ring_all_reduce_seconds(bytes, n, inter_per_node(hw, g.sharing)) +
+         ring_all_gather_seconds(bytes, k, intra(hw));
+}
+
+double all_gather_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
+  if (g.ranks <= 1) return 0;
+  const int n = g.nodes(), k = g.per_node;
+  if (n == 1) return ring_all_gather_seconds(bytes, k, intra(hw));
+  return ring_all_gather_seconds(bytes, n, inter_per_node(hw, g.sharing)) + ring_all_gather_seconds(bytes, k, intra(hw));
+}
+
+double reduce_scatter_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
+  if (g.ranks <= 1) return 0;
+  const int n = g.nodes(), k = g.per_node;
+  if (n == 1) return ring_reduce_scatter_seconds(bytes, k, intra(hw));
+  return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + ring_reduce_scatter_seconds(bytes, n, inter_per_node(hw, g.sharing));
+}
+
+double all_to_all_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
+  const int p = g.ranks, k = g.per_node;
+  if (p <= 1) return 0;
+  // Each rank sends bytes / p to every peer: (k - 1) peers on its node, (p - k) elsewhere; the
+  // node's k ranks share its link for k (p - k) / p of `bytes`. The two kinds of steps overlap
+  // (different links); each step pays its latency.
+  const double in_node = (k - 1) * (hw.intra_latency + bytes / (double(p) * hw.intra_bw));
+  if (p == k) return in_node;
+  const double off_node = (p - k) * hw.inter_latency + double(k) * g.sharing * bytes * double(p - k) / double(p) / hw.inter_bw;
+  return std::max(in_node, off_node);
+}
+
+double send_recv_seconds(const HardwareProfile& hw, double bytes, bool across_nodes) {
+  return across_nodes ? send_recv_seconds(bytes, inter_per_node(hw)) : send_recv_seconds(bytes, intra(hw));
+}
+
+double ppmoe_eq2_a2a_over_ffn(int experts, double F, double B, int h) {
+  return double(experts - 1) * experts * F / (16.0 * B * h);
+}
+double ppmoe_eq5_allreduce_over_calc(int tp, double F, double B, int h) {
+  return double(tp - 1) * tp * F / (4.0 * B * h);
+}
+
+}  // namespace moebench

@@ -1,0 +1,49 @@
+// A hardware profile: what the performance models know about a machine, read from a CSV data
+// file (models/profiles/<name>.csv, or one the suite's own micro-benchmarks wrote), each value
+// with where it comes from (a paper, a vendor datasheet, a measurement of this suite).
+// Columns: field,at,value,unit,source. Every scalar field below is required once and > 0;
+// gemm_efficiency rows (at least one) give the attained fraction of peak at a GEMM of `at` FLOPs,
+// a measured curve that the model interpolates in log(FLOPs), holds flat past its largest size
+// and, below its smallest, keeps that GEMM's time (launch-bound). Extra columns (a measured
+// profile's provenance) are ignored.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace moebench {
+
+struct HardwareProfile {
+  std::string name, path;
+  int gpus_per_node = 0;           // devices (ranks) per node
+  double peak_fp16_flops = 0;      // FLOP/s, dense 16-bit (tensor cores)
+  double peak_fp32_flops = 0;      // FLOP/s
+  double memory_bytes = 0;         // per device
+  double memory_bw = 0;            // bytes/s, device memory
+  double intra_bw = 0;             // bytes/s per device inside a node (a ring's bus bandwidth)
+  double intra_latency = 0;        // s per message step inside a node
+  double inter_bw = 0;             // bytes/s per node between nodes (shared by the node's devices)
+  double inter_latency = 0;        // s per message step between nodes
+  double pcie_bw = 0;              // bytes/s device <-> host
+  std::vector<std::pair<double, double>> gemm_efficiency;  // (GEMM FLOPs, fraction of peak), ascending
+  std::map<std::string, std::string> sources;              // field -> where its value comes from
+
+  double peak_flops(bool half) const { return half ? peak_fp16_flops : peak_fp32_flops; }
+  double gemm_efficiency_at(double flops) const;
+  // Seconds of a GEMM of `flops` at its size's efficiency.
+  double gemm_seconds(double flops, bool half) const;
+};
+
+// Reads and checks a profile file; throws Error naming the file and the field at fault
+// ("profile F: field 'inter_bw_GBps' is missing", "... must be > 0, got -3").
+HardwareProfile load_hardware_profile(const std::string& path);
+// A profile name (models/profiles/<name>.csv under the source tree) or a path to a CSV file.
+std::string resolve_profile(const std::string& name_or_path);
+// resolve_profile + load_hardware_profile; a name that is no shipped profile is an error naming
+// `option` and the names there are.
+HardwareProfile load_profile_option(const std::string& option, const std::string& name_or_path);
+// The profile files shipped with the suite, by name.
+std::vector<std::string> shipped_profiles();
+
+}  // namespace moebench

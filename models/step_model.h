@@ -1,0 +1,88 @@
+// The training-step model: one step (forward, backward, gradient sync, optimizer) of a GPT model,
+// dense or with MoE layers, in a DP x TP x PP layout (Dense, DPMoE or PPMoE; ZeRO-1; micro-batches
+// and a pipeline schedule), on a hardware profile. Every term comes from the profile and the
+// layout, nothing is fitted:
+//   GEMMs      FLOPs / (peak x the profile's measured efficiency at that GEMM's size)
+//   elementwise and optimizer   bytes moved / memory bandwidth
+//   TP         two all-reduces of the activations per layer each way (Megatron's f and g)
+//   MoE        DPMoE: two all-to-alls each way over the EP group (= the DP group); PPMoE: the
+//              index-selected experts and one all-reduce over the TP group each way (000 Alg. 1);
+//              M6-T's own gate: k rounds over the [T, E, C] tensors and the one-hot einsums
+//   pipeline   the stage op times fed to the pipeline simulator on the schedule's table
+//   DP         gradient all-reduce (ZeRO-1: reduce-scatter + all-gather) over the DP group
+//   memory     18 bytes per parameter (000 Sec. 4.2: fp16 weights, fp32 gradients, fp32 master
+//              and moments; ZeRO-1 shards the 12 bytes of optimizer state, ZeRO-2 the gradients'
+//              4 too), activations per Korthikanti et al. 2022 (Megatron) times the micro-batches
+//              in flight; over the profile's memory: out of memory.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+#include "models/hardware_profile.h"
+#include "models/pipeline_schedule.h"
+
+namespace moebench {
+
+struct ModelShape {
+  int layers = 0, hidden = 0, ffn = 0, heads = 0, seq = 0, vocab = 0;
+  int experts = 0, moe_every = 0, top_k = 1, prototypes = 1;  // experts 0: dense
+  double capacity_factor = 0;                                 // 0: dropless
+  bool paper_gate = false;                                    // M6-T's looped arg-max gate
+  bool batched_experts = false;  // the local experts as one batched GEMM (GShard's einsum), not a loop
+  bool is_moe(int layer) const { return experts > 0 && moe_every > 0 && layer % moe_every == moe_every - 1; }
+  double parameters() const;  // the whole model's
+};
+
+enum class StepLayoutKind { dense, dpmoe, ppmoe };
+const char* step_layout_name(StepLayoutKind k);
+
+struct StepLayout {
+  StepLayoutKind kind = StepLayoutKind::dense;
+  int dp = 1, tp = 1, pp = 1;
+  bool zero = false;
+  int zero_stage = 1;             // with zero: 1 shards the optimizer states, 2 the gradients too
+  int micro_batches = 1;          // per step and pipeline (gradient accumulation without PP)
+  int micro_batch_sequences = 1;  // sequences in one micro-batch of one DP rank
+  PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
+  bool recompute = false;
+  bool half = true;               // fp16/bf16 weights and activations (false: fp32)
+  int gpus() const { return dp * tp * pp; }
+  std::string describe() const;
+};
+
+// The option at fault, or nullopt.
+std::optional<std::string> validate_step(const ModelShape& m, const StepLayout& l, const HardwareProfile& hw);
+
+// Seconds per micro-batch on the slowest stage, by part, forward.
+struct ForwardParts {
+  double attention = 0;       // QKV, scores, context, output GEMMs and the softmax
+  double attention_allreduce = 0;
+  double ffn = 0;             // dense FFN GEMMs and GeLU
+  double ffn_allreduce = 0;
+  double moe_gating = 0;
+  double moe_dispatch = 0;    // DPMoE's first all-to-all; PPMoE's index selection
+  double moe_expert = 0;
+  double moe_combine = 0;     // DPMoE's second all-to-all; PPMoE's all-reduce
+  double other = 0;           // LayerNorms, residuals, embedding, head and loss
+  double moe() const { return moe_gating + moe_dispatch + moe_expert + moe_combine; }
+  double total() const;
+};
+
+struct StepPrediction {
+  ForwardParts forward;            // one micro-batch, slowest stage
+  double stage_f = 0, stage_b = 0, stage_w = 0;  // slowest stage's op times per micro-batch
+  double send = 0;                 // one activation between stages
+  double pipeline = 0;             // forward + backward of every micro-batch (simulated when PP > 1)
+  double bubble = 0;               // idle share of the pipeline time
+  double dp_sync = 0, optimizer = 0;
+  double step = 0;                 // seconds
+  double tokens = 0;               // per step, the whole cluster
+  double tokens_per_s_per_gpu = 0;
+  double params_per_gpu = 0;       // the most loaded rank
+  double model_state_bytes = 0, activation_bytes = 0;
+  bool fits = true;                // model states + activations <= the profile's memory
+};
+
+StepPrediction predict_step(const ModelShape& m, const StepLayout& l, const HardwareProfile& hw);
+
+}  // namespace moebench

@@ -1,0 +1,237 @@
+// The performance models: hardware profiles (loading, every bad field named), the collective
+// cost formulas and PPMoE's Eq. 2 / Eq. 5 against hand-computed values, the training-step model's
+// FLOP accounting (Narayanan et al.'s 72 B s l h^2 (1 + s/6h + V/12hl)), its memory (000's 18
+// bytes per parameter, ZeRO-1 and -2), and the orderings of 000 Table 2 it reproduces.
+#include <gtest/gtest.h>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+#include "kernels/exec.h"
+#include "models/collective_model.h"
+#include "models/hardware_profile.h"
+#include "models/step_model.h"
+#include "tools/projection.h"
+
+namespace moebench {
+namespace {
+
+const char* kGoodProfile =
+    "field,at,value,unit,source\n"
+    "name,,test node,,\n"
+    "gpus_per_node,,2,count,test\n"
+    "peak_fp16,,100,TFLOP/s,test\n"
+    "peak_fp32,,10,TFLOP/s,test\n"
+    "memory,,16,GB,test\n"
+    "memory_bw,,1000,GB/s,test\n"
+    "intra_bw,,10,GB/s,test\n"
+    "intra_latency,,10,us,test\n"
+    "inter_bw,,1,GB/s,test\n"
+    "inter_latency,,20,us,test\n"
+    "pcie_bw,,16,GB/s,test\n"
+    "gemm_efficiency,1,0.2,fraction,test\n"
+    "gemm_efficiency,100,0.8,fraction,test\n";
+
+std::string write_profile(const std::string& text) {
+  static int n = 0;
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("moebench_profile_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".csv");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string load_error(const std::string& text) {
+  try {
+    load_hardware_profile(write_profile(text));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const auto i = s.find(from);
+  EXPECT_NE(i, std::string::npos) << from;
+  return s.replace(i, from.size(), to);
+}
+
+}  // namespace
+
+TEST(HardwareProfile, LoadsUnitsAndTheEfficiencyCurve) {
+  const HardwareProfile p = load_hardware_profile(write_profile(kGoodProfile));
+  EXPECT_EQ(p.name, "test node");
+  EXPECT_EQ(p.gpus_per_node, 2);
+  EXPECT_DOUBLE_EQ(p.peak_fp16_flops, 100e12);
+  EXPECT_DOUBLE_EQ(p.intra_latency, 10e-6);
+  EXPECT_DOUBLE_EQ(p.inter_bw, 1e9);
+  // log-linear between 1 and 100 GFLOP: halfway at 10 GFLOP
+  EXPECT_NEAR(p.gemm_efficiency_at(10e9), 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(p.gemm_efficiency_at(1e13), 0.8);  // flat past the largest
+  // below the smallest measured GEMM its time stays: 1 GFLOP at 0.2 of 100 TFLOP/s = 50 us
+  EXPECT_NEAR(p.gemm_seconds(1e6, true), 50e-6, 1e-15);
+  EXPECT_NEAR(p.gemm_seconds(100e9, true), 100e9 / (100e12 * 0.8), 1e-15);
+}
+
+TEST(HardwareProfile, EveryShippedProfileLoads) {
+  const auto names = shipped_profiles();
+  EXPECT_GE(names.size(), 5u);
+  for (const auto& n : names) {
+    const HardwareProfile p = load_hardware_profile(resolve_profile(n));
+    EXPECT_FALSE(p.name.empty()) << n;
+    EXPECT_FALSE(p.gemm_efficiency.empty()) << n;
+    for (const auto& [field, source] : p.sources) {
+      if (field != "name") {
+        EXPECT_FALSE(source.empty()) << n << ": " << field << " has no source";
+      }
+    }
+  }
+}
+
+TEST(HardwareProfile, BadFilesNameTheField) {
+  EXPECT_NE(load_error(replace(kGoodProfile, "inter_bw,,1,GB/s,test\n", "")).find("field 'inter_bw' is missing"),
+            std::string::npos);
+  EXPECT_NE(load_error(replace(kGoodProfile, "memory_bw,,1000", "memory_bw,,-3")).find("field 'memory_bw': must be > 0, got -3"),
+            std::string::npos);
+  EXPECT_NE(load_error(replace(kGoodProfile, "memory_bw,,1000", "memory_bw,,fast")).find("'fast' is not a number"),
+            std::string::npos);
+  EXPECT_NE(load_error(replace(kGoodProfile, "intra_bw,,10,GB/s", "intra_bw,,10,MB/s")).find("unit 'MB/s'; allowed: GB/s"),
+            std::string::npos);
+  EXPECT_NE(load_error(replace(kGoodProfile, "gemm_efficiency,100,0.8", "gemm_efficiency,100,1.5")).find("at most 1"),
+            std::string::npos);
+  EXPECT_NE(load_error(std::string(kGoodProfile) + "peak_fp32,,10,TFLOP/s,again\n").find("'peak_fp32' is given twice"),
+            std::string::npos);
+  EXPECT_NE(load_error(std::string(kGoodProfile) + "nvlink,,10,GB/s,x\n").find("unknown field 'nvlink'"), std::string::npos);
+  EXPECT_NE(load_error(replace(kGoodProfile, "gemm_efficiency,1,0.2,fraction,test\ngemm_efficiency,100,0.8,fraction,test\n", ""))
+                .find("'gemm_efficiency' is missing"),
+            std::string::npos);
+  EXPECT_NE(load_error("").find("profile"), std::string::npos);
+  try {
+    load_hardware_profile("/nonexistent/profile.csv");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be read"), std::string::npos);
+  }
+}
+
+TEST(CollectiveModel, FlatFormulasByHand) {
+  const Link l{10e-6, 1e9};
+  EXPECT_NEAR(ring_all_reduce_seconds(8e6, 4, l), 6 * (10e-6 + 2e-3), 1e-15);
+  EXPECT_NEAR(ring_all_gather_seconds(8e6, 4, l), 3 * (10e-6 + 2e-3), 1e-15);
+  EXPECT_NEAR(pairwise_all_to_all_seconds(8e6, 4, l), 3 * (10e-6 + 2e-3), 1e-15);
+  EXPECT_NEAR(send_recv_seconds(8e6, l), 10e-6 + 8e-3, 1e-15);
+  EXPECT_EQ(ring_all_reduce_seconds(8e6, 1, l), 0);
+}
+
+TEST(CollectiveModel, HierarchicalOverNodesByHand) {
+  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));  // 2 per node
+  const double n = 8e6, a = 10e-6, A = 20e-6, b = 10e9, B = 1e9;
+  const Placement one_node = place_group(hw, 2);
+  EXPECT_EQ(one_node.nodes(), 1);
+  EXPECT_NEAR(all_reduce_seconds(hw, n, one_node), 2 * (a + n / (2 * b)), 1e-15);
+  const Placement four = place_group(hw, 4);  // 2 nodes of 2
+  EXPECT_EQ(four.nodes(), 2);
+  // reduce-scatter in the node, all-reduce between the 2 nodes (the node moves n), all-gather
+  EXPECT_NEAR(all_reduce_seconds(hw, n, four), (a + n / (2 * b)) + 2 * (A + n / (2 * B)) + (a + n / (2 * b)), 1e-15);
+  // all-to-all: 1 peer in the node, 2 on the other; the node's 2 ranks send 2 * n * 2/4 over its link
+  EXPECT_NEAR(all_to_all_seconds(hw, n, four), std::max(a + n / (4 * b), 2 * A + 2 * n * 0.5 / B), 1e-15);
+  // stride 2 (a DP group of TP = 2 blocks): one rank per node, the TP neighbour's group shares the link
+  const Placement strided = place_group(hw, 2, 2);
+  EXPECT_EQ(strided.per_node, 1);
+  EXPECT_EQ(strided.sharing, 2);
+  EXPECT_NEAR(all_reduce_seconds(hw, n, strided), 2 * (A + n / (2 * (B / 2))), 1e-15);
+}
+
+TEST(CollectiveModel, PpmoeEquationsTwoAndFive) {
+  // 000 Sec. 3.3.4: F = 125e12, B = 300e9, T = 8, h = 1e3 give 35/6.
+  EXPECT_NEAR(ppmoe_eq5_allreduce_over_calc(8, 125e12, 300e9, 1000), 35.0 / 6.0, 1e-12);
+  // Eq. 2 with B = 12.5e9: (E - 1) E F / (16 B h) = (E - 1) E * 625 / h, above Eq. 3's (E - 1) E / 16 for h <= 1e4
+  const double r = ppmoe_eq2_a2a_over_ffn(64, 125e12, 12.5e9, 1000);
+  EXPECT_NEAR(r, 63.0 * 64 * 125e12 / (16 * 12.5e9 * 1000), 1e-9);
+  EXPECT_NEAR(ppmoe_eq2_a2a_over_ffn(64, 125e12, 12.5e9, 10000), 63.0 * 64 / 16, 1e-9);  // Eq. 3's bound at h = 1e4
+  EXPECT_GT(ppmoe_eq2_a2a_over_ffn(64, 125e12, 12.5e9, 4096), 63.0 * 64 / 16);
+}
+
+// With every efficiency 1 and memory traffic free, one GPU's step is Narayanan et al.'s FLOPs
+// over the peak: 72 B s l h^2 (1 + s / 6h + V / 12 h l).
+TEST(StepModel, OneGpuStepIsTheClosedFormFlops) {
+  std::string text = replace(kGoodProfile, "memory_bw,,1000", "memory_bw,,1e30");
+  text = replace(text, "gemm_efficiency,1,0.2", "gemm_efficiency,1e-9,1");
+  text = replace(text, "gemm_efficiency,100,0.8", "gemm_efficiency,1e9,1");
+  const HardwareProfile hw = load_hardware_profile(write_profile(text));
+  ModelShape m;
+  m.layers = 4; m.hidden = 256; m.ffn = 1024; m.heads = 8; m.seq = 512; m.vocab = 1000;
+  StepLayout l;
+  l.micro_batch_sequences = 2;
+  l.micro_batches = 3;
+  const StepPrediction p = predict_step(m, l, hw);
+  const double B = 6, s = 512, h = 256, L = 4, V = 1000;
+  const double flops = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * h * L));
+  EXPECT_NEAR(p.step, flops / 100e12, 1e-6 * flops / 100e12);
+  EXPECT_DOUBLE_EQ(p.tokens, B * s);
+  EXPECT_EQ(p.dp_sync, 0);
+}
+
+TEST(StepModel, ModelStatesAreEighteenBytesPerParameterAndZeroShardsThem) {
+  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  ModelShape m;
+  m.layers = 4; m.hidden = 256; m.ffn = 1024; m.heads = 8; m.seq = 512; m.vocab = 1000;
+  StepLayout l;
+  const StepPrediction plain = predict_step(m, l, hw);
+  EXPECT_NEAR(plain.params_per_gpu, m.parameters() - 2.0 * 256, 1e-6);  // less the final LayerNorm, not modelled
+  EXPECT_NEAR(plain.model_state_bytes, 18 * plain.params_per_gpu, 1e-3);
+  l.dp = 4;
+  l.zero = true;
+  l.zero_stage = 1;
+  EXPECT_NEAR(predict_step(m, l, hw).model_state_bytes, (6 + 12.0 / 4) * plain.params_per_gpu, 1e-3);
+  l.zero_stage = 2;
+  EXPECT_NEAR(predict_step(m, l, hw).model_state_bytes, (2 + 16.0 / 4) * plain.params_per_gpu, 1e-3);
+  l.half = false;
+  l.zero = false;
+  EXPECT_NEAR(predict_step(m, l, hw).model_state_bytes, 16 * plain.params_per_gpu, 1e-3);
+}
+
+TEST(StepModel, RecomputationCutsActivationsAndCostsAForward) {
+  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  ModelShape m;
+  m.layers = 8; m.hidden = 512; m.ffn = 2048; m.heads = 8; m.seq = 1024; m.vocab = 1000;
+  StepLayout l;
+  l.micro_batches = 2;
+  const StepPrediction keep = predict_step(m, l, hw);
+  l.recompute = true;
+  const StepPrediction again = predict_step(m, l, hw);
+  EXPECT_LT(again.activation_bytes, keep.activation_bytes / 4);
+  EXPECT_NEAR(again.pipeline - keep.pipeline, 2 * keep.stage_f, 1e-12);
+}
+
+TEST(StepModel, BadLayoutsNameTheOption) {
+  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  ModelShape m;
+  m.layers = 6; m.hidden = 256; m.ffn = 1024; m.heads = 8; m.seq = 512; m.vocab = 1000;
+  StepLayout l;
+  l.pp = 4;
+  l.micro_batches = 4;
+  EXPECT_NE(validate_step(m, l, hw).value_or("").find("--pp"), std::string::npos);
+  l.pp = 1;
+  l.tp = 3;
+  EXPECT_NE(validate_step(m, l, hw).value_or("").find("--tp"), std::string::npos);
+  l.tp = 1;
+  l.kind = StepLayoutKind::dpmoe;
+  EXPECT_NE(validate_step(m, l, hw).value_or("").find("--experts"), std::string::npos);
+  m.experts = 6; m.moe_every = 2;
+  l.dp = 4;
+  EXPECT_NE(validate_step(m, l, hw).value_or("").find("EP (= DP) group of 4"), std::string::npos);
+}
+
+// 000 Sec. 4.3's orderings of Table 2 that the model reproduces on the 000 cluster's profile.
+// Two it does not (ppmoe_t2_orderings.csv says so): the small setting's DPMoE DP32 comes out
+// above PPMoE, and the 143B DPMoE DP256 above TP = 2 -- the modelled all-to-all is cheaper
+// than the paper's measured one (ppmoe_t1.csv: 45% of the forward modelled, 65.5% measured).
+TEST(StepModel, ReproducesTableTwoOrderings) {
+  const HardwareProfile hw = load_hardware_profile(resolve_profile("ppmoe-v100"));
+  for (const Ordering& o : ppmoe_t2_orderings(hw)) {
+    const bool expected_miss = o.claim.starts_with("small setting: PPMoE") || o.claim.find("TP = 2") != std::string::npos;
+    EXPECT_EQ(o.reproduced, !expected_miss) << o.claim << ": " << o.detail;
+  }
+}
+
+}  // namespace moebench

@@ -1,0 +1,50 @@
+// moebench_project: the papers' tables as the performance models project them, beside the
+// papers' values (000 Tables 1-3 on the 000 cluster, 001 Table 1 on the 001 machine), each row
+// labelled as modelled with the profile it used. Writes <out>/models/*.csv.
+#include <cstdio>
+#include <iostream>
+#include "harness/options.h"
+#include "harness/output_check.h"
+#include "tools/projection.h"
+
+using namespace moebench;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Projected paper-scale tables from the performance models (modelled, not measured)."};
+  std::string out = "results", ppmoe_profile = "ppmoe-v100", m6t_profile = "m6t-v100";
+  add_path(app, "--out", out, "Results folder (default results); writes <out>/models/");
+  add_path(app, "--ppmoe-profile", ppmoe_profile, "Hardware profile for 000's tables (name or CSV path; default ppmoe-v100)");
+  add_path(app, "--m6t-profile", m6t_profile, "Hardware profile for 001's table (default m6t-v100)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "moebench_project: error: %s\n", usage_message(e, app).c_str());
+    return 2;
+  }
+  try {
+    if (auto e = check_output_folder("--out", out)) throw Error(*e);
+    const HardwareProfile ppmoe = load_profile_option("--ppmoe-profile", ppmoe_profile);
+    const HardwareProfile m6t = load_profile_option("--m6t-profile", m6t_profile);
+    struct Job {
+      const char* file;
+      ProjectedTable table;
+      const HardwareProfile& hw;
+      int gpus;
+    };
+    Job jobs[] = {{"ppmoe_t1.csv", project_ppmoe_t1(ppmoe), ppmoe, 256},
+                  {"ppmoe_t2.csv", project_ppmoe_t2(ppmoe), ppmoe, 256},
+                  {"ppmoe_t2_orderings.csv", project_ppmoe_t2_orderings(ppmoe), ppmoe, 256},
+                  {"ppmoe_t3.csv", project_ppmoe_t3(ppmoe), ppmoe, 32},
+                  {"m6t_t1.csv", project_m6t_t1(m6t), m6t, 8}};
+    for (auto& j : jobs) {
+      j.table.table.write(out + "/models/" + j.file, model_provenance(j.hw, j.gpus, "paper"));
+      for (const auto& line : j.table.summary) std::printf("%s\n", line.c_str());
+      std::printf("wrote %s/models/%s\n", out.c_str(), j.file);
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "moebench_project: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

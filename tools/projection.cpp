@@ -1,0 +1,325 @@
+#include "tools/projection.h"
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include "harness/provenance.h"
+#include "models/paper_specs.h"
+
+namespace moebench {
+namespace {
+
+constexpr int kVocab = 50304;  // GPT-2's BPE padded as Megatron pads it; 000 does not give one
+constexpr const char* kCalibration =
+    "calibrated from hardware data and the suite's micro-benchmarks only; nothing fitted to the paper";
+
+ModelShape from_spec(const ModelSpec& s, int seq) {
+  ModelShape m;
+  m.layers = s.layers;
+  m.hidden = s.hidden;
+  m.ffn = s.ffn;
+  m.heads = s.heads;
+  m.seq = seq > 0 ? seq : s.seq;
+  m.vocab = kVocab;
+  return m;
+}
+
+std::string pct(double v) { return fmt(100 * v, 4); }
+
+}  // namespace
+
+const std::vector<T2Row>& ppmoe_t2_rows() {
+  using K = StepLayoutKind;
+  static const std::vector<T2Row> rows = {
+      {"0.3B Dense", K::dense, 1, 8, 4, 1, false, 32, 3244, "small"},
+      {"0.3B Dense", K::dense, 4, 8, 1, 1, true, 32, 4174, "small"},
+      {"0.3B Dense", K::dense, 32, 1, 1, 1, true, 32, 5120, "small"},
+      {"6.7B DPMoE", K::dpmoe, 32, 1, 1, 64, true, 32, 2147, "small"},
+      {"6.7B DPMoE", K::dpmoe, 4, 8, 1, 64, true, 32, 218, "small"},
+      {"6.7B PPMoE", K::ppmoe, 1, 8, 4, 64, false, 32, 2708, "small"},
+      {"6.7B Dense", K::dense, 1, 8, 16, 1, false, 128, 356, "large"},
+      {"6.7B Dense", K::dense, 16, 8, 1, 1, true, 128, 597, "large"},
+      {"6.7B Dense", K::dense, 128, 1, 1, 1, true, 128, 410, "large"},
+      {"143B DPMoE", K::dpmoe, 256, 1, 1, 64, true, 256, 93, "large"},
+      {"143B DPMoE", K::dpmoe, 128, 2, 1, 64, true, 256, 183, "large"},
+      {"143B DPMoE", K::dpmoe, 32, 8, 1, 64, true, 256, 63, "large"},
+      {"143B PPMoE", K::ppmoe, 1, 8, 16, 64, false, 128, 323, "large"},
+  };
+  return rows;
+}
+
+// GPT-3's batch sizes (Brown et al. 2020, Table 2.1: 0.5M tokens for Medium, 2M for 6.7B) and
+// one sequence per micro-batch: 000 gives neither.
+static int global_sequences(const T2Row& r) { return r.setting == "small" ? 256 : 1024; }
+
+ModelShape t2_model(const T2Row& r) {
+  const ModelSpec& spec = model_spec(r.setting == "small" ? "gpt3-medium" : "gpt3-6.7b");
+  ModelShape m = from_spec(spec, 0);
+  if (r.kind != StepLayoutKind::dense) {
+    m.experts = spec.experts;
+    m.moe_every = spec.moe_every;
+    m.top_k = 1;
+  }
+  return m;
+}
+
+StepLayout t2_layout(const T2Row& r, const HardwareProfile& hw) {
+  StepLayout l;
+  l.kind = r.kind;
+  l.dp = r.dp;
+  l.tp = r.tp;
+  l.pp = r.pp;
+  l.zero = r.zero;
+  l.zero_stage = 2;
+  l.schedule = PipelineScheduleKind::one_f_one_b;
+  l.half = true;
+  // 000 Sec. 4.2: the micro-batch size "set adaptively so that the GPU memory utilization is
+  // above 80%": the largest power of two that fits.
+  const int per_rank = std::max(1, global_sequences(r) / r.dp);
+  const ModelShape m = t2_model(r);
+  // Activation recomputation only where not even one sequence per micro-batch fits without it.
+  l.micro_batch_sequences = 1;
+  for (bool recompute : {false, true}) {
+    bool found = false;
+    for (int b = 1; b <= per_rank && per_rank % b == 0; b *= 2) {
+      StepLayout c = l;
+      c.recompute = recompute;
+      c.micro_batch_sequences = b;
+      c.micro_batches = per_rank / b;
+      if (validate_step(m, c, hw) || !predict_step(m, c, hw).fits) break;
+      l = c;
+      found = true;
+    }
+    if (found) break;
+  }
+  l.micro_batches = per_rank / l.micro_batch_sequences;
+  return l;
+}
+
+std::string t2_assumptions(const T2Row& r, const StepLayout& l) {
+  return "global batch " + std::to_string(global_sequences(r)) +
+         " sequences of 2048 (GPT-3's for this size; 000 gives none); micro-batch " +
+         std::to_string(l.micro_batch_sequences) + " sequences (the largest that fits, as 000 Sec. 4.2), " +
+         std::to_string(l.micro_batches) + " per step" +
+         (l.recompute ? ", activations recomputed (none fit without)" : "") + "; 1F1B; ZeRO stage 2 where ZeRO (000 names no stage; stage 1 " +
+         "cannot hold rows 000 ran); fp16";
+}
+
+Provenance model_provenance(const HardwareProfile& hw, int gpus, const std::string& scale) {
+  Provenance p;
+  p.backend = "model";
+  p.device = hw.name;
+  p.driver = p.cuda = p.nccl = "-";
+  p.ranks = std::to_string(gpus);
+  p.link = "modelled: profile " + hw.path.substr(hw.path.find_last_of('/') + 1);
+  p.dtype = "fp16";
+  p.scale = scale;
+  p.commit = source_commit();
+  p.date = utc_now_iso8601();
+  return p;
+}
+
+ProjectedTable project_ppmoe_t2(const HardwareProfile& hw) {
+  ProjectedTable out{CsvTable({"setting", "model", "dp", "tp", "pp", "ep", "zero", "gpus", "modelled_tokens_per_s_per_gpu",
+                               "paper_tokens_per_s_per_gpu", "throughput_model_over_paper", "modelled_speed_ratio",
+                               "paper_speed_ratio", "speed_ratio_model_over_paper", "within_15pct", "fits_memory",
+                               "modelled_memory_GB", "step_s", "pipeline_s", "bubble", "dp_sync_s", "optimizer_s",
+                               "largest_forward_term", "assumptions", "calibration"}),
+                     {}};
+  // Speed ratio: throughput over the paper's slowest Dense row of the same setting (its baseline).
+  std::map<std::string, double> base_model, base_paper;
+  std::vector<StepPrediction> pred;
+  for (const T2Row& r : ppmoe_t2_rows()) pred.push_back(predict_step(t2_model(r), t2_layout(r, hw), hw));
+  for (std::size_t i = 0; i < pred.size(); ++i) {
+    const T2Row& r = ppmoe_t2_rows()[i];
+    if (r.kind != StepLayoutKind::dense) continue;
+    if (!base_paper.count(r.setting) || r.paper_throughput < base_paper[r.setting]) {
+      base_paper[r.setting] = r.paper_throughput;
+      base_model[r.setting] = pred[i].tokens_per_s_per_gpu;
+    }
+  }
+  int within = 0, rows = 0;
+  for (std::size_t i = 0; i < pred.size(); ++i) {
+    const T2Row& r = ppmoe_t2_rows()[i];
+    const StepPrediction& p = pred[i];
+    const double ratio_m = p.tokens_per_s_per_gpu / base_model[r.setting];
+    const double ratio_p = r.paper_throughput / base_paper[r.setting];
+    const double err = ratio_m / ratio_p;
+    const bool ok = std::fabs(err - 1) <= 0.15 && p.fits;
+    within += ok;
+    ++rows;
+    const ForwardParts& f = p.forward;
+    const std::vector<std::pair<const char*, double>> terms = {
+        {"attention", f.attention}, {"attention all-reduce", f.attention_allreduce}, {"FFN", f.ffn},
+        {"FFN all-reduce", f.ffn_allreduce}, {"MoE gating", f.moe_gating}, {"MoE dispatch", f.moe_dispatch},
+        {"MoE experts", f.moe_expert}, {"MoE combine", f.moe_combine}, {"other", f.other}};
+    const auto largest = *std::max_element(terms.begin(), terms.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    const double mem_gb = (p.model_state_bytes + p.activation_bytes) / 1e9;
+    out.table.add_row({r.setting, r.model, std::to_string(r.dp), std::to_string(r.tp), std::to_string(r.pp),
+                       std::to_string(r.ep), r.zero ? "yes" : "no", std::to_string(r.gpus),
+                       p.fits ? fmt(p.tokens_per_s_per_gpu, 4) : "OOM", fmt(r.paper_throughput),
+                       p.fits ? fmt(p.tokens_per_s_per_gpu / r.paper_throughput, 3) : "n/a", fmt(ratio_m, 3),
+                       fmt(ratio_p, 3), fmt(err, 3), ok ? "yes" : "no", p.fits ? "yes" : "no", fmt(mem_gb, 4),
+                       fmt(p.step, 4), fmt(p.pipeline, 4), fmt(p.bubble, 3), fmt(p.dp_sync, 4), fmt(p.optimizer, 4),
+                       std::string(largest.first) + " (" + pct(largest.second / f.total()) + "% of the forward)",
+                       t2_assumptions(r, t2_layout(r, hw)), kCalibration});
+  }
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "ppmoe.t2 (modelled on %s): %d of %d rows' speed ratios within 15%% of the paper's (target: 10 of 13)",
+                hw.name.c_str(), within, rows);
+  out.summary.push_back(line);
+  return out;
+}
+
+std::vector<Ordering> ppmoe_t2_orderings(const HardwareProfile& hw) {
+  const auto& rows = ppmoe_t2_rows();
+  std::vector<double> tput;  // 0 where it does not fit
+  for (const T2Row& r : rows) {
+    const StepPrediction p = predict_step(t2_model(r), t2_layout(r, hw), hw);
+    tput.push_back(p.fits ? p.tokens_per_s_per_gpu : 0.0);
+  }
+  auto name = [&](int i) {
+    const T2Row& r = rows[i];
+    return r.model + " DP" + std::to_string(r.dp) + " TP" + std::to_string(r.tp) + " PP" + std::to_string(r.pp) + " (" +
+           (tput[i] > 0 ? fmt(tput[i], 4) : std::string("OOM")) + ")";
+  };
+  std::vector<Ordering> out;
+  auto above = [&](const std::string& claim, int hi, std::vector<int> lows) {
+    bool ok = true;
+    std::string d = name(hi) + " vs";
+    for (int lo : lows) {
+      ok = ok && tput[hi] > tput[lo];
+      d += " " + name(lo);
+    }
+    out.push_back({claim, ok, d});
+  };
+  above("small setting: PPMoE above every DPMoE row", 5, {3, 4});
+  above("large setting: PPMoE above every DPMoE row", 12, {9, 10, 11});
+  above("small setting: DP + EP above DP + TP8 + EP", 3, {4});
+  above("large setting: DP + EP above DP + TP8 + EP", 9, {11});
+  above("large setting: 143B DPMoE with TP = 2 best of the DPMoE rows", 10, {9, 11});
+  // 000 Sec. 4.3: the 143B DPMoE "is not able to fit into 16 nodes (128 V100 GPUs) without
+  // involving tensor parallel".
+  T2Row r128 = rows[9];
+  r128.dp = 128;
+  r128.gpus = 128;
+  const bool oom = !predict_step(t2_model(r128), t2_layout(r128, hw), hw).fits;
+  out.push_back({"143B DPMoE DP128 (no TP) does not fit on 128 GPUs", oom, oom ? "modelled: OOM" : "modelled: fits"});
+  return out;
+}
+
+ProjectedTable project_ppmoe_t2_orderings(const HardwareProfile& hw) {
+  ProjectedTable out{CsvTable({"claim", "reproduced", "modelled_tokens_per_s_per_gpu", "calibration"}), {}};
+  int ok = 0;
+  const auto all = ppmoe_t2_orderings(hw);
+  for (const Ordering& o : all) {
+    out.table.add_row({o.claim, o.reproduced ? "yes" : "no", o.detail, kCalibration});
+    ok += o.reproduced;
+  }
+  out.summary.push_back("ppmoe.t2 orderings (modelled): " + std::to_string(ok) + " of " + std::to_string(all.size()) +
+                        " of 000's reproduced (target: all)");
+  return out;
+}
+
+ProjectedTable project_ppmoe_t1(const HardwareProfile& hw) {
+  // 000 Table 1: a forward step of the 143B DPMoE (6.7B backbone), DP + EP: Table 2's DP256 row.
+  const T2Row& r = ppmoe_t2_rows()[9];
+  const StepPrediction p = predict_step(t2_model(r), t2_layout(r, hw), hw);
+  const ForwardParts& f = p.forward;
+  const double M = t2_layout(r, hw).micro_batches, total = f.total() * M;
+  const std::vector<std::tuple<std::string, double, double>> cols = {
+      {"total_fwd", f.total(), 7617}, {"moe_fwd", f.moe(), 6294}, {"first_all_to_all", f.moe_dispatch, 2566},
+      {"second_all_to_all", f.moe_combine, 2423}, {"gating", f.moe_gating, 156},
+      {"others", f.total() - f.moe(), 1323}};
+  ProjectedTable out{CsvTable({"column", "modelled_ms", "modelled_pct", "paper_ms", "paper_pct", "pct_points_off",
+                               "within_5_points", "layout", "assumptions", "calibration"}),
+                     {}};
+  int within = 0;
+  for (const auto& [name, v, paper] : cols) {
+    const double mp = 100 * v / f.total(), pp = 100 * paper / 7617;
+    const bool ok = std::fabs(mp - pp) <= 5;
+    within += ok;
+    out.table.add_row({name, fmt(v * M * 1e3, 5), fmt(mp, 4), fmt(paper), fmt(pp, 4), fmt(mp - pp, 3), ok ? "yes" : "no",
+                       t2_layout(r, hw).describe(), t2_assumptions(r, t2_layout(r, hw)) + "; forward of every micro-batch", kCalibration});
+  }
+  (void)total;
+  out.summary.push_back("ppmoe.t1 (modelled): " + std::to_string(within) + " of " + std::to_string(cols.size()) +
+                        " columns within 5 percentage points of 000 Table 1");
+  return out;
+}
+
+ProjectedTable project_ppmoe_t3(const HardwareProfile& hw) {
+  // 000 Table 3: a forward step of the small-setting PPMoE (TP8 PP4), one process (stage).
+  const T2Row& r = ppmoe_t2_rows()[5];
+  const StepPrediction p = predict_step(t2_model(r), t2_layout(r, hw), hw);
+  const ForwardParts& f = p.forward;
+  const double M = t2_layout(r, hw).micro_batches;
+  const std::vector<std::tuple<std::string, double, double>> cols = {
+      {"total_fwd", f.total(), 6257},         {"moe_fwd", f.moe(), 2393},
+      {"gating", f.moe_gating, 491},          {"expert_calc", f.moe_expert, 437},
+      {"moe_allreduce", f.moe_combine, 1294}, {"ffn_fwd", f.ffn + f.ffn_allreduce, 1714},
+      {"ffn_allreduce", f.ffn_allreduce, 1176}};
+  ProjectedTable out{CsvTable({"column", "modelled_ms", "modelled_pct", "paper_ms", "paper_pct", "pct_points_off",
+                               "within_5_points", "layout", "assumptions", "calibration"}),
+                     {}};
+  int within = 0;
+  for (const auto& [name, v, paper] : cols) {
+    const double mp = 100 * v / f.total(), pp = 100 * paper / 6257;
+    const bool ok = std::fabs(mp - pp) <= 5;
+    within += ok;
+    out.table.add_row({name, fmt(v * M * 1e3, 5), fmt(mp, 4), fmt(paper), fmt(pp, 4), fmt(mp - pp, 3), ok ? "yes" : "no",
+                       t2_layout(r, hw).describe(),
+                       t2_assumptions(r, t2_layout(r, hw)) + "; the slowest stage's forward of every micro-batch", kCalibration});
+  }
+  out.summary.push_back("ppmoe.t3 (modelled): " + std::to_string(within) + " of " + std::to_string(cols.size()) +
+                        " columns within 5 percentage points of 000 Table 3");
+  return out;
+}
+
+ProjectedTable project_m6t_t1(const HardwareProfile& hw) {
+  struct Routing {
+    const char* name;
+    int prototypes, k;
+    double paper3, paper16;
+  };
+  const Routing routings[] = {{"top-1", 1, 1, 98, 436}, {"top-4", 1, 4, 199, 975}, {"top-16", 1, 16, 600, 3100},
+                              {"4 top-4", 4, 4, 203, 980}};
+  ProjectedTable out{CsvTable({"layers", "routing", "gate", "modelled_ms_per_step", "modelled_ratio_vs_top1",
+                               "paper_ms_per_step", "paper_ratio_vs_top1", "ratio_model_over_paper", "gating_share",
+                               "assumptions", "calibration"}),
+                     {}};
+  const char* assumptions =
+      "8 GPUs DP = EP 8, 8 sequences of 512 tokens per GPU (001 gives no sequence length), capacity 1.25, fp16 with an "
+      "fp32 gate, experts as one batched einsum";
+  for (int layers : {3, 16})
+    for (bool paper_gate : {true, false}) {
+      double top1 = 0;
+      for (const Routing& rt : routings) {
+        ModelShape m = from_spec(model_spec(layers == 3 ? "m6t-3layer" : "m6t-16layer"), 512);
+        m.experts = 4096;
+        m.moe_every = 1;
+        m.prototypes = rt.prototypes;
+        m.top_k = rt.k;
+        m.capacity_factor = 1.25;
+        m.paper_gate = paper_gate;
+        m.batched_experts = true;
+        StepLayout l;
+        l.kind = StepLayoutKind::dpmoe;
+        l.dp = 8;
+        l.micro_batch_sequences = 8;
+        const StepPrediction p = predict_step(m, l, hw);
+        if (rt.k == 1 && rt.prototypes == 1) top1 = p.step;
+        const double paper = layers == 3 ? rt.paper3 : rt.paper16, paper_top1 = layers == 3 ? 98 : 436;
+        const double ratio = p.step / top1, paper_ratio = paper / paper_top1;
+        out.table.add_row({std::to_string(layers), rt.name, paper_gate ? "paper (looped arg-max, one-hot einsums)" : "ours (fused)",
+                           fmt(p.step * 1e3, 4), fmt(ratio, 4), fmt(paper), fmt(paper_ratio, 4),
+                           fmt(p.step * 1e3 / paper, 3), fmt(p.forward.moe_gating / p.forward.total(), 3), assumptions,
+                           kCalibration});
+      }
+    }
+  out.summary.push_back("m6t.t1 (modelled on " + hw.name + ")");
+  return out;
+}
+
+}  // namespace moebench
