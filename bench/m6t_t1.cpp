@@ -84,7 +84,7 @@ class T1Bench final : public BenchProgram {
     std::map<std::string, Spread> ms;
     for (const auto& r : runs)
       if (!r.error) ms[r.name] = r.time_ms();
-    CsvTable t({"layers", "routing", "prototypes", "top_k", "experts", "hidden", "ffn", "heads", "seq", "tokens_per_rank",
+    CsvTable t({"layers", "routing", "prototypes", "top_k", "experts", "hidden", "ffn", "heads", "seq", "vocab", "tokens_per_rank",
                 "capacity", "gate", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "ratio_vs_top1",
                 "ratio_paper_vs_fused", "paper_ms_per_step", "paper_ratio_vs_top1"});
     for (int L : layers_)
@@ -104,7 +104,7 @@ class T1Bench final : public BenchProgram {
                                                *m.moe.capacity_factor);
           t.add_row({std::to_string(L), r.name, std::to_string(r.prototypes), std::to_string(r.top_k),
                      std::to_string(experts_), std::to_string(backbone_.hidden), std::to_string(backbone_.ffn),
-                     std::to_string(backbone_.heads), std::to_string(backbone_.seq),
+                     std::to_string(backbone_.heads), std::to_string(backbone_.seq), std::to_string(backbone_.vocab),
                      std::to_string(sequences_per_rank_ * backbone_.seq), std::to_string(capacity), gate_label(g),
                      fmt(s.median), fmt(s.min), fmt(s.max), ratio, vs_fused, paper ? fmt(r.paper_ms.at(L)) : "n/a",
                      paper ? fmt(paper_ratio, 4) : "n/a"});

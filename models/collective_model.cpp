@@ -31,7 +31,18 @@ static Link inter_per_node(const HardwareProfile& hw, int sharing = 1) {
   return {hw.inter_latency, hw.inter_bw / std::max(sharing, 1)};
 }
 
+// The reduction's own work (the gamma of alpha-beta-gamma): each rank sums (p - 1) / p of the
+// buffer, reading two operands and writing one, at the device's memory bandwidth.
+static double reduction_seconds(const HardwareProfile& hw, double bytes, int ranks) {
+  return 3.0 * bytes * double(ranks - 1) / double(ranks) / hw.memory_bw;
+}
+
 double all_reduce_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
+  if (g.ranks <= 1) return 0;
+  return all_reduce_transfer_seconds(hw, bytes, g) + reduction_seconds(hw, bytes, g.ranks);
+}
+
+double all_reduce_transfer_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
   if (g.ranks <= 1) return 0;
   const int n = g.nodes(), k = g.per_node;
   if (n == 1) return ring_all_reduce_seconds(bytes, k, intra(hw));
@@ -51,8 +62,10 @@ double all_gather_seconds(const HardwareProfile& hw, double bytes, const Placeme
 double reduce_scatter_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
   if (g.ranks <= 1) return 0;
   const int n = g.nodes(), k = g.per_node;
-  if (n == 1) return ring_reduce_scatter_seconds(bytes, k, intra(hw));
-  return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + ring_reduce_scatter_seconds(bytes, n, inter_per_node(hw, g.sharing));
+  const double reduce = reduction_seconds(hw, bytes, g.ranks);
+  if (n == 1) return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + reduce;
+  return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + ring_reduce_scatter_seconds(bytes, n, inter_per_node(hw, g.sharing)) +
+         reduce;
 }
 
 double all_to_all_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {

@@ -31,8 +31,10 @@ struct Placement {
 // sharing the node's link between nodes.
 Placement place_group(const HardwareProfile& hw, int ranks, int stride = 1);
 
-// Over the profile: flat ring inside one node; hierarchical across nodes.
+// Over the profile: flat ring inside one node; hierarchical across nodes. The reducing ones add
+// the reduction's work, 3 (p - 1) / p of the bytes at memory bandwidth.
 double all_reduce_seconds(const HardwareProfile& hw, double bytes, const Placement& g);
+double all_reduce_transfer_seconds(const HardwareProfile& hw, double bytes, const Placement& g);  // without it
 double all_gather_seconds(const HardwareProfile& hw, double bytes, const Placement& g);
 double reduce_scatter_seconds(const HardwareProfile& hw, double bytes, const Placement& g);
 double all_to_all_seconds(const HardwareProfile& hw, double bytes, const Placement& g);

@@ -20,6 +20,7 @@ const Scalar kScalars[] = {
     {"peak_fp32", "TFLOP/s", 1e12, &HardwareProfile::peak_fp32_flops},
     {"memory", "GB", 1e9, &HardwareProfile::memory_bytes},
     {"memory_bw", "GB/s", 1e9, &HardwareProfile::memory_bw},
+    {"elementwise_bw", "GB/s", 1e9, &HardwareProfile::elementwise_bw},
     {"intra_bw", "GB/s", 1e9, &HardwareProfile::intra_bw},
     {"intra_latency", "us", 1e-6, &HardwareProfile::intra_latency},
     {"inter_bw", "GB/s", 1e9, &HardwareProfile::inter_bw},

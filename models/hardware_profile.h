@@ -21,6 +21,7 @@ struct HardwareProfile {
   double peak_fp32_flops = 0;      // FLOP/s
   double memory_bytes = 0;         // per device
   double memory_bw = 0;            // bytes/s, device memory
+  double elementwise_bw = 0;       // bytes/s the suite's elementwise kernels move (memory-bound on a GPU)
   double intra_bw = 0;             // bytes/s per device inside a node (a ring's bus bandwidth)
   double intra_latency = 0;        // s per message step inside a node
   double inter_bw = 0;             // bytes/s per node between nodes (shared by the node's devices)

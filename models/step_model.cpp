@@ -21,7 +21,11 @@ class Model {
         n_(double(l.micro_batch_sequences) * m.seq), slots_(double(m.prototypes) * m.top_k) {}
 
   double gemm(double flops, bool fp32 = false) const { return hw_.gemm_seconds(flops, l_.half && !fp32); }
-  double mem(double bytes) const { return bytes / hw_.memory_bw; }
+  // Elementwise kernels with math per element (GeLU, softmax, LayerNorm, cross-entropy, Adam) at
+  // the profile's elementwise rate; pure data movement (copies, permutes, masks, residual adds) at
+  // memory bandwidth.
+  double mem(double bytes) const { return bytes / hw_.elementwise_bw; }
+  double move(double bytes) const { return bytes / hw_.memory_bw; }
   Placement tp_group() const { return place_group(hw_, t_, 1); }
   Placement dp_group() const { return place_group(hw_, l_.dp, t_); }
   // DPMoE's expert-parallel group: DP ranks holding different experts (all of them when the
@@ -52,7 +56,7 @@ class Model {
     const double softmax = mem(4 * heads_here * s * s * bytes_);
     r.fwd.attention = qkv + proj + core + softmax;
     r.fwd.attention_allreduce = tp_all_reduce(n_ * h * bytes_);
-    r.fwd.other = mem(10 * n_ * h * bytes_);  // two LayerNorms and two residual adds
+    r.fwd.other = mem(4 * n_ * h * bytes_) + move(6 * n_ * h * bytes_);  // two LayerNorms, two residual adds
     double comm_b = r.fwd.attention_allreduce;  // backward: f and g swap, one all-reduce each
     double moe_comm_f = 0;
     double w_gemms = qkv + proj;
@@ -70,14 +74,14 @@ class Model {
       double einsum = 0;
       if (m_.paper_gate) {  // k rounds: one-hot mask, cumulative sums, the [T, E, C] tensors
         const double C = capacity();
-        r.fwd.moe_gating += m_.top_k * mem(n_ * E * 4 * 5 + n_ * E * C * 4 * 3);
+        r.fwd.moe_gating += m_.top_k * move(n_ * E * 4 * 5 + n_ * E * C * 4 * 3);
         einsum = gemm(2 * n_ * E * C * h, /*fp32=*/true);
       }
       const double rows = expert_rows(), per_expert = rows / local_experts();
       const double up = m_.batched_experts ? gemm(2 * rows * h * f) : local_experts() * gemm(2 * per_expert * h * f);
       r.fwd.moe_expert = 2 * up + mem(2 * rows * f * bytes_);
       w_gemms += 2 * up;
-      const double moved = mem(2 * rows * h * bytes_);  // permute in, weighted scatter out
+      const double moved = move(2 * rows * h * bytes_);  // permute in, weighted scatter out
       if (l_.kind == StepLayoutKind::dpmoe) {
         const double a2a = all_to_all_seconds(hw_, n_ * slots_ * h * bytes_, ep_group());
         r.fwd.moe_dispatch = a2a + moved / 2 + einsum;
@@ -100,7 +104,7 @@ class Model {
   }
 
   // Embedding (first stage), final LayerNorm, LM head and loss (last stage).
-  double embedding() const { return mem(2 * n_ * m_.hidden * bytes_); }
+  double embedding() const { return move(2 * n_ * m_.hidden * bytes_); }
   double head_fwd() const {
     return gemm(2 * n_ * m_.hidden * m_.vocab / t_) + mem(3 * n_ * m_.vocab / t_ * 4) + mem(2 * n_ * m_.hidden * bytes_);
   }

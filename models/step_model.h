@@ -3,7 +3,8 @@
 // and a pipeline schedule), on a hardware profile. Every term comes from the profile and the
 // layout, nothing is fitted:
 //   GEMMs      FLOPs / (peak x the profile's measured efficiency at that GEMM's size)
-//   elementwise and optimizer   bytes moved / memory bandwidth
+//   elementwise and optimizer   bytes moved / the profile's elementwise bandwidth (the suite's
+//              kernels: memory-bound on a GPU, compute-bound scalar code on the CPU)
 //   TP         two all-reduces of the activations per layer each way (Megatron's f and g)
 //   MoE        DPMoE: two all-to-alls each way over the EP group (= the DP group); PPMoE: the
 //              index-selected experts and one all-reduce over the TP group each way (000 Alg. 1);

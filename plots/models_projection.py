@@ -41,6 +41,51 @@ def main(folder):
     fig.suptitle(f"Modelled, not measured ({r0['link']}; {m6t[0]['link']}; commit {r0['commit']})\n"
                  f"{r0['calibration']}", fontsize=8)
     save(fig, folder / "projection.png")
+    f10, f14, f17 = (folder / f"mpmoe_{f}.csv" for f in ("f10", "f14", "f17"))
+    if f10.exists() and f14.exists() and f17.exists():
+        a, b, c = nonempty_rows(f10), nonempty_rows(f14), nonempty_rows(f17)
+        fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+        labels = [f"{r['cluster']} {r['model']}({r['tokens_per_gpu']})" for r in a]
+        x = range(len(a))
+        axes[0].bar([i - 0.2 for i in x], [num(r["mpmoe_over_fastmoe"]) for r in a], 0.4, label="over FastMoE")
+        axes[0].bar([i + 0.2 for i in x], [num(r["mpmoe_over_fastermoe"]) for r in a], 0.4, label="over FasterMoE")
+        axes[0].axhline(2.20, color="tab:blue", ls="--", lw=0.8, label="paper mean over FastMoE (2.20)")
+        axes[0].axhline(1.55, color="tab:orange", ls="--", lw=0.8, label="paper mean over FasterMoE (1.55)")
+        axes[0].set_xticks(list(x), labels, rotation=70, ha="right", fontsize=5)
+        axes[0].set_title("003 Fig. 10: MPMoE-pm speedup (modelled)", fontsize=8)
+        axes[0].legend(fontsize=6)
+        axes[1].plot([num(r["tokens_per_gpu"]) for r in b], [num(r["best_n"]) for r in b], "o-", label="modelled best n")
+        axes[1].plot([num(r["tokens_per_gpu"]) for r in b], [num(r["paper_best_n"]) for r in b], "s--", color="tab:gray",
+                     label="paper")
+        axes[1].set_xscale("log", base=2)
+        axes[1].set_title("003 Fig. 14: best n vs B, GPT-XL on Adira", fontsize=8)
+        axes[1].legend(fontsize=6)
+        axes[2].bar([r["nodes"] for r in c], [num(r["throughput_over_one_node"]) for r in c], label="modelled")
+        axes[2].plot([r["nodes"] for r in c], [num(r["nodes"]) for r in c], "k--", lw=0.8, label="ideal")
+        axes[2].scatter(["8"], [5.76], color="tab:gray", zorder=3, label="paper (5.76x)")
+        axes[2].set_title("003 Fig. 17: throughput over one node, Adira", fontsize=8)
+        axes[2].legend(fontsize=6)
+        fig.suptitle(f"Modelled, not measured ({a[0]['link']}; commit {a[0]['commit']})", fontsize=8)
+        save(fig, folder / "mpmoe_projection.png")
+    local = folder / "local_vs_model.csv"
+    if local.exists():
+        rows = nonempty_rows(local)
+        fig, ax = plt.subplots(figsize=(6, 5))
+        for exp in dict.fromkeys(r["experiment"] for r in rows):
+            mine = [r for r in rows if r["experiment"] == exp]
+            ax.scatter([num(r["measured_ms"]) for r in mine], [num(r["modelled_ms"]) for r in mine], s=12, label=exp)
+        lo = min(min(num(r["measured_ms"]), num(r["modelled_ms"])) for r in rows)
+        hi = max(max(num(r["measured_ms"]), num(r["modelled_ms"])) for r in rows)
+        ax.plot([lo, hi], [lo, hi], color="gray", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("measured on this machine (ms)")
+        ax.set_ylabel("modelled from this machine's profile (ms)")
+        errors = [num(r["abs_error"]) for r in rows]
+        ax.set_title(f"the model against this machine's runs: mean error {100 * sum(errors) / len(errors):.0f}%, "
+                     f"worst {100 * max(errors):.0f}%\n{rows[0]['calibration']} ({rows[0]['commit']})", fontsize=7)
+        ax.legend(fontsize=7)
+        save(fig, folder / "local_vs_model.png")
     return 0
 
 

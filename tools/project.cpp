@@ -2,9 +2,11 @@
 // papers' values (000 Tables 1-3 on the 000 cluster, 001 Table 1 on the 001 machine), each row
 // labelled as modelled with the profile it used. Writes <out>/models/*.csv.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include "harness/options.h"
 #include "harness/output_check.h"
+#include "tools/mpmoe_projection.h"
 #include "tools/projection.h"
 
 using namespace moebench;
@@ -15,6 +17,13 @@ int main(int argc, char** argv) {
   add_path(app, "--out", out, "Results folder (default results); writes <out>/models/");
   add_path(app, "--ppmoe-profile", ppmoe_profile, "Hardware profile for 000's tables (name or CSV path; default ppmoe-v100)");
   add_path(app, "--m6t-profile", m6t_profile, "Hardware profile for 001's table (default m6t-v100)");
+  std::string adira_profile = "mpmoe-adira", valor_profile = "mpmoe-valor";
+  add_path(app, "--adira-profile", adira_profile, "Hardware profile for 003's Adira (default mpmoe-adira)");
+  add_path(app, "--valor-profile", valor_profile, "Hardware profile for 003's Valor (default mpmoe-valor)");
+  std::string local_profile, local_results;
+  add_path(app, "--local-profile", local_profile,
+           "This machine's profile (moebench_profile's CSV); default <out>/models/profile_this_machine.csv if it exists");
+  add_path(app, "--local-results", local_results, "Results of this machine's runs to hold the model against (default <out>)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -26,6 +35,8 @@ int main(int argc, char** argv) {
     if (auto e = check_output_folder("--out", out)) throw Error(*e);
     const HardwareProfile ppmoe = load_profile_option("--ppmoe-profile", ppmoe_profile);
     const HardwareProfile m6t = load_profile_option("--m6t-profile", m6t_profile);
+    const HardwareProfile adira = load_profile_option("--adira-profile", adira_profile);
+    const HardwareProfile valor = load_profile_option("--valor-profile", valor_profile);
     struct Job {
       const char* file;
       ProjectedTable table;
@@ -36,11 +47,26 @@ int main(int argc, char** argv) {
                   {"ppmoe_t2.csv", project_ppmoe_t2(ppmoe), ppmoe, 256},
                   {"ppmoe_t2_orderings.csv", project_ppmoe_t2_orderings(ppmoe), ppmoe, 256},
                   {"ppmoe_t3.csv", project_ppmoe_t3(ppmoe), ppmoe, 32},
-                  {"m6t_t1.csv", project_m6t_t1(m6t), m6t, 8}};
+                  {"m6t_t1.csv", project_m6t_t1(m6t), m6t, 8},
+                  {"mpmoe_f10.csv", project_mpmoe_f10(adira, valor), adira, 64},
+                  {"mpmoe_f14.csv", project_mpmoe_f14(adira), adira, 64},
+                  {"mpmoe_f15.csv", project_mpmoe_f15(adira), adira, 64},
+                  {"mpmoe_f17.csv", project_mpmoe_f17(adira), adira, 64}};
+    if (local_profile.empty() && std::filesystem::exists(out + "/models/profile_this_machine.csv"))
+      local_profile = out + "/models/profile_this_machine.csv";
     for (auto& j : jobs) {
       j.table.table.write(out + "/models/" + j.file, model_provenance(j.hw, j.gpus, "paper"));
       for (const auto& line : j.table.summary) std::printf("%s\n", line.c_str());
       std::printf("wrote %s/models/%s\n", out.c_str(), j.file);
+    }
+    if (!local_profile.empty()) {
+      const HardwareProfile here = load_profile_option("--local-profile", local_profile);
+      const ProjectedTable local = compare_local_runs(here, local_results.empty() ? out : local_results);
+      local.table.write(out + "/models/local_vs_model.csv", model_provenance(here, here.gpus_per_node, "local"));
+      for (const auto& line : local.summary) std::printf("%s\n", line.c_str());
+      std::printf("wrote %s/models/local_vs_model.csv\n", out.c_str());
+    } else {
+      std::printf("no profile of this machine (run experiments/models/profile.sh): the model is not held against local runs\n");
     }
   } catch (const Error& e) {
     std::fprintf(stderr, "moebench_project: error: %s\n", e.what());

@@ -1,4 +1,7 @@
 #include "tools/projection.h"
+#include <libfccp/csv.h>
+#include <filesystem>
+#include "models/collective_model.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -319,6 +322,160 @@ ProjectedTable project_m6t_t1(const HardwareProfile& hw) {
       }
     }
   out.summary.push_back("m6t.t1 (modelled on " + hw.name + ")");
+  return out;
+}
+
+namespace {
+
+using Reader = io::CSVReader<16, io::trim_chars<' '>, io::double_quote_escape<',', '"'>>;
+
+// "emulated: 0.05 GB/s, 10 us" -> the profile with that link inside (and between) nodes.
+HardwareProfile with_link(HardwareProfile hw, const std::string& link) {
+  double bw = 0, us = 0;
+  if (std::sscanf(link.c_str(), "emulated: %lf GB/s, %lf us", &bw, &us) == 2) {
+    hw.intra_bw = hw.inter_bw = bw * 1e9;
+    hw.intra_latency = hw.inter_latency = us * 1e-6;
+  }
+  return hw;
+}
+
+struct Comparison {
+  std::string experiment, what, link;
+  double modelled_ms, measured_ms;
+};
+
+void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector<Comparison>& out,
+                  std::vector<std::string>& missing) {
+  for (const char* c : {"all_reduce", "all_to_all", "all_gather", "reduce_scatter", "send_recv"}) {
+    const std::string path = dir + "/comm/" + c + ".csv";
+    if (!std::filesystem::exists(path)) {
+      missing.push_back(path);
+      continue;
+    }
+    io::CSVReader<5, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+    in.read_header(io::ignore_extra_column, "collective", "size_bytes", "time_us", "ranks", "link");
+    std::string name, link;
+    double bytes = 0, us = 0;
+    int ranks = 0;
+    while (in.read_row(name, bytes, us, ranks, link)) {
+      const HardwareProfile h = with_link(hw, link);
+      const Placement g = place_group(h, ranks);
+      double s = 0;
+      if (name == "all_reduce") s = all_reduce_seconds(h, bytes, g);
+      else if (name == "all_to_all") s = all_to_all_seconds(h, bytes, g);
+      else if (name == "all_gather") s = all_gather_seconds(h, bytes, g);
+      else if (name == "reduce_scatter") s = reduce_scatter_seconds(h, bytes, g);
+      else s = send_recv_seconds(h, bytes, false);
+      out.push_back({"comm", name + " " + fmt(bytes, 8) + " B, " + std::to_string(ranks) + " ranks", link, s * 1e3, us / 1e3});
+    }
+  }
+}
+
+void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
+                std::vector<std::string>& missing) {
+  if (!std::filesystem::exists(path)) {
+    missing.push_back(path);
+    return;
+  }
+  Reader in(path);
+  in.read_header(io::ignore_extra_column, "model", "dp", "tp", "pp", "zero", "step_ms", "layers", "hidden", "ffn", "heads",
+                 "seq", "vocab", "experts", "sequences_per_step", "micro_batches", "link");
+  std::string kind, zero, link;
+  int dp, tp, pp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, micro;
+  double step_ms;
+  while (in.read_row(kind, dp, tp, pp, zero, step_ms, layers, hidden, ffn, heads, seq, vocab, experts, sequences, micro, link)) {
+    ModelShape m;
+    m.layers = layers; m.hidden = hidden; m.ffn = ffn; m.heads = heads; m.seq = seq; m.vocab = vocab;
+    StepLayout l;
+    l.kind = kind == "Dense" ? StepLayoutKind::dense : kind == "DPMoE" ? StepLayoutKind::dpmoe : StepLayoutKind::ppmoe;
+    if (l.kind != StepLayoutKind::dense) {
+      m.experts = experts;
+      m.moe_every = 2;
+    }
+    l.dp = dp; l.tp = tp; l.pp = pp; l.zero = zero == "yes";
+    l.micro_batches = micro;
+    l.micro_batch_sequences = std::max(1, sequences / dp / micro);
+    l.half = false;
+    const HardwareProfile h = with_link(hw, link);
+    if (validate_step(m, l, h)) continue;
+    out.push_back({"ppmoe.t2", l.describe(), link, predict_step(m, l, h).step * 1e3, step_ms});
+  }
+}
+
+void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
+                 std::vector<std::string>& missing) {
+  if (!std::filesystem::exists(path)) {
+    missing.push_back(path);
+    return;
+  }
+  Reader in(path);
+  in.read_header(io::ignore_extra_column | io::ignore_missing_column, "layers", "routing", "prototypes", "top_k", "experts",
+                 "hidden", "ffn", "heads", "seq", "tokens_per_rank", "capacity", "gate", "ms_per_step", "ranks", "vocab", "link");
+  if (!in.has_column("vocab")) {  // written before the column existed
+    missing.push_back(path + " (no vocab column: re-run m6t.t1)");
+    return;
+  }
+  std::string routing, gate, link;
+  int layers, prototypes, k, experts, hidden, ffn, heads, seq, tokens, capacity, ranks, vocab;
+  double ms;
+  while (in.read_row(layers, routing, prototypes, k, experts, hidden, ffn, heads, seq, tokens, capacity, gate, ms, ranks, vocab,
+                     link)) {
+    ModelShape m;
+    m.layers = layers; m.hidden = hidden; m.ffn = ffn; m.heads = heads; m.seq = seq; m.vocab = vocab;
+    m.experts = experts; m.moe_every = 1; m.prototypes = prototypes; m.top_k = k; m.capacity_factor = 1.25;
+    m.paper_gate = gate.rfind("paper", 0) == 0;
+    StepLayout l;
+    l.kind = StepLayoutKind::dpmoe;
+    l.dp = ranks;
+    l.micro_batch_sequences = std::max(1, tokens / seq);
+    l.half = false;
+    (void)capacity;
+    const HardwareProfile h = with_link(hw, link);
+    if (validate_step(m, l, h)) continue;
+    out.push_back({"m6t.t1", std::to_string(layers) + " layers " + routing + ", " + (m.paper_gate ? "paper" : "fused") + " gate",
+                   link, predict_step(m, l, h).step * 1e3, ms});
+  }
+}
+
+}  // namespace
+
+ProjectedTable compare_local_runs(const HardwareProfile& hw, const std::string& dir) {
+  std::vector<Comparison> rows;
+  std::vector<std::string> missing;
+  try {
+    compare_comm(hw, dir, rows, missing);
+    compare_t2(hw, dir + "/ppmoe/t2.csv", rows, missing);
+    compare_t2(hw, dir + "/ppmoe_emulated/ppmoe/t2.csv", rows, missing);
+    compare_m6t(hw, dir + "/m6t/t1.csv", rows, missing);
+  } catch (const io::error::base& e) {
+    throw Error(std::string("reading the local results: ") + e.what());
+  }
+  ProjectedTable out{CsvTable({"experiment", "configuration", "link", "modelled_ms", "measured_ms", "model_over_measured",
+                               "abs_error", "calibration"}),
+                     {}};
+  double sum = 0, worst = 0;
+  std::map<std::string, std::pair<double, int>> per;
+  for (const Comparison& c : rows) {
+    const double err = std::fabs(c.modelled_ms / c.measured_ms - 1);
+    sum += err;
+    worst = std::max(worst, err);
+    per[c.experiment].first += err;
+    per[c.experiment].second += 1;
+    out.table.add_row({c.experiment, c.what, c.link, fmt(c.modelled_ms, 5), fmt(c.measured_ms, 5),
+                       fmt(c.modelled_ms / c.measured_ms, 4), fmt(err, 3),
+                       "this machine's profile (" + hw.name + "), from the suite's micro-benchmarks"});
+  }
+  char line[256];
+  if (!rows.empty()) {
+    std::snprintf(line, sizeof line, "model vs this machine's runs: %zu rows, mean error %.1f%%, worst %.1f%% (targets: <= 10%%, <= 20%%)",
+                  rows.size(), 100 * sum / rows.size(), 100 * worst);
+    out.summary.push_back(line);
+  }
+  for (const auto& [e, v] : per) {
+    std::snprintf(line, sizeof line, "  %s: %d rows, mean error %.1f%%", e.c_str(), v.second, 100 * v.first / v.second);
+    out.summary.push_back(line);
+  }
+  for (const auto& m : missing) out.summary.push_back("  not compared (no file): " + m);
   return out;
 }
 

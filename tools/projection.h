@@ -49,4 +49,10 @@ ProjectedTable project_ppmoe_t1(const HardwareProfile& hw);
 ProjectedTable project_ppmoe_t3(const HardwareProfile& hw);
 ProjectedTable project_m6t_t1(const HardwareProfile& hw);
 
+// The models against this machine's own runs: every collective of results/comm, every row of
+// ppmoe.t2 (over MPI and the emulated link) and of m6t.t1, predicted from `hw` (this machine's
+// profile, written by moebench_profile) beside what was measured, with the error of each and
+// their mean and worst. A results file that is missing is named in the summary, not an error.
+ProjectedTable compare_local_runs(const HardwareProfile& hw, const std::string& results_dir);
+
 }  // namespace moebench

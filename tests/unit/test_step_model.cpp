@@ -11,6 +11,7 @@
 #include "models/collective_model.h"
 #include "models/hardware_profile.h"
 #include "models/step_model.h"
+#include "tools/mpmoe_projection.h"
 #include "tools/projection.h"
 
 namespace moebench {
@@ -24,6 +25,7 @@ const char* kGoodProfile =
     "peak_fp32,,10,TFLOP/s,test\n"
     "memory,,16,GB,test\n"
     "memory_bw,,1000,GB/s,test\n"
+    "elementwise_bw,,500,GB/s,test\n"
     "intra_bw,,10,GB/s,test\n"
     "intra_latency,,10,us,test\n"
     "inter_bw,,1,GB/s,test\n"
@@ -127,18 +129,20 @@ TEST(CollectiveModel, HierarchicalOverNodesByHand) {
   const double n = 8e6, a = 10e-6, A = 20e-6, b = 10e9, B = 1e9;
   const Placement one_node = place_group(hw, 2);
   EXPECT_EQ(one_node.nodes(), 1);
-  EXPECT_NEAR(all_reduce_seconds(hw, n, one_node), 2 * (a + n / (2 * b)), 1e-15);
+  const double mem = 1000e9;  // the reduction: 3 (p - 1) / p of the bytes at memory bandwidth
+  EXPECT_NEAR(all_reduce_seconds(hw, n, one_node), 2 * (a + n / (2 * b)) + 3 * n / 2 / mem, 1e-15);
   const Placement four = place_group(hw, 4);  // 2 nodes of 2
   EXPECT_EQ(four.nodes(), 2);
   // reduce-scatter in the node, all-reduce between the 2 nodes (the node moves n), all-gather
-  EXPECT_NEAR(all_reduce_seconds(hw, n, four), (a + n / (2 * b)) + 2 * (A + n / (2 * B)) + (a + n / (2 * b)), 1e-15);
+  EXPECT_NEAR(all_reduce_seconds(hw, n, four),
+              (a + n / (2 * b)) + 2 * (A + n / (2 * B)) + (a + n / (2 * b)) + 3 * n * 0.75 / mem, 1e-15);
   // all-to-all: 1 peer in the node, 2 on the other; the node's 2 ranks send 2 * n * 2/4 over its link
   EXPECT_NEAR(all_to_all_seconds(hw, n, four), std::max(a + n / (4 * b), 2 * A + 2 * n * 0.5 / B), 1e-15);
   // stride 2 (a DP group of TP = 2 blocks): one rank per node, the TP neighbour's group shares the link
   const Placement strided = place_group(hw, 2, 2);
   EXPECT_EQ(strided.per_node, 1);
   EXPECT_EQ(strided.sharing, 2);
-  EXPECT_NEAR(all_reduce_seconds(hw, n, strided), 2 * (A + n / (2 * (B / 2))), 1e-15);
+  EXPECT_NEAR(all_reduce_seconds(hw, n, strided), 2 * (A + n / (2 * (B / 2))) + 3 * n / 2 / mem, 1e-15);
 }
 
 TEST(CollectiveModel, PpmoeEquationsTwoAndFive) {
@@ -155,6 +159,7 @@ TEST(CollectiveModel, PpmoeEquationsTwoAndFive) {
 // over the peak: 72 B s l h^2 (1 + s / 6h + V / 12 h l).
 TEST(StepModel, OneGpuStepIsTheClosedFormFlops) {
   std::string text = replace(kGoodProfile, "memory_bw,,1000", "memory_bw,,1e30");
+  text = replace(text, "elementwise_bw,,500", "elementwise_bw,,1e30");
   text = replace(text, "gemm_efficiency,1,0.2", "gemm_efficiency,1e-9,1");
   text = replace(text, "gemm_efficiency,100,0.8", "gemm_efficiency,1e9,1");
   const HardwareProfile hw = load_hardware_profile(write_profile(text));
@@ -232,6 +237,28 @@ TEST(StepModel, ReproducesTableTwoOrderings) {
     const bool expected_miss = o.claim.starts_with("small setting: PPMoE") || o.claim.find("TP = 2") != std::string::npos;
     EXPECT_EQ(o.reproduced, !expected_miss) << o.claim << ": " << o.detail;
   }
+}
+
+}  // namespace moebench
+
+namespace moebench {
+
+// MPMoE on the profiles: with one part and no reuse the layer is its operations in sequence
+// (FastMoE); and 003 Sec. 5.5.2's hypothesis, the best n grows with B (GPT-XL on Adira).
+TEST(MPMoEProjection, OnePartIsTheSumAndTheBestSplitGrowsWithTheBatch) {
+  const HardwareProfile adira = load_hardware_profile(resolve_profile("mpmoe-adira"));
+  const MoELayerRun r{2048, 8192, 64, 8192, true};
+  const PartTimes t = mpmoe_part_times(r, 1, adira);
+  EXPECT_NEAR(fastmoe_ms(r, adira), t.s + t.c + t.r + t.s_bwd + t.c_bwd + t.r_bwd, 1e-9);
+  EXPECT_GT(t.s, 0);
+  EXPECT_GT(t.c, 0);
+  int last = 0;
+  for (int tokens : {2048, 4096, 8192, 16384, 32768}) {
+    const MPMoEChoice m = mpmoe_best(MoELayerRun{2048, 8192, 64, tokens, true}, adira);
+    EXPECT_GE(m.parts, last) << "B = " << tokens;
+    last = m.parts;
+  }
+  EXPECT_GT(last, 1);
 }
 
 }  // namespace moebench

@@ -1,0 +1,225 @@
+// moebench_profile (models.profile): this machine's hardware profile for the performance models,
+// written by the suite's own micro-benchmarks on the ranks it runs with: a GEMM sweep with every
+// rank computing at once (the efficiency curve; the best rate is the peak on the CPU, where no
+// datasheet peak is known), a large copy on every rank (memory bandwidth), and every rank
+// sending to the next while receiving from the previous (link latency from 8-byte messages,
+// bandwidth from large ones). Writes <out>/models/profile_<name>.csv in the profile format
+// (models/hardware_profile.h) plus provenance columns: models read it like a shipped profile.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include "harness/bench.h"
+#include "kernels/axpy.h"
+#include "kernels/gelu.h"
+#include "kernels/gemm.h"
+#include "bench/moe_host.h"
+#include "moe/init.h"
+
+namespace moebench {
+namespace {
+
+struct Shape {
+  int m, n, k;
+  double flops() const { return gemm_flops(m, n, k); }
+  std::string key() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
+};
+
+class ProfileBench final : public BenchProgram {
+ public:
+  std::string name() const override { return "moebench_profile"; }
+  std::string description() const override {
+    return "This machine's hardware profile for the performance models, from a GEMM sweep, a copy and a ring of sends.";
+  }
+  void add_options(CLI::App& app) override {
+    app.add_option("--name", name_, "Profile name: writes <out>/models/profile_<name>.csv (default this_machine)")
+        ->type_name("NAME");
+  }
+
+  std::optional<std::string> validate(const BenchContext& ctx) override {
+    if (name_.empty() || name_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
+      return "--name: '" + name_ + "' is not a profile name; allowed: lower-case letters, digits, '_' and '-'";
+    if (ctx.world.size() < 2)
+      return "the link between ranks needs 2 ranks or more to measure; got " + std::to_string(ctx.world.size()) +
+             " (launch it with --ranks 2 or more)";
+    std::vector<int> ms, nks;
+    switch (ctx.scale()) {
+      case Scale::tiny: ms = {32, 128}; nks = {32, 128}; copy_bytes_ = 1 << 20; big_message_ = 1 << 18; break;
+      case Scale::local: ms = {32, 128, 512, 2048}; nks = {32, 128, 512, 1024}; copy_bytes_ = 32 << 20; big_message_ = 8 << 20; break;
+      case Scale::paper: ms = {256, 1024, 4096, 16384}; nks = {512, 1024, 4096, 8192}; copy_bytes_ = 256 << 20; big_message_ = 64 << 20; break;
+    }
+    shapes_.clear();
+    for (int m : ms)
+      for (int nk : nks) shapes_.push_back({m, nk, nk});
+    std::uint64_t need = 2 * copy_bytes_ + 2 * big_message_;
+    for (const Shape& s : shapes_)
+      need = std::max<std::uint64_t>(need, std::uint64_t(dtype_size(ctx.dtype())) * (std::uint64_t(s.m) * s.k + std::uint64_t(s.k) * s.n + std::uint64_t(s.m) * s.n));
+    return ctx.check_fits(need, "--scale");
+  }
+
+  std::vector<OutputFolder> output_folders(const BenchContext& ctx) const override {
+    return {{"--out", ctx.opts.out_dir + "/models", false}};
+  }
+
+  void register_benchmarks(BenchContext& ctx) override {
+    for (const Shape& s : shapes_)
+      ctx.add("profile/gemm/" + s.key(), 5, [this, &ctx, s](benchmark::State& st) { gemm(st, ctx, s); });
+    ctx.add("profile/copy", 5, [this, &ctx](benchmark::State& st) { copy(st, ctx); });
+    ctx.add("profile/op", 5, [this, &ctx](benchmark::State& st) { tiny_ops(st, ctx); });
+    ctx.add("profile/elementwise", 5, [this, &ctx](benchmark::State& st) { elementwise(st, ctx); });
+    for (std::size_t bytes : {std::size_t(8), big_message_})
+      ctx.add("profile/ring/" + std::to_string(bytes), 10, [this, &ctx, bytes](benchmark::State& st) { ring(st, ctx, bytes); });
+  }
+
+  int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
+    if (ctx.rt.rank() != 0) return 0;
+    std::map<std::string, double> ms;
+    for (const auto& r : runs)
+      if (!r.error) ms[r.name] = r.time_ms().median;
+    // Rate per GEMM size (equal sizes from different shapes: their mean).
+    std::map<double, std::vector<double>> rate;
+    for (const Shape& s : shapes_) {
+      const auto it = ms.find("profile/gemm/" + s.key());
+      if (it != ms.end()) rate[s.flops()].push_back(s.flops() / (it->second / repeats(s) * 1e-3));
+    }
+    const std::string elementwise_key = "profile/elementwise", copy_key = "profile/copy", small_key = "profile/ring/8",
+                      big_key = "profile/ring/" + std::to_string(big_message_);
+    if (rate.empty() || !ms.count(copy_key) || !ms.count(elementwise_key) || !ms.count(small_key) || !ms.count(big_key)) {
+      std::fprintf(stderr, "moebench_profile: error: a measurement failed; no profile written\n");
+      return 1;
+    }
+    double peak = 0;
+    for (auto& [f, v] : rate) {
+      double mean = 0;
+      for (double x : v) mean += x;
+      v = {mean / double(v.size())};
+      peak = std::max(peak, v[0]);
+    }
+    const bool cpu = ctx.backend() == Backend::cpu;
+    const bool half = ctx.dtype() != DType::f32;
+    const int ranks = ctx.world.size();
+    const double copy_bw = 2.0 * double(copy_bytes_) / (ms[copy_key] / kCopies * 1e-3);  // read + write
+    const double latency = ms[small_key] / kRingRounds * 1e-3;
+    const double elementwise_bw = 2.0 * double(copy_bytes_ / 4 * dtype_size(ctx.dtype())) / (ms[elementwise_key] * 1e-3);
+    const double link_bw = double(big_message_) / (ms[big_key] / kRingRounds * 1e-3 - latency);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    ctx.device.memory(&free_bytes, &total_bytes);
+    const double memory = cpu ? double(total_bytes) / ranks : double(total_bytes);
+    const std::string here = "measured by moebench_profile on " + ctx.provenance.device + " (" + std::to_string(ranks) +
+                             " ranks, " + ctx.provenance.link + ")";
+    CsvTable t({"field", "at", "value", "unit", "source"});
+    auto put = [&](const std::string& f, double v, const std::string& unit, const std::string& src) {
+      t.add_row({f, "", fmt(v, 6), unit, src});
+    };
+    t.add_row({"name", "", name_ + ": " + ctx.provenance.device + ", " + std::to_string(ranks) + " ranks (" +
+                                backend_name(ctx.backend()) + " backend)",
+               "", here});
+    put("gpus_per_node", ranks, "count", "the ranks of this run, one node");
+    const std::string peak_src = here + ": the sweep's best GEMM rate per rank, every rank computing";
+    put(half ? "peak_fp16" : "peak_fp32", peak / 1e12, "TFLOP/s", peak_src);
+    put(half ? "peak_fp32" : "peak_fp16", peak / 1e12, "TFLOP/s",
+        cpu ? "the CPU backend computes fp32 only: the fp32 peak" : "not measured in this run: the measured dtype's peak");
+    put("memory", memory / 1e9, "GB", cpu ? "this machine's memory / ranks" : "the device's memory");
+    put("memory_bw", copy_bw / 1e9, "GB/s", here + ": a copy of " + std::to_string(copy_bytes_ >> 20) + " MiB on every rank, read + write");
+    put("elementwise_bw", elementwise_bw / 1e9, "GB/s",
+        here + ": GeLU forward over " + std::to_string(copy_bytes_ >> 20) + " MiB on every rank, read + write");
+    put("intra_bw", link_bw / 1e9, "GB/s", here + ": every rank sends " + std::to_string(big_message_ >> 20) + " MiB to the next, less the latency");
+    put("intra_latency", latency * 1e6, "us", here + ": every rank sends 8 bytes to the next");
+    put("inter_bw", link_bw / 1e9, "GB/s", "one node: no link between nodes was measured; the intra-node value");
+    put("inter_latency", latency * 1e6, "us", "one node: no link between nodes was measured; the intra-node value");
+    put("pcie_bw", copy_bw / 2 / 1e9, "GB/s", cpu ? "host and device are the same memory: the copy's rate" : here + ": the device copy's rate (no host transfer measured)");
+    for (const auto& [f, v] : rate)
+      t.add_row({"gemm_efficiency", fmt(f / 1e9, 6), fmt(std::min(1.0, v[0] / peak), 4), "fraction",
+                 here + ": [m, k] x [k, n] " + std::string(dtype_name(ctx.dtype())) + " GEMMs, rate over the best"});
+    const std::string path = ctx.opts.out_dir + "/models/profile_" + name_ + ".csv";
+    t.write(path, ctx.provenance);
+    std::printf("profile: peak %.3g GFLOP/s per rank, memory %.3g GB/s, link %.3g GB/s and %.3g us; wrote %s\n",
+                peak / 1e9, copy_bw / 1e9, link_bw / 1e9, latency * 1e6, path.c_str());
+    return 0;
+  }
+
+ private:
+  static constexpr int kCopies = 4, kRingRounds = 20, kTinyOps = 2000;
+  // GEMMs per timed iteration: about 1.5 GFLOP, tens of ms on a core -- longer than the OS's
+  // time slice, so ranks sharing cores share them during the measurement as during a run.
+  static int repeats(const Shape& s) { return std::max(1, int(1.5e9 / s.flops())); }
+
+  void gemm(benchmark::State& st, BenchContext& ctx, const Shape& s) {
+    const DType t = ctx.dtype();
+    const std::size_t es = dtype_size(t);
+    Buffer a = device_from_f32(ctx.device, ctx.alloc, normal_vector(std::size_t(s.m) * s.k, 1, 1, 1.f), t, MemTag::activations);
+    Buffer b = device_from_f32(ctx.device, ctx.alloc, normal_vector(std::size_t(s.k) * s.n, 1, 2, 0.02f), t, MemTag::model_states);
+    Buffer c = ctx.alloc.allocate(std::size_t(s.m) * s.n * es, MemTag::activations);
+    const Stream& str = ctx.device.default_stream();
+    const Exec ex = ctx.device.exec(str);
+    const GemmArgs g = dense_gemm(false, false, s.m, s.n, s.k, a.data(), b.data(), c.data(), t);
+    gemm_once(ex, g);
+    ctx.device.synchronize();
+    const int r = repeats(s);
+    for (auto _ : st) ctx.time_iteration(st, str, [&] {
+      for (int i = 0; i < r; ++i) gemm_once(ex, g);
+    });
+  }
+  static void gemm_once(const Exec& ex, const GemmArgs& g) { moebench::gemm(ex, g); }
+
+  void copy(benchmark::State& st, BenchContext& ctx) {
+    Buffer from = ctx.alloc.allocate(copy_bytes_, MemTag::buffers), to = ctx.alloc.allocate(copy_bytes_, MemTag::buffers);
+    const Stream& s = ctx.device.default_stream();
+    ctx.device.fill_zero(from.data(), copy_bytes_, s);
+    ctx.device.synchronize();
+    for (auto _ : st) ctx.time_iteration(st, s, [&] {
+      for (int i = 0; i < kCopies; ++i) ctx.device.copy(to.data(), from.data(), copy_bytes_, s);
+    });
+  }
+
+  // The suite's elementwise kernels' rate: GeLU forward over a buffer, every rank at once.
+  void elementwise(benchmark::State& st, BenchContext& ctx) {
+    const DType t = ctx.dtype();
+    const std::size_t n = copy_bytes_ / 4;
+    Buffer x = ctx.alloc.allocate(n * dtype_size(t), MemTag::buffers), y = ctx.alloc.allocate(n * dtype_size(t), MemTag::buffers);
+    const Stream& s = ctx.device.default_stream();
+    ctx.device.fill_zero(x.data(), n * dtype_size(t), s);
+    ctx.device.synchronize();
+    const Exec ex = ctx.device.exec(s);
+    for (auto _ : st) ctx.time_iteration(st, s, [&] { gelu_forward(ex, x.data(), y.data(), n, t); });
+  }
+
+  // The cost of issuing one op on a stream of its own (as the trainers' compute streams; on the
+  // CPU such a stream hands each op to its worker thread): back-to-back one-element adds.
+  void tiny_ops(benchmark::State& st, BenchContext& ctx) {
+    Buffer x = ctx.alloc.allocate(64, MemTag::buffers), y = ctx.alloc.allocate(64, MemTag::buffers);
+    if (!op_stream_) op_stream_ = ctx.device.create_stream("profile");
+    const Stream& s = *op_stream_;
+    ctx.device.fill_zero(x.data(), 64, s);
+    ctx.device.fill_zero(y.data(), 64, s);
+    ctx.device.synchronize();
+    const Exec ex = ctx.device.exec(s);
+    for (auto _ : st) ctx.time_iteration(st, s, [&] {
+      for (int i = 0; i < kTinyOps; ++i) axpy(ex, 1, 1.f, x.data(), y.data(), DType::f32);
+    });
+  }
+
+  void ring(benchmark::State& st, BenchContext& ctx, std::size_t bytes) {
+    const int p = ctx.world.size(), r = ctx.world.rank();
+    if (ctx.skip_if_any(st, p < 2 ? std::optional<std::string>("one rank: no link to measure") : std::nullopt)) return;
+    Buffer send = ctx.alloc.allocate(bytes, MemTag::buffers), recv = ctx.alloc.allocate(bytes, MemTag::buffers);
+    const Stream& s = ctx.device.default_stream();
+    ctx.device.fill_zero(send.data(), bytes, s);
+    ctx.device.synchronize();
+    for (auto _ : st) ctx.time_iteration(st, s, [&] {
+      for (int i = 0; i < kRingRounds; ++i)
+        ctx.world.send_recv(send.data(), (r + 1) % p, recv.data(), (r + p - 1) % p, bytes / 4, DType::i32, s);
+      ctx.world.wait(s);
+    });
+  }
+
+  std::string name_ = "this_machine";
+  std::optional<Stream> op_stream_;
+  std::vector<Shape> shapes_;
+  std::size_t copy_bytes_ = 1 << 20, big_message_ = 1 << 18;
+};
+
+}  // namespace
+}  // namespace moebench
+
+int main(int argc, char** argv) { return moebench::bench_main<moebench::ProfileBench>(argc, argv); }

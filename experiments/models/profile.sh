@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# models.profile: this machine's hardware profile for the performance models, from the suite's
+# own micro-benchmarks on the ranks of a run (default 4, as the local experiments): a GEMM sweep
+# with every rank computing (the efficiency curve and the peak), a copy and the elementwise
+# kernels (memory and elementwise bandwidth), a ring of sends (link latency and bandwidth).
+# Writes results/models/profile_this_machine.csv, which models/project.sh holds the model's
+# predictions of the local runs against.
+#   experiments/models/profile.sh [--scale local] [--backend cpu|cuda] [--ranks N] [--name NAME]
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+RANKS="${RANKS:-4}"
+moebench_parse_args "$@"
+bin="$MOEBENCH_BUILD/bench/moebench_profile"
+moebench_launch "$MOEBENCH_RESULTS/models" "$bin" --scale "$SCALE" --backend "$BACKEND" --out "$MOEBENCH_RESULTS" \
+  ${EXTRA[@]+"${EXTRA[@]}"}

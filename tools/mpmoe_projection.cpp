@@ -1,0 +1,181 @@
+#include "tools/mpmoe_projection.h"
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include "models/collective_model.h"
+#include "models/paper_specs.h"
+
+namespace moebench {
+namespace {
+
+constexpr const char* kCalibration =
+    "calibrated from hardware data and the suite's micro-benchmarks only; nothing fitted to the paper";
+constexpr const char* kAssumptions =
+    "top-1, one expert per GPU (E = N), fp16 with tensor cores; slowdown factors 1 (none measured on this cluster); "
+    "FasterMoE as one worker group per node, without memory reuse";
+
+const char* kStrategies[] = {"S1", "S2", "S3", "S4"};
+
+MoELayerRun layer_run(const std::string& model, int gpus, int tokens) {
+  const MoELayerSpec& s = moe_layer_spec(model);
+  return MoELayerRun{s.hidden, s.ffn, gpus, tokens, true};
+}
+
+}  // namespace
+
+PartTimes mpmoe_part_times(const MoELayerRun& r, int parts, const HardwareProfile& hw) {
+  const double bytes = r.half ? 2.0 : 4.0, rows = double(r.tokens) / parts, h = r.hidden, f = r.ffn;
+  const Placement g = place_group(hw, r.gpus);
+  const double a2a = all_to_all_seconds(hw, rows * h * bytes, g) * 1e3;
+  const double up = hw.gemm_seconds(2 * rows * h * f, r.half) * 1e3;  // one of the expert's two GEMMs
+  const double gelu = 2 * rows * f * bytes / hw.elementwise_bw * 1e3;
+  PartTimes t;
+  t.s = t.r = t.s_bwd = t.r_bwd = a2a;
+  t.c = 2 * up + gelu;
+  t.c_bwd = 4 * up + 2 * gelu;  // data and weight gradients of both GEMMs
+  t.m_rows = t.m_rows_bwd = rows * h * bytes / hw.pcie_bw * 1e3;      // T_DI
+  t.m_middle = t.m_middle_bwd = rows * f * bytes / hw.pcie_bw * 1e3;  // T_M
+  t.re_s = a2a;
+  t.re_c = up;
+  return t;
+}
+
+double mpmoe_layer_ms(const MoELayerRun& r, int parts, const std::string& strategy, const HardwareProfile& hw) {
+  PartTimes t = mpmoe_part_times(r, parts, hw);
+  // What each strategy restores and how (003 Table 2): S1 offloads both, S2 re-sends T_DI and
+  // offloads T_M, S3 offloads T_DI and recomputes T_M, S4 re-sends and recomputes; none keeps all.
+  const bool offload_rows = strategy == "S1" || strategy == "S3", offload_middle = strategy == "S1" || strategy == "S2";
+  if (!offload_rows) t.m_rows = t.m_rows_bwd = 0;
+  if (!offload_middle) t.m_middle = t.m_middle_bwd = 0;
+  if (strategy != "S2" && strategy != "S4") t.re_s = 0;
+  if (strategy != "S3" && strategy != "S4") t.re_c = 0;
+  const Slowdowns none;
+  return predict_forward(parts, t, none).ms + predict_backward(parts, t, none).ms;
+}
+
+MPMoEChoice mpmoe_best(const MoELayerRun& r, const HardwareProfile& hw, int max_parts) {
+  MPMoEChoice best;
+  best.ms = INFINITY;
+  for (int n = 1; n <= max_parts; ++n)
+    for (const char* s : kStrategies) {
+      const double ms = mpmoe_layer_ms(r, n, s, hw);
+      if (ms < best.ms) best = {n, s, ms};
+    }
+  return best;
+}
+
+double fastmoe_ms(const MoELayerRun& r, const HardwareProfile& hw) { return mpmoe_layer_ms(r, 1, "none", hw); }
+
+double fastermoe_ms(const MoELayerRun& r, const HardwareProfile& hw) {
+  // Worker groups of one node: step s exchanges the tokens for group (own + s) only -- each
+  // rank sends B / groups rows to the group's k ranks, the node's k ranks sharing its link
+  // (the own node's step over NVLink) -- while the experts compute the previous step's.
+  const int k = std::max(1, std::min(hw.gpus_per_node, r.gpus)), groups = std::max(1, r.gpus / k);
+  if (groups == 1) return mpmoe_layer_ms(r, 1, "none", hw);
+  PartTimes t = mpmoe_part_times(r, groups, hw);
+  const double bytes = (r.half ? 2.0 : 4.0) * double(r.tokens) / groups * r.hidden;
+  const double step = (k * hw.inter_latency + k * bytes / hw.inter_bw) * 1e3;
+  t.s = t.r = t.s_bwd = t.r_bwd = step;
+  t.m_rows = t.m_rows_bwd = t.m_middle = t.m_middle_bwd = t.re_s = t.re_c = 0;
+  const Slowdowns none;
+  return predict_forward(groups, t, none).ms + predict_backward(groups, t, none).ms;
+}
+
+ProjectedTable project_mpmoe_f10(const HardwareProfile& adira, const HardwareProfile& valor) {
+  ProjectedTable out{CsvTable({"cluster", "gpus", "model", "tokens_per_gpu", "fastmoe_ms", "fastermoe_ms", "mpmoe_ms",
+                               "mpmoe_n", "mpmoe_strategy", "mpmoe_over_fastermoe", "mpmoe_over_fastmoe",
+                               "paper_pm_over_fastermoe_mean", "paper_pm_over_fastmoe_mean", "assumptions", "calibration"}),
+                     {}};
+  double sum_faster = 0, sum_fast = 0;
+  int rows = 0;
+  for (const auto* hw : {&adira, &valor}) {
+    const int gpus = hw == &adira ? 64 : 16;
+    for (const char* model : {"gpt-s", "gpt-xl", "bert-l"})
+      for (int tokens : {2048, 4096, 8192, 16384}) {
+        const MoELayerRun r = layer_run(model, gpus, tokens);
+        const double fast = fastmoe_ms(r, *hw), faster = fastermoe_ms(r, *hw);
+        const MPMoEChoice m = mpmoe_best(r, *hw);
+        sum_faster += faster / m.ms;
+        sum_fast += fast / m.ms;
+        ++rows;
+        out.table.add_row({hw == &adira ? "Adira" : "Valor", std::to_string(gpus), model, std::to_string(tokens), fmt(fast, 5),
+                           fmt(faster, 5), fmt(m.ms, 5), std::to_string(m.parts), m.strategy, fmt(faster / m.ms, 4),
+                           fmt(fast / m.ms, 4), "1.55", "2.20", kAssumptions, kCalibration});
+      }
+  }
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "mpmoe.f10 (modelled): MPMoE-pm over FasterMoE %.2fx, over FastMoE %.2fx on average (paper: 1.55x, 2.20x)",
+                sum_faster / rows, sum_fast / rows);
+  out.summary.push_back(line);
+  return out;
+}
+
+ProjectedTable project_mpmoe_f14(const HardwareProfile& adira) {
+  ProjectedTable out{CsvTable({"model", "gpus", "tokens_per_gpu", "best_n", "best_strategy", "ms", "paper_best_n",
+                               "n_grows_with_b", "assumptions", "calibration"}),
+                     {}};
+  int last = 0;
+  bool grows = true;
+  for (int tokens : {2048, 4096, 8192, 16384, 24576, 32768}) {
+    const MPMoEChoice m = mpmoe_best(layer_run("gpt-xl", 64, tokens), adira);
+    grows = grows && m.parts >= last;
+    last = m.parts;
+    const char* paper = tokens < 8192 ? "2" : tokens <= 22528 ? "4" : "8";
+    out.table.add_row({"gpt-xl", "64", std::to_string(tokens), std::to_string(m.parts), m.strategy, fmt(m.ms, 5), paper,
+                       grows ? "yes" : "no", kAssumptions, kCalibration});
+  }
+  out.summary.push_back(std::string("mpmoe.f14 (modelled): the best n ") + (grows ? "grows" : "does not grow") +
+                        " with B on GPT-XL (003 Sec. 5.5.2: 2 below 8k, 4 to 22k, 8 above)");
+  return out;
+}
+
+ProjectedTable project_mpmoe_f15(const HardwareProfile& adira) {
+  ProjectedTable out{CsvTable({"gpus", "model", "tokens_per_gpu", "n", "strategy", "ms", "pmoe_ms", "overhead_vs_pmoe",
+                               "best_strategy", "assumptions", "calibration"}),
+                     {}};
+  for (int gpus : {8, 16, 32, 64})
+    for (int tokens : {4096, 8192}) {
+      const MoELayerRun r = layer_run("gpt-xl", gpus, tokens);
+      const int n = mpmoe_best(r, adira).parts;
+      const double pmoe = mpmoe_layer_ms(r, n, "none", adira);
+      std::string best;
+      double best_ms = INFINITY;
+      for (const char* s : kStrategies) {
+        const double ms = mpmoe_layer_ms(r, n, s, adira);
+        if (ms < best_ms) { best_ms = ms; best = s; }
+      }
+      for (const char* s : kStrategies) {
+        const double ms = mpmoe_layer_ms(r, n, s, adira);
+        out.table.add_row({std::to_string(gpus), "gpt-xl", std::to_string(tokens), std::to_string(n), s, fmt(ms, 5),
+                           fmt(pmoe, 5), fmt(ms / pmoe - 1, 4), best == s ? "yes" : "no", kAssumptions, kCalibration});
+      }
+    }
+  out.summary.push_back("mpmoe.f15 (modelled): memory-reuse strategies' overhead over PMoE on Adira");
+  return out;
+}
+
+ProjectedTable project_mpmoe_f17(const HardwareProfile& adira) {
+  ProjectedTable out{CsvTable({"nodes", "gpus", "throughput_over_one_node", "percent_of_ideal", "paper_throughput_over_one_node",
+                               "assumptions", "calibration"}),
+                     {}};
+  double base = 0;
+  for (int nodes : {1, 2, 4, 8}) {
+    const int gpus = nodes * adira.gpus_per_node;
+    double tput = 0;  // tokens per ms over the cluster, averaged over the models and B
+    for (const char* model : {"gpt-s", "gpt-xl", "bert-l"})
+      for (int tokens : {4096, 8192, 16384}) tput += double(tokens) * gpus / mpmoe_best(layer_run(model, gpus, tokens), adira).ms;
+    if (nodes == 1) base = tput;
+    const double s = tput / base;
+    out.table.add_row({std::to_string(nodes), std::to_string(gpus), fmt(s, 4), fmt(100 * s / nodes, 3),
+                       nodes == 8 ? "5.76" : "n/a", kAssumptions, kCalibration});
+    if (nodes == 8) {
+      char line[160];
+      std::snprintf(line, sizeof line, "mpmoe.f17 (modelled): 8 nodes give %.2fx one node's throughput (paper 5.76x, 72%%)", s);
+      out.summary.push_back(line);
+    }
+  }
+  return out;
+}
+
+}  // namespace moebench

@@ -1,0 +1,42 @@
+// MPMoE's figures (003 Figs. 10, 14, 15, 17) projected on the Adira and Valor profiles: the
+// pipelined layer's forward and backward from MPMoE's own performance model
+// (models/mpmoe_perf_model.h), fed with per-part operation times from the hardware profile --
+// the all-to-alls from the collective model, the experts' GEMMs at the profile's efficiency, the
+// offloads over PCIe -- instead of this suite's measured speed fits. Modelled, not measured.
+#pragma once
+#include <string>
+#include "models/hardware_profile.h"
+#include "models/mpmoe_perf_model.h"
+#include "tools/projection.h"
+
+namespace moebench {
+
+struct MoELayerRun {
+  int hidden = 0, ffn = 0;
+  int gpus = 0;               // expert-parallel ranks, one expert each (E = N)
+  int tokens = 0;             // B per GPU
+  bool half = true;
+};
+
+// One part's operation times (ms) for a layer cut into `parts`.
+PartTimes mpmoe_part_times(const MoELayerRun& r, int parts, const HardwareProfile& hw);
+// Forward + backward (ms) of the pipelined layer: n parts, memory reuse "none" or S1..S4.
+double mpmoe_layer_ms(const MoELayerRun& r, int parts, const std::string& strategy, const HardwareProfile& hw);
+
+struct MPMoEChoice {
+  int parts = 1;
+  std::string strategy = "none";
+  double ms = 0;
+};
+// The model's best (n, strategy) over n = 1..max_parts and S1..S4 (MPMoE-pm's choice).
+MPMoEChoice mpmoe_best(const MoELayerRun& r, const HardwareProfile& hw, int max_parts = 16);
+// FastMoE (no split, no overlap) and FasterMoE (split by worker group, one per node, no reuse).
+double fastmoe_ms(const MoELayerRun& r, const HardwareProfile& hw);
+double fastermoe_ms(const MoELayerRun& r, const HardwareProfile& hw);
+
+ProjectedTable project_mpmoe_f10(const HardwareProfile& adira, const HardwareProfile& valor);
+ProjectedTable project_mpmoe_f14(const HardwareProfile& adira);
+ProjectedTable project_mpmoe_f15(const HardwareProfile& adira);
+ProjectedTable project_mpmoe_f17(const HardwareProfile& adira);
+
+}  // namespace moebench
