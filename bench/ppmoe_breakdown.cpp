@@ -84,13 +84,19 @@ class BreakdownBench final : public BenchProgram {
       if (!samples_.count(t)) continue;
       const auto& cols = t == "t1" ? kTable1 : kTable3;
       const auto& reps = samples_.at(t);
-      std::vector<std::string> header = {"layout", "ranks"};
+      std::vector<std::string> header = {"layout", "ranks", "dp", "tp", "layers", "hidden", "ffn", "heads", "seq", "vocab",
+                                         "experts", "sequences_per_rank"};
       for (const auto& c : cols)
         for (const char* suffix : {"_ms", "_ms_min", "_ms_max", "_percent", "_paper_ms", "_paper_percent"})
           header.push_back(c.name + suffix);
       header.push_back("repetitions");
       CsvTable table(header);
-      std::vector<std::string> row = {layout(t, ctx.world.size()).describe(), std::to_string(ctx.world.size())};
+      const GptLayout l = layout(t, ctx.world.size());
+      std::vector<std::string> row = {l.describe(), std::to_string(ctx.world.size()), std::to_string(l.dp),
+                                      std::to_string(l.tp), std::to_string(backbone_.layers), std::to_string(backbone_.hidden),
+                                      std::to_string(backbone_.ffn), std::to_string(backbone_.heads),
+                                      std::to_string(backbone_.seq), std::to_string(backbone_.vocab),
+                                      std::to_string(experts_), std::to_string(sequences_per_rank_)};
       const double total = spread_of(column(reps, 0)).median, paper_total = cols[0].paper_ms;
       std::printf("%s %s:", t.c_str(), layout(t, ctx.world.size()).describe().c_str());
       for (std::size_t i = 0; i < cols.size(); ++i) {

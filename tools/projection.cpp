@@ -2,6 +2,7 @@
 #include <libfccp/csv.h>
 #include <filesystem>
 #include "models/collective_model.h"
+#include "tools/mpmoe_projection.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -347,7 +348,7 @@ struct Comparison {
 void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector<Comparison>& out,
                   std::vector<std::string>& missing) {
   for (const char* c : {"all_reduce", "all_to_all", "all_gather", "reduce_scatter", "send_recv"}) {
-    const std::string path = dir + "/comm/" + c + ".csv";
+    const std::string path = dir + "/" + c + ".csv";
     if (!std::filesystem::exists(path)) {
       missing.push_back(path);
       continue;
@@ -368,6 +369,63 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
       else s = send_recv_seconds(h, bytes, false);
       out.push_back({"comm", name + " " + fmt(bytes, 8) + " B, " + std::to_string(ranks) + " ranks", link, s * 1e3, us / 1e3});
     }
+  }
+}
+
+// MPMoE's layer (forward + backward) as FastMoE (no split) and as MPMoE-pb ran it (its n and
+// strategy), through MPMoE's performance model on this machine's profile.
+void compare_mpmoe(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
+                   std::vector<std::string>& missing) {
+  if (!std::filesystem::exists(path)) {
+    missing.push_back(path);
+    return;
+  }
+  io::CSVReader<8, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+  in.read_header(io::ignore_extra_column, "model", "tokens", "fastmoe_ms", "pb_ms", "pb_n", "pb_strategy", "ranks", "link");
+  std::string model, strategy, link;
+  int tokens, n, ranks;
+  double fast, pb;
+  while (in.read_row(model, tokens, fast, pb, n, strategy, ranks, link)) {
+    const MoELayerSpec& spec = moe_layer_spec(model);
+    const MoELayerRun r{spec.hidden, spec.ffn, ranks, tokens, false};
+    const HardwareProfile h = with_link(hw, link);
+    const std::string what = model + " B=" + std::to_string(tokens);
+    out.push_back({"mpmoe", what + " FastMoE-style", link, fastmoe_ms(r, h), fast});
+    out.push_back({"mpmoe", what + " MPMoE-pb n=" + std::to_string(n) + " " + strategy, link, mpmoe_layer_ms(r, n, strategy, h), pb});
+  }
+}
+
+// ppmoe.t1 / t3: one forward of the MoE model on one stage, its total and its MoE layers' part.
+void compare_breakdown(const HardwareProfile& hw, const std::string& path, const char* experiment, bool ppmoe,
+                       std::vector<Comparison>& out, std::vector<std::string>& missing) {
+  if (!std::filesystem::exists(path)) {
+    missing.push_back(path);
+    return;
+  }
+  io::CSVReader<14, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+  in.read_header(io::ignore_extra_column | io::ignore_missing_column, "dp", "tp", "layers", "hidden", "ffn", "heads", "seq",
+                 "vocab", "experts", "sequences_per_rank", "total_fwd_ms", "moe_fwd_ms", "link", "layout");
+  if (!in.has_column("sequences_per_rank")) {
+    missing.push_back(path + " (no shape columns: re-run ppmoe.t1/t3)");
+    return;
+  }
+  int dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences;
+  double total, moe;
+  std::string link, layout;
+  while (in.read_row(dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, total, moe, link, layout)) {
+    ModelShape m;
+    m.layers = layers; m.hidden = hidden; m.ffn = ffn; m.heads = heads; m.seq = seq; m.vocab = vocab;
+    m.experts = experts; m.moe_every = 2;
+    StepLayout l;
+    l.kind = ppmoe ? StepLayoutKind::ppmoe : StepLayoutKind::dpmoe;
+    l.dp = dp; l.tp = tp;
+    l.micro_batch_sequences = sequences;
+    l.half = false;
+    const HardwareProfile h = with_link(hw, link);
+    if (validate_step(m, l, h)) continue;
+    const ForwardParts f = predict_step(m, l, h).forward;
+    out.push_back({experiment, layout + " forward", link, f.total() * 1e3, total});
+    out.push_back({experiment, layout + " MoE layers' forward", link, f.moe() * 1e3, moe});
   }
 }
 
@@ -443,10 +501,16 @@ ProjectedTable compare_local_runs(const HardwareProfile& hw, const std::string& 
   std::vector<Comparison> rows;
   std::vector<std::string> missing;
   try {
-    compare_comm(hw, dir, rows, missing);
+    compare_comm(hw, dir + "/comm", rows, missing);
+    compare_comm(hw, dir + "/comm_emulated/comm", rows, missing);
+    compare_mpmoe(hw, dir + "/mpmoe/f10.csv", rows, missing);
     compare_t2(hw, dir + "/ppmoe/t2.csv", rows, missing);
     compare_t2(hw, dir + "/ppmoe_emulated/ppmoe/t2.csv", rows, missing);
     compare_m6t(hw, dir + "/m6t/t1.csv", rows, missing);
+    for (const std::string folder : {"/ppmoe", "/ppmoe_emulated/ppmoe"}) {
+      compare_breakdown(hw, dir + folder + "/t1.csv", "ppmoe.t1", false, rows, missing);
+      compare_breakdown(hw, dir + folder + "/t3.csv", "ppmoe.t3", true, rows, missing);
+    }
   } catch (const io::error::base& e) {
     throw Error(std::string("reading the local results: ") + e.what());
   }
