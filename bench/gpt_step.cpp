@@ -1,0 +1,154 @@
+// moebench_gpt_step (gpt.step): one training step -- forward, backward, AdamW -- of the GPT model
+// on one device (TP = PP = DP = 1), dense and with an MoE layer on every other FFN (PPMoE's
+// 64 top-1 experts at the paper scale, GPT-3 Medium's width), in tokens per second, beside the
+// same model written in plain PyTorch (experiments/gpt/torch_step.py) on the same device when
+// its CSV is given (--reference): the ratio says whether our step is faster. Writes
+// <out>/gpt/step.csv.
+#include <libfccp/csv.h>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include "bench/gpt_trainer.h"
+#include "harness/bench.h"
+#include "models/paper_specs.h"
+
+namespace moebench {
+namespace {
+
+struct Reference {
+  double ms = 0, ms_min = 0, ms_max = 0;
+  std::string torch, device, math;
+};
+
+class GptStepBench final : public BenchProgram {
+ public:
+  std::string name() const override { return "moebench_gpt_step"; }
+  std::string description() const override {
+    return "One GPT training step on one device, dense and MoE, beside the same model in plain PyTorch.";
+  }
+  void add_options(CLI::App& app) override {
+    add_whole(app, "--sequences", sequences_opt_, 1, 1 << 16, "Sequences per step (default: by scale)");
+    add_path(app, "--reference", reference_, "The PyTorch step's CSV (experiments/gpt/torch_step.py) to compare with");
+  }
+
+  std::optional<std::string> validate(const BenchContext& ctx) override {
+    if (ctx.world.size() != 1)
+      return "gpt.step measures one device, so it runs on one rank; got " + std::to_string(ctx.world.size()) +
+             " (launch it with 1 rank: --ranks 1)";
+    if (ctx.dtype() != DType::f32)
+      return "--dtype: " + std::string(dtype_name(ctx.dtype())) + ": the transformer keeps fp32 weights; allowed: fp32";
+    switch (ctx.scale()) {
+      case Scale::tiny: backbone_ = gpt_backbone(64, 16, 32, 4, 128, 2); experts_ = 4; sequences_ = 2; break;
+      case Scale::local: backbone_ = gpt_backbone(512, 128, 256, 4, 1024, 4); experts_ = 8; sequences_ = 4; break;
+      case Scale::paper: {
+        const ModelSpec& m = model_spec("gpt3-medium");
+        backbone_ = gpt_backbone(50304, m.seq, m.hidden, m.heads, m.ffn, m.layers);
+        experts_ = m.experts;
+        sequences_ = 2;
+        break;
+      }
+    }
+    sequences_ = sequences_opt_.value_or(sequences_);
+    for (bool moe : {false, true})
+      if (auto e = validate_layout(layout(moe), backbone_, experts_, 1)) return e;
+    if (!reference_.empty()) {
+      if (!std::filesystem::is_regular_file(reference_)) return "--reference: " + reference_ + " is not a file";
+      try {
+        io::CSVReader<14, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(reference_);
+        in.read_header(io::ignore_extra_column, "model", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "sequences",
+                       "torch", "torch_device", "math", "layers", "hidden", "heads", "ffn", "seq", "vocab");
+        std::string model, torch, device, math;
+        double ms, lo, hi;
+        int seqs, layers, hidden, heads, ffn, seq, vocab;
+        while (in.read_row(model, ms, lo, hi, seqs, torch, device, math, layers, hidden, heads, ffn, seq, vocab)) {
+          const GptConfig& b = backbone_;
+          if (seqs != sequences_ || layers != b.layers || hidden != b.hidden || heads != b.heads || ffn != b.ffn ||
+              seq != b.seq || vocab != b.vocab)
+            return "--reference: " + reference_ + " is another model or batch (" + std::to_string(layers) + " layers, hidden " +
+                   std::to_string(hidden) + ", " + std::to_string(seqs) + " sequences of " + std::to_string(seq) +
+                   "); run both at the same --scale and --sequences";
+          reference_rows_[model] = Reference{ms, lo, hi, torch, device, math};
+        }
+      } catch (const io::error::base& e) {
+        return "--reference: " + std::string(e.what());
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::vector<OutputFolder> output_folders(const BenchContext& ctx) const override {
+    return {{"--out", ctx.opts.out_dir + "/gpt", false}};
+  }
+
+  void register_benchmarks(BenchContext& ctx) override {
+    for (bool moe : {false, true})
+      ctx.add(key(moe), 1, [this, &ctx, moe](benchmark::State& st) { run(st, ctx, moe); });
+  }
+
+  int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
+    trainer_.reset();
+    std::map<std::string, Spread> ms;
+    for (const auto& r : runs)
+      if (!r.error) ms[r.name] = r.time_ms();
+    CsvTable t({"model", "layers", "hidden", "heads", "ffn", "seq", "vocab", "experts", "sequences", "tokens_per_step",
+                "ms_per_step", "ms_per_step_min", "ms_per_step_max", "tokens_per_s", "torch_ms_per_step",
+                "torch_ms_per_step_min", "torch_ms_per_step_max", "torch_tokens_per_s", "speed_vs_torch", "torch",
+                "torch_device", "torch_math", "repetitions"});
+    for (bool moe : {false, true}) {
+      if (!ms.count(key(moe))) continue;
+      const Spread s = ms[key(moe)];
+      const GptConfig m = layout_model(backbone_, layout(moe), experts_);
+      const double tokens = double(sequences_) * m.seq;
+      const std::string name = moe ? "moe" : "dense";
+      const auto ref = reference_rows_.find(name);
+      const bool has_ref = ref != reference_rows_.end();
+      auto r = [&](double v) { return has_ref ? fmt(v) : std::string("n/a"); };
+      t.add_row({name, std::to_string(m.layers), std::to_string(m.hidden), std::to_string(m.heads), std::to_string(m.ffn),
+                 std::to_string(m.seq), std::to_string(m.vocab), std::to_string(moe ? experts_ : 0),
+                 std::to_string(sequences_), fmt(tokens), fmt(s.median), fmt(s.min), fmt(s.max),
+                 fmt(tokens / (s.median / 1e3)), r(has_ref ? ref->second.ms : 0), r(has_ref ? ref->second.ms_min : 0),
+                 r(has_ref ? ref->second.ms_max : 0), r(has_ref ? tokens / (ref->second.ms / 1e3) : 0),
+                 has_ref ? fmt(ref->second.ms / s.median, 4) : "n/a (no --reference)",
+                 has_ref ? ref->second.torch : "n/a", has_ref ? ref->second.device : "n/a",
+                 has_ref ? ref->second.math : "n/a", std::to_string(s.samples)});
+      std::printf("gpt.step %-5s %9.2f ms/step  %10.1f tokens/s", name.c_str(), s.median, tokens / (s.median / 1e3));
+      if (has_ref)
+        std::printf("   PyTorch %s on %s: %.2f ms/step -> ours %.2fx its speed", ref->second.torch.c_str(),
+                    ref->second.device.c_str(), ref->second.ms, ref->second.ms / s.median);
+      std::printf("\n");
+    }
+    t.write(ctx.opts.out_dir + "/gpt/step.csv", ctx.provenance);
+    return 0;
+  }
+
+ private:
+  static GptLayout layout(bool moe) { return GptLayout{moe ? LayoutKind::ppmoe : LayoutKind::dense, 1, 1, 1, false}; }
+  static std::string key(bool moe) { return std::string("gpt_step/") + (moe ? "moe" : "dense"); }
+
+  void run(benchmark::State& st, BenchContext& ctx, bool moe) {
+    if (!trainer_ || trainer_moe_ != moe) {
+      trainer_.reset();
+      trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(moe),
+                                              layout_model(backbone_, layout(moe), experts_), sequences_, 1);
+      trainer_moe_ = moe;
+      trainer_->step();  // warm-up
+      ctx.device.synchronize();
+    }
+    ctx.profile_begin();
+    for (auto _ : st) ctx.time_iteration(st, trainer_->stream(), [&] { trainer_->step(); });
+    ctx.profile_end();
+  }
+
+  std::optional<int> sequences_opt_;
+  std::string reference_;
+  std::map<std::string, Reference> reference_rows_;
+  GptConfig backbone_;
+  int experts_ = 4, sequences_ = 2;
+  std::unique_ptr<GptTrainer> trainer_;
+  bool trainer_moe_ = false;
+};
+
+}  // namespace
+}  // namespace moebench
+
+int main(int argc, char** argv) { return moebench::bench_main<moebench::GptStepBench>(argc, argv); }

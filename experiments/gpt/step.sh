@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# gpt.step: one training step of the GPT model on one device (TP = PP = DP = 1), dense and MoE,
+# in tokens/s, beside the same model in plain PyTorch on the same device (torch_step.py; skipped,
+# and said so in the CSV, where PyTorch is not installed). Writes results/gpt/step.csv,
+# torch_step.csv and step.png.
+#   experiments/gpt/step.sh [--scale local] [--backend cpu|cuda] [bench options, e.g. --sequences N]
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+moebench_parse_args --single-rank "$@"
+py="$(moebench_python)" || exit 2
+bin="$MOEBENCH_BUILD/bench/moebench_gpt_step"
+[ -x "$bin" ] || moebench_die "$bin is not built; run scripts/build.sh"
+sequences=()
+for ((i = 0; i < ${#EXTRA[@]}; i++)); do
+  case "${EXTRA[$i]}" in
+    --sequences) sequences=(--sequences "${EXTRA[$((i + 1))]:-}") ;;
+    --sequences=*) sequences=(--sequences "${EXTRA[$i]#*=}") ;;
+  esac
+done
+reference=()
+status=0
+"$py" "$MOEBENCH_ROOT/experiments/gpt/torch_step.py" --scale "$SCALE" --device "$BACKEND" \
+  --out "$MOEBENCH_RESULTS/gpt/torch_step.csv" ${sequences[@]+"${sequences[@]}"} || status=$?
+case "$status" in
+  0) reference=(--reference "$MOEBENCH_RESULTS/gpt/torch_step.csv") ;;
+  77) echo "$MOEBENCH_SCRIPT: no PyTorch here: our step alone (step.csv says so)" ;;
+  *) exit "$status" ;;
+esac
+moebench_launch "$MOEBENCH_RESULTS/gpt" "$bin" --scale "$SCALE" --backend "$BACKEND" --out "$MOEBENCH_RESULTS" \
+  ${reference[@]+"${reference[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
+"$py" "$MOEBENCH_ROOT/plots/gpt_step.py" "$MOEBENCH_RESULTS/gpt"

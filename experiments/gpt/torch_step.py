@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""gpt.step's reference: the same GPT model as moebench's transformer, written in plain PyTorch --
+token and position embeddings, pre-norm blocks of causal multi-head attention (explicit
+scores, mask, softmax) and a tanh-GeLU MLP without biases, a final LayerNorm, the output layer
+tied to the token embedding, next-token cross-entropy; the MoE model swaps every other MLP for
+a top-1, dropless mixture of experts with an fp32 gate and the load-balancing loss -- and one
+AdamW step, timed the way moebench times its own (median of repetitions, with min and max).
+
+  torch_step.py --scale tiny|local|paper --device cpu|cuda --out CSV [--sequences N]
+                [--repetitions R] [--threads T]
+
+Exit 77 when PyTorch is not installed (the caller skips the comparison); 2 for a bad option."""
+import argparse
+import csv
+import datetime
+import math
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+SIZES = {  # the same as bench/gpt_step.cpp's: vocab, seq, hidden, heads, ffn, layers, experts, sequences
+    "tiny": (64, 16, 32, 4, 128, 2, 4, 2),
+    "local": (512, 128, 256, 4, 1024, 4, 8, 4),
+    "paper": (50304, 2048, 1024, 16, 4096, 24, 64, 2),
+}
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scale", choices=SIZES, default="local")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--out", required=True)
+    p.add_argument("--sequences", type=int)
+    p.add_argument("--repetitions", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1, help="CPU threads (default 1, as one moebench rank)")
+    args = p.parse_args()
+    for name in ("sequences", "repetitions", "threads"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            p.error(f"--{name}: must be >= 1, got {v}")
+    return args
+
+
+def build(torch, vocab, seq, hidden, heads, ffn, layers, experts, device):
+    nn, F = torch.nn, torch.nn.functional
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(hidden, 3 * hidden, bias=False)
+            self.out = nn.Linear(hidden, hidden, bias=False)
+
+        def forward(self, x):
+            b, s, h = x.shape
+            d = h // heads
+            q, k, v = self.qkv(x).split(h, dim=2)
+            q, k, v = (t.view(b, s, heads, d).transpose(1, 2) for t in (q, k, v))
+            scores = q @ k.transpose(2, 3) / math.sqrt(d)
+            mask = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
+            p = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)
+            return self.out((p @ v).transpose(1, 2).reshape(b, s, h))
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w1 = nn.Linear(hidden, ffn, bias=False)
+            self.w2 = nn.Linear(ffn, hidden, bias=False)
+
+        def forward(self, x):
+            return self.w2(F.gelu(self.w1(x), approximate="tanh"))
+
+    class MoE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = nn.Linear(hidden, experts, bias=False)
+            self.experts = nn.ModuleList(MLP() for _ in range(experts))
+            self.aux = None
+
+        def forward(self, x):
+            shape = x.shape
+            x = x.reshape(-1, hidden)
+            probs = self.gate(x.float()).softmax(dim=-1)
+            weight, index = probs.max(dim=-1)
+            y = torch.zeros_like(x)
+            for e, expert in enumerate(self.experts):
+                rows = (index == e).nonzero(as_tuple=True)[0]
+                if rows.numel():
+                    y.index_add_(0, rows, expert(x[rows]) * weight[rows, None].to(x.dtype))
+            density = F.one_hot(index, experts).float().mean(dim=0)
+            self.aux = 0.01 * experts * (density * probs.mean(dim=0)).sum()
+            return y.view(shape)
+
+    class Block(nn.Module):
+        def __init__(self, moe):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
+            self.attn = Attention()
+            self.mlp = MoE() if moe else MLP()
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            return x + self.mlp(self.ln2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokens = nn.Embedding(vocab, hidden)
+            self.positions = nn.Embedding(seq, hidden)
+            self.blocks = nn.ModuleList(Block(experts > 0 and i % 2 == 1) for i in range(layers))
+            self.lnf = nn.LayerNorm(hidden)
+            for p in self.parameters():
+                if p.dim() > 1:
+                    nn.init.normal_(p, std=0.02)
+
+        def forward(self, tokens, targets):
+            x = self.tokens(tokens) + self.positions.weight[None, : tokens.shape[1]]
+            for block in self.blocks:
+                x = block(x)
+            logits = self.lnf(x) @ self.tokens.weight.t()
+            loss = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+            for block in self.blocks:
+                if isinstance(block.mlp, MoE):
+                    loss = loss + block.mlp.aux
+            return loss
+
+    return GPT().to(device)
+
+
+def main():
+    args = parse()
+    # One BLAS thread per moebench rank: PyTorch's BLAS would otherwise use every core.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
+    try:
+        import torch
+    except ImportError:
+        print(f"{sys.argv[0]}: PyTorch is not installed: no reference (install python3-torch)", file=sys.stderr)
+        return 77
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print(f"{sys.argv[0]}: error: --device cuda: PyTorch sees no usable GPU", file=sys.stderr)
+        return 2
+    out = pathlib.Path(args.out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        probe = out.parent / f".probe.{id(out)}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        print(f"{sys.argv[0]}: error: --out: {out.parent} is not writable ({e.strerror})", file=sys.stderr)
+        return 2
+    vocab, seq, hidden, heads, ffn, layers, experts, sequences = SIZES[args.scale]
+    sequences = args.sequences or sequences
+    torch.set_num_threads(args.threads)
+    if args.device == "cuda":  # as moebench's default: tensor cores (TF32) for fp32 GEMMs
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    math_kind = "fp32, TF32 matmuls" if args.device == "cuda" else f"fp32, {args.threads} CPU thread(s)"
+    gen = torch.Generator().manual_seed(7)
+    tokens = torch.randint(vocab, (sequences, seq), generator=gen).to(args.device)
+    targets = torch.randint(vocab, (sequences, seq), generator=gen).to(args.device)
+    rows = []
+    for name, n_experts in (("dense", 0), ("moe", experts)):
+        torch.manual_seed(1)
+        model = build(torch, vocab, seq, hidden, heads, ffn, layers, n_experts, args.device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            model(tokens, targets).backward()
+            opt.step()
+            if args.device == "cuda":
+                torch.cuda.synchronize()
+
+        step()  # warm-up
+        times = []
+        for _ in range(args.repetitions):
+            start = time.perf_counter()
+            step()
+            times.append((time.perf_counter() - start) * 1e3)
+        rows.append({"model": name, "layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn, "seq": seq,
+                     "vocab": vocab, "experts": n_experts, "sequences": sequences,
+                     "ms_per_step": f"{statistics.median(times):.6g}", "ms_per_step_min": f"{min(times):.6g}",
+                     "ms_per_step_max": f"{max(times):.6g}", "repetitions": args.repetitions,
+                     "torch": torch.__version__,
+                     "torch_device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
+                     "math": math_kind, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
+        print(f"torch_step {name:5s} {statistics.median(times):9.2f} ms/step ({args.device}, torch {torch.__version__})")
+        del model, opt
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    tmp.replace(out)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
