@@ -42,8 +42,8 @@ GptStage::GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, Tra
 void GptStage::init(std::uint64_t seed, const Stream& s) {
   const std::size_t H = cfg_.hidden;
   const std::vector<float> ones(H, 1.f);
-  const auto table = normal_vector(std::size_t(cfg_.vocab) * H, seed, 300000, 0.5f);
-  const auto pos = normal_vector(std::size_t(cfg_.seq) * H, seed, 300001, 0.1f);
+  const auto table = normal_vector(std::size_t(cfg_.vocab) * H, seed, 300000, cfg_.token_std);
+  const auto pos = normal_vector(std::size_t(cfg_.seq) * H, seed, 300001, cfg_.position_std);
   if (table_) dev_.copy_to_device(table_.data(), table.data(), table.size() * 4, s);
   if (positions_) dev_.copy_to_device(positions_.data(), pos.data(), pos.size() * 4, s);
   if (gf_) {

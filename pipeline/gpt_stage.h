@@ -22,6 +22,9 @@ struct GptConfig {
   // other FFN) of `moe` (its hidden is the model's).
   int moe_every = 0;
   MoEConfig moe;
+  // Initial std of the token and position embeddings (GPT-2's 0.02; the finite-difference tests
+  // take larger ones, where a probe of 1e-2 is small against the weights).
+  float token_std = 0.02f, position_std = 0.02f;
   bool is_moe(int layer) const { return moe_every > 0 && layer % moe_every == moe_every - 1; }
 };
 
