@@ -242,59 +242,49 @@ ProjectedTable project_ppmoe_t2_orderings(const HardwareProfile& hw) {
   return out;
 }
 
-ProjectedTable project_ppmoe_t1(const HardwareProfile& hw) {
-  // 000 Table 1: a forward step of the 143B DPMoE (6.7B backbone), DP + EP: Table 2's DP256 row.
-  const T2Row& r = ppmoe_t2_rows()[9];
-  const StepPrediction p = predict_step(t2_model(r), t2_layout(r, hw), hw);
-  const ForwardParts& f = p.forward;
-  const double M = t2_layout(r, hw).micro_batches, total = f.total() * M;
-  const std::vector<std::tuple<std::string, double, double>> cols = {
-      {"total_fwd", f.total(), 7617}, {"moe_fwd", f.moe(), 6294}, {"first_all_to_all", f.moe_dispatch, 2566},
-      {"second_all_to_all", f.moe_combine, 2423}, {"gating", f.moe_gating, 156},
-      {"others", f.total() - f.moe(), 1323}};
+// A forward-step breakdown (000 Tables 1 and 3): each column's modelled share of the forward
+// beside the paper's, for Table 2's row `row`.
+static ProjectedTable project_breakdown(const HardwareProfile& hw, const T2Row& r,
+                                        const std::vector<std::tuple<std::string, double, double>>& cols,
+                                        const std::string& table, const std::string& scope) {
+  const StepLayout l = t2_layout(r, hw);
+  const double total = std::get<1>(cols.front()), paper_total = std::get<2>(cols.front());
   ProjectedTable out{CsvTable({"column", "modelled_ms", "modelled_pct", "paper_ms", "paper_pct", "pct_points_off",
                                "within_5_points", "layout", "assumptions", "calibration"}),
                      {}};
   int within = 0;
   for (const auto& [name, v, paper] : cols) {
-    const double mp = 100 * v / f.total(), pp = 100 * paper / 7617;
+    const double mp = 100 * v / total, pp = 100 * paper / paper_total;
     const bool ok = std::fabs(mp - pp) <= 5;
     within += ok;
-    out.table.add_row({name, fmt(v * M * 1e3, 5), fmt(mp, 4), fmt(paper), fmt(pp, 4), fmt(mp - pp, 3), ok ? "yes" : "no",
-                       t2_layout(r, hw).describe(), t2_assumptions(r, t2_layout(r, hw)) + "; forward of every micro-batch", kCalibration});
+    out.table.add_row({name, fmt(v * l.micro_batches * 1e3, 5), fmt(mp, 4), fmt(paper), fmt(pp, 4), fmt(mp - pp, 3),
+                       ok ? "yes" : "no", l.describe(), t2_assumptions(r, l) + "; " + scope, kCalibration});
   }
-  (void)total;
-  out.summary.push_back("ppmoe.t1 (modelled): " + std::to_string(within) + " of " + std::to_string(cols.size()) +
-                        " columns within 5 percentage points of 000 Table 1");
+  out.summary.push_back(table + " (modelled): " + std::to_string(within) + " of " + std::to_string(cols.size()) +
+                        " columns within 5 percentage points of the paper's");
   return out;
+}
+
+ProjectedTable project_ppmoe_t1(const HardwareProfile& hw) {
+  // 000 Table 1: a forward step of the 143B DPMoE (6.7B backbone), DP + EP: Table 2's DP256 row.
+  const T2Row& r = ppmoe_t2_rows()[9];
+  const ForwardParts f = predict_step(t2_model(r), t2_layout(r, hw), hw).forward;
+  return project_breakdown(hw, r,
+                           {{"total_fwd", f.total(), 7617}, {"moe_fwd", f.moe(), 6294},
+                            {"first_all_to_all", f.moe_dispatch, 2566}, {"second_all_to_all", f.moe_combine, 2423},
+                            {"gating", f.moe_gating, 156}, {"others", f.total() - f.moe(), 1323}},
+                           "ppmoe.t1", "forward of every micro-batch");
 }
 
 ProjectedTable project_ppmoe_t3(const HardwareProfile& hw) {
   // 000 Table 3: a forward step of the small-setting PPMoE (TP8 PP4), one process (stage).
   const T2Row& r = ppmoe_t2_rows()[5];
-  const StepPrediction p = predict_step(t2_model(r), t2_layout(r, hw), hw);
-  const ForwardParts& f = p.forward;
-  const double M = t2_layout(r, hw).micro_batches;
-  const std::vector<std::tuple<std::string, double, double>> cols = {
-      {"total_fwd", f.total(), 6257},         {"moe_fwd", f.moe(), 2393},
-      {"gating", f.moe_gating, 491},          {"expert_calc", f.moe_expert, 437},
-      {"moe_allreduce", f.moe_combine, 1294}, {"ffn_fwd", f.ffn + f.ffn_allreduce, 1714},
-      {"ffn_allreduce", f.ffn_allreduce, 1176}};
-  ProjectedTable out{CsvTable({"column", "modelled_ms", "modelled_pct", "paper_ms", "paper_pct", "pct_points_off",
-                               "within_5_points", "layout", "assumptions", "calibration"}),
-                     {}};
-  int within = 0;
-  for (const auto& [name, v, paper] : cols) {
-    const double mp = 100 * v / f.total(), pp = 100 * paper / 6257;
-    const bool ok = std::fabs(mp - pp) <= 5;
-    within += ok;
-    out.table.add_row({name, fmt(v * M * 1e3, 5), fmt(mp, 4), fmt(paper), fmt(pp, 4), fmt(mp - pp, 3), ok ? "yes" : "no",
-                       t2_layout(r, hw).describe(),
-                       t2_assumptions(r, t2_layout(r, hw)) + "; the slowest stage's forward of every micro-batch", kCalibration});
-  }
-  out.summary.push_back("ppmoe.t3 (modelled): " + std::to_string(within) + " of " + std::to_string(cols.size()) +
-                        " columns within 5 percentage points of 000 Table 3");
-  return out;
+  const ForwardParts f = predict_step(t2_model(r), t2_layout(r, hw), hw).forward;
+  return project_breakdown(hw, r,
+                           {{"total_fwd", f.total(), 6257}, {"moe_fwd", f.moe(), 2393}, {"gating", f.moe_gating, 491},
+                            {"expert_calc", f.moe_expert, 437}, {"moe_allreduce", f.moe_combine, 1294},
+                            {"ffn_fwd", f.ffn + f.ffn_allreduce, 1714}, {"ffn_allreduce", f.ffn_allreduce, 1176}},
+                           "ppmoe.t3", "the slowest stage's forward of every micro-batch");
 }
 
 ProjectedTable project_m6t_t1(const HardwareProfile& hw) {

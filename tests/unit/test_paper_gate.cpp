@@ -3,6 +3,7 @@
 // outputs and gradients; its dense tensors hold exactly the kept assignments; a hand-worked
 // routing; bad configurations named.
 #include <gtest/gtest.h>
+#include <functional>
 #include "kernels/looped_gating.h"
 #include "moe_test_util.h"
 
@@ -29,13 +30,27 @@ struct Shape {
 static const Shape kShapes[] = {{8, 1, 1, 1, 1.0}, {8, 1, 2, 1, 0.75}, {8, 1, 4, 2, 1.25},
                                 {8, 2, 2, 2, 1.0}, {8, 4, 1, 1, 0.5},  {16, 1, 16, 1, 1.0}};
 
+// The same layer (weights, capacity groups) with each gate.
+struct GatePair {
+  explicit GatePair(const Shape& sh)
+      : paper(config(sh.experts, sh.prototypes, sh.k, sh.capacity, GateImpl::paper), local(sh)),
+        fused(config(sh.experts, sh.prototypes, sh.k, sh.capacity, GateImpl::fused), local(sh)) {}
+  static std::function<std::unique_ptr<TokenDispatcher>(const DispatcherEnv&)> local(const Shape& sh) {
+    return [groups = sh.groups](const DispatcherEnv& env) { return make_local_dispatcher(env, groups); };
+  }
+  CpuLayer paper, fused;
+};
+
+static std::string describe(const Shape& sh) {
+  return "E=" + std::to_string(sh.experts) + " Z=" + std::to_string(sh.prototypes) + " k=" + std::to_string(sh.k) +
+         " G=" + std::to_string(sh.groups);
+}
+
 TEST(PaperGate, RoutesExactlyAsTheFusedGate) {
   for (const Shape& sh : kShapes) {
-    SCOPED_TRACE("E=" + std::to_string(sh.experts) + " Z=" + std::to_string(sh.prototypes) +
-                 " k=" + std::to_string(sh.k) + " G=" + std::to_string(sh.groups));
-    auto local = [&](const DispatcherEnv& env) { return make_local_dispatcher(env, sh.groups); };
-    CpuLayer paper(config(sh.experts, sh.prototypes, sh.k, sh.capacity, GateImpl::paper), local);
-    CpuLayer fused(config(sh.experts, sh.prototypes, sh.k, sh.capacity, GateImpl::fused), local);
+    SCOPED_TRACE(describe(sh));
+    GatePair layers(sh);
+    CpuLayer &paper = layers.paper, &fused = layers.fused;
     const auto x = tokens(24, 12, 3);
     paper.forward(x);
     fused.forward(x);
@@ -72,11 +87,9 @@ TEST(PaperGate, RoutesExactlyAsTheFusedGate) {
 
 TEST(PaperGate, LayerOutputsAndGradientsEqualTheFusedGates) {
   for (const Shape& sh : kShapes) {
-    SCOPED_TRACE("E=" + std::to_string(sh.experts) + " Z=" + std::to_string(sh.prototypes) +
-                 " k=" + std::to_string(sh.k) + " G=" + std::to_string(sh.groups));
-    auto local = [&](const DispatcherEnv& env) { return make_local_dispatcher(env, sh.groups); };
-    CpuLayer paper(config(sh.experts, sh.prototypes, sh.k, sh.capacity, GateImpl::paper), local);
-    CpuLayer fused(config(sh.experts, sh.prototypes, sh.k, sh.capacity, GateImpl::fused), local);
+    SCOPED_TRACE(describe(sh));
+    GatePair layers(sh);
+    CpuLayer &paper = layers.paper, &fused = layers.fused;
     const auto x = tokens(24, 12, 5), dy = tokens(24, 12, 6);
     paper.forward(x);
     fused.forward(x);
