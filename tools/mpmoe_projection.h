@@ -1,4 +1,4 @@
-// MPMoE's figures (003 Figs. 10, 14, 15, 17) projected on the Adira and Valor profiles: the
+// MPMoE's figures (003 Figs. 10, 11, 14, 15, 17) projected on the Adira and Valor profiles: the
 // pipelined layer's forward and backward from MPMoE's own performance model
 // (models/mpmoe_perf_model.h), fed with per-part operation times from the hardware profile --
 // the all-to-alls from the collective model, the experts' GEMMs at the profile's efficiency, the
@@ -35,6 +35,7 @@ double fastmoe_ms(const MoELayerRun& r, const HardwareProfile& hw);
 double fastermoe_ms(const MoELayerRun& r, const HardwareProfile& hw);
 
 ProjectedTable project_mpmoe_f10(const HardwareProfile& adira, const HardwareProfile& valor);
+ProjectedTable project_mpmoe_f11(const HardwareProfile& adira);
 ProjectedTable project_mpmoe_f14(const HardwareProfile& adira);
 ProjectedTable project_mpmoe_f15(const HardwareProfile& adira);
 ProjectedTable project_mpmoe_f17(const HardwareProfile& adira);

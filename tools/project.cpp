@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
                   {"ppmoe_t3.csv", project_ppmoe_t3(ppmoe), ppmoe, 32},
                   {"m6t_t1.csv", project_m6t_t1(m6t), m6t, 8},
                   {"mpmoe_f10.csv", project_mpmoe_f10(adira, valor), adira, 64},
+                  {"mpmoe_f11.csv", project_mpmoe_f11(adira), adira, 64},
                   {"mpmoe_f14.csv", project_mpmoe_f14(adira), adira, 64},
                   {"mpmoe_f15.csv", project_mpmoe_f15(adira), adira, 64},
                   {"mpmoe_f17.csv", project_mpmoe_f17(adira), adira, 64}};

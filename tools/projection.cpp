@@ -52,8 +52,8 @@ const std::vector<T2Row>& ppmoe_t2_rows() {
   return rows;
 }
 
-// GPT-3's batch sizes (Brown et al. 2020, Table 2.1: 0.5M tokens for Medium, 2M for 6.7B) and
-// one sequence per micro-batch: 000 gives neither.
+// GPT-3's batch sizes (Brown et al. 2020, Table 2.1: 0.5M tokens for Medium, 2M for 6.7B): 000
+// gives none.
 static int global_sequences(const T2Row& r) { return r.setting == "small" ? 256 : 1024; }
 
 ModelShape t2_model(const T2Row& r) {
