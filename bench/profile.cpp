@@ -1,9 +1,9 @@
 // moebench_profile (models.profile): this machine's hardware profile for the performance models,
 // written by the suite's own micro-benchmarks on the ranks it runs with: a GEMM sweep with every
 // rank computing at once (the efficiency curve; the best rate is the peak on the CPU, where no
-// datasheet peak is known), a large copy on every rank (memory bandwidth), and every rank
-// sending to the next while receiving from the previous (link latency from 8-byte messages,
-// bandwidth from large ones). Writes <out>/models/profile_<name>.csv in the profile format
+// datasheet peak is known), a large copy and the GeLU kernel on every rank (memory and
+// elementwise bandwidth), and all-to-alls among every rank -- the link as the collectives see
+// it: latency per step from 8 bytes per peer, bandwidth from a large one). Writes <out>/models/profile_<name>.csv in the profile format
 // (models/hardware_profile.h) plus provenance columns: models read it like a shipped profile.
 #include <algorithm>
 #include <cstdio>
@@ -29,7 +29,7 @@ class ProfileBench final : public BenchProgram {
  public:
   std::string name() const override { return "moebench_profile"; }
   std::string description() const override {
-    return "This machine's hardware profile for the performance models, from a GEMM sweep, a copy and a ring of sends.";
+    return "This machine's hardware profile for the performance models, from a GEMM sweep, a copy, GeLU and all-to-alls.";
   }
   void add_options(CLI::App& app) override {
     app.add_option("--name", name_, "Profile name: writes <out>/models/profile_<name>.csv (default this_machine)")
@@ -67,8 +67,9 @@ class ProfileBench final : public BenchProgram {
     ctx.add("profile/copy", 5, [this, &ctx](benchmark::State& st) { copy(st, ctx); });
     ctx.add("profile/op", 5, [this, &ctx](benchmark::State& st) { tiny_ops(st, ctx); });
     ctx.add("profile/elementwise", 5, [this, &ctx](benchmark::State& st) { elementwise(st, ctx); });
-    for (std::size_t bytes : {std::size_t(8), big_message_})
-      ctx.add("profile/ring/" + std::to_string(bytes), 10, [this, &ctx, bytes](benchmark::State& st) { ring(st, ctx, bytes); });
+    for (std::size_t bytes : {small_message(ctx), big_message_})
+      ctx.add("profile/exchange/" + std::to_string(bytes), 10,
+              [this, &ctx, bytes](benchmark::State& st) { exchange(st, ctx, bytes); });
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
@@ -82,8 +83,9 @@ class ProfileBench final : public BenchProgram {
       const auto it = ms.find("profile/gemm/" + s.key());
       if (it != ms.end()) rate[s.flops()].push_back(s.flops() / (it->second / repeats(s) * 1e-3));
     }
-    const std::string elementwise_key = "profile/elementwise", copy_key = "profile/copy", small_key = "profile/ring/8",
-                      big_key = "profile/ring/" + std::to_string(big_message_);
+    const std::string elementwise_key = "profile/elementwise", copy_key = "profile/copy",
+                      small_key = "profile/exchange/" + std::to_string(small_message(ctx)),
+                      big_key = "profile/exchange/" + std::to_string(big_message_);
     if (rate.empty() || !ms.count(copy_key) || !ms.count(elementwise_key) || !ms.count(small_key) || !ms.count(big_key)) {
       std::fprintf(stderr, "moebench_profile: error: a measurement failed; no profile written\n");
       return 1;
@@ -99,9 +101,12 @@ class ProfileBench final : public BenchProgram {
     const bool half = ctx.dtype() != DType::f32;
     const int ranks = ctx.world.size();
     const double copy_bw = 2.0 * double(copy_bytes_) / (ms[copy_key] / kCopies * 1e-3);  // read + write
-    const double latency = ms[small_key] / kRingRounds * 1e-3;
+    // The pairwise all-to-all's (p - 1) steps: t = (p - 1) (alpha + n / (p B)).
+    const double steps = double(ranks - 1);
+    const double latency = ms[small_key] / kRingRounds * 1e-3 / steps;
     const double elementwise_bw = 2.0 * double(copy_bytes_ / 4 * dtype_size(ctx.dtype())) / (ms[elementwise_key] * 1e-3);
-    const double link_bw = double(big_message_) / (ms[big_key] / kRingRounds * 1e-3 - latency);
+    const double link_bw =
+        steps * double(big_message_) / ranks / ((ms[big_key] - ms[small_key]) / kRingRounds * 1e-3);
     std::size_t free_bytes = 0, total_bytes = 0;
     ctx.device.memory(&free_bytes, &total_bytes);
     const double memory = cpu ? double(total_bytes) / ranks : double(total_bytes);
@@ -123,8 +128,9 @@ class ProfileBench final : public BenchProgram {
     put("memory_bw", copy_bw / 1e9, "GB/s", here + ": a copy of " + std::to_string(copy_bytes_ >> 20) + " MiB on every rank, read + write");
     put("elementwise_bw", elementwise_bw / 1e9, "GB/s",
         here + ": GeLU forward over " + std::to_string(copy_bytes_ >> 20) + " MiB on every rank, read + write");
-    put("intra_bw", link_bw / 1e9, "GB/s", here + ": every rank sends " + std::to_string(big_message_ >> 20) + " MiB to the next, less the latency");
-    put("intra_latency", latency * 1e6, "us", here + ": every rank sends 8 bytes to the next");
+    put("intra_bw", link_bw / 1e9, "GB/s",
+        here + ": an all-to-all of " + std::to_string(big_message_ >> 20) + " MiB per rank, less the small one's time, as (p - 1) n / (p B)");
+    put("intra_latency", latency * 1e6, "us", here + ": an all-to-all of 8 bytes per peer, over its p - 1 steps");
     put("inter_bw", link_bw / 1e9, "GB/s", "one node: no link between nodes was measured; the intra-node value");
     put("inter_latency", latency * 1e6, "us", "one node: no link between nodes was measured; the intra-node value");
     put("pcie_bw", copy_bw / 2 / 1e9, "GB/s", cpu ? "host and device are the same memory: the copy's rate" : here + ": the device copy's rate (no host transfer measured)");
@@ -199,8 +205,10 @@ class ProfileBench final : public BenchProgram {
     });
   }
 
-  void ring(benchmark::State& st, BenchContext& ctx, std::size_t bytes) {
-    const int p = ctx.world.size(), r = ctx.world.rank();
+  // The link as the collectives see it: an all-to-all among every rank, `bytes` per rank's send
+  // buffer (bytes / p to each peer), kRingRounds times.
+  void exchange(benchmark::State& st, BenchContext& ctx, std::size_t bytes) {
+    const int p = ctx.world.size();
     if (ctx.skip_if_any(st, p < 2 ? std::optional<std::string>("one rank: no link to measure") : std::nullopt)) return;
     Buffer send = ctx.alloc.allocate(bytes, MemTag::buffers), recv = ctx.alloc.allocate(bytes, MemTag::buffers);
     const Stream& s = ctx.device.default_stream();
@@ -208,10 +216,12 @@ class ProfileBench final : public BenchProgram {
     ctx.device.synchronize();
     for (auto _ : st) ctx.time_iteration(st, s, [&] {
       for (int i = 0; i < kRingRounds; ++i)
-        ctx.world.send_recv(send.data(), (r + 1) % p, recv.data(), (r + p - 1) % p, bytes / 4, DType::i32, s);
+        ctx.world.all_to_all(send.data(), recv.data(), bytes / 4 / std::size_t(p), DType::i32, s);
       ctx.world.wait(s);
     });
   }
+
+  static std::size_t small_message(const BenchContext& ctx) { return std::size_t(8) * ctx.world.size(); }
 
   std::string name_ = "this_machine";
   std::optional<Stream> op_stream_;

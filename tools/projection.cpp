@@ -392,6 +392,11 @@ void compare_mpmoe(const HardwareProfile& hw, const std::string& path, std::vect
   int tokens, n, ranks;
   double fast, pb;
   while (in.read_row(model, tokens, fast, pb, n, strategy, ranks, link)) {
+    const auto& specs = moe_layer_specs();
+    if (std::none_of(specs.begin(), specs.end(), [&](const MoELayerSpec& m) { return m.name == model; })) {
+      missing.push_back(path + " (its '" + model + "' layer is none of 003's)");
+      continue;
+    }
     const MoELayerSpec& spec = moe_layer_spec(model);
     const MoELayerRun r{spec.hidden, spec.ffn, ranks, tokens, false};
     const HardwareProfile h = with_link(hw, link);
