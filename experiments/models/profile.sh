@@ -2,7 +2,7 @@
 # models.profile: this machine's hardware profile for the performance models, from the suite's
 # own micro-benchmarks on the ranks of a run (default 4, as the local experiments): a GEMM sweep
 # with every rank computing (the efficiency curve and the peak), a copy and the elementwise
-# kernels (memory and elementwise bandwidth), a ring of sends (link latency and bandwidth).
+# kernels (memory and elementwise bandwidth), all-to-alls among every rank (link latency and bandwidth).
 # Writes results/models/profile_this_machine.csv, which models/project.sh holds the model's
 # predictions of the local runs against.
 #   experiments/models/profile.sh [--scale local] [--backend cpu|cuda] [--ranks N] [--name NAME]
