@@ -14,6 +14,7 @@
 #include "kernels/gelu.h"
 #include "kernels/gemm.h"
 #include "bench/moe_host.h"
+#include "models/hardware_profile.h"
 #include "moe/init.h"
 
 namespace moebench {
@@ -34,14 +35,25 @@ class ProfileBench final : public BenchProgram {
   void add_options(CLI::App& app) override {
     app.add_option("--name", name_, "Profile name: writes <out>/models/profile_<name>.csv (default this_machine)")
         ->type_name("NAME");
+    add_path(app, "--link-profile", link_profile_,
+             "On one rank: take the link values (intra/inter bandwidth and latency) from this profile (name or CSV)");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
     if (name_.empty() || name_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
       return "--name: '" + name_ + "' is not a profile name; allowed: lower-case letters, digits, '_' and '-'";
-    if (ctx.world.size() < 2)
+    if (ctx.world.size() < 2 && link_profile_.empty())
       return "the link between ranks needs 2 ranks or more to measure; got " + std::to_string(ctx.world.size()) +
-             " (launch it with --ranks 2 or more)";
+             " (launch it with --ranks 2 or more, or give --link-profile for the link values)";
+    if (ctx.world.size() >= 2 && !link_profile_.empty())
+      return "--link-profile: only on one rank; with " + std::to_string(ctx.world.size()) + " ranks the link is measured";
+    if (!link_profile_.empty()) {
+      try {
+        link_ = load_profile_option("--link-profile", link_profile_);
+      } catch (const Error& e) {
+        return e.what();
+      }
+    }
     std::vector<int> ms, nks;
     switch (ctx.scale()) {
       case Scale::tiny: ms = {32, 128}; nks = {32, 128}; copy_bytes_ = 1 << 20; big_message_ = 1 << 18; break;
@@ -67,6 +79,7 @@ class ProfileBench final : public BenchProgram {
     ctx.add("profile/copy", 5, [this, &ctx](benchmark::State& st) { copy(st, ctx); });
     ctx.add("profile/op", 5, [this, &ctx](benchmark::State& st) { tiny_ops(st, ctx); });
     ctx.add("profile/elementwise", 5, [this, &ctx](benchmark::State& st) { elementwise(st, ctx); });
+    if (link_) return;  // one rank: the link comes from --link-profile
     for (std::size_t bytes : {small_message(ctx), big_message_})
       ctx.add("profile/exchange/" + std::to_string(bytes), 10,
               [this, &ctx, bytes](benchmark::State& st) { exchange(st, ctx, bytes); });
@@ -86,7 +99,8 @@ class ProfileBench final : public BenchProgram {
     const std::string elementwise_key = "profile/elementwise", copy_key = "profile/copy",
                       small_key = "profile/exchange/" + std::to_string(small_message(ctx)),
                       big_key = "profile/exchange/" + std::to_string(big_message_);
-    if (rate.empty() || !ms.count(copy_key) || !ms.count(elementwise_key) || !ms.count(small_key) || !ms.count(big_key)) {
+    if (rate.empty() || !ms.count(copy_key) || !ms.count(elementwise_key) ||
+        (!link_ && (!ms.count(small_key) || !ms.count(big_key)))) {
       std::fprintf(stderr, "moebench_profile: error: a measurement failed; no profile written\n");
       return 1;
     }
@@ -103,10 +117,10 @@ class ProfileBench final : public BenchProgram {
     const double copy_bw = 2.0 * double(copy_bytes_) / (ms[copy_key] / kCopies * 1e-3);  // read + write
     // The pairwise all-to-all's (p - 1) steps: t = (p - 1) (alpha + n / (p B)).
     const double steps = double(ranks - 1);
-    const double latency = ms[small_key] / kRingRounds * 1e-3 / steps;
+    const double latency = link_ ? link_->intra_latency : ms[small_key] / kRingRounds * 1e-3 / steps;
     const double elementwise_bw = 2.0 * double(copy_bytes_ / 4 * dtype_size(ctx.dtype())) / (ms[elementwise_key] * 1e-3);
     const double link_bw =
-        steps * double(big_message_) / ranks / ((ms[big_key] - ms[small_key]) / kRingRounds * 1e-3);
+        link_ ? link_->intra_bw : steps * double(big_message_) / ranks / ((ms[big_key] - ms[small_key]) / kRingRounds * 1e-3);
     std::size_t free_bytes = 0, total_bytes = 0;
     ctx.device.memory(&free_bytes, &total_bytes);
     const double memory = cpu ? double(total_bytes) / ranks : double(total_bytes);
@@ -119,7 +133,9 @@ class ProfileBench final : public BenchProgram {
     t.add_row({"name", "", name_ + ": " + ctx.provenance.device + ", " + std::to_string(ranks) + " ranks (" +
                                 backend_name(ctx.backend()) + " backend)",
                "", here});
-    put("gpus_per_node", ranks, "count", "the ranks of this run, one node");
+    const std::string from_link = link_ ? "not measured (one rank): from profile " + link_->path : "";
+    put("gpus_per_node", link_ ? link_->gpus_per_node : ranks, "count",
+        link_ ? from_link : "the ranks of this run, one node");
     const std::string peak_src = here + ": the sweep's best GEMM rate per rank, every rank computing";
     put(half ? "peak_fp16" : "peak_fp32", peak / 1e12, "TFLOP/s", peak_src);
     put(half ? "peak_fp32" : "peak_fp16", peak / 1e12, "TFLOP/s",
@@ -129,10 +145,14 @@ class ProfileBench final : public BenchProgram {
     put("elementwise_bw", elementwise_bw / 1e9, "GB/s",
         here + ": GeLU forward over " + std::to_string(copy_bytes_ >> 20) + " MiB on every rank, read + write");
     put("intra_bw", link_bw / 1e9, "GB/s",
-        here + ": an all-to-all of " + std::to_string(big_message_ >> 20) + " MiB per rank, less the small one's time, as (p - 1) n / (p B)");
-    put("intra_latency", latency * 1e6, "us", here + ": an all-to-all of 8 bytes per peer, over its p - 1 steps");
-    put("inter_bw", link_bw / 1e9, "GB/s", "one node: no link between nodes was measured; the intra-node value");
-    put("inter_latency", latency * 1e6, "us", "one node: no link between nodes was measured; the intra-node value");
+        link_ ? from_link
+              : here + ": an all-to-all of " + std::to_string(big_message_ >> 20) +
+                    " MiB per rank, less the small one's time, as (p - 1) n / (p B)");
+    put("intra_latency", latency * 1e6, "us", link_ ? from_link : here + ": an all-to-all of 8 bytes per peer, over its p - 1 steps");
+    put("inter_bw", (link_ ? link_->inter_bw : link_bw) / 1e9, "GB/s",
+        link_ ? from_link : "one node: no link between nodes was measured; the intra-node value");
+    put("inter_latency", (link_ ? link_->inter_latency : latency) * 1e6, "us",
+        link_ ? from_link : "one node: no link between nodes was measured; the intra-node value");
     put("pcie_bw", copy_bw / 2 / 1e9, "GB/s", cpu ? "host and device are the same memory: the copy's rate" : here + ": the device copy's rate (no host transfer measured)");
     for (const auto& [f, v] : rate)
       t.add_row({"gemm_efficiency", fmt(f / 1e9, 6), fmt(std::min(1.0, v[0] / peak), 4), "fraction",
@@ -223,7 +243,8 @@ class ProfileBench final : public BenchProgram {
 
   static std::size_t small_message(const BenchContext& ctx) { return std::size_t(8) * ctx.world.size(); }
 
-  std::string name_ = "this_machine";
+  std::string name_ = "this_machine", link_profile_;
+  std::optional<HardwareProfile> link_;
   std::optional<Stream> op_stream_;
   std::vector<Shape> shapes_;
   std::size_t copy_bytes_ = 1 << 20, big_message_ = 1 << 18;
