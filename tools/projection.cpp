@@ -356,7 +356,7 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
   for (const char* c : {"all_reduce", "all_to_all", "all_gather", "reduce_scatter", "send_recv"}) {
     const std::string path = dir + "/" + c + ".csv";
     if (!std::filesystem::exists(path)) {
-      missing.push_back(path);
+      missing.push_back(path + " (no such file)");
       continue;
     }
     io::CSVReader<5, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
@@ -383,7 +383,7 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
 void compare_mpmoe(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
                    std::vector<std::string>& missing) {
   if (!std::filesystem::exists(path)) {
-    missing.push_back(path);
+    missing.push_back(path + " (no such file)");
     return;
   }
   io::CSVReader<8, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
@@ -410,7 +410,7 @@ void compare_mpmoe(const HardwareProfile& hw, const std::string& path, std::vect
 void compare_breakdown(const HardwareProfile& hw, const std::string& path, const char* experiment, bool ppmoe,
                        std::vector<Comparison>& out, std::vector<std::string>& missing) {
   if (!std::filesystem::exists(path)) {
-    missing.push_back(path);
+    missing.push_back(path + " (no such file)");
     return;
   }
   io::CSVReader<14, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
@@ -440,10 +440,78 @@ void compare_breakdown(const HardwareProfile& hw, const std::string& path, const
   }
 }
 
+// One MoE layer's forward + backward (moe.layer: local, expert-parallel or PPMoE over the run's
+// ranks), fp32: the fp32 gate, the local experts as serial GEMMs, the permutations, and the
+// dispatcher's communication -- four all-to-alls (expert parallel) or two all-reduces (PPMoE).
+double moe_layer_ms(const HardwareProfile& hw, const std::string& dispatcher, int tokens, int hidden, int ffn, int experts,
+                    int top_k, int ranks) {
+  const double T = tokens, h = hidden, f = ffn, k = top_k;
+  const bool ep = dispatcher == "expert_parallel", pp = dispatcher == "ppmoe";
+  const int local = ep || pp ? experts / ranks : experts;
+  const double rows = pp ? T * k / ranks : T * k, per_expert = rows / local;
+  const double gate = 3 * hw.gemm_seconds(2 * T * h * experts, false) + 4 * T * experts * 4 / hw.elementwise_bw;
+  const double up = hw.gemm_seconds(2 * per_expert * h * f, false);
+  const double experts_s = local * 6 * up + 3 * 2 * rows * f * 4 / hw.elementwise_bw;  // 2 GEMMs forward, 4 backward
+  const double moves = 4 * 2 * rows * h * 4 / hw.memory_bw;
+  const Placement g = place_group(hw, ranks);
+  double comm = 0;
+  if (ep) comm = 4 * all_to_all_seconds(hw, T * k * h * 4, g) + all_reduce_seconds(hw, h * experts * 4, g);
+  if (pp) comm = 2 * all_reduce_seconds(hw, T * h * 4, g) + all_reduce_seconds(hw, h * experts * 4, g);
+  return (gate + experts_s + moves + comm) * 1e3;
+}
+
+void compare_moe_layer(const HardwareProfile& hw, const std::string& dir, std::vector<Comparison>& out,
+                       std::vector<std::string>& missing) {
+  for (const char* d : {"local", "expert_parallel", "ppmoe"}) {
+    const std::string path = dir + "/layer_" + d + ".csv";
+    if (!std::filesystem::exists(path)) {
+      missing.push_back(path + " (no such file)");
+      continue;
+    }
+    io::CSVReader<9, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+    in.read_header(io::ignore_extra_column, "dispatcher", "tokens_per_rank", "hidden", "ffn", "experts", "top_k",
+                   "total_ms", "ranks", "link");
+    std::string dispatcher, link;
+    int tokens, hidden, ffn, experts, k, ranks;
+    double ms;
+    while (in.read_row(dispatcher, tokens, hidden, ffn, experts, k, ms, ranks, link)) {
+      if (ranks != hw.gpus_per_node) {  // the profile's compute rate holds for its own rank count
+        missing.push_back(path + " (ran on " + std::to_string(ranks) + " ranks; the profile was measured on " +
+                          std::to_string(hw.gpus_per_node) + " sharing this machine's cores)");
+        continue;
+      }
+      if (dispatcher != "local" && (ranks < 1 || experts % ranks != 0)) continue;
+      out.push_back({"moe.layer", dispatcher + " T=" + std::to_string(tokens) + " E=" + std::to_string(experts), link,
+                     moe_layer_ms(with_link(hw, link), dispatcher, tokens, hidden, ffn, experts, k, ranks), ms});
+    }
+  }
+}
+
+// pipe.bubble: the simulator on the run's own op and send times (not the profile) against the
+// measured step, once per run (stage 0's row).
+void compare_pipe(const std::string& path, std::vector<Comparison>& out, std::vector<std::string>& missing) {
+  if (!std::filesystem::exists(path)) {
+    missing.push_back(path + " (no such file)");
+    return;
+  }
+  io::CSVReader<8, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+  in.read_header(io::ignore_extra_column, "schedule", "stages", "micro_batches", "recompute", "stage", "step_ms",
+                 "simulated_step_ms", "link");
+  std::string schedule, recompute, link;
+  int stages, micro, stage;
+  double step, simulated;
+  while (in.read_row(schedule, stages, micro, recompute, stage, step, simulated, link))
+    if (stage == 0)
+      out.push_back({"pipe.bubble (simulator on the run's op times)",
+                     schedule + " P=" + std::to_string(stages) + " M=" + std::to_string(micro) +
+                         (recompute == "yes" ? " recompute" : ""),
+                     link, simulated, step});
+}
+
 void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
                 std::vector<std::string>& missing) {
   if (!std::filesystem::exists(path)) {
-    missing.push_back(path);
+    missing.push_back(path + " (no such file)");
     return;
   }
   Reader in(path);
@@ -474,7 +542,7 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
 void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
                  std::vector<std::string>& missing) {
   if (!std::filesystem::exists(path)) {
-    missing.push_back(path);
+    missing.push_back(path + " (no such file)");
     return;
   }
   Reader in(path);
@@ -515,6 +583,9 @@ ProjectedTable compare_local_runs(const HardwareProfile& hw, const std::string& 
     compare_comm(hw, dir + "/comm", rows, missing);
     compare_comm(hw, dir + "/comm_emulated/comm", rows, missing);
     compare_mpmoe(hw, dir + "/mpmoe/f10.csv", rows, missing);
+    compare_moe_layer(hw, dir + "/moe", rows, missing);
+    compare_pipe(dir + "/pipe/bubble.csv", rows, missing);
+    compare_pipe(dir + "/pipe_ranks4/pipe/bubble.csv", rows, missing);
     compare_t2(hw, dir + "/ppmoe/t2.csv", rows, missing);
     compare_t2(hw, dir + "/ppmoe_emulated/ppmoe/t2.csv", rows, missing);
     compare_m6t(hw, dir + "/m6t/t1.csv", rows, missing);
@@ -550,7 +621,7 @@ ProjectedTable compare_local_runs(const HardwareProfile& hw, const std::string& 
     std::snprintf(line, sizeof line, "  %s: %d rows, mean error %.1f%%", e.c_str(), v.second, 100 * v.first / v.second);
     out.summary.push_back(line);
   }
-  for (const auto& m : missing) out.summary.push_back("  not compared (no file): " + m);
+  for (const auto& m : missing) out.summary.push_back("  not compared: " + m);
   return out;
 }
 
