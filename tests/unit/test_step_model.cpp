@@ -51,6 +51,17 @@ std::string load_error(const std::string& text) {
   return "";
 }
 
+ModelShape gpt(int layers, int hidden, int seq) {
+  ModelShape m;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.ffn = 4 * hidden;
+  m.heads = 8;
+  m.seq = seq;
+  m.vocab = 1000;
+  return m;
+}
+
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   const auto i = s.find(from);
   EXPECT_NE(i, std::string::npos) << from;
@@ -163,8 +174,7 @@ TEST(StepModel, OneGpuStepIsTheClosedFormFlops) {
   text = replace(text, "gemm_efficiency,1,0.2", "gemm_efficiency,1e-9,1");
   text = replace(text, "gemm_efficiency,100,0.8", "gemm_efficiency,1e9,1");
   const HardwareProfile hw = load_hardware_profile(write_profile(text));
-  ModelShape m;
-  m.layers = 4; m.hidden = 256; m.ffn = 1024; m.heads = 8; m.seq = 512; m.vocab = 1000;
+  ModelShape m = gpt(4, 256, 512);
   StepLayout l;
   l.micro_batch_sequences = 2;
   l.micro_batches = 3;
@@ -178,8 +188,7 @@ TEST(StepModel, OneGpuStepIsTheClosedFormFlops) {
 
 TEST(StepModel, ModelStatesAreEighteenBytesPerParameterAndZeroShardsThem) {
   const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
-  ModelShape m;
-  m.layers = 4; m.hidden = 256; m.ffn = 1024; m.heads = 8; m.seq = 512; m.vocab = 1000;
+  ModelShape m = gpt(4, 256, 512);
   StepLayout l;
   const StepPrediction plain = predict_step(m, l, hw);
   EXPECT_NEAR(plain.params_per_gpu, m.parameters() - 2.0 * 256, 1e-6);  // less the final LayerNorm, not modelled
@@ -197,8 +206,7 @@ TEST(StepModel, ModelStatesAreEighteenBytesPerParameterAndZeroShardsThem) {
 
 TEST(StepModel, RecomputationCutsActivationsAndCostsAForward) {
   const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
-  ModelShape m;
-  m.layers = 8; m.hidden = 512; m.ffn = 2048; m.heads = 8; m.seq = 1024; m.vocab = 1000;
+  ModelShape m = gpt(8, 512, 1024);
   StepLayout l;
   l.micro_batches = 2;
   const StepPrediction keep = predict_step(m, l, hw);
@@ -210,8 +218,7 @@ TEST(StepModel, RecomputationCutsActivationsAndCostsAForward) {
 
 TEST(StepModel, BadLayoutsNameTheOption) {
   const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
-  ModelShape m;
-  m.layers = 6; m.hidden = 256; m.ffn = 1024; m.heads = 8; m.seq = 512; m.vocab = 1000;
+  ModelShape m = gpt(6, 256, 512);
   StepLayout l;
   l.pp = 4;
   l.micro_batches = 4;
