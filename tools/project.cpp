@@ -66,6 +66,10 @@ int main(int argc, char** argv) {
       local.table.write(out + "/models/local_vs_model.csv", model_provenance(here, here.gpus_per_node, "local"));
       for (const auto& line : local.summary) std::printf("%s\n", line.c_str());
       std::printf("wrote %s/models/local_vs_model.csv\n", out.c_str());
+      const ProjectedTable eq = ppmoe_equations_local(here, local_results.empty() ? out : local_results);
+      eq.table.write(out + "/models/ppmoe_eq.csv", model_provenance(here, here.gpus_per_node, "local"));
+      for (const auto& line : eq.summary) std::printf("%s\n", line.c_str());
+      std::printf("wrote %s/models/ppmoe_eq.csv\n", out.c_str());
     } else {
       std::printf("no profile of this machine (run experiments/models/profile.sh): the model is not held against local runs\n");
     }
