@@ -75,7 +75,7 @@ class ProfileBench final : public BenchProgram {
 
   void register_benchmarks(BenchContext& ctx) override {
     for (const Shape& s : shapes_)
-      ctx.add("profile/gemm/" + s.key(), 5, [this, &ctx, s](benchmark::State& st) { gemm(st, ctx, s); });
+      ctx.add("profile/gemm/" + s.key(), 5, [this, &ctx, s](benchmark::State& st) { gemm_sweep(st, ctx, s); });
     ctx.add("profile/copy", 5, [this, &ctx](benchmark::State& st) { copy(st, ctx); });
     ctx.add("profile/op", 5, [this, &ctx](benchmark::State& st) { tiny_ops(st, ctx); });
     ctx.add("profile/elementwise", 5, [this, &ctx](benchmark::State& st) { elementwise(st, ctx); });
@@ -170,7 +170,7 @@ class ProfileBench final : public BenchProgram {
   // time slice, so ranks sharing cores share them during the measurement as during a run.
   static int repeats(const Shape& s) { return std::max(1, int(1.5e9 / s.flops())); }
 
-  void gemm(benchmark::State& st, BenchContext& ctx, const Shape& s) {
+  void gemm_sweep(benchmark::State& st, BenchContext& ctx, const Shape& s) {
     const DType t = ctx.dtype();
     const std::size_t es = dtype_size(t);
     Buffer a = device_from_f32(ctx.device, ctx.alloc, normal_vector(std::size_t(s.m) * s.k, 1, 1, 1.f), t, MemTag::activations);
@@ -179,14 +179,13 @@ class ProfileBench final : public BenchProgram {
     const Stream& str = ctx.device.default_stream();
     const Exec ex = ctx.device.exec(str);
     const GemmArgs g = dense_gemm(false, false, s.m, s.n, s.k, a.data(), b.data(), c.data(), t);
-    gemm_once(ex, g);
+    gemm(ex, g);
     ctx.device.synchronize();
     const int r = repeats(s);
     for (auto _ : st) ctx.time_iteration(st, str, [&] {
-      for (int i = 0; i < r; ++i) gemm_once(ex, g);
+      for (int i = 0; i < r; ++i) gemm(ex, g);
     });
   }
-  static void gemm_once(const Exec& ex, const GemmArgs& g) { moebench::gemm(ex, g); }
 
   void copy(benchmark::State& st, BenchContext& ctx) {
     Buffer from = ctx.alloc.allocate(copy_bytes_, MemTag::buffers), to = ctx.alloc.allocate(copy_bytes_, MemTag::buffers);

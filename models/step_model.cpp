@@ -89,10 +89,11 @@ class Model {
         moe_comm_f = 2 * a2a;
         comm_b += 2 * a2a;
       } else {  // PPMoE (and a one-rank MoE): index selection, then the TP all-reduce
+        const double all_reduce = tp_all_reduce(n_ * h * bytes_);
         r.fwd.moe_dispatch = moved / 2 + einsum;
-        r.fwd.moe_combine = moved / 2 + einsum + tp_all_reduce(n_ * h * bytes_);
-        moe_comm_f = tp_all_reduce(n_ * h * bytes_);
-        comm_b += tp_all_reduce(n_ * h * bytes_);
+        r.fwd.moe_combine = moved / 2 + einsum + all_reduce;
+        moe_comm_f = all_reduce;
+        comm_b += all_reduce;  // the input gradient's
       }
     }
     // Backward: every GEMM's data gradient (the attention core's two per forward GEMM), the
@@ -261,8 +262,9 @@ StepPrediction predict_step(const ModelShape& m, const StepLayout& l, const Hard
   p.tokens = double(l.dp) * M * l.micro_batch_sequences * m.seq;
   p.tokens_per_s_per_gpu = p.tokens / p.step / l.gpus();
 
-  // Memory: model states (000: 18 bytes per parameter in fp16 Adam; 16 in fp32), activations.
-  const double state = l.half ? 18.0 : 16.0, optimizer_state = 12.0, gradient = l.half ? 4.0 : 4.0;
+  // Memory: model states (000: 18 bytes per parameter in fp16 Adam -- fp16 weights, fp32
+  // gradients, fp32 master and moments; 16 in fp32: weights, gradients, moments), activations.
+  const double state = l.half ? 18.0 : 16.0, optimizer_state = l.half ? 12.0 : 8.0, gradient = 4.0;
   const double sharded = optimizer_state + (l.zero && l.zero_stage >= 2 ? gradient : 0.0);
   p.model_state_bytes = dense_params * (state - sharded + sharded / dense_shards) +
                         expert_params * (state - sharded + sharded / expert_shards);

@@ -336,6 +336,25 @@ namespace {
 
 using Reader = io::CSVReader<16, io::trim_chars<' '>, io::double_quote_escape<',', '"'>>;
 
+// A local run's model shape, as its CSV gives it.
+ModelShape gpt_shape(int layers, int hidden, int ffn, int heads, int seq, int vocab) {
+  ModelShape m;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.ffn = ffn;
+  m.heads = heads;
+  m.seq = seq;
+  m.vocab = vocab;
+  return m;
+}
+
+// Whether a results file is there; if not, it is named among the runs not compared.
+bool present(const std::string& path, std::vector<std::string>& missing) {
+  if (std::filesystem::exists(path)) return true;
+  missing.push_back(path + " (no such file)");
+  return false;
+}
+
 // "emulated: 0.05 GB/s, 10 us" -> the profile with that link inside (and between) nodes.
 HardwareProfile with_link(HardwareProfile hw, const std::string& link) {
   double bw = 0, us = 0;
@@ -355,10 +374,7 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
                   std::vector<std::string>& missing) {
   for (const char* c : {"all_reduce", "all_to_all", "all_gather", "reduce_scatter", "send_recv"}) {
     const std::string path = dir + "/" + c + ".csv";
-    if (!std::filesystem::exists(path)) {
-      missing.push_back(path + " (no such file)");
-      continue;
-    }
+    if (!present(path, missing)) continue;
     io::CSVReader<5, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
     in.read_header(io::ignore_extra_column, "collective", "size_bytes", "time_us", "ranks", "link");
     std::string name, link;
@@ -382,10 +398,7 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
 // strategy), through MPMoE's performance model on this machine's profile.
 void compare_mpmoe(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
                    std::vector<std::string>& missing) {
-  if (!std::filesystem::exists(path)) {
-    missing.push_back(path + " (no such file)");
-    return;
-  }
+  if (!present(path, missing)) return;
   io::CSVReader<8, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
   in.read_header(io::ignore_extra_column, "model", "tokens", "fastmoe_ms", "pb_ms", "pb_n", "pb_strategy", "ranks", "link");
   std::string model, strategy, link;
@@ -409,10 +422,7 @@ void compare_mpmoe(const HardwareProfile& hw, const std::string& path, std::vect
 // ppmoe.t1 / t3: one forward of the MoE model on one stage, its total and its MoE layers' part.
 void compare_breakdown(const HardwareProfile& hw, const std::string& path, const char* experiment, bool ppmoe,
                        std::vector<Comparison>& out, std::vector<std::string>& missing) {
-  if (!std::filesystem::exists(path)) {
-    missing.push_back(path + " (no such file)");
-    return;
-  }
+  if (!present(path, missing)) return;
   io::CSVReader<14, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "dp", "tp", "layers", "hidden", "ffn", "heads", "seq",
                  "vocab", "experts", "sequences_per_rank", "total_fwd_ms", "moe_fwd_ms", "link", "layout");
@@ -424,8 +434,7 @@ void compare_breakdown(const HardwareProfile& hw, const std::string& path, const
   double total, moe;
   std::string link, layout;
   while (in.read_row(dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, total, moe, link, layout)) {
-    ModelShape m;
-    m.layers = layers; m.hidden = hidden; m.ffn = ffn; m.heads = heads; m.seq = seq; m.vocab = vocab;
+    ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
     m.experts = experts; m.moe_every = 2;
     StepLayout l;
     l.kind = ppmoe ? StepLayoutKind::ppmoe : StepLayoutKind::dpmoe;
@@ -464,10 +473,7 @@ void compare_moe_layer(const HardwareProfile& hw, const std::string& dir, std::v
                        std::vector<std::string>& missing) {
   for (const char* d : {"local", "expert_parallel", "ppmoe"}) {
     const std::string path = dir + "/layer_" + d + ".csv";
-    if (!std::filesystem::exists(path)) {
-      missing.push_back(path + " (no such file)");
-      continue;
-    }
+    if (!present(path, missing)) continue;
     io::CSVReader<9, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
     in.read_header(io::ignore_extra_column, "dispatcher", "tokens_per_rank", "hidden", "ffn", "experts", "top_k",
                    "total_ms", "ranks", "link");
@@ -490,10 +496,7 @@ void compare_moe_layer(const HardwareProfile& hw, const std::string& dir, std::v
 // pipe.bubble: the simulator on the run's own op and send times (not the profile) against the
 // measured step, once per run (stage 0's row).
 void compare_pipe(const std::string& path, std::vector<Comparison>& out, std::vector<std::string>& missing) {
-  if (!std::filesystem::exists(path)) {
-    missing.push_back(path + " (no such file)");
-    return;
-  }
+  if (!present(path, missing)) return;
   io::CSVReader<8, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
   in.read_header(io::ignore_extra_column, "schedule", "stages", "micro_batches", "recompute", "stage", "step_ms",
                  "simulated_step_ms", "link");
@@ -510,10 +513,7 @@ void compare_pipe(const std::string& path, std::vector<Comparison>& out, std::ve
 
 void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
                 std::vector<std::string>& missing) {
-  if (!std::filesystem::exists(path)) {
-    missing.push_back(path + " (no such file)");
-    return;
-  }
+  if (!present(path, missing)) return;
   Reader in(path);
   in.read_header(io::ignore_extra_column, "model", "dp", "tp", "pp", "zero", "step_ms", "layers", "hidden", "ffn", "heads",
                  "seq", "vocab", "experts", "sequences_per_step", "micro_batches", "link");
@@ -521,8 +521,7 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
   int dp, tp, pp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, micro;
   double step_ms;
   while (in.read_row(kind, dp, tp, pp, zero, step_ms, layers, hidden, ffn, heads, seq, vocab, experts, sequences, micro, link)) {
-    ModelShape m;
-    m.layers = layers; m.hidden = hidden; m.ffn = ffn; m.heads = heads; m.seq = seq; m.vocab = vocab;
+    ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
     StepLayout l;
     l.kind = kind == "Dense" ? StepLayoutKind::dense : kind == "DPMoE" ? StepLayoutKind::dpmoe : StepLayoutKind::ppmoe;
     if (l.kind != StepLayoutKind::dense) {
@@ -541,32 +540,27 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
 
 void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
                  std::vector<std::string>& missing) {
-  if (!std::filesystem::exists(path)) {
-    missing.push_back(path + " (no such file)");
-    return;
-  }
-  Reader in(path);
+  if (!present(path, missing)) return;
+  io::CSVReader<15, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "layers", "routing", "prototypes", "top_k", "experts",
-                 "hidden", "ffn", "heads", "seq", "tokens_per_rank", "capacity", "gate", "ms_per_step", "ranks", "vocab", "link");
+                 "hidden", "ffn", "heads", "seq", "tokens_per_rank", "gate", "ms_per_step", "ranks", "vocab", "link");
   if (!in.has_column("vocab")) {  // written before the column existed
     missing.push_back(path + " (no vocab column: re-run m6t.t1)");
     return;
   }
   std::string routing, gate, link;
-  int layers, prototypes, k, experts, hidden, ffn, heads, seq, tokens, capacity, ranks, vocab;
+  int layers, prototypes, k, experts, hidden, ffn, heads, seq, tokens, ranks, vocab;
   double ms;
-  while (in.read_row(layers, routing, prototypes, k, experts, hidden, ffn, heads, seq, tokens, capacity, gate, ms, ranks, vocab,
-                     link)) {
-    ModelShape m;
-    m.layers = layers; m.hidden = hidden; m.ffn = ffn; m.heads = heads; m.seq = seq; m.vocab = vocab;
-    m.experts = experts; m.moe_every = 1; m.prototypes = prototypes; m.top_k = k; m.capacity_factor = 1.25;
+  while (in.read_row(layers, routing, prototypes, k, experts, hidden, ffn, heads, seq, tokens, gate, ms, ranks, vocab, link)) {
+    ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
+    m.experts = experts; m.moe_every = 1; m.prototypes = prototypes; m.top_k = k;
+    m.capacity_factor = 1.25;  // m6t.t1's
     m.paper_gate = gate.rfind("paper", 0) == 0;
     StepLayout l;
     l.kind = StepLayoutKind::dpmoe;
     l.dp = ranks;
     l.micro_batch_sequences = std::max(1, tokens / seq);
     l.half = false;
-    (void)capacity;
     const HardwareProfile h = with_link(hw, link);
     if (validate_step(m, l, h)) continue;
     out.push_back({"m6t.t1", std::to_string(layers) + " layers " + routing + ", " + (m.paper_gate ? "paper" : "fused") + " gate",
@@ -625,8 +619,7 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
       double ffn_ms, allreduce_ms;
       while (in.read_row(dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, link, ffn_ms, allreduce_ms)) {
         const HardwareProfile h = with_link(hw, link);
-        ModelShape m;
-        m.layers = layers; m.hidden = hidden; m.ffn = ffn; m.heads = heads; m.seq = seq; m.vocab = vocab;
+        ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
         m.experts = experts; m.moe_every = 2;
         StepLayout l;
         l.kind = StepLayoutKind::ppmoe;
@@ -665,7 +658,7 @@ ProjectedTable compare_local_runs(const HardwareProfile& hw, const std::string& 
   } catch (const io::error::base& e) {
     throw Error(std::string("reading the local results: ") + e.what());
   }
-  ProjectedTable out{CsvTable({"experiment", "configuration", "link", "modelled_ms", "measured_ms", "model_over_measured",
+  ProjectedTable out{CsvTable({"experiment", "configuration", "run_link", "modelled_ms", "measured_ms", "model_over_measured",
                                "abs_error", "calibration"}),
                      {}};
   double sum = 0, worst = 0;

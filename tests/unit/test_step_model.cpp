@@ -199,7 +199,9 @@ TEST(StepModel, ModelStatesAreEighteenBytesPerParameterAndZeroShardsThem) {
   EXPECT_NEAR(predict_step(m, l, hw).model_state_bytes, (6 + 12.0 / 4) * plain.params_per_gpu, 1e-3);
   l.zero_stage = 2;
   EXPECT_NEAR(predict_step(m, l, hw).model_state_bytes, (2 + 16.0 / 4) * plain.params_per_gpu, 1e-3);
-  l.half = false;
+  l.half = false;  // fp32: weights, gradients and two moments, no master copy
+  l.zero_stage = 1;
+  EXPECT_NEAR(predict_step(m, l, hw).model_state_bytes, (8 + 8.0 / 4) * plain.params_per_gpu, 1e-3);
   l.zero = false;
   EXPECT_NEAR(predict_step(m, l, hw).model_state_bytes, 16 * plain.params_per_gpu, 1e-3);
 }
