@@ -3,8 +3,9 @@
 // by the pipeline engine with GPipe, 1F1B and ZB-H1 over M micro-batches of a fixed
 // mini-batch, with and without recomputation. Per stage: the bubble measured from the stage's
 // own events (1 - busy / step time), the simulator's prediction from the same table fed with
-// the op times this run measured (and the measured send time), and (P - 1) / (M + P - 1);
-// throughput and peak activation memory per schedule. Writes <out>/pipe/bubble.csv.
+// the op times this run measured (and the measured send time), the same table replayed with
+// every op's own measured duration (what op-to-op variation costs, which mean times hide), and
+// (P - 1) / (M + P - 1); throughput and peak activation memory per schedule. Writes <out>/pipe/bubble.csv.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -105,8 +106,8 @@ class PipeBubbleBench final : public BenchProgram {
     const int P = ctx.world.size();
     CsvTable t({"schedule", "stages", "micro_batches", "rows_per_micro_batch", "recompute", "stage", "f_ms", "b_ms", "w_ms",
                 "send_ms", "busy_ms", "step_ms", "step_ms_min", "step_ms_max", "measured_bubble", "measured_bubble_min",
-                "measured_bubble_max", "simulated_bubble", "simulated_step_ms", "measured_over_simulated_step",
-                "simulator_status", "closed_form_bubble", "tokens_per_s", "peak_activation_bytes", "repetitions"});
+"measured_bubble_max", "simulated_bubble", "simulated_step_ms", "measured_over_simulated_step",
+                "simulator_status", "replayed_bubble", "replayed_step_ms", "measured_over_replayed_step", "closed_form_bubble", "tokens_per_s", "peak_activation_bytes", "repetitions"});
     std::map<std::string, double> mean_bubble;  // by case name: the stages' mean measured bubble
     std::map<std::string, StageOpTimes> stage0_times;
     for (const RunRecord& r : runs) {
@@ -132,6 +133,17 @@ class PipeBubbleBench final : public BenchProgram {
       const double closed = ideal_bubble_fraction(P, c.micro_batches);
       const double ratio = step.median / sim.makespan;
       const bool ok = std::abs(ratio - 1) <= kSimulatorTarget;
+      // Each repetition replayed with its own ops' durations, against its own step time.
+      std::vector<double> replayed, over_replayed;
+      std::vector<std::vector<double>> replayed_bubbles(P);
+      const auto& op_reps = op_ms_.at(r.name);
+      for (std::size_t i = 0; i < op_reps.size() && i < reps.size(); ++i) {
+        const PipelineSimulation made = replay_pipeline(table, split_by_stage(table, op_reps[i]), send);
+        replayed.push_back(made.makespan);
+        over_replayed.push_back(reps[i][1] / made.makespan);  // every stage holds the step time
+        for (int s = 0; s < P; ++s) replayed_bubbles[s].push_back(made.bubble_fraction(s));
+      }
+      const Spread replay = spread_of(replayed), replay_ratio = spread_of(over_replayed);
       const int rows = mini_ / c.micro_batches;
       double bubble_sum = 0;
       for (int s = 0; s < P; ++s) {
@@ -144,14 +156,16 @@ class PipeBubbleBench final : public BenchProgram {
                    c.kind == PipelineScheduleKind::zb_h1 ? fmt(times[s].w) : "in b", fmt(send), fmt(field(s, 0).median),
                    fmt(step.median), fmt(step.min), fmt(step.max), fmt(b.median, 4), fmt(b.min, 4), fmt(b.max, 4),
                    fmt(sim.bubble_fraction(s), 4), fmt(sim.makespan), fmt(ratio, 4),
-                   std::string(ok ? "within " : "NOT within ") + fmt(kSimulatorTarget * 100, 2) + "%", fmt(closed, 4),
+                   std::string(ok ? "within " : "NOT within ") + fmt(kSimulatorTarget * 100, 2) + "%", fmt(spread_of(replayed_bubbles[s]).median, 4), fmt(replay.median),
+                   fmt(replay_ratio.median, 4), fmt(closed, 4),
                    fmt(mini_ / (step.median / 1e3)), fmt(field(s, 5).max, 10), std::to_string(step.samples)});
       }
       mean_bubble[r.name] = bubble_sum / P;
       stage0_times[r.name] = times[0];
-      std::printf("%-34s step %8.2f ms  bubble %.3f (simulated %.3f, (P-1)/(M+P-1) %.3f)  step / simulated %.3f (%s)\n",
+      std::printf("%-34s step %8.2f ms  bubble %.3f (simulated %.3f, (P-1)/(M+P-1) %.3f)  step / simulated %.3f (%s)"
+                  "  step / replayed %.3f\n",
                   r.name.c_str(), step.median, bubble_sum / P, sim.bubble_fraction(), closed, ratio,
-                  ok ? "within 5%" : "NOT within 5%");
+                  ok ? "within 5%" : "NOT within 5%", replay_ratio.median);
     }
     // ZB-H1 against 1F1B: measured at this P, and at P = 4, M = 8 by the simulator fed with
     // this run's op times (stage 0's, for every stage).
@@ -215,6 +229,29 @@ class PipeBubbleBench final : public BenchProgram {
       else ctx.rt.max(0);
     }
     return spread_of(ms).median;
+  }
+
+  // Every stage's op durations of one step, in the table's order, stage after stage (the
+  // same vector on every rank).
+  std::vector<double> all_op_ms(BenchContext& ctx, const Case& c, const PipelineStepRecord& rec) {
+    const auto table = make_pipeline_schedule(c.kind, stages_, c.micro_batches);
+    std::size_t offset = 0, total = 0;
+    for (int s = 0; s < stages_; ++s) {
+      if (s < ctx.world.rank()) offset += table.steps[s].size();
+      total += table.steps[s].size();
+    }
+    std::vector<double> all(total, 0.0);
+    for (std::size_t i = 0; i < rec.ops.size(); ++i) all.at(offset + i) = rec.ops[i].end - rec.ops[i].start;
+    ctx.rt.sum(all);
+    return all;
+  }
+
+  static std::vector<std::vector<double>> split_by_stage(const PipelineSchedule& table, const std::vector<double>& all) {
+    std::vector<std::vector<double>> per(table.stages);
+    std::size_t i = 0;
+    for (int s = 0; s < table.stages; ++s)
+      for (std::size_t k = 0; k < table.steps[s].size(); ++k) per[s].push_back(all.at(i++));
+    return per;
   }
 
   struct Fixture {
@@ -287,6 +324,7 @@ class PipeBubbleBench final : public BenchProgram {
       row[5] = double(f.alloc->peak(MemTag::activations));
       ctx.rt.sum(mine);
       samples_[c.name()].push_back(mine);
+      op_ms_[c.name()].push_back(all_op_ms(ctx, c, rec));
       st.SetIterationTime(rec.makespan_ms / 1e3);
     }
     ctx.profile_end();
@@ -299,6 +337,7 @@ class PipeBubbleBench final : public BenchProgram {
   std::map<int, double> send_ms_;  // by micro-batch count: one micro-batch's activations
   std::map<std::string, Case> cases_;
   std::map<std::string, std::vector<std::vector<double>>> samples_;  // per case: per repetition, P x kFields
+  std::map<std::string, std::vector<std::vector<double>>> op_ms_;    // per case: per repetition, every op's ms
   std::unique_ptr<Fixture> fixture_;
 };
 

@@ -18,21 +18,11 @@ double ideal_bubble_fraction(int stages, int micro_batches) {
   return double(stages - 1) / double(micro_batches + stages - 1);
 }
 
-PipelineSimulation simulate_pipeline(const PipelineSchedule& schedule, const std::vector<StageOpTimes>& times, double send,
-                                     bool recompute) {
+// The event loop both entry points share: op_time(s, i, step) is the duration of stage s's
+// i-th op of the table.
+template <class OpTime>
+static PipelineSimulation run_table(const PipelineSchedule& schedule, double send, OpTime op_time) {
   const int P = schedule.stages, M = schedule.micro_batches;
-  if (times.size() != 1 && int(times.size()) != P)
-    throw std::invalid_argument("simulate_pipeline: " + std::to_string(times.size()) + " stage times for " +
-                                std::to_string(P) + " stages");
-  auto op_time = [&](int s, PipeOp op) {
-    const StageOpTimes& t = times.size() == 1 ? times[0] : times[s];
-    switch (op) {
-      case PipeOp::F: return t.f;
-      case PipeOp::B: return (schedule.splits_backward() ? t.b : t.b + t.w) + (recompute ? t.f : 0);
-      case PipeOp::W: return t.w;
-    }
-    return 0.0;
-  };
   constexpr double kNotYet = std::numeric_limits<double>::infinity();
   // end[op][s][j]: when op of micro-batch j finished on stage s.
   std::vector<std::vector<std::vector<double>>> end(3, std::vector<std::vector<double>>(P, std::vector<double>(M, kNotYet)));
@@ -60,7 +50,7 @@ PipelineSimulation simulate_pipeline(const PipelineSchedule& schedule, const std
           case PipeOp::W: ready = end[1][s][j]; break;
         }
         if (ready == kNotYet) break;  // its input comes later: let the other stages run
-        const double start = std::max(free_at[s], ready), d = op_time(s, step.op);
+        const double start = std::max(free_at[s], ready), d = op_time(s, next[s], step.op);
         end[slot(step.op)][s][j] = free_at[s] = start + d;
         sim.busy[s] += d;
         sim.ops[s].push_back({step, start, start + d});
@@ -75,6 +65,35 @@ PipelineSimulation simulate_pipeline(const PipelineSchedule& schedule, const std
                                   " table cannot run: every stage waits on an op its peer has not reached");
   }
   return sim;
+}
+
+PipelineSimulation simulate_pipeline(const PipelineSchedule& schedule, const std::vector<StageOpTimes>& times, double send,
+                                     bool recompute) {
+  const int P = schedule.stages;
+  if (times.size() != 1 && int(times.size()) != P)
+    throw std::invalid_argument("simulate_pipeline: " + std::to_string(times.size()) + " stage times for " +
+                                std::to_string(P) + " stages");
+  return run_table(schedule, send, [&](int s, std::size_t, PipeOp op) {
+    const StageOpTimes& t = times.size() == 1 ? times[0] : times[s];
+    switch (op) {
+      case PipeOp::F: return t.f;
+      case PipeOp::B: return (schedule.splits_backward() ? t.b : t.b + t.w) + (recompute ? t.f : 0);
+      case PipeOp::W: return t.w;
+    }
+    return 0.0;
+  });
+}
+
+PipelineSimulation replay_pipeline(const PipelineSchedule& schedule, const std::vector<std::vector<double>>& op_ms, double send) {
+  const int P = schedule.stages;
+  if (int(op_ms.size()) != P)
+    throw std::invalid_argument("replay_pipeline: op times for " + std::to_string(op_ms.size()) + " stages, the table has " +
+                                std::to_string(P));
+  for (int s = 0; s < P; ++s)
+    if (op_ms[s].size() != schedule.steps[s].size())
+      throw std::invalid_argument("replay_pipeline: stage " + std::to_string(s) + " has " + std::to_string(op_ms[s].size()) +
+                                  " op times, the table " + std::to_string(schedule.steps[s].size()) + " ops");
+  return run_table(schedule, send, [&](int s, std::size_t i, PipeOp) { return op_ms[s][i]; });
 }
 
 }  // namespace moebench

@@ -36,6 +36,14 @@ struct PipelineSimulation {
 PipelineSimulation simulate_pipeline(const PipelineSchedule& schedule, const std::vector<StageOpTimes>& times,
                                      double send = 0, bool recompute = false);
 
+// The same table replayed with each op's own duration -- op_ms[s][i] for the i-th op of stage s
+// in the table's order (a run's measured ops, say) -- so the prediction carries the run's
+// op-to-op variation, which mean times average away (a schedule that synchronises stages at
+// every micro-batch, like 1F1B, pays the slower of two jittered ops each time). Throws
+// std::invalid_argument where op_ms does not have one entry per op of the table.
+PipelineSimulation replay_pipeline(const PipelineSchedule& schedule, const std::vector<std::vector<double>>& op_ms,
+                                   double send = 0);
+
 // (P - 1) / (M + P - 1): GPipe's and 1F1B's bubble with equal op times and free sends.
 double ideal_bubble_fraction(int stages, int micro_batches);
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """pipe_bubble.py RESULTS/pipe: bubble.png from bubble.csv -- per stage count, the stages' mean
-bubble against M for each schedule (measured, the simulator's, (P-1)/(M+P-1)); throughput and
+bubble against M for each schedule (measured, the simulator's on mean op times, the table replayed
+with every op's measured time, (P-1)/(M+P-1)); throughput and
 peak activation memory (largest stage) against M, with and without recomputation."""
 import collections
 import pathlib
@@ -28,7 +29,9 @@ def main(folder):
             mean = lambda col: [sum(num(r[col]) for r in by_m[m]) / len(by_m[m]) for m in ms]
             c = COLORS.get(sched, "black")
             ax.plot(ms, mean("measured_bubble"), "o-", color=c, label=f"{sched} measured")
-            ax.plot(ms, mean("simulated_bubble"), "x--", color=c, label=f"{sched} simulated")
+            ax.plot(ms, mean("simulated_bubble"), "x--", color=c, label=f"{sched} simulated (mean op times)")
+            if all("replayed_bubble" in r for m in ms for r in by_m[m]):
+                ax.plot(ms, mean("replayed_bubble"), "+:", color=c, label=f"{sched} replayed (each op's time)")
         ms = sorted({m for (p, _, _), by_m in groups.items() if p == P for m in by_m})
         ax.plot(ms, [(P - 1) / (m + P - 1) for m in ms], "k:", label="(P-1)/(M+P-1)")
         ax.set_xscale("log", base=2)

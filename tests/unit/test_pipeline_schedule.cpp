@@ -107,6 +107,38 @@ TEST(PipelineSimulator, UnequalStagesFollowTheSlowest) {
   EXPECT_LT(sim.bubble_fraction(1), sim.bubble_fraction(0));
 }
 
+TEST(PipelineSimulator, ReplayWithEveryOpsMeanTimeIsTheSimulation) {
+  const StageOpTimes t0{1, 2, 0.5}, t1{3, 1.5, 1};
+  for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1})
+    for (int M : {1, 2, 4, 8}) {
+      const auto table = make_pipeline_schedule(kind, 2, M);
+      std::vector<std::vector<double>> op_ms(2);
+      for (int s = 0; s < 2; ++s) {
+        const StageOpTimes& t = s == 0 ? t0 : t1;
+        for (const PipeStep& step : table.steps[s])
+          op_ms[s].push_back(step.op == PipeOp::F ? t.f : step.op == PipeOp::W ? t.w : table.splits_backward() ? t.b : t.b + t.w);
+      }
+      const auto sim = simulate_pipeline(table, {t0, t1}, 0.25), replay = replay_pipeline(table, op_ms, 0.25);
+      EXPECT_DOUBLE_EQ(replay.makespan, sim.makespan) << schedule_name(kind) << " M=" << M;
+      for (int s = 0; s < 2; ++s) EXPECT_DOUBLE_EQ(replay.busy[s], sim.busy[s]);
+    }
+}
+
+TEST(PipelineSimulator, ReplayCarriesOpToOpVariationThatMeanTimesHide) {
+  // 1F1B, P = 2, M = 2, backwards of 1: stage 0 runs F0 F1 B0 B1, stage 1 F0 B0 F1 B1. Forwards
+  // of 3 then 1 on stage 0 and 1 then 3 on stage 1 (mean 2 each): stage 1's slow F1 now sits
+  // between its B0 and B1 while stage 0 waits for B1: makespan 10 where mean times give 9.
+  const auto table = make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 2, 2);
+  const auto replay = replay_pipeline(table, {{3, 1, 1, 1}, {1, 1, 3, 1}});
+  EXPECT_DOUBLE_EQ(replay.makespan, 10);
+  EXPECT_DOUBLE_EQ(replay.ops[1][2].start, 5);  // stage 1's F1 after its B0
+  EXPECT_DOUBLE_EQ(replay.ops[0][3].start, 9);  // stage 0's B1 after stage 1's
+  EXPECT_DOUBLE_EQ(simulate_pipeline(table, {{2, 1, 0}}).makespan, 9);
+  // One entry per op of the table, per stage.
+  EXPECT_THROW(replay_pipeline(table, {{3, 1, 1, 1}}), std::invalid_argument);
+  EXPECT_THROW(replay_pipeline(table, {{3, 1, 1, 1}, {1, 1, 3}}), std::invalid_argument);
+}
+
 TEST(PipelineSimulator, ATableThatCannotRunIsRefused) {
   auto s = make_pipeline_schedule(PipelineScheduleKind::gpipe, 2, 2);
   std::swap(s.steps[1][0], s.steps[1][2]);  // stage 1 asks for B0 before its F0
