@@ -4,13 +4,14 @@
 // datasheet peak is known), a large copy and the GeLU kernel on every rank (memory and
 // elementwise bandwidth), and all-to-alls among every rank -- the link as the collectives see
 // it: latency per step from 8 bytes per peer, bandwidth from a large one). Writes <out>/models/profile_<name>.csv in the profile format
-// (models/hardware_profile.h) plus provenance columns: models read it like a shipped profile.
+// (models/hardware_profile.h) plus the spread of each measured value (low, high: the value from
+// the repetitions' slowest and fastest times) and provenance columns: models read it like a
+// shipped profile.
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
 #include "harness/bench.h"
-#include "kernels/axpy.h"
 #include "kernels/gelu.h"
 #include "kernels/gemm.h"
 #include "bench/moe_host.h"
@@ -77,7 +78,6 @@ class ProfileBench final : public BenchProgram {
     for (const Shape& s : shapes_)
       ctx.add("profile/gemm/" + s.key(), 5, [this, &ctx, s](benchmark::State& st) { gemm_sweep(st, ctx, s); });
     ctx.add("profile/copy", 5, [this, &ctx](benchmark::State& st) { copy(st, ctx); });
-    ctx.add("profile/op", 5, [this, &ctx](benchmark::State& st) { tiny_ops(st, ctx); });
     ctx.add("profile/elementwise", 5, [this, &ctx](benchmark::State& st) { elementwise(st, ctx); });
     if (link_) return;  // one rank: the link comes from --link-profile
     for (std::size_t bytes : {small_message(ctx), big_message_})
@@ -87,85 +87,115 @@ class ProfileBench final : public BenchProgram {
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
     if (ctx.rt.rank() != 0) return 0;
-    std::map<std::string, double> ms;
+    std::map<std::string, Spread> spread;
     for (const auto& r : runs)
-      if (!r.error) ms[r.name] = r.time_ms().median;
-    // Rate per GEMM size (equal sizes from different shapes: their mean).
-    std::map<double, std::vector<double>> rate;
-    for (const Shape& s : shapes_) {
-      const auto it = ms.find("profile/gemm/" + s.key());
-      if (it != ms.end()) rate[s.flops()].push_back(s.flops() / (it->second / repeats(s) * 1e-3));
-    }
+      if (!r.error) spread[r.name] = r.time_ms();
     const std::string elementwise_key = "profile/elementwise", copy_key = "profile/copy",
                       small_key = "profile/exchange/" + std::to_string(small_message(ctx)),
                       big_key = "profile/exchange/" + std::to_string(big_message_);
-    if (rate.empty() || !ms.count(copy_key) || !ms.count(elementwise_key) ||
-        (!link_ && (!ms.count(small_key) || !ms.count(big_key)))) {
+    bool any_gemm = false;
+    for (const Shape& s : shapes_) any_gemm |= spread.count("profile/gemm/" + s.key()) > 0;
+    if (!any_gemm || !spread.count(copy_key) || !spread.count(elementwise_key) ||
+        (!link_ && (!spread.count(small_key) || !spread.count(big_key)))) {
       std::fprintf(stderr, "moebench_profile: error: a measurement failed; no profile written\n");
       return 1;
-    }
-    double peak = 0;
-    for (auto& [f, v] : rate) {
-      double mean = 0;
-      for (double x : v) mean += x;
-      v = {mean / double(v.size())};
-      peak = std::max(peak, v[0]);
     }
     const bool cpu = ctx.backend() == Backend::cpu;
     const bool half = ctx.dtype() != DType::f32;
     const int ranks = ctx.world.size();
-    const double copy_bw = 2.0 * double(copy_bytes_) / (ms[copy_key] / kCopies * 1e-3);  // read + write
     // The pairwise all-to-all's (p - 1) steps: t = (p - 1) (alpha + n / (p B)).
     const double steps = double(ranks - 1);
-    const double latency = link_ ? link_->intra_latency : ms[small_key] / kRingRounds * 1e-3 / steps;
-    const double elementwise_bw = 2.0 * double(copy_bytes_ / 4 * dtype_size(ctx.dtype())) / (ms[elementwise_key] * 1e-3);
-    const double link_bw =
-        link_ ? link_->intra_bw : steps * double(big_message_) / ranks / ((ms[big_key] - ms[small_key]) / kRingRounds * 1e-3);
+    // Every measured value from one time per measurement: the median (the profile's value), and
+    // the fastest and slowest repetitions' (its spread; the link's bandwidth, a difference of two
+    // times, takes the other end of the small exchange's so the range holds the median's value).
+    struct Values {
+      std::map<double, double> rate;  // FLOP/s per GEMM size (equal sizes from different shapes: their mean)
+      double peak = 0, copy_bw = 0, latency = 0, elementwise_bw = 0, link_bw = 0;
+    };
+    auto values = [&](double Spread::*pick, double Spread::*other_end) {
+      Values v;
+      std::map<double, std::vector<double>> rates;
+      for (const Shape& s : shapes_) {
+        const auto it = spread.find("profile/gemm/" + s.key());
+        if (it != spread.end()) rates[s.flops()].push_back(s.flops() / (it->second.*pick / repeats(s) * 1e-3));
+      }
+      for (const auto& [f, r] : rates) {
+        double mean = 0;
+        for (double x : r) mean += x;
+        v.peak = std::max(v.peak, v.rate[f] = mean / double(r.size()));
+      }
+      const auto ms = [&](const std::string& key) { return spread.at(key).*pick; };
+      v.copy_bw = 2.0 * double(copy_bytes_) / (ms(copy_key) / kCopies * 1e-3);  // read + write
+      v.elementwise_bw = 2.0 * double(copy_bytes_ / 4 * dtype_size(ctx.dtype())) / (ms(elementwise_key) * 1e-3);
+      v.latency = link_ ? link_->intra_latency : ms(small_key) / kRingRounds * 1e-3 / steps;
+      v.link_bw = link_ ? link_->intra_bw
+                        : steps * double(big_message_) / ranks /
+                              ((ms(big_key) - spread.at(small_key).*other_end) / kRingRounds * 1e-3);
+      return v;
+    };
+    const Values mid = values(&Spread::median, &Spread::median), fast = values(&Spread::min, &Spread::max),
+                 slow = values(&Spread::max, &Spread::min);
+    const double peak = mid.peak;
     std::size_t free_bytes = 0, total_bytes = 0;
     ctx.device.memory(&free_bytes, &total_bytes);
     const double memory = cpu ? double(total_bytes) / ranks : double(total_bytes);
     const std::string here = "measured by moebench_profile on " + ctx.provenance.device + " (" + std::to_string(ranks) +
                              " ranks, " + ctx.provenance.link + ")";
-    CsvTable t({"field", "at", "value", "unit", "source"});
+    CsvTable t({"field", "at", "value", "unit", "low", "high", "source"});
     auto put = [&](const std::string& f, double v, const std::string& unit, const std::string& src) {
-      t.add_row({f, "", fmt(v, 6), unit, src});
+      t.add_row({f, "", fmt(v, 6), unit, "", "", src});
+    };
+    // A value from this run's measurements, with its range over the fastest and slowest repetitions.
+    auto put_measured = [&](const std::string& f, double Values::*field, double scale, const std::string& unit,
+                            const std::string& src) {
+      const double a = fast.*field * scale, b = slow.*field * scale;
+      t.add_row({f, "", fmt(mid.*field * scale, 6), unit, fmt(std::min(a, b), 6), fmt(std::max(a, b), 6), src});
     };
     t.add_row({"name", "", name_ + ": " + ctx.provenance.device + ", " + std::to_string(ranks) + " ranks (" +
                                 backend_name(ctx.backend()) + " backend)",
-               "", here});
+               "", "", "", here});
     const std::string from_link = link_ ? "not measured (one rank): from profile " + link_->path : "";
     put("gpus_per_node", link_ ? link_->gpus_per_node : ranks, "count",
         link_ ? from_link : "the ranks of this run, one node");
     const std::string peak_src = here + ": the sweep's best GEMM rate per rank, every rank computing";
-    put(half ? "peak_fp16" : "peak_fp32", peak / 1e12, "TFLOP/s", peak_src);
+    put_measured(half ? "peak_fp16" : "peak_fp32", &Values::peak, 1e-12, "TFLOP/s", peak_src);
     put(half ? "peak_fp32" : "peak_fp16", peak / 1e12, "TFLOP/s",
         cpu ? "the CPU backend computes fp32 only: the fp32 peak" : "not measured in this run: the measured dtype's peak");
     put("memory", memory / 1e9, "GB", cpu ? "this machine's memory / ranks" : "the device's memory");
-    put("memory_bw", copy_bw / 1e9, "GB/s", here + ": a copy of " + std::to_string(copy_bytes_ >> 20) + " MiB on every rank, read + write");
-    put("elementwise_bw", elementwise_bw / 1e9, "GB/s",
-        here + ": GeLU forward over " + std::to_string(copy_bytes_ >> 20) + " MiB on every rank, read + write");
-    put("intra_bw", link_bw / 1e9, "GB/s",
-        link_ ? from_link
-              : here + ": an all-to-all of " + std::to_string(big_message_ >> 20) +
-                    " MiB per rank, less the small one's time, as (p - 1) n / (p B)");
-    put("intra_latency", latency * 1e6, "us", link_ ? from_link : here + ": an all-to-all of 8 bytes per peer, over its p - 1 steps");
-    put("inter_bw", (link_ ? link_->inter_bw : link_bw) / 1e9, "GB/s",
-        link_ ? from_link : "one node: no link between nodes was measured; the intra-node value");
-    put("inter_latency", (link_ ? link_->inter_latency : latency) * 1e6, "us",
-        link_ ? from_link : "one node: no link between nodes was measured; the intra-node value");
-    put("pcie_bw", copy_bw / 2 / 1e9, "GB/s", cpu ? "host and device are the same memory: the copy's rate" : here + ": the device copy's rate (no host transfer measured)");
-    for (const auto& [f, v] : rate)
-      t.add_row({"gemm_efficiency", fmt(f / 1e9, 6), fmt(std::min(1.0, v[0] / peak), 4), "fraction",
-                 here + ": [m, k] x [k, n] " + std::string(dtype_name(ctx.dtype())) + " GEMMs, rate over the best"});
+    put_measured("memory_bw", &Values::copy_bw, 1e-9, "GB/s",
+                 here + ": a copy of " + std::to_string(copy_bytes_ >> 20) + " MiB on every rank, read + write");
+    put_measured("elementwise_bw", &Values::elementwise_bw, 1e-9, "GB/s",
+                 here + ": GeLU forward over " + std::to_string(copy_bytes_ >> 20) + " MiB on every rank, read + write");
+    if (link_) {
+      put("intra_bw", link_->intra_bw / 1e9, "GB/s", from_link);
+      put("intra_latency", link_->intra_latency * 1e6, "us", from_link);
+      put("inter_bw", link_->inter_bw / 1e9, "GB/s", from_link);
+      put("inter_latency", link_->inter_latency * 1e6, "us", from_link);
+    } else {
+      put_measured("intra_bw", &Values::link_bw, 1e-9, "GB/s",
+                   here + ": an all-to-all of " + std::to_string(big_message_ >> 20) +
+                       " MiB per rank, less the small one's time, as (p - 1) n / (p B)");
+      put_measured("intra_latency", &Values::latency, 1e6, "us", here + ": an all-to-all of 8 bytes per peer, over its p - 1 steps");
+      put_measured("inter_bw", &Values::link_bw, 1e-9, "GB/s", "one node: no link between nodes was measured; the intra-node value");
+      put_measured("inter_latency", &Values::latency, 1e6, "us", "one node: no link between nodes was measured; the intra-node value");
+    }
+    put_measured("pcie_bw", &Values::copy_bw, 0.5e-9, "GB/s",
+                 cpu ? "host and device are the same memory: the copy's rate" : here + ": the device copy's rate (no host transfer measured)");
+    for (const auto& [f, r] : mid.rate) {
+      const double a = fast.rate.at(f) / peak, b = slow.rate.at(f) / peak;
+      t.add_row({"gemm_efficiency", fmt(f / 1e9, 6), fmt(std::min(1.0, r / peak), 4), "fraction", fmt(std::min(a, b), 4),
+                 fmt(std::max(a, b), 4),
+                 here + ": [m, k] x [k, n] " + std::string(dtype_name(ctx.dtype())) + " GEMMs, rate over the best (median)"});
+    }
     const std::string path = ctx.opts.out_dir + "/models/profile_" + name_ + ".csv";
     t.write(path, ctx.provenance);
     std::printf("profile: peak %.3g GFLOP/s per rank, memory %.3g GB/s, link %.3g GB/s and %.3g us; wrote %s\n",
-                peak / 1e9, copy_bw / 1e9, link_bw / 1e9, latency * 1e6, path.c_str());
+                peak / 1e9, mid.copy_bw / 1e9, mid.link_bw / 1e9, mid.latency * 1e6, path.c_str());
     return 0;
   }
 
  private:
-  static constexpr int kCopies = 4, kRingRounds = 20, kTinyOps = 2000;
+  static constexpr int kCopies = 4, kRingRounds = 20;
   // GEMMs per timed iteration: about 1.5 GFLOP, tens of ms on a core -- longer than the OS's
   // time slice, so ranks sharing cores share them during the measurement as during a run.
   static int repeats(const Shape& s) { return std::max(1, int(1.5e9 / s.flops())); }
@@ -209,21 +239,6 @@ class ProfileBench final : public BenchProgram {
     for (auto _ : st) ctx.time_iteration(st, s, [&] { gelu_forward(ex, x.data(), y.data(), n, t); });
   }
 
-  // The cost of issuing one op on a stream of its own (as the trainers' compute streams; on the
-  // CPU such a stream hands each op to its worker thread): back-to-back one-element adds.
-  void tiny_ops(benchmark::State& st, BenchContext& ctx) {
-    Buffer x = ctx.alloc.allocate(64, MemTag::buffers), y = ctx.alloc.allocate(64, MemTag::buffers);
-    if (!op_stream_) op_stream_ = ctx.device.create_stream("profile");
-    const Stream& s = *op_stream_;
-    ctx.device.fill_zero(x.data(), 64, s);
-    ctx.device.fill_zero(y.data(), 64, s);
-    ctx.device.synchronize();
-    const Exec ex = ctx.device.exec(s);
-    for (auto _ : st) ctx.time_iteration(st, s, [&] {
-      for (int i = 0; i < kTinyOps; ++i) axpy(ex, 1, 1.f, x.data(), y.data(), DType::f32);
-    });
-  }
-
   // The link as the collectives see it: an all-to-all among every rank, `bytes` per rank's send
   // buffer (bytes / p to each peer), kRingRounds times.
   void exchange(benchmark::State& st, BenchContext& ctx, std::size_t bytes) {
@@ -244,7 +259,6 @@ class ProfileBench final : public BenchProgram {
 
   std::string name_ = "this_machine", link_profile_;
   std::optional<HardwareProfile> link_;
-  std::optional<Stream> op_stream_;
   std::vector<Shape> shapes_;
   std::size_t copy_bytes_ = 1 << 20, big_message_ = 1 << 18;
 };

@@ -5,7 +5,7 @@
 // gemm_efficiency rows (at least one) give the attained fraction of peak at a GEMM of `at` FLOPs,
 // a measured curve that the model interpolates in log(FLOPs), holds flat past its largest size
 // and, below its smallest, keeps that GEMM's time (launch-bound). Extra columns (a measured
-// profile's provenance) are ignored.
+// profile's low/high spread and provenance) are ignored.
 #pragma once
 #include <map>
 #include <string>
