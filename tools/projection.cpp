@@ -348,11 +348,36 @@ ModelShape gpt_shape(int layers, int hidden, int ffn, int heads, int seq, int vo
   return m;
 }
 
-// Whether a results file is there; if not, it is named among the runs not compared.
-bool present(const std::string& path, std::vector<std::string>& missing) {
-  if (std::filesystem::exists(path)) return true;
-  missing.push_back(path + " (no such file)");
-  return false;
+// The `device` provenance column of a CSV's first row ("" where the file has none: a shipped
+// profile, say).
+std::string device_of(const std::string& path) {
+  io::CSVReader<1, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+  in.read_header(io::ignore_extra_column | io::ignore_missing_column, "device");
+  if (!in.has_column("device")) return "";
+  std::string device;
+  return in.read_row(device) ? device : "";
+}
+
+// The local runs left out, and why; `device` is the machine the profile was measured on.
+struct NotCompared {
+  std::string device;
+  std::vector<std::string> lines;
+  void push_back(std::string why) { lines.push_back(std::move(why)); }
+};
+
+// Whether a results file is there and was measured on the profile's machine; if not, it is
+// named among the runs not compared (a profile predicts the machine it was measured on only).
+bool present(const std::string& path, NotCompared& missing) {
+  if (!std::filesystem::exists(path)) {
+    missing.push_back(path + " (no such file)");
+    return false;
+  }
+  const std::string ran_on = device_of(path);
+  if (!missing.device.empty() && !ran_on.empty() && ran_on != missing.device) {
+    missing.push_back(path + " (measured on " + ran_on + "; the profile is of " + missing.device + ")");
+    return false;
+  }
+  return true;
 }
 
 // "emulated: 0.05 GB/s, 10 us" -> the profile with that link inside (and between) nodes.
@@ -371,7 +396,7 @@ struct Comparison {
 };
 
 void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector<Comparison>& out,
-                  std::vector<std::string>& missing) {
+                  NotCompared& missing) {
   for (const char* c : {"all_reduce", "all_to_all", "all_gather", "reduce_scatter", "send_recv"}) {
     const std::string path = dir + "/" + c + ".csv";
     if (!present(path, missing)) continue;
@@ -397,7 +422,7 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
 // MPMoE's layer (forward + backward) as FastMoE (no split) and as MPMoE-pb ran it (its n and
 // strategy), through MPMoE's performance model on this machine's profile.
 void compare_mpmoe(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
-                   std::vector<std::string>& missing) {
+                   NotCompared& missing) {
   if (!present(path, missing)) return;
   io::CSVReader<8, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
   in.read_header(io::ignore_extra_column, "model", "tokens", "fastmoe_ms", "pb_ms", "pb_n", "pb_strategy", "ranks", "link");
@@ -421,7 +446,7 @@ void compare_mpmoe(const HardwareProfile& hw, const std::string& path, std::vect
 
 // ppmoe.t1 / t3: one forward of the MoE model on one stage, its total and its MoE layers' part.
 void compare_breakdown(const HardwareProfile& hw, const std::string& path, const char* experiment, bool ppmoe,
-                       std::vector<Comparison>& out, std::vector<std::string>& missing) {
+                       std::vector<Comparison>& out, NotCompared& missing) {
   if (!present(path, missing)) return;
   io::CSVReader<14, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "dp", "tp", "layers", "hidden", "ffn", "heads", "seq",
@@ -470,7 +495,7 @@ double moe_layer_ms(const HardwareProfile& hw, const std::string& dispatcher, in
 }
 
 void compare_moe_layer(const HardwareProfile& hw, const std::string& dir, std::vector<Comparison>& out,
-                       std::vector<std::string>& missing) {
+                       NotCompared& missing) {
   for (const char* d : {"local", "expert_parallel", "ppmoe"}) {
     const std::string path = dir + "/layer_" + d + ".csv";
     if (!present(path, missing)) continue;
@@ -495,7 +520,7 @@ void compare_moe_layer(const HardwareProfile& hw, const std::string& dir, std::v
 
 // pipe.bubble: the simulator on the run's own op and send times (not the profile) against the
 // measured step, once per run (stage 0's row).
-void compare_pipe(const std::string& path, std::vector<Comparison>& out, std::vector<std::string>& missing) {
+void compare_pipe(const std::string& path, std::vector<Comparison>& out, NotCompared& missing) {
   if (!present(path, missing)) return;
   io::CSVReader<8, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
   in.read_header(io::ignore_extra_column, "schedule", "stages", "micro_batches", "recompute", "stage", "step_ms",
@@ -512,7 +537,7 @@ void compare_pipe(const std::string& path, std::vector<Comparison>& out, std::ve
 }
 
 void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
-                std::vector<std::string>& missing) {
+                NotCompared& missing) {
   if (!present(path, missing)) return;
   Reader in(path);
   in.read_header(io::ignore_extra_column, "model", "dp", "tp", "pp", "zero", "step_ms", "layers", "hidden", "ffn", "heads",
@@ -539,7 +564,7 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
 }
 
 void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
-                 std::vector<std::string>& missing) {
+                 NotCompared& missing) {
   if (!present(path, missing)) return;
   io::CSVReader<15, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "layers", "routing", "prototypes", "top_k", "experts",
@@ -580,10 +605,11 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
                        fmt(model, 4), fmt(measured, 4), fmt(eq / measured, 3), fmt(model / measured, 3), note,
                        "this machine's profile (" + hw.name + ")"});
   };
+  NotCompared skipped{std::filesystem::exists(hw.path) ? device_of(hw.path) : "", {}};
   try {
     // Eq. 2 against the expert-parallel MoE layer: its two all-to-alls over its experts' forward.
     const std::string layer = dir + "/moe/layer_expert_parallel.csv";
-    if (std::filesystem::exists(layer)) {
+    if (present(layer, skipped)) {
       io::CSVReader<10, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(layer);
       in.read_header(io::ignore_extra_column, "tokens_per_rank", "hidden", "ffn", "experts", "top_k", "moe.dispatch_ms",
                      "moe.expert_ms", "moe.combine_ms", "ranks", "link");
@@ -600,16 +626,11 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
             "Eq. 2: (E - 1) E F / (16 B h), derived for E experts on E ranks (here " + std::to_string(experts) + " on " +
                 std::to_string(ranks) + "); the profile's compute rate is that of 4 ranks on this machine's cores");
       }
-    } else {
-      out.summary.push_back("  ppmoe.eq: not compared: " + layer + " (no such file)");
     }
     // Eq. 5 against PPMoE's dense FFNs in ppmoe.t3: their all-reduce over their GEMMs.
     for (const std::string folder : {"/ppmoe", "/ppmoe_emulated/ppmoe"}) {
       const std::string path = dir + folder + "/t3.csv";
-      if (!std::filesystem::exists(path)) {
-        out.summary.push_back("  ppmoe.eq: not compared: " + path + " (no such file)");
-        continue;
-      }
+      if (!present(path, skipped)) continue;
       io::CSVReader<13, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
       in.read_header(io::ignore_extra_column | io::ignore_missing_column, "dp", "tp", "layers", "hidden", "ffn", "heads",
                      "seq", "vocab", "experts", "sequences_per_rank", "link", "ffn_fwd_ms", "ffn_allreduce_ms");
@@ -635,12 +656,13 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
     throw Error(std::string("ppmoe.eq: reading the local results: ") + e.what());
   }
   out.summary.insert(out.summary.begin(), "ppmoe.eq: 000 Eq. 2 and Eq. 5 on this machine beside the measured ratios");
+  for (const auto& m : skipped.lines) out.summary.push_back("  ppmoe.eq: not compared: " + m);
   return out;
 }
 
 ProjectedTable compare_local_runs(const HardwareProfile& hw, const std::string& dir) {
   std::vector<Comparison> rows;
-  std::vector<std::string> missing;
+  NotCompared missing{std::filesystem::exists(hw.path) ? device_of(hw.path) : "", {}};
   try {
     compare_comm(hw, dir + "/comm", rows, missing);
     compare_comm(hw, dir + "/comm_emulated/comm", rows, missing);
@@ -683,7 +705,7 @@ ProjectedTable compare_local_runs(const HardwareProfile& hw, const std::string& 
     std::snprintf(line, sizeof line, "  %s: %d rows, mean error %.1f%%", e.c_str(), v.second, 100 * v.first / v.second);
     out.summary.push_back(line);
   }
-  for (const auto& m : missing) out.summary.push_back("  not compared: " + m);
+  for (const auto& m : missing.lines) out.summary.push_back("  not compared: " + m);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <unistd.h>
 #include "kernels/exec.h"
 #include "models/collective_model.h"
@@ -270,4 +271,46 @@ TEST(MPMoEProjection, OnePartIsTheSumAndTheBestSplitGrowsWithTheBatch) {
   EXPECT_GT(last, 1);
 }
 
+}  // namespace moebench
+
+namespace moebench {
+namespace {
+
+// A profile predicts the machine it was measured on: a local run from another machine is named
+// among the runs not compared, one from the same machine is compared.
+TEST(LocalComparison, RunsFromAnotherMachineAreNotCompared) {
+  std::string profile;
+  {
+    std::istringstream in(kGoodProfile);
+    std::string line;
+    bool header = true;
+    while (std::getline(in, line)) {
+      profile += line + (header ? ",device\n" : ",machine A\n");
+      header = false;
+    }
+  }
+  const HardwareProfile hw = load_hardware_profile(write_profile(profile));
+  const auto dir = std::filesystem::temp_directory_path() / ("moebench_local_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "comm");
+  auto run_on = [&](const std::string& device) {
+    std::ofstream(dir / "comm" / "all_reduce.csv")
+        << "collective,size_bytes,time_us,ranks,link,device\n"
+        << "all_reduce,1048576,900,2,measured: MPI between the ranks' hosts," << device << "\n";
+    return compare_local_runs(hw, dir.string());
+  };
+  auto said = [](const ProjectedTable& t, const std::string& what) {
+    for (const auto& line : t.summary)
+      if (line.find(what) != std::string::npos) return true;
+    return false;
+  };
+  const ProjectedTable same = run_on("machine A");
+  EXPECT_EQ(same.table.rows(), 1u);
+  EXPECT_FALSE(said(same, "measured on"));
+  const ProjectedTable other = run_on("machine B");
+  EXPECT_EQ(other.table.rows(), 0u);
+  EXPECT_TRUE(said(other, "all_reduce.csv (measured on machine B; the profile is of machine A)"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
 }  // namespace moebench
