@@ -5,7 +5,8 @@
 // own events (1 - busy / step time), the simulator's prediction from the same table fed with
 // the op times this run measured (and the measured send time), the same table replayed with
 // every op's own measured duration (what op-to-op variation costs, which mean times hide), and
-// (P - 1) / (M + P - 1); throughput and peak activation memory per schedule. Writes <out>/pipe/bubble.csv.
+// (P - 1) / (M + P - 1); throughput and peak activation memory per schedule. Writes
+// <out>/pipe/bubble.csv.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -105,9 +106,10 @@ class PipeBubbleBench final : public BenchProgram {
     if (ctx.rt.rank() != 0) return 0;
     const int P = ctx.world.size();
     CsvTable t({"schedule", "stages", "micro_batches", "rows_per_micro_batch", "recompute", "stage", "f_ms", "b_ms", "w_ms",
-                "send_ms", "busy_ms", "idle_ms", "step_ms", "step_ms_min", "step_ms_max", "measured_bubble", "measured_bubble_min",
-"measured_bubble_max", "simulated_bubble", "simulated_step_ms", "measured_over_simulated_step",
-                "simulator_status", "replayed_bubble", "replayed_step_ms", "measured_over_replayed_step", "closed_form_bubble", "tokens_per_s", "peak_activation_bytes", "repetitions"});
+                "send_ms", "busy_ms", "idle_ms", "step_ms", "step_ms_min", "step_ms_max", "measured_bubble",
+                "measured_bubble_min", "measured_bubble_max", "simulated_bubble", "simulated_step_ms",
+                "measured_over_simulated_step", "simulator_status", "replayed_bubble", "replayed_step_ms",
+                "measured_over_replayed_step", "closed_form_bubble", "tokens_per_s", "peak_activation_bytes", "repetitions"});
     // By case name: the stages' mean measured bubble (share of the step) and idle ms -- the
     // bubble's size, what ZB-H1's "a third of 1F1B's" is about (a shorter step makes the same
     // idle time a larger share).
@@ -160,11 +162,13 @@ class PipeBubbleBench final : public BenchProgram {
         idle_sum += idle;
         t.add_row({schedule_name(c.kind), std::to_string(P), std::to_string(c.micro_batches), std::to_string(rows),
                    c.recompute ? "yes" : "no", std::to_string(s), fmt(times[s].f), fmt(times[s].b),
-                   c.kind == PipelineScheduleKind::zb_h1 ? fmt(times[s].w) : "in b", fmt(send), fmt(field(s, 0).median), fmt(idle),
+                   c.kind == PipelineScheduleKind::zb_h1 ? fmt(times[s].w) : "in b", fmt(send), fmt(field(s, 0).median),
+                   fmt(idle),
                    fmt(step.median), fmt(step.min), fmt(step.max), fmt(b.median, 4), fmt(b.min, 4), fmt(b.max, 4),
                    fmt(sim.bubble_fraction(s), 4), fmt(sim.makespan), fmt(ratio, 4),
-                   std::string(ok ? "within " : "NOT within ") + fmt(kSimulatorTarget * 100, 2) + "%", fmt(spread_of(replayed_bubbles[s]).median, 4), fmt(replay.median),
-                   fmt(replay_ratio.median, 4), fmt(closed, 4),
+                   std::string(ok ? "within " : "NOT within ") + fmt(kSimulatorTarget * 100, 2) + "%",
+                   fmt(spread_of(replayed_bubbles[s]).median, 4), fmt(replay.median), fmt(replay_ratio.median, 4),
+                   fmt(closed, 4),
                    fmt(mini_ / (step.median / 1e3)), fmt(field(s, 5).max, 10), std::to_string(step.samples)});
       }
       mean_bubble[r.name] = bubble_sum / P;
