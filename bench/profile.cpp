@@ -2,11 +2,11 @@
 // written by the suite's own micro-benchmarks on the ranks it runs with: a GEMM sweep with every
 // rank computing at once (the efficiency curve; the best rate is the peak on the CPU, where no
 // datasheet peak is known), a large copy and the GeLU kernel on every rank (memory and
-// elementwise bandwidth), and all-to-alls among every rank -- the link as the collectives see
-// it: latency per step from 8 bytes per peer, bandwidth from a large one). Writes <out>/models/profile_<name>.csv in the profile format
-// (models/hardware_profile.h) plus the spread of each measured value (low, high: the value from
-// the repetitions' slowest and fastest times) and provenance columns: models read it like a
-// shipped profile.
+// elementwise bandwidth), and all-to-alls among every rank (the link as the collectives see
+// it: latency per step from 8 bytes per peer, bandwidth from a large one). Writes
+// <out>/models/profile_<name>.csv in the profile format (models/hardware_profile.h) plus the
+// spread of each measured value (low, high: the value from the repetitions' slowest and fastest
+// times) and provenance columns: models read it like a shipped profile.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -127,10 +127,10 @@ class ProfileBench final : public BenchProgram {
       const auto ms = [&](const std::string& key) { return spread.at(key).*pick; };
       v.copy_bw = 2.0 * double(copy_bytes_) / (ms(copy_key) / kCopies * 1e-3);  // read + write
       v.elementwise_bw = 2.0 * double(copy_bytes_ / 4 * dtype_size(ctx.dtype())) / (ms(elementwise_key) * 1e-3);
-      v.latency = link_ ? link_->intra_latency : ms(small_key) / kRingRounds * 1e-3 / steps;
+      v.latency = link_ ? link_->intra_latency : ms(small_key) / kExchangeRounds * 1e-3 / steps;
       v.link_bw = link_ ? link_->intra_bw
                         : steps * double(big_message_) / ranks /
-                              ((ms(big_key) - spread.at(small_key).*other_end) / kRingRounds * 1e-3);
+                              ((ms(big_key) - spread.at(small_key).*other_end) / kExchangeRounds * 1e-3);
       return v;
     };
     const Values mid = values(&Spread::median, &Spread::median), fast = values(&Spread::min, &Spread::max),
@@ -183,7 +183,7 @@ class ProfileBench final : public BenchProgram {
                  cpu ? "host and device are the same memory: the copy's rate" : here + ": the device copy's rate (no host transfer measured)");
     for (const auto& [f, r] : mid.rate) {
       const double a = fast.rate.at(f) / peak, b = slow.rate.at(f) / peak;
-      t.add_row({"gemm_efficiency", fmt(f / 1e9, 6), fmt(std::min(1.0, r / peak), 4), "fraction", fmt(std::min(a, b), 4),
+      t.add_row({"gemm_efficiency", fmt(f / 1e9, 6), fmt(r / peak, 4), "fraction", fmt(std::min(a, b), 4),
                  fmt(std::max(a, b), 4),
                  here + ": [m, k] x [k, n] " + std::string(dtype_name(ctx.dtype())) + " GEMMs, rate over the best (median)"});
     }
@@ -195,7 +195,7 @@ class ProfileBench final : public BenchProgram {
   }
 
  private:
-  static constexpr int kCopies = 4, kRingRounds = 20;
+  static constexpr int kCopies = 4, kExchangeRounds = 20;
   // GEMMs per timed iteration: about 1.5 GFLOP, tens of ms on a core -- longer than the OS's
   // time slice, so ranks sharing cores share them during the measurement as during a run.
   static int repeats(const Shape& s) { return std::max(1, int(1.5e9 / s.flops())); }
@@ -240,7 +240,7 @@ class ProfileBench final : public BenchProgram {
   }
 
   // The link as the collectives see it: an all-to-all among every rank, `bytes` per rank's send
-  // buffer (bytes / p to each peer), kRingRounds times.
+  // buffer (bytes / p to each peer), kExchangeRounds times.
   void exchange(benchmark::State& st, BenchContext& ctx, std::size_t bytes) {
     const int p = ctx.world.size();
     if (ctx.skip_if_any(st, p < 2 ? std::optional<std::string>("one rank: no link to measure") : std::nullopt)) return;
@@ -249,7 +249,7 @@ class ProfileBench final : public BenchProgram {
     ctx.device.fill_zero(send.data(), bytes, s);
     ctx.device.synchronize();
     for (auto _ : st) ctx.time_iteration(st, s, [&] {
-      for (int i = 0; i < kRingRounds; ++i)
+      for (int i = 0; i < kExchangeRounds; ++i)
         ctx.world.all_to_all(send.data(), recv.data(), bytes / 4 / std::size_t(p), DType::i32, s);
       ctx.world.wait(s);
     });

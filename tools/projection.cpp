@@ -334,7 +334,9 @@ ProjectedTable project_m6t_t1(const HardwareProfile& hw) {
 
 namespace {
 
-using Reader = io::CSVReader<16, io::trim_chars<' '>, io::double_quote_escape<',', '"'>>;
+// A results CSV read by column name (fields trimmed, quoted as the suite writes them).
+template <unsigned Columns>
+using CsvIn = io::CSVReader<Columns, io::trim_chars<' '>, io::double_quote_escape<',', '"'>>;
 
 // A local run's model shape, as its CSV gives it.
 ModelShape gpt_shape(int layers, int hidden, int ffn, int heads, int seq, int vocab) {
@@ -351,7 +353,7 @@ ModelShape gpt_shape(int layers, int hidden, int ffn, int heads, int seq, int vo
 // The `device` provenance column of a CSV's first row ("" where the file has none: a shipped
 // profile, say).
 std::string device_of(const std::string& path) {
-  io::CSVReader<1, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+  CsvIn<1> in(path);
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "device");
   if (!in.has_column("device")) return "";
   std::string device;
@@ -400,7 +402,7 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
   for (const char* c : {"all_reduce", "all_to_all", "all_gather", "reduce_scatter", "send_recv"}) {
     const std::string path = dir + "/" + c + ".csv";
     if (!present(path, missing)) continue;
-    io::CSVReader<5, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+    CsvIn<5> in(path);
     in.read_header(io::ignore_extra_column, "collective", "size_bytes", "time_us", "ranks", "link");
     std::string name, link;
     double bytes = 0, us = 0;
@@ -424,7 +426,7 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
 void compare_mpmoe(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
                    NotCompared& missing) {
   if (!present(path, missing)) return;
-  io::CSVReader<8, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+  CsvIn<8> in(path);
   in.read_header(io::ignore_extra_column, "model", "tokens", "fastmoe_ms", "pb_ms", "pb_n", "pb_strategy", "ranks", "link");
   std::string model, strategy, link;
   int tokens, n, ranks;
@@ -448,7 +450,7 @@ void compare_mpmoe(const HardwareProfile& hw, const std::string& path, std::vect
 void compare_breakdown(const HardwareProfile& hw, const std::string& path, const char* experiment, bool ppmoe,
                        std::vector<Comparison>& out, NotCompared& missing) {
   if (!present(path, missing)) return;
-  io::CSVReader<14, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+  CsvIn<14> in(path);
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "dp", "tp", "layers", "hidden", "ffn", "heads", "seq",
                  "vocab", "experts", "sequences_per_rank", "total_fwd_ms", "moe_fwd_ms", "link", "layout");
   if (!in.has_column("sequences_per_rank")) {
@@ -499,7 +501,7 @@ void compare_moe_layer(const HardwareProfile& hw, const std::string& dir, std::v
   for (const char* d : {"local", "expert_parallel", "ppmoe"}) {
     const std::string path = dir + "/layer_" + d + ".csv";
     if (!present(path, missing)) continue;
-    io::CSVReader<9, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+    CsvIn<9> in(path);
     in.read_header(io::ignore_extra_column, "dispatcher", "tokens_per_rank", "hidden", "ffn", "experts", "top_k",
                    "total_ms", "ranks", "link");
     std::string dispatcher, link;
@@ -522,7 +524,7 @@ void compare_moe_layer(const HardwareProfile& hw, const std::string& dir, std::v
 // measured step, once per run (stage 0's row).
 void compare_pipe(const std::string& path, std::vector<Comparison>& out, NotCompared& missing) {
   if (!present(path, missing)) return;
-  io::CSVReader<8, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+  CsvIn<8> in(path);
   in.read_header(io::ignore_extra_column, "schedule", "stages", "micro_batches", "recompute", "stage", "step_ms",
                  "simulated_step_ms", "link");
   std::string schedule, recompute, link;
@@ -539,7 +541,7 @@ void compare_pipe(const std::string& path, std::vector<Comparison>& out, NotComp
 void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
                 NotCompared& missing) {
   if (!present(path, missing)) return;
-  Reader in(path);
+  CsvIn<16> in(path);
   in.read_header(io::ignore_extra_column, "model", "dp", "tp", "pp", "zero", "step_ms", "layers", "hidden", "ffn", "heads",
                  "seq", "vocab", "experts", "sequences_per_step", "micro_batches", "link");
   std::string kind, zero, link;
@@ -566,7 +568,7 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
 void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
                  NotCompared& missing) {
   if (!present(path, missing)) return;
-  io::CSVReader<15, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+  CsvIn<15> in(path);
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "layers", "routing", "prototypes", "top_k", "experts",
                  "hidden", "ffn", "heads", "seq", "tokens_per_rank", "gate", "ms_per_step", "ranks", "vocab", "link");
   if (!in.has_column("vocab")) {  // written before the column existed
@@ -610,7 +612,7 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
     // Eq. 2 against the expert-parallel MoE layer: its two all-to-alls over its experts' forward.
     const std::string layer = dir + "/moe/layer_expert_parallel.csv";
     if (present(layer, skipped)) {
-      io::CSVReader<10, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(layer);
+      CsvIn<10> in(layer);
       in.read_header(io::ignore_extra_column, "tokens_per_rank", "hidden", "ffn", "experts", "top_k", "moe.dispatch_ms",
                      "moe.expert_ms", "moe.combine_ms", "ranks", "link");
       int tokens, hidden, ffn, experts, k, ranks;
@@ -631,7 +633,7 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
     for (const std::string folder : {"/ppmoe", "/ppmoe_emulated/ppmoe"}) {
       const std::string path = dir + folder + "/t3.csv";
       if (!present(path, skipped)) continue;
-      io::CSVReader<13, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(path);
+      CsvIn<13> in(path);
       in.read_header(io::ignore_extra_column | io::ignore_missing_column, "dp", "tp", "layers", "hidden", "ffn", "heads",
                      "seq", "vocab", "experts", "sequences_per_rank", "link", "ffn_fwd_ms", "ffn_allreduce_ms");
       if (!in.has_column("sequences_per_rank")) continue;
