@@ -2,8 +2,11 @@
 // written by the suite's own micro-benchmarks on the ranks it runs with: a GEMM sweep with every
 // rank computing at once (the efficiency curve; the best rate is the peak on the CPU, where no
 // datasheet peak is known), a large copy and the GeLU kernel on every rank (memory and
-// elementwise bandwidth), and all-to-alls among every rank (the link as the collectives see
-// it: latency per step from 8 bytes per peer, bandwidth from a large one). Writes
+// elementwise bandwidth), all-to-alls among every rank (the link as the collectives see it:
+// latency per step from 8 bytes per peer, bandwidth from a large one), and each of the comm
+// bench's collectives at sizes 4x apart, timed as the comm bench times them (one call per
+// iteration, the slowest rank's): the measured curves the collective model uses on this machine
+// (the comm bench's sizes in between are left to check them). Writes
 // <out>/models/profile_<name>.csv in the profile format (models/hardware_profile.h) plus the
 // spread of each measured value (low, high: the value from the repetitions' slowest and fastest
 // times) and provenance columns: models read it like a shipped profile.
@@ -11,6 +14,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include "bench/comm_check.h"
 #include "harness/bench.h"
 #include "kernels/gelu.h"
 #include "kernels/gemm.h"
@@ -64,7 +68,10 @@ class ProfileBench final : public BenchProgram {
     shapes_.clear();
     for (int m : ms)
       for (int nk : nks) shapes_.push_back({m, nk, nk});
-    std::uint64_t need = 2 * copy_bytes_ + 2 * big_message_;
+    curve_sizes_.clear();
+    const std::uint64_t largest = ctx.scale() == Scale::tiny ? 16 << 10 : ctx.scale() == Scale::local ? 16 << 20 : 256 << 20;
+    for (std::uint64_t b = 1 << 10; b <= largest; b *= 4) curve_sizes_.push_back(b);
+    std::uint64_t need = std::max(2 * copy_bytes_ + 2 * big_message_, 2 * largest);
     for (const Shape& s : shapes_)
       need = std::max<std::uint64_t>(need, std::uint64_t(dtype_size(ctx.dtype())) * (std::uint64_t(s.m) * s.k + std::uint64_t(s.k) * s.n + std::uint64_t(s.m) * s.n));
     return ctx.check_fits(need, "--scale");
@@ -83,6 +90,12 @@ class ProfileBench final : public BenchProgram {
     for (std::size_t bytes : {small_message(ctx), big_message_})
       ctx.add("profile/exchange/" + std::to_string(bytes), 10,
               [this, &ctx, bytes](benchmark::State& st) { exchange(st, ctx, bytes); });
+    for (comm_bench::Collective c : comm_bench::all_collectives())
+      for (std::uint64_t bytes : curve_sizes_) {
+        const comm_bench::Geometry g = comm_bench::geometry(c, bytes, ctx.world.size(), ctx.dtype());
+        if (g.block == 0) continue;
+        ctx.add(curve_key(c, g.size_bytes), 10, [this, &ctx, c, g](benchmark::State& st) { collective(st, ctx, c, g); });
+      }
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
@@ -187,6 +200,15 @@ class ProfileBench final : public BenchProgram {
                  fmt(std::max(a, b), 4),
                  here + ": [m, k] x [k, n] " + std::string(dtype_name(ctx.dtype())) + " GEMMs, rate over the best (median)"});
     }
+    for (comm_bench::Collective c : comm_bench::all_collectives())
+      for (std::uint64_t bytes : curve_sizes_) {
+        const comm_bench::Geometry g = comm_bench::geometry(c, bytes, ranks, ctx.dtype());
+        const auto it = spread.find(curve_key(c, g.size_bytes));
+        if (g.block == 0 || it == spread.end()) continue;
+        t.add_row({std::string(comm_bench::collective_name(c)) + "_time", std::to_string(g.size_bytes),
+                   fmt(it->second.median * 1e3, 6), "us", fmt(it->second.min * 1e3, 6), fmt(it->second.max * 1e3, 6),
+                   here + ": one call per iteration, the slowest rank's time, as the comm bench times it"});
+      }
     const std::string path = ctx.opts.out_dir + "/models/profile_" + name_ + ".csv";
     t.write(path, ctx.provenance);
     std::printf("profile: peak %.3g GFLOP/s per rank, memory %.3g GB/s, link %.3g GB/s and %.3g us; wrote %s\n",
@@ -255,11 +277,32 @@ class ProfileBench final : public BenchProgram {
     });
   }
 
+  // One collective of the comm bench at one size, timed as the comm bench times it.
+  void collective(benchmark::State& st, BenchContext& ctx, comm_bench::Collective c, const comm_bench::Geometry& g) {
+    const DType t = ctx.dtype();
+    Buffer send = ctx.alloc.allocate(g.send_count * dtype_size(t), MemTag::buffers),
+           recv = ctx.alloc.allocate(g.recv_count * dtype_size(t), MemTag::buffers);
+    const Stream& s = ctx.device.default_stream();
+    ctx.device.fill_zero(send.data(), g.send_count * dtype_size(t), s);
+    const auto& spec = comm_bench::spec(c);
+    for (int i = 0; i < 2; ++i) spec.launch(ctx.world, send.data(), recv.data(), g, t, s);
+    ctx.world.wait(s);
+    for (auto _ : st) ctx.time_iteration(st, s, [&] {
+      spec.launch(ctx.world, send.data(), recv.data(), g, t, s);
+      ctx.world.wait(s);
+    });
+  }
+
+  static std::string curve_key(comm_bench::Collective c, std::uint64_t size_bytes) {
+    return "profile/collective/" + std::string(comm_bench::collective_name(c)) + "/" + std::to_string(size_bytes);
+  }
+
   static std::size_t small_message(const BenchContext& ctx) { return std::size_t(8) * ctx.world.size(); }
 
   std::string name_ = "this_machine", link_profile_;
   std::optional<HardwareProfile> link_;
   std::vector<Shape> shapes_;
+  std::vector<std::uint64_t> curve_sizes_;  // the collectives' measured sizes, 4x apart
   std::size_t copy_bytes_ = 1 << 20, big_message_ = 1 << 18;
 };
 

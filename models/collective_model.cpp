@@ -1,5 +1,7 @@
 #include "models/collective_model.h"
 #include <algorithm>
+#include <optional>
+#include "models/piecewise_linear.h"
 
 namespace moebench {
 
@@ -25,6 +27,29 @@ Placement place_group(const HardwareProfile& hw, int ranks, int stride) {
 
 static Link intra(const HardwareProfile& hw) { return {hw.intra_latency, hw.intra_bw}; }
 
+// The profile's measured time of `kind` at `bytes` for a group of `ranks` on one node, where it
+// has one: between two measured sizes the line through them (an alpha-beta of that size range:
+// MPI and NCCL change protocol and algorithm between ranges, which one alpha and beta do not
+// follow), below the smallest that size's time (latency-bound), past the largest the last
+// range's line; a group of other than the measured gpus_per_node ranks scales by `formula`'s
+// ratio on the profile's link.
+static std::optional<double> measured_seconds(const HardwareProfile& hw, const std::string& kind, double bytes, int ranks,
+                                              double (*formula)(double, int, const Link&)) {
+  const auto it = hw.collective_seconds.find(kind);
+  if (it == hw.collective_seconds.end()) return std::nullopt;
+  const auto& curve = it->second;
+  std::vector<double> sizes, times, knots;
+  for (const auto& [b, t] : curve) {
+    sizes.push_back(b);
+    times.push_back(t);
+  }
+  knots.assign(sizes.begin() + 1, sizes.end() - 1);
+  const double t = PiecewiseLinear::fit(sizes, times, knots)(std::max(bytes, sizes.front()));
+  if (!formula || ranks == hw.gpus_per_node) return t;
+  const double at_profile = formula(bytes, hw.gpus_per_node, intra(hw));
+  return at_profile > 0 ? t * formula(bytes, ranks, intra(hw)) / at_profile : t;
+}
+
 // Between nodes, each of the node's `per_node` devices carries 1/per_node of the data over the
 // node's shared link: a ring over the nodes moving `bytes` per node.
 static Link inter_per_node(const HardwareProfile& hw, int sharing = 1) {
@@ -39,6 +64,8 @@ static double reduction_seconds(const HardwareProfile& hw, double bytes, int ran
 
 double all_reduce_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
   if (g.ranks <= 1) return 0;
+  if (g.nodes() == 1)
+    if (const auto t = measured_seconds(hw, "all_reduce", bytes, g.ranks, ring_all_reduce_seconds)) return *t;
   return all_reduce_transfer_seconds(hw, bytes, g) + reduction_seconds(hw, bytes, g.ranks);
 }
 
@@ -55,7 +82,8 @@ double all_reduce_transfer_seconds(const HardwareProfile& hw, double bytes, cons
 double all_gather_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
   if (g.ranks <= 1) return 0;
   const int n = g.nodes(), k = g.per_node;
-  if (n == 1) return ring_all_gather_seconds(bytes, k, intra(hw));
+  if (n == 1)
+    return measured_seconds(hw, "all_gather", bytes, k, ring_all_gather_seconds).value_or(ring_all_gather_seconds(bytes, k, intra(hw)));
   return ring_all_gather_seconds(bytes, n, inter_per_node(hw, g.sharing)) + ring_all_gather_seconds(bytes, k, intra(hw));
 }
 
@@ -63,7 +91,10 @@ double reduce_scatter_seconds(const HardwareProfile& hw, double bytes, const Pla
   if (g.ranks <= 1) return 0;
   const int n = g.nodes(), k = g.per_node;
   const double reduce = reduction_seconds(hw, bytes, g.ranks);
-  if (n == 1) return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + reduce;
+  if (n == 1) {
+    if (const auto t = measured_seconds(hw, "reduce_scatter", bytes, k, ring_reduce_scatter_seconds)) return *t;
+    return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + reduce;
+  }
   return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + ring_reduce_scatter_seconds(bytes, n, inter_per_node(hw, g.sharing)) +
          reduce;
 }
@@ -74,6 +105,8 @@ double all_to_all_seconds(const HardwareProfile& hw, double bytes, const Placeme
   // Each rank sends bytes / p to every peer: (k - 1) peers on its node, (p - k) elsewhere; the
   // node's k ranks share its link for k (p - k) / p of `bytes`. The two kinds of steps overlap
   // (different links); each step pays its latency.
+  if (p == k)
+    if (const auto t = measured_seconds(hw, "all_to_all", bytes, p, pairwise_all_to_all_seconds)) return *t;
   const double in_node = (k - 1) * (hw.intra_latency + bytes / (double(p) * hw.intra_bw));
   if (p == k) return in_node;
   const double off_node = (p - k) * hw.inter_latency + double(k) * g.sharing * bytes * double(p - k) / double(p) / hw.inter_bw;
@@ -81,7 +114,8 @@ double all_to_all_seconds(const HardwareProfile& hw, double bytes, const Placeme
 }
 
 double send_recv_seconds(const HardwareProfile& hw, double bytes, bool across_nodes) {
-  return across_nodes ? send_recv_seconds(bytes, inter_per_node(hw)) : send_recv_seconds(bytes, intra(hw));
+  if (across_nodes) return send_recv_seconds(bytes, inter_per_node(hw));
+  return measured_seconds(hw, "send_recv", bytes, 2, nullptr).value_or(send_recv_seconds(bytes, intra(hw)));
 }
 
 double ppmoe_eq2_a2a_over_ffn(int experts, double F, double B, int h) {

@@ -2,7 +2,8 @@
 // hardware profile: a group of p ranks on nodes of up to gpus_per_node consecutive ranks; inside
 // a node the links of intra_bw per device, between nodes one inter_bw per node shared by its
 // devices (hierarchical: the intra-node phases, then the node-to-node phase). Sizes are bytes;
-// times seconds. And PPMoE's analytic ratios (000 Eq. 2 and Eq. 5).
+// times seconds. Inside one node, a profile's measured times of a collective (see
+// hardware_profile.h) take the formula's place. And PPMoE's analytic ratios (000 Eq. 2 and Eq. 5).
 #pragma once
 #include "models/hardware_profile.h"
 

@@ -85,6 +85,15 @@ HardwareProfile load_hardware_profile(const std::string& path) {
         p.sources[field] = source;
         continue;
       }
+      if (const std::string kind = field.substr(0, field.rfind("_time"));
+          field.ends_with("_time") &&
+          std::find(profiled_collectives().begin(), profiled_collectives().end(), kind) != profiled_collectives().end()) {
+        if (unit != "us") throw Error(where + ": field '" + field + "': unit '" + unit + "'; allowed: us");
+        const double bytes = number(where, field + " at (bytes)", at);
+        p.collective_seconds[kind].emplace_back(bytes, number(where, field, value) * 1e-6);
+        p.sources[field] = source;
+        continue;
+      }
       if (seen[field] > 1) throw Error(where + ": field '" + field + "' is given twice");
       p.sources[field] = source;
       if (field == "name") {
@@ -116,7 +125,19 @@ HardwareProfile load_hardware_profile(const std::string& path) {
   for (std::size_t i = 1; i < p.gemm_efficiency.size(); ++i)
     if (p.gemm_efficiency[i].first == p.gemm_efficiency[i - 1].first)
       throw Error(where + ": field 'gemm_efficiency': two rows at the same size");
+  for (auto& [kind, curve] : p.collective_seconds) {
+    std::sort(curve.begin(), curve.end());
+    if (curve.size() < 2)
+      throw Error(where + ": field '" + kind + "_time': needs two sizes or more (a line between them), got one");
+    for (std::size_t i = 1; i < curve.size(); ++i)
+      if (curve[i].first == curve[i - 1].first) throw Error(where + ": field '" + kind + "_time': two rows at the same size");
+  }
   return p;
+}
+
+const std::vector<std::string>& profiled_collectives() {
+  static const std::vector<std::string> names = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"};
+  return names;
 }
 
 static std::string profiles_dir() { return std::string(MOEBENCH_SOURCE_DIR) + "/models/profiles"; }

@@ -4,8 +4,12 @@
 // Columns: field,at,value,unit,source. Every scalar field below is required once and > 0;
 // gemm_efficiency rows (at least one) give the attained fraction of peak at a GEMM of `at` FLOPs,
 // a measured curve that the model interpolates in log(FLOPs), holds flat past its largest size
-// and, below its smallest, keeps that GEMM's time (launch-bound). Extra columns (a measured
-// profile's low/high spread and provenance) are ignored.
+// and, below its smallest, keeps that GEMM's time (launch-bound). Optional, for a profile the
+// suite measured: <collective>_time rows (all_reduce, all_gather, reduce_scatter, all_to_all,
+// send_recv), the collective's time in us at a size of `at` bytes (the comm bench's size) among
+// gpus_per_node ranks on one node, at least two sizes each; the collective model uses them in
+// place of its alpha-beta formula inside one node. Extra columns (a measured profile's low/high
+// spread and provenance) are ignored.
 #pragma once
 #include <map>
 #include <string>
@@ -28,6 +32,9 @@ struct HardwareProfile {
   double inter_latency = 0;        // s per message step between nodes
   double pcie_bw = 0;              // bytes/s device <-> host
   std::vector<std::pair<double, double>> gemm_efficiency;  // (GEMM FLOPs, fraction of peak), ascending
+  // Measured collective times among gpus_per_node ranks on one node, by collective name:
+  // (bytes, seconds), ascending, two sizes or more; empty where the profile has none.
+  std::map<std::string, std::vector<std::pair<double, double>>> collective_seconds;
   std::map<std::string, std::string> sources;              // field -> where its value comes from
 
   double peak_flops(bool half) const { return half ? peak_fp16_flops : peak_fp32_flops; }
@@ -44,6 +51,8 @@ std::string resolve_profile(const std::string& name_or_path);
 // resolve_profile + load_hardware_profile; a name that is no shipped profile is an error naming
 // `option` and the names there are.
 HardwareProfile load_profile_option(const std::string& option, const std::string& name_or_path);
+// The collectives a profile may give measured times of (the comm bench's names).
+const std::vector<std::string>& profiled_collectives();
 // The profile files shipped with the suite, by name.
 std::vector<std::string> shipped_profiles();
 

@@ -157,6 +157,56 @@ TEST(CollectiveModel, HierarchicalOverNodesByHand) {
   EXPECT_NEAR(all_reduce_seconds(hw, n, strided), 2 * (A + n / (2 * (B / 2))) + 3 * n / 2 / mem, 1e-15);
 }
 
+// A measured profile's collective times: the line between two measured sizes, the smallest's
+// time below them, the last range's line past them, a group of other size by the ring formula's
+// ratio; across nodes and where a collective has no times, the alpha-beta formula.
+const char* kCollectiveTimes =
+    "all_reduce_time,4000,100,us,test\n"
+    "all_reduce_time,1000,50,us,test\n"
+    "all_reduce_time,16000,400,us,test\n";
+
+TEST(CollectiveModel, MeasuredTimesInsideOneNode) {
+  const HardwareProfile hw = load_hardware_profile(write_profile(std::string(kGoodProfile) + kCollectiveTimes));
+  ASSERT_EQ(hw.collective_seconds.at("all_reduce").size(), 3u);
+  EXPECT_EQ(hw.collective_seconds.at("all_reduce").front().first, 1000.0);  // sorted by size
+  EXPECT_NEAR(hw.collective_seconds.at("all_reduce").front().second, 50e-6, 1e-15);
+  const Placement two = place_group(hw, 2);  // the profile's gpus_per_node: its own times
+  EXPECT_NEAR(all_reduce_seconds(hw, 4000, two), 100e-6, 1e-12);
+  EXPECT_NEAR(all_reduce_seconds(hw, 2500, two), 75e-6, 1e-12);     // halfway between 1000 and 4000
+  EXPECT_NEAR(all_reduce_seconds(hw, 10000, two), 250e-6, 1e-12);   // halfway between 4000 and 16000
+  EXPECT_NEAR(all_reduce_seconds(hw, 28000, two), 700e-6, 1e-12);   // the last range's slope, 25 us per 1000 B
+  EXPECT_NEAR(all_reduce_seconds(hw, 10, two), 50e-6, 1e-12);       // below the smallest: its time
+  const HardwareProfile wide = load_hardware_profile(
+      write_profile(replace(kGoodProfile, "gpus_per_node,,2", "gpus_per_node,,4") + kCollectiveTimes));
+  const Link l{10e-6, 10e9};
+  EXPECT_NEAR(all_reduce_seconds(wide, 4000, place_group(wide, 2)),
+              100e-6 * ring_all_reduce_seconds(4000, 2, l) / ring_all_reduce_seconds(4000, 4, l), 1e-12);
+  // Across nodes, and for the collectives it has no times of, the formulas.
+  const HardwareProfile plain = load_hardware_profile(write_profile(kGoodProfile));
+  EXPECT_EQ(all_reduce_seconds(hw, 4000, place_group(hw, 4)), all_reduce_seconds(plain, 4000, place_group(plain, 4)));
+  EXPECT_EQ(all_to_all_seconds(hw, 4000, two), all_to_all_seconds(plain, 4000, two));
+  EXPECT_EQ(send_recv_seconds(hw, 4000, false), send_recv_seconds(plain, 4000, false));
+}
+
+TEST(HardwareProfile, BadCollectiveTimesNameTheField) {
+  EXPECT_NE(load_error(std::string(kGoodProfile) + "all_to_all_time,1000,50,us,test\n").find("'all_to_all_time': needs two sizes"),
+            std::string::npos);
+  EXPECT_NE(load_error(std::string(kGoodProfile) + kCollectiveTimes + "all_reduce_time,1000,60,us,again\n")
+                .find("'all_reduce_time': two rows at the same size"),
+            std::string::npos);
+  EXPECT_NE(load_error(replace(std::string(kGoodProfile) + kCollectiveTimes, "4000,100,us", "4000,100,ms"))
+                .find("field 'all_reduce_time': unit 'ms'; allowed: us"),
+            std::string::npos);
+  EXPECT_NE(load_error(replace(std::string(kGoodProfile) + kCollectiveTimes, "4000,100,us", "4000,-1,us"))
+                .find("field 'all_reduce_time': must be > 0, got -1"),
+            std::string::npos);
+  EXPECT_NE(load_error(replace(std::string(kGoodProfile) + kCollectiveTimes, "all_reduce_time,4000", "all_reduce_time,"))
+                .find("'all_reduce_time at (bytes)'"),
+            std::string::npos);
+  EXPECT_NE(load_error(std::string(kGoodProfile) + "broadcast_time,1000,50,us,test\n").find("unknown field 'broadcast_time'"),
+            std::string::npos);
+}
+
 TEST(CollectiveModel, PpmoeEquationsTwoAndFive) {
   // 000 Sec. 3.3.4: F = 125e12, B = 300e9, T = 8, h = 1e3 give 35/6.
   EXPECT_NEAR(ppmoe_eq5_allreduce_over_calc(8, 125e12, 300e9, 1000), 35.0 / 6.0, 1e-12);
@@ -309,6 +359,24 @@ TEST(LocalComparison, RunsFromAnotherMachineAreNotCompared) {
   const ProjectedTable other = run_on("machine B");
   EXPECT_EQ(other.table.rows(), 0u);
   EXPECT_TRUE(said(other, "all_reduce.csv (measured on machine B; the profile is of machine A)"));
+  std::filesystem::remove_all(dir);
+}
+
+// The comm bench's sizes that a profile measured itself (same collective, same ranks) are not
+// held against it: the model is checked on the sizes between.
+TEST(LocalComparison, SizesTheProfileMeasuredAreLeftOut) {
+  const HardwareProfile hw = load_hardware_profile(write_profile(std::string(kGoodProfile) + kCollectiveTimes));
+  const auto dir = std::filesystem::temp_directory_path() / ("moebench_seen_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "comm");
+  std::ofstream(dir / "comm" / "all_reduce.csv") << "collective,size_bytes,time_us,ranks,link\n"
+                                                 << "all_reduce,4000,100,2,measured: MPI between the ranks' hosts\n"
+                                                 << "all_reduce,8000,160,2,measured: MPI between the ranks' hosts\n"
+                                                 << "all_reduce,4000,100,4,measured: MPI between the ranks' hosts\n";
+  const ProjectedTable t = compare_local_runs(hw, dir.string());
+  EXPECT_EQ(t.table.rows(), 2u);  // 8000 B on 2 ranks, 4000 B on 4 (not the profile's ranks)
+  bool named = false;
+  for (const auto& line : t.summary) named |= line.find("all_reduce.csv: 1 size the profile measured itself") != std::string::npos;
+  EXPECT_TRUE(named);
   std::filesystem::remove_all(dir);
 }
 
