@@ -27,6 +27,14 @@ Placement place_group(const HardwareProfile& hw, int ranks, int stride) {
 
 static Link intra(const HardwareProfile& hw) { return {hw.intra_latency, hw.intra_bw}; }
 
+// On an emulated link, the later of `seconds` (MPI's own) and the link's time for the
+// operation's bus bytes (nccl-tests' factors, as the runtime books them).
+static double on_emulated_link(const HardwareProfile& hw, double seconds, double bus_bytes) {
+  if (!hw.emulated_link) return seconds;
+  return std::max(seconds, hw.emulated_link->latency + bus_bytes / hw.emulated_link->bandwidth);
+}
+static double spread_share(int p) { return double(p - 1) / double(p); }
+
 // The profile's measured time of `kind` at `bytes` for a group of `ranks` on one node, where it
 // has one: between two measured sizes the line through them (an alpha-beta of that size range:
 // MPI and NCCL change protocol and algorithm between ranges, which one alpha and beta do not
@@ -65,7 +73,8 @@ static double reduction_seconds(const HardwareProfile& hw, double bytes, int ran
 double all_reduce_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
   if (g.ranks <= 1) return 0;
   if (g.nodes() == 1)
-    if (const auto t = measured_seconds(hw, "all_reduce", bytes, g.ranks, ring_all_reduce_seconds)) return *t;
+    if (const auto t = measured_seconds(hw, "all_reduce", bytes, g.ranks, ring_all_reduce_seconds))
+      return on_emulated_link(hw, *t, 2 * spread_share(g.ranks) * bytes);
   return all_reduce_transfer_seconds(hw, bytes, g) + reduction_seconds(hw, bytes, g.ranks);
 }
 
@@ -83,7 +92,10 @@ double all_gather_seconds(const HardwareProfile& hw, double bytes, const Placeme
   if (g.ranks <= 1) return 0;
   const int n = g.nodes(), k = g.per_node;
   if (n == 1)
-    return measured_seconds(hw, "all_gather", bytes, k, ring_all_gather_seconds).value_or(ring_all_gather_seconds(bytes, k, intra(hw)));
+    return on_emulated_link(hw,
+                            measured_seconds(hw, "all_gather", bytes, k, ring_all_gather_seconds)
+                                .value_or(ring_all_gather_seconds(bytes, k, intra(hw))),
+                            spread_share(k) * bytes);
   return ring_all_gather_seconds(bytes, n, inter_per_node(hw, g.sharing)) + ring_all_gather_seconds(bytes, k, intra(hw));
 }
 
@@ -92,7 +104,8 @@ double reduce_scatter_seconds(const HardwareProfile& hw, double bytes, const Pla
   const int n = g.nodes(), k = g.per_node;
   const double reduce = reduction_seconds(hw, bytes, g.ranks);
   if (n == 1) {
-    if (const auto t = measured_seconds(hw, "reduce_scatter", bytes, k, ring_reduce_scatter_seconds)) return *t;
+    if (const auto t = measured_seconds(hw, "reduce_scatter", bytes, k, ring_reduce_scatter_seconds))
+      return on_emulated_link(hw, *t, spread_share(k) * bytes);
     return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + reduce;
   }
   return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + ring_reduce_scatter_seconds(bytes, n, inter_per_node(hw, g.sharing)) +
@@ -106,7 +119,8 @@ double all_to_all_seconds(const HardwareProfile& hw, double bytes, const Placeme
   // node's k ranks share its link for k (p - k) / p of `bytes`. The two kinds of steps overlap
   // (different links); each step pays its latency.
   if (p == k)
-    if (const auto t = measured_seconds(hw, "all_to_all", bytes, p, pairwise_all_to_all_seconds)) return *t;
+    if (const auto t = measured_seconds(hw, "all_to_all", bytes, p, pairwise_all_to_all_seconds))
+      return on_emulated_link(hw, *t, spread_share(p) * bytes);
   const double in_node = (k - 1) * (hw.intra_latency + bytes / (double(p) * hw.intra_bw));
   if (p == k) return in_node;
   const double off_node = (p - k) * hw.inter_latency + double(k) * g.sharing * bytes * double(p - k) / double(p) / hw.inter_bw;
@@ -115,7 +129,8 @@ double all_to_all_seconds(const HardwareProfile& hw, double bytes, const Placeme
 
 double send_recv_seconds(const HardwareProfile& hw, double bytes, bool across_nodes) {
   if (across_nodes) return send_recv_seconds(bytes, inter_per_node(hw));
-  return measured_seconds(hw, "send_recv", bytes, 2, nullptr).value_or(send_recv_seconds(bytes, intra(hw)));
+  if (const auto t = measured_seconds(hw, "send_recv", bytes, 2, nullptr)) return on_emulated_link(hw, *t, bytes);
+  return send_recv_seconds(bytes, intra(hw));
 }
 
 double ppmoe_eq2_a2a_over_ffn(int experts, double F, double B, int h) {

@@ -12,6 +12,7 @@
 // spread and provenance) are ignored.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,14 @@ struct HardwareProfile {
   // Measured collective times among gpus_per_node ranks on one node, by collective name:
   // (bytes, seconds), ascending, two sizes or more; empty where the profile has none.
   std::map<std::string, std::vector<std::pair<double, double>>> collective_seconds;
+  // A link the CPU runtime emulates over MPI (runtime/comm.h, EmulatedLink), set by whoever
+  // models a run on one (never read from a file): each operation inside the node ends at the
+  // later of MPI's own time and latency + bus bytes / bandwidth.
+  struct EmulatedLink {
+    double latency = 0;    // s
+    double bandwidth = 0;  // bytes/s
+  };
+  std::optional<EmulatedLink> emulated_link;
   std::map<std::string, std::string> sources;              // field -> where its value comes from
 
   double peak_flops(bool half) const { return half ? peak_fp16_flops : peak_fp32_flops; }

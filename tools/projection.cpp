@@ -382,14 +382,15 @@ bool present(const std::string& path, NotCompared& missing) {
   return true;
 }
 
-// "emulated: 0.05 GB/s, 10 us" -> the profile with that link inside (and between) nodes, and
-// none of its measured collective times (those are of the real link).
+// "emulated: 0.05 GB/s, 10 us" -> the profile with that link inside (and between) nodes, as
+// the runtime emulates it on top of MPI: where the profile has MPI's own times of a collective,
+// the later of those and the link's.
 HardwareProfile with_link(HardwareProfile hw, const std::string& link) {
   double bw = 0, us = 0;
   if (std::sscanf(link.c_str(), "emulated: %lf GB/s, %lf us", &bw, &us) == 2) {
     hw.intra_bw = hw.inter_bw = bw * 1e9;
     hw.intra_latency = hw.inter_latency = us * 1e-6;
-    hw.collective_seconds.clear();
+    hw.emulated_link = HardwareProfile::EmulatedLink{us * 1e-6, bw * 1e9};
   }
   return hw;
 }
@@ -400,7 +401,7 @@ struct Comparison {
 };
 
 // The comm bench's sizes; those the profile measured itself (its collective times, at the same
-// ranks) are left out: the model is checked on the sizes in between.
+// ranks, on the real link) are left out: the model is checked on the sizes in between.
 void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector<Comparison>& out,
                   NotCompared& missing) {
   for (const std::string& c : profiled_collectives()) {
@@ -413,7 +414,8 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
     int ranks = 0, seen = 0;
     while (in.read_row(name, bytes, us, ranks, link)) {
       const HardwareProfile h = with_link(hw, link);
-      if (const auto it = h.collective_seconds.find(name); it != h.collective_seconds.end() && ranks == h.gpus_per_node &&
+      if (const auto it = h.collective_seconds.find(name);
+          !h.emulated_link && it != h.collective_seconds.end() && ranks == h.gpus_per_node &&
           std::any_of(it->second.begin(), it->second.end(), [&](const auto& point) { return point.first == bytes; })) {
         ++seen;
         continue;

@@ -181,6 +181,13 @@ TEST(CollectiveModel, MeasuredTimesInsideOneNode) {
   const Link l{10e-6, 10e9};
   EXPECT_NEAR(all_reduce_seconds(wide, 4000, place_group(wide, 2)),
               100e-6 * ring_all_reduce_seconds(4000, 2, l) / ring_all_reduce_seconds(4000, 4, l), 1e-12);
+  // On a link the runtime emulates: the later of MPI's time and latency + bus bytes / bandwidth.
+  HardwareProfile slow = hw;
+  slow.emulated_link = HardwareProfile::EmulatedLink{5e-6, 1e7};  // 0.01 GB/s
+  EXPECT_NEAR(all_reduce_seconds(slow, 16000, two), 5e-6 + 16000 / 1e7, 1e-12);  // 2 (p - 1) / p = 1 of the bytes
+  HardwareProfile fast = hw;
+  fast.emulated_link = HardwareProfile::EmulatedLink{5e-6, 1e9};
+  EXPECT_NEAR(all_reduce_seconds(fast, 1000, two), 50e-6, 1e-12);  // MPI's own time is the later
   // Across nodes, and for the collectives it has no times of, the formulas.
   const HardwareProfile plain = load_hardware_profile(write_profile(kGoodProfile));
   EXPECT_EQ(all_reduce_seconds(hw, 4000, place_group(hw, 4)), all_reduce_seconds(plain, 4000, place_group(plain, 4)));
