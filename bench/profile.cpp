@@ -99,6 +99,8 @@ class ProfileBench final : public BenchProgram {
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
+    curve_send_ = Buffer();  // back to the allocator before it goes
+    curve_recv_ = Buffer();
     if (ctx.rt.rank() != 0) return 0;
     std::map<std::string, Spread> spread;
     for (const auto& r : runs)
@@ -217,7 +219,7 @@ class ProfileBench final : public BenchProgram {
   }
 
  private:
-  static constexpr int kCopies = 4, kExchangeRounds = 20;
+  static constexpr int kCopies = 4, kExchangeRounds = 20, kCollectiveWarmup = 3;
   // GEMMs per timed iteration: about 1.5 GFLOP, tens of ms on a core -- longer than the OS's
   // time slice, so ranks sharing cores share them during the measurement as during a run.
   static int repeats(const Shape& s) { return std::max(1, int(1.5e9 / s.flops())); }
@@ -278,17 +280,21 @@ class ProfileBench final : public BenchProgram {
   }
 
   // One collective of the comm bench at one size, timed as the comm bench times it.
+  // Like the comm bench: one pair of buffers of the largest size for every size, its warm-up.
   void collective(benchmark::State& st, BenchContext& ctx, comm_bench::Collective c, const comm_bench::Geometry& g) {
     const DType t = ctx.dtype();
-    Buffer send = ctx.alloc.allocate(g.send_count * dtype_size(t), MemTag::buffers),
-           recv = ctx.alloc.allocate(g.recv_count * dtype_size(t), MemTag::buffers);
     const Stream& s = ctx.device.default_stream();
-    ctx.device.fill_zero(send.data(), g.send_count * dtype_size(t), s);
+    if (!curve_send_) {
+      curve_send_ = ctx.alloc.allocate(curve_sizes_.back(), MemTag::buffers);
+      curve_recv_ = ctx.alloc.allocate(curve_sizes_.back(), MemTag::buffers);
+      ctx.device.fill_zero(curve_send_.data(), curve_sizes_.back(), s);
+      ctx.device.fill_zero(curve_recv_.data(), curve_sizes_.back(), s);
+    }
     const auto& spec = comm_bench::spec(c);
-    for (int i = 0; i < 2; ++i) spec.launch(ctx.world, send.data(), recv.data(), g, t, s);
+    for (int i = 0; i < kCollectiveWarmup; ++i) spec.launch(ctx.world, curve_send_.data(), curve_recv_.data(), g, t, s);
     ctx.world.wait(s);
     for (auto _ : st) ctx.time_iteration(st, s, [&] {
-      spec.launch(ctx.world, send.data(), recv.data(), g, t, s);
+      spec.launch(ctx.world, curve_send_.data(), curve_recv_.data(), g, t, s);
       ctx.world.wait(s);
     });
   }
@@ -303,6 +309,7 @@ class ProfileBench final : public BenchProgram {
   std::optional<HardwareProfile> link_;
   std::vector<Shape> shapes_;
   std::vector<std::uint64_t> curve_sizes_;  // the collectives' measured sizes, 4x apart
+  Buffer curve_send_, curve_recv_;
   std::size_t copy_bytes_ = 1 << 20, big_message_ = 1 << 18;
 };
 

@@ -27,12 +27,6 @@ Placement place_group(const HardwareProfile& hw, int ranks, int stride) {
 
 static Link intra(const HardwareProfile& hw) { return {hw.intra_latency, hw.intra_bw}; }
 
-// On an emulated link, the later of `seconds` (MPI's own) and the link's time for the
-// operation's bus bytes (nccl-tests' factors, as the runtime books them).
-static double on_emulated_link(const HardwareProfile& hw, double seconds, double bus_bytes) {
-  if (!hw.emulated_link) return seconds;
-  return std::max(seconds, hw.emulated_link->latency + bus_bytes / hw.emulated_link->bandwidth);
-}
 static double spread_share(int p) { return double(p - 1) / double(p); }
 
 // The profile's measured time of `kind` at `bytes` for a group of `ranks` on one node, where it
@@ -58,6 +52,15 @@ static std::optional<double> measured_seconds(const HardwareProfile& hw, const s
   return at_profile > 0 ? t * formula(bytes, ranks, intra(hw)) / at_profile : t;
 }
 
+// Inside one node: the profile's measured time where it has one, else the formula's; on an
+// emulated link, the later of that (MPI's own) and the link's time for the operation's bus
+// bytes (nccl-tests' factors, as the runtime books them).
+static double inside_node(const HardwareProfile& hw, std::optional<double> measured, double formula, double bus_bytes) {
+  const double t = measured.value_or(formula);
+  if (!hw.emulated_link) return t;
+  return std::max(t, hw.emulated_link->latency + bus_bytes / hw.emulated_link->bandwidth);
+}
+
 // Between nodes, each of the node's `per_node` devices carries 1/per_node of the data over the
 // node's shared link: a ring over the nodes moving `bytes` per node.
 static Link inter_per_node(const HardwareProfile& hw, int sharing = 1) {
@@ -72,10 +75,10 @@ static double reduction_seconds(const HardwareProfile& hw, double bytes, int ran
 
 double all_reduce_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
   if (g.ranks <= 1) return 0;
-  if (g.nodes() == 1)
-    if (const auto t = measured_seconds(hw, "all_reduce", bytes, g.ranks, ring_all_reduce_seconds))
-      return on_emulated_link(hw, *t, 2 * spread_share(g.ranks) * bytes);
-  return all_reduce_transfer_seconds(hw, bytes, g) + reduction_seconds(hw, bytes, g.ranks);
+  const double formula = all_reduce_transfer_seconds(hw, bytes, g) + reduction_seconds(hw, bytes, g.ranks);
+  if (g.nodes() > 1) return formula;
+  return inside_node(hw, measured_seconds(hw, "all_reduce", bytes, g.ranks, ring_all_reduce_seconds), formula,
+                     2 * spread_share(g.ranks) * bytes);
 }
 
 double all_reduce_transfer_seconds(const HardwareProfile& hw, double bytes, const Placement& g) {
@@ -92,10 +95,8 @@ double all_gather_seconds(const HardwareProfile& hw, double bytes, const Placeme
   if (g.ranks <= 1) return 0;
   const int n = g.nodes(), k = g.per_node;
   if (n == 1)
-    return on_emulated_link(hw,
-                            measured_seconds(hw, "all_gather", bytes, k, ring_all_gather_seconds)
-                                .value_or(ring_all_gather_seconds(bytes, k, intra(hw))),
-                            spread_share(k) * bytes);
+    return inside_node(hw, measured_seconds(hw, "all_gather", bytes, k, ring_all_gather_seconds),
+                       ring_all_gather_seconds(bytes, k, intra(hw)), spread_share(k) * bytes);
   return ring_all_gather_seconds(bytes, n, inter_per_node(hw, g.sharing)) + ring_all_gather_seconds(bytes, k, intra(hw));
 }
 
@@ -103,11 +104,9 @@ double reduce_scatter_seconds(const HardwareProfile& hw, double bytes, const Pla
   if (g.ranks <= 1) return 0;
   const int n = g.nodes(), k = g.per_node;
   const double reduce = reduction_seconds(hw, bytes, g.ranks);
-  if (n == 1) {
-    if (const auto t = measured_seconds(hw, "reduce_scatter", bytes, k, ring_reduce_scatter_seconds))
-      return on_emulated_link(hw, *t, spread_share(k) * bytes);
-    return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + reduce;
-  }
+  if (n == 1)
+    return inside_node(hw, measured_seconds(hw, "reduce_scatter", bytes, k, ring_reduce_scatter_seconds),
+                       ring_reduce_scatter_seconds(bytes, k, intra(hw)) + reduce, spread_share(k) * bytes);
   return ring_reduce_scatter_seconds(bytes, k, intra(hw)) + ring_reduce_scatter_seconds(bytes, n, inter_per_node(hw, g.sharing)) +
          reduce;
 }
@@ -118,19 +117,17 @@ double all_to_all_seconds(const HardwareProfile& hw, double bytes, const Placeme
   // Each rank sends bytes / p to every peer: (k - 1) peers on its node, (p - k) elsewhere; the
   // node's k ranks share its link for k (p - k) / p of `bytes`. The two kinds of steps overlap
   // (different links); each step pays its latency.
-  if (p == k)
-    if (const auto t = measured_seconds(hw, "all_to_all", bytes, p, pairwise_all_to_all_seconds))
-      return on_emulated_link(hw, *t, spread_share(p) * bytes);
   const double in_node = (k - 1) * (hw.intra_latency + bytes / (double(p) * hw.intra_bw));
-  if (p == k) return in_node;
+  if (p == k)
+    return inside_node(hw, measured_seconds(hw, "all_to_all", bytes, p, pairwise_all_to_all_seconds), in_node,
+                       spread_share(p) * bytes);
   const double off_node = (p - k) * hw.inter_latency + double(k) * g.sharing * bytes * double(p - k) / double(p) / hw.inter_bw;
   return std::max(in_node, off_node);
 }
 
 double send_recv_seconds(const HardwareProfile& hw, double bytes, bool across_nodes) {
   if (across_nodes) return send_recv_seconds(bytes, inter_per_node(hw));
-  if (const auto t = measured_seconds(hw, "send_recv", bytes, 2, nullptr)) return on_emulated_link(hw, *t, bytes);
-  return send_recv_seconds(bytes, intra(hw));
+  return inside_node(hw, measured_seconds(hw, "send_recv", bytes, 2, nullptr), send_recv_seconds(bytes, intra(hw)), bytes);
 }
 
 double ppmoe_eq2_a2a_over_ffn(int experts, double F, double B, int h) {

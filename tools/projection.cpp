@@ -412,13 +412,17 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
     std::string name, link;
     double bytes = 0, us = 0;
     int ranks = 0, seen = 0;
+    double seen_apart = 0;  // sum of |profile's time / comm bench's - 1| at those sizes
     while (in.read_row(name, bytes, us, ranks, link)) {
       const HardwareProfile h = with_link(hw, link);
       if (const auto it = h.collective_seconds.find(name);
-          !h.emulated_link && it != h.collective_seconds.end() && ranks == h.gpus_per_node &&
-          std::any_of(it->second.begin(), it->second.end(), [&](const auto& point) { return point.first == bytes; })) {
-        ++seen;
-        continue;
+          !h.emulated_link && it != h.collective_seconds.end() && ranks == h.gpus_per_node) {
+        const auto point = std::find_if(it->second.begin(), it->second.end(), [&](const auto& p) { return p.first == bytes; });
+        if (point != it->second.end()) {
+          ++seen;
+          seen_apart += std::fabs(point->second / (us * 1e-6) - 1);
+          continue;
+        }
       }
       const Placement g = place_group(h, ranks);
       double s = 0;
@@ -431,7 +435,8 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
     }
     if (seen > 0)
       missing.push_back(path + ": " + std::to_string(seen) + (seen == 1 ? " size" : " sizes") +
-                        " the profile measured itself (checked on the sizes between)");
+                        " the profile measured itself (checked on the sizes between); there the two runs' times are " +
+                        fmt(100 * seen_apart / seen, 3) + "% apart on average (the measurement's own run-to-run spread)");
   }
 }
 
