@@ -633,7 +633,7 @@ class MPMoEBench final : public BenchProgram {
         const double speed = rows ? gemms * 2 * M * H * s.volume / (s.ms * 1e6) : s.volume / (s.ms * 1e6);
         const PiecewiseLinear& f = c.cal->fits.at(s.op);
         std::string knots;
-        for (double k : f.breakpoints()) knots += (knots.empty() ? "" : " ") + fmt(k, 8);
+        for (double k : f.breakpoints()) knots.append(knots.empty() ? "" : " ").append(fmt(k, 8));
         t.add_row({c.model, std::to_string(c.tokens), s.op, fmt(s.volume, 12), rows ? "rows" : "bytes", fmt(s.ms),
                    fmt(c.cal->time(s.op, s.volume)), fmt(speed, 5), rows ? "GFLOP/s" : "GB/s",
                    fmt(f.max_relative_residual(), 4), knots.empty() ? "none" : knots});

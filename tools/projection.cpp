@@ -207,10 +207,11 @@ std::vector<Ordering> ppmoe_t2_orderings(const HardwareProfile& hw) {
   std::vector<Ordering> out;
   auto above = [&](const std::string& claim, int hi, std::vector<int> lows) {
     bool ok = true;
-    std::string d = name(hi) + " vs";
+    std::string d = name(hi);
+    d += " vs";
     for (int lo : lows) {
       ok = ok && tput[hi] > tput[lo];
-      d += " " + name(lo);
+      d.append(" ").append(name(lo));
     }
     out.push_back({claim, ok, d});
   };

@@ -119,8 +119,9 @@ TEST_F(PipelineEngineTest, EverySchedulePlainAndRecomputedEqualsTheWholeModel) {
       EXPECT_LT(rel_diff(plain.w2.data(), want.w2.data(), want.w2.size()), 1e-5) << what << ": w2 gradient";
       EXPECT_EQ(again.w1, plain.w1) << what << ": recomputation changed the w1 gradient";
       EXPECT_EQ(again.w2, plain.w2) << what << ": recomputation changed the w2 gradient";
-      if (kind == PipelineScheduleKind::gpipe && M > 1)  // every micro-batch held at once
+      if (kind == PipelineScheduleKind::gpipe && M > 1) {  // every micro-batch held at once
         EXPECT_LT(again.peak_activations, plain.peak_activations) << what << ": recomputation kept as much";
+      }
     }
   }
 }
