@@ -48,4 +48,10 @@ void GptTrainer::step() {
   if (moe_opt_) moe_opt_->step(compute_);
 }
 
+long long GptTrainer::expert_rows() const {
+  long long rows = 0;
+  for (int m = 0; m < micro_; ++m) rows += stage_->expert_rows(m);
+  return rows;
+}
+
 }  // namespace moebench

@@ -20,6 +20,8 @@ class GptTrainer {
   void step();
   const Stream& stream() const { return compute_; }
   int tokens_per_step() const { return tokens_; }
+  // The token rows this rank's experts computed in the last step, over its micro-batches.
+  long long expert_rows() const;
 
  private:
   GptLayout layout_;

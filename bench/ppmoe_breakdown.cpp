@@ -3,7 +3,8 @@
 // gating, the rest) and in PPMoE (TP groups of up to 8 ranks: the MoE layer's gating, expert
 // compute and all-reduce; the dense FFNs' compute and all-reduce). Every part is a breakdown
 // range of the forward (NVTX ranges of the same names); a column is the slowest rank's median over the
-// repetitions, and its share of the total forward. Writes <out>/ppmoe/t1.csv and t3.csv.
+// repetitions, and its share of the total forward; and how routing spread the experts' work (the
+// busiest rank's expert rows over the mean rank's). Writes <out>/ppmoe/t1.csv and t3.csv.
 #include <cstdio>
 #include <map>
 #include "bench/gpt_layout.h"
@@ -89,6 +90,7 @@ class BreakdownBench final : public BenchProgram {
       for (const auto& c : cols)
         for (const char* suffix : {"_ms", "_ms_min", "_ms_max", "_percent", "_paper_ms", "_paper_percent"})
           header.push_back(c.name + suffix);
+      header.push_back("expert_rows_max_over_mean");
       header.push_back("repetitions");
       CsvTable table(header);
       const GptLayout l = layout(t, ctx.world.size());
@@ -106,7 +108,9 @@ class BreakdownBench final : public BenchProgram {
         std::printf("  %s %.2f ms (%.1f%%; paper %.1f%%)", cols[i].name.c_str(), s.median, 100 * s.median / total,
                     100 * cols[i].paper_ms / paper_total);
       }
-      std::printf("\n");
+      const double load = load_.count(t) ? spread_of(load_.at(t)).median : 1.0;
+      std::printf("  experts' rows busiest / mean rank %.3f\n", load);
+      row.push_back(fmt(load, 4));
       row.push_back(std::to_string(reps.size()));
       table.add_row(row);
       table.write(ctx.opts.out_dir + "/ppmoe/" + t + ".csv", ctx.provenance);
@@ -191,6 +195,9 @@ class BreakdownBench final : public BenchProgram {
       for (const Column& c : cols)
         rep.push_back(ctx.rt.max(c.rest ? sum({"model.fwd"}) - sum({"moe.fwd"}) : sum(c.ranges)));
       samples_[t].push_back(rep);
+      // How routing spread the experts' work: the busiest rank's rows over the mean rank's.
+      const std::int64_t rows = fixture_->stage->expert_rows(0), all_rows = ctx.rt.sum(rows);
+      if (all_rows > 0) load_[t].push_back(ctx.rt.max(double(rows)) / (double(all_rows) / ctx.world.size()));
       st.SetIterationTime(rep[0] / 1e3);
     }
     ctx.profile_end();
@@ -200,6 +207,7 @@ class BreakdownBench final : public BenchProgram {
   GptConfig backbone_;
   int experts_ = 8, sequences_per_rank_ = 2;
   std::map<std::string, std::vector<std::vector<double>>> samples_;  // per table: per repetition, per column
+  std::map<std::string, std::vector<double>> load_;                   // per table: expert rows, busiest / mean rank
   std::unique_ptr<Fixture> fixture_;
 };
 

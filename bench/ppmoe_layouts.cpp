@@ -136,7 +136,7 @@ class LayoutsBench final : public BenchProgram {
     CsvTable t({"model", "dp", "tp", "pp", "ep", "zero", "ranks", "step_ms", "step_ms_min", "step_ms_max",
                 "tokens_per_s_per_rank", "speed_ratio_vs_slowest_dense", "paper_row", "paper_tokens_per_s_per_gpu",
                 "paper_speed_ratio", "layers", "hidden", "ffn", "heads", "seq", "vocab", "experts", "sequences_per_step",
-                "micro_batches"});
+                "micro_batches", "expert_rows_max_over_mean"});
     for (std::size_t i = 0; i < rows_.size(); ++i) {
       const Row& row = rows_[i];
       const GptLayout& r = row.layout;
@@ -152,7 +152,8 @@ class LayoutsBench final : public BenchProgram {
                  row.paper_ratio, std::to_string(model_.layers), std::to_string(model_.hidden), std::to_string(model_.ffn),
                  std::to_string(model_.heads), std::to_string(model_.seq), std::to_string(model_.vocab),
                  r.kind == Kind::dense ? "0" : std::to_string(experts_), std::to_string(sequences_),
-                 std::to_string(r.pp > 1 ? micro_ : 1)});
+                 std::to_string(r.pp > 1 ? micro_ : 1),
+                 expert_load_.count(r.describe()) ? fmt(expert_load_.at(r.describe()), 4) : "-"});
       std::printf("%-34s step %9.2f ms  %10.1f tokens/s/rank  speed ratio %-8s (paper: %s, %g tokens/s/GPU, %s)\n",
                   r.describe().c_str(), s.median, tput, ratio.c_str(), row.paper_row.c_str(), row.paper_throughput,
                   row.paper_ratio.c_str());
@@ -193,6 +194,9 @@ class LayoutsBench final : public BenchProgram {
     ctx.profile_begin();
     for (auto _ : st) ctx.time_iteration(st, t.stream(), [&] { t.step(); });
     ctx.profile_end();
+    // How routing spread the experts' work in the last step: the busiest rank's rows over the mean.
+    const std::int64_t rows = t.expert_rows(), all_rows = ctx.rt.sum(rows);
+    if (all_rows > 0) expert_load_[r.describe()] = ctx.rt.max(double(rows)) / (double(all_rows) / ctx.world.size());
   }
 
   std::optional<int> micro_opt_;
@@ -205,6 +209,7 @@ class LayoutsBench final : public BenchProgram {
   std::vector<Row> rows_;
   std::unique_ptr<GptTrainer> trainer_;
   std::string trainer_key_;
+  std::map<std::string, double> expert_load_;  // by layout: the last step's expert rows, busiest / mean rank
 };
 
 }  // namespace

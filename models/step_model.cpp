@@ -77,7 +77,7 @@ class Model {
         r.fwd.moe_gating += m_.top_k * move(n_ * E * 4 * 5 + n_ * E * C * 4 * 3);
         einsum = gemm(2 * n_ * E * C * h, /*fp32=*/true);
       }
-      const double rows = expert_rows(), per_expert = rows / local_experts();
+      const double rows = expert_rows() * l_.expert_load, per_expert = rows / local_experts();
       const double up = m_.batched_experts ? gemm(2 * rows * h * f) : local_experts() * gemm(2 * per_expert * h * f);
       r.fwd.moe_expert = 2 * up + mem(2 * rows * f * bytes_);
       w_gemms += 2 * up;
@@ -166,6 +166,8 @@ std::optional<std::string> validate_step(const ModelShape& m, const StepLayout& 
                         {"--seq", m.seq}, {"--vocab", m.vocab}, {"--dp", l.dp}, {"--tp", l.tp}, {"--pp", l.pp},
                         {"--micro-batches", l.micro_batches}, {"--micro-batch-size", l.micro_batch_sequences}})
     if (v < 1) return std::string(opt) + ": must be >= 1, got " + s(v);
+  if (!(l.expert_load >= 1))
+    return "expert load: the busiest rank's expert rows over the mean rank's are at least 1, got " + s(l.expert_load);
   if (m.hidden % m.heads != 0) return "--heads: " + s(m.heads) + " does not divide --hidden " + s(m.hidden);
   if (m.heads % l.tp != 0) return "--tp: " + s(l.tp) + " does not divide the " + s(m.heads) + " heads (--heads)";
   if (m.ffn % l.tp != 0) return "--tp: " + s(l.tp) + " does not divide --ffn " + s(m.ffn);

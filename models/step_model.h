@@ -47,6 +47,9 @@ struct StepLayout {
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
   bool recompute = false;
   bool half = true;               // fp16/bf16 weights and activations (false: fp32)
+  // The busiest rank's expert rows over the mean rank's (1: routing spreads the tokens evenly;
+  // a run's measured value where the model holds that run): every rank waits for it.
+  double expert_load = 1.0;
   int gpus() const { return dp * tp * pp; }
   std::string describe() const;
 };

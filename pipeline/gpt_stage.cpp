@@ -141,9 +141,12 @@ void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream
 
 void GptStage::run_blocks(Micro& m, const Stream& s) {
   const std::size_t xb = std::size_t(sequences_) * cfg_.seq * cfg_.hidden * 4;
+  m.expert_rows = 0;
   for (int l = 0; l < layers_; ++l) {
     m.xs[l + 1] = alloc_.allocate(xb, MemTag::activations, s);
     m.blocks[l] = blocks_[l]->forward(m.xs[l].data(), m.xs[l + 1].data(), sequences_, cfg_.seq, s);
+    if (m.blocks[l].moe.dispatch)
+      for (int r : m.blocks[l].moe.dispatch->rows_per_expert) m.expert_rows += r;
   }
 }
 
@@ -197,12 +200,17 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
 void GptStage::backward_weight(int micro, const Stream& s) {
   Micro& m = micro_.at(micro);
   for (int l = 0; l < layers_; ++l) blocks_[l]->backward_weights(m.blocks[l], s);
-  m = Micro{};
+  m = Micro{.expert_rows = m.expert_rows};
 }
 
 void GptStage::set_breakdown(Breakdown* b) {
   breakdown_ = b;
   for (auto& block : blocks_) block->set_breakdown(b);
+}
+
+long long GptStage::expert_rows(int micro) const {
+  if (micro < 0 || micro >= int(micro_.size())) throw Error("GptStage: no micro-batch " + std::to_string(micro));
+  return micro_[micro].expert_rows;
 }
 
 double GptStage::loss_sum(const Stream& s) {

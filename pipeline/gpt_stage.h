@@ -76,6 +76,10 @@ class GptStage final : public PipelineStage {
   // its blocks, the final LayerNorm (last), the token embedding again on a last stage that is
   // not also the first.
   std::vector<std::pair<Buffer*, Buffer*>> parameters();
+  // The token rows this rank's experts computed in micro-batch `micro`'s last forward, over its
+  // MoE blocks (how routing spread the load: the busiest rank sets the step's pace); kept after
+  // the backward frees the forward's contexts.
+  long long expert_rows(int micro) const;
   // The MoE blocks' gates and experts among them.
   std::vector<std::pair<Buffer*, Buffer*>> moe_parameters();
   int config_seq() const { return cfg_.seq; }
@@ -87,6 +91,7 @@ class GptStage final : public PipelineStage {
     std::vector<Buffer> xs;  // each block's input, then the last block's output
     std::vector<BlockContext> blocks;
     Buffer lnf, mean, rstd, dlogits;
+    long long expert_rows = 0;  // its MoE blocks' rows on this rank's experts, last forward
   };
   GptConfig cfg_;
   int stage_, stages_, first_layer_, layers_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include "harness/provenance.h"
 #include "models/paper_specs.h"
@@ -470,17 +471,18 @@ void compare_mpmoe(const HardwareProfile& hw, const std::string& path, std::vect
 void compare_breakdown(const HardwareProfile& hw, const std::string& path, const char* experiment, bool ppmoe,
                        std::vector<Comparison>& out, NotCompared& missing) {
   if (!present(path, missing)) return;
-  CsvIn<14> in(path);
+  CsvIn<15> in(path);
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "dp", "tp", "layers", "hidden", "ffn", "heads", "seq",
-                 "vocab", "experts", "sequences_per_rank", "total_fwd_ms", "moe_fwd_ms", "link", "layout");
+                 "vocab", "experts", "sequences_per_rank", "total_fwd_ms", "moe_fwd_ms", "link", "layout",
+                 "expert_rows_max_over_mean");
   if (!in.has_column("sequences_per_rank")) {
     missing.push_back(path + " (no shape columns: re-run ppmoe.t1/t3)");
     return;
   }
   int dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences;
-  double total, moe;
+  double total, moe, expert_load = 1;  // a run without the column: even routing
   std::string link, layout;
-  while (in.read_row(dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, total, moe, link, layout)) {
+  while (in.read_row(dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, total, moe, link, layout, expert_load)) {
     ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
     m.experts = experts; m.moe_every = 2;
     StepLayout l;
@@ -488,6 +490,7 @@ void compare_breakdown(const HardwareProfile& hw, const std::string& path, const
     l.dp = dp; l.tp = tp;
     l.micro_batch_sequences = sequences;
     l.half = false;
+    l.expert_load = expert_load;  // the run's own routing: its busiest rank's expert rows over the mean
     const HardwareProfile h = with_link(hw, link);
     if (validate_step(m, l, h)) continue;
     const ForwardParts f = predict_step(m, l, h).forward;
@@ -561,13 +564,15 @@ void compare_pipe(const std::string& path, std::vector<Comparison>& out, NotComp
 void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
                 NotCompared& missing) {
   if (!present(path, missing)) return;
-  CsvIn<16> in(path);
-  in.read_header(io::ignore_extra_column, "model", "dp", "tp", "pp", "zero", "step_ms", "layers", "hidden", "ffn", "heads",
-                 "seq", "vocab", "experts", "sequences_per_step", "micro_batches", "link");
-  std::string kind, zero, link;
+  CsvIn<17> in(path);
+  in.read_header(io::ignore_extra_column | io::ignore_missing_column, "model", "dp", "tp", "pp", "zero", "step_ms", "layers",
+                 "hidden", "ffn", "heads", "seq", "vocab", "experts", "sequences_per_step", "micro_batches", "link",
+                 "expert_rows_max_over_mean");
+  std::string kind, zero, link, expert_load = "-";  // "-": a dense row, or a run without the column
   int dp, tp, pp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, micro;
   double step_ms;
-  while (in.read_row(kind, dp, tp, pp, zero, step_ms, layers, hidden, ffn, heads, seq, vocab, experts, sequences, micro, link)) {
+  while (in.read_row(kind, dp, tp, pp, zero, step_ms, layers, hidden, ffn, heads, seq, vocab, experts, sequences, micro, link,
+                     expert_load)) {
     ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
     StepLayout l;
     l.kind = kind == "Dense" ? StepLayoutKind::dense : kind == "DPMoE" ? StepLayoutKind::dpmoe : StepLayoutKind::ppmoe;
@@ -579,6 +584,14 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
     l.micro_batches = micro;
     l.micro_batch_sequences = std::max(1, sequences / dp / micro);
     l.half = false;
+    if (expert_load != "-") {  // the run's own routing
+      char* end = nullptr;
+      l.expert_load = std::strtod(expert_load.c_str(), &end);
+      if (end == expert_load.c_str() || *end != '\0') {
+        missing.push_back(path + " (a row's expert_rows_max_over_mean '" + expert_load + "' is not a number)");
+        continue;
+      }
+    }
     const HardwareProfile h = with_link(hw, link);
     if (validate_step(m, l, h)) continue;
     out.push_back({"ppmoe.t2", l.describe(), link, predict_step(m, l, h).step * 1e3, step_ms});

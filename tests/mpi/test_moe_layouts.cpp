@@ -29,6 +29,7 @@ GptConfig moe_model() {
 
 struct Trained {
   double loss = 0;
+  long long expert_rows = 0;  // this rank's experts' rows in the forward
   std::vector<std::vector<float>> grads;  // per parameter tensor
 };
 
@@ -42,6 +43,7 @@ Trained train(Device& dev, const GptConfig& cfg, Communicator* tp, const Dispatc
   const auto tokens = token_ids(T, cfg.vocab, 1), targets = token_ids(T, cfg.vocab, 2);
   Trained r;
   r.loss = model.forward_backward(tokens.data() + off, targets.data() + off, sequences, 1.f / T, s);
+  r.expert_rows = model.expert_rows();
   for (auto& [w, g] : model.parameters()) r.grads.emplace_back(g->as<float>(), g->as<float>() + g->bytes() / 4);
   return r;
 }
@@ -74,6 +76,12 @@ TEST(MoELayouts, DPMoEEqualsOneRank) {
   world->all_reduce(l.data(), l.data(), 1, DType::f32, ReduceOp::sum, s);
   s.synchronize();
   EXPECT_NEAR(l[0], want.loss, 1e-4 * want.loss);
+  // Dropless top-1, one MoE block: the ranks' experts compute every token once between them.
+  std::vector<std::int64_t> rows = {got.expert_rows};
+  world->all_reduce(rows.data(), rows.data(), 1, DType::i64, ReduceOp::sum, s);
+  s.synchronize();
+  EXPECT_EQ(want.expert_rows, kSequences * cfg.seq);
+  EXPECT_EQ(rows[0], kSequences * cfg.seq);
   for (std::size_t i = 0; i < want.grads.size(); ++i) {
     const std::size_t n = got.grads[i].size(), first = expert_tensor(int(i)) ? std::size_t(r) * n : 0;
     ASSERT_LE(first + n, want.grads[i].size());

@@ -276,6 +276,26 @@ TEST(StepModel, RecomputationCutsActivationsAndCostsAForward) {
   EXPECT_NEAR(again.pipeline - keep.pipeline, 2 * keep.stage_f, 1e-12);
 }
 
+// A run's measured routing: its busiest rank's expert rows over the mean set the experts' part.
+TEST(StepModel, ExpertLoadScalesTheBusiestRanksExperts) {
+  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  ModelShape m = gpt(4, 1024, 512);
+  m.experts = 8;
+  m.moe_every = 2;
+  StepLayout even;
+  even.kind = StepLayoutKind::dpmoe;
+  even.dp = 2;
+  StepLayout skewed = even;
+  skewed.expert_load = 1.5;
+  const ForwardParts a = predict_step(m, even, hw).forward, b = predict_step(m, skewed, hw).forward;
+  EXPECT_GT(b.moe_expert, 1.2 * a.moe_expert);           // more rows, at the GEMM curve's better efficiency
+  EXPECT_LE(b.moe_expert, 1.5 * a.moe_expert * (1 + 1e-9));  // never more than in proportion
+  EXPECT_EQ(b.attention, a.attention);
+  skewed.expert_load = 0.5;
+  ASSERT_TRUE(validate_step(m, skewed, hw).has_value());
+  EXPECT_NE(validate_step(m, skewed, hw)->find("at least 1"), std::string::npos);
+}
+
 TEST(StepModel, BadLayoutsNameTheOption) {
   const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
   ModelShape m = gpt(6, 256, 512);
@@ -366,6 +386,36 @@ TEST(LocalComparison, RunsFromAnotherMachineAreNotCompared) {
   const ProjectedTable other = run_on("machine B");
   EXPECT_EQ(other.table.rows(), 0u);
   EXPECT_TRUE(said(other, "all_reduce.csv (measured on machine B; the profile is of machine A)"));
+  std::filesystem::remove_all(dir);
+}
+
+// A breakdown run's measured expert load enters its model: the busiest rank's experts set the pace.
+TEST(LocalComparison, ARunsExpertLoadEntersItsModel) {
+  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  const auto dir = std::filesystem::temp_directory_path() / ("moebench_load_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "ppmoe");
+  auto modelled_moe = [&](const std::string& load_column, const std::string& load) {
+    std::ofstream(dir / "ppmoe" / "t1.csv")
+        << "layout,dp,tp,layers,hidden,ffn,heads,seq,vocab,experts,sequences_per_rank,total_fwd_ms,moe_fwd_ms,link"
+        << load_column << "\nDPMoE DP2 TP1 PP1,2,1,4,2048,8192,16,512,512,8,2,10,5,measured: MPI between the ranks' hosts"
+        << load << "\n";  // expert GEMMs of 8.6 GFLOP: on the profile's efficiency curve
+    const ProjectedTable t = compare_local_runs(hw, dir.string());
+    EXPECT_EQ(t.table.rows(), 2u) << t.table.to_string(nullptr);  // the forward and its MoE layers
+    std::istringstream csv(t.table.to_string(nullptr));
+    std::string line;
+    double moe = 0;
+    while (std::getline(csv, line))
+      if (line.find("MoE layers' forward") != std::string::npos) {
+        std::vector<std::string> cells;
+        std::string cell;
+        for (std::istringstream in(line.substr(line.find("hosts") + 6)); std::getline(in, cell, ',');) cells.push_back(cell);
+        moe = std::stod(cells.at(0));
+      }
+    return moe;
+  };
+  const double even = modelled_moe("", ""), skewed = modelled_moe(",expert_rows_max_over_mean", ",2");
+  EXPECT_GT(even, 0);
+  EXPECT_GT(skewed, 1.3 * even);
   std::filesystem::remove_all(dir);
 }
 
