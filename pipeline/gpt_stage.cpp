@@ -200,7 +200,9 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
 void GptStage::backward_weight(int micro, const Stream& s) {
   Micro& m = micro_.at(micro);
   for (int l = 0; l < layers_; ++l) blocks_[l]->backward_weights(m.blocks[l], s);
-  m = Micro{.expert_rows = m.expert_rows};
+  const long long rows = m.expert_rows;  // kept: expert_rows() answers after the backward
+  m = Micro{};
+  m.expert_rows = rows;
 }
 
 void GptStage::set_breakdown(Breakdown* b) {
