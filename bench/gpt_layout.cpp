@@ -46,6 +46,12 @@ DispatcherFactory layout_dispatcher(const GptLayout& l, LayoutGroups& g) {
   return {};
 }
 
+std::optional<double> expert_load(const Runtime& rt, std::int64_t rows) {
+  const std::int64_t all_rows = rt.sum(rows);
+  if (all_rows <= 0) return std::nullopt;
+  return rt.max(double(rows)) / (double(all_rows) / rt.world());
+}
+
 Buffer synthetic_tokens(Device& dev, TrackingAllocator& alloc, const Stream& s, int rows, int vocab, std::uint64_t seed,
                         std::uint64_t id) {
   const auto v = normal_vector(std::size_t(rows), seed, id, 1.f);

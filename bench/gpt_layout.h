@@ -8,6 +8,7 @@
 #include <string>
 #include "pipeline/gpt_stage.h"
 #include "runtime/comm.h"
+#include "runtime/runtime.h"
 
 namespace moebench {
 
@@ -39,6 +40,10 @@ DispatcherFactory layout_dispatcher(const GptLayout& layout, LayoutGroups& group
 // count: a data-parallel rank's micro-batch of tokens (seed 7) or of targets (seed 8).
 Buffer synthetic_tokens(Device& dev, TrackingAllocator& alloc, const Stream& s, int rows, int vocab, std::uint64_t seed,
                         std::uint64_t id);
+
+// Collective over every rank: how routing spread the experts' work -- the busiest rank's expert
+// rows over the mean rank's, given this rank's `rows`; nullopt where no rank computed any.
+std::optional<double> expert_load(const Runtime& rt, std::int64_t rows);
 
 // Why `layout` cannot run the model on `world_size` ranks, naming the option; nullopt if it can.
 std::optional<std::string> validate_layout(const GptLayout& layout, const GptConfig& backbone, int experts, int world_size);

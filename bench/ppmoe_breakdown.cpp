@@ -108,9 +108,9 @@ class BreakdownBench final : public BenchProgram {
         std::printf("  %s %.2f ms (%.1f%%; paper %.1f%%)", cols[i].name.c_str(), s.median, 100 * s.median / total,
                     100 * cols[i].paper_ms / paper_total);
       }
-      const double load = load_.count(t) ? spread_of(load_.at(t)).median : 1.0;
-      std::printf("  experts' rows busiest / mean rank %.3f\n", load);
-      row.push_back(fmt(load, 4));
+      const std::string load = load_.count(t) ? fmt(spread_of(load_.at(t)).median, 4) : "-";  // "-": no expert rows
+      std::printf("  experts' rows busiest / mean rank %s\n", load.c_str());
+      row.push_back(load);
       row.push_back(std::to_string(reps.size()));
       table.add_row(row);
       table.write(ctx.opts.out_dir + "/ppmoe/" + t + ".csv", ctx.provenance);
@@ -195,9 +195,7 @@ class BreakdownBench final : public BenchProgram {
       for (const Column& c : cols)
         rep.push_back(ctx.rt.max(c.rest ? sum({"model.fwd"}) - sum({"moe.fwd"}) : sum(c.ranges)));
       samples_[t].push_back(rep);
-      // How routing spread the experts' work: the busiest rank's rows over the mean rank's.
-      const std::int64_t rows = fixture_->stage->expert_rows(0), all_rows = ctx.rt.sum(rows);
-      if (all_rows > 0) load_[t].push_back(ctx.rt.max(double(rows)) / (double(all_rows) / ctx.world.size()));
+      if (const auto load = expert_load(ctx.rt, fixture_->stage->expert_rows(0))) load_[t].push_back(*load);
       st.SetIterationTime(rep[0] / 1e3);
     }
     ctx.profile_end();

@@ -194,9 +194,7 @@ class LayoutsBench final : public BenchProgram {
     ctx.profile_begin();
     for (auto _ : st) ctx.time_iteration(st, t.stream(), [&] { t.step(); });
     ctx.profile_end();
-    // How routing spread the experts' work in the last step: the busiest rank's rows over the mean.
-    const std::int64_t rows = t.expert_rows(), all_rows = ctx.rt.sum(rows);
-    if (all_rows > 0) expert_load_[r.describe()] = ctx.rt.max(double(rows)) / (double(all_rows) / ctx.world.size());
+    if (const auto load = expert_load(ctx.rt, t.expert_rows())) expert_load_[r.describe()] = *load;  // the last step's
   }
 
   std::optional<int> micro_opt_;

@@ -397,6 +397,17 @@ HardwareProfile with_link(HardwareProfile hw, const std::string& link) {
   return hw;
 }
 
+// A run's `expert_rows_max_over_mean` cell into `l` ("-": none measured, even routing kept);
+// false, with the file named among those not compared, where it is no number.
+bool read_expert_load(const std::string& cell, const std::string& path, StepLayout& l, NotCompared& missing) {
+  if (cell == "-") return true;
+  char* end = nullptr;
+  l.expert_load = std::strtod(cell.c_str(), &end);
+  if (end != cell.c_str() && *end == '\0') return true;
+  missing.push_back(path + " (a row's expert_rows_max_over_mean '" + cell + "' is not a number)");
+  return false;
+}
+
 struct Comparison {
   std::string experiment, what, link;
   double modelled_ms, measured_ms;
@@ -480,7 +491,8 @@ void compare_breakdown(const HardwareProfile& hw, const std::string& path, const
     return;
   }
   int dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences;
-  double total, moe, expert_load = 1;  // a run without the column: even routing
+  double total, moe;
+  std::string expert_load = "-";  // a run without the column: even routing
   std::string link, layout;
   while (in.read_row(dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, total, moe, link, layout, expert_load)) {
     ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
@@ -490,7 +502,7 @@ void compare_breakdown(const HardwareProfile& hw, const std::string& path, const
     l.dp = dp; l.tp = tp;
     l.micro_batch_sequences = sequences;
     l.half = false;
-    l.expert_load = expert_load;  // the run's own routing: its busiest rank's expert rows over the mean
+    if (!read_expert_load(expert_load, path, l, missing)) continue;  // the run's own routing
     const HardwareProfile h = with_link(hw, link);
     if (validate_step(m, l, h)) continue;
     const ForwardParts f = predict_step(m, l, h).forward;
@@ -584,14 +596,7 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
     l.micro_batches = micro;
     l.micro_batch_sequences = std::max(1, sequences / dp / micro);
     l.half = false;
-    if (expert_load != "-") {  // the run's own routing
-      char* end = nullptr;
-      l.expert_load = std::strtod(expert_load.c_str(), &end);
-      if (end == expert_load.c_str() || *end != '\0') {
-        missing.push_back(path + " (a row's expert_rows_max_over_mean '" + expert_load + "' is not a number)");
-        continue;
-      }
-    }
+    if (!read_expert_load(expert_load, path, l, missing)) continue;  // the run's own routing
     const HardwareProfile h = with_link(hw, link);
     if (validate_step(m, l, h)) continue;
     out.push_back({"ppmoe.t2", l.describe(), link, predict_step(m, l, h).step * 1e3, step_ms});
