@@ -397,6 +397,19 @@ HardwareProfile with_link(HardwareProfile hw, const std::string& link) {
   return hw;
 }
 
+// Whether a results CSV read with optional columns has every one of `required`; if not, it is
+// named among the runs not compared.
+template <unsigned Columns>
+bool has_columns(const CsvIn<Columns>& in, std::initializer_list<const char*> required, const std::string& path,
+                 NotCompared& missing) {
+  for (const char* c : required)
+    if (!in.has_column(c)) {
+      missing.push_back(path + " (no column '" + c + "': re-run it)");
+      return false;
+    }
+  return true;
+}
+
 // A run's `expert_rows_max_over_mean` cell into `l` ("-": none measured, even routing kept);
 // false, with the file named among those not compared, where it is no number.
 bool read_expert_load(const std::string& cell, const std::string& path, StepLayout& l, NotCompared& missing) {
@@ -486,10 +499,10 @@ void compare_breakdown(const HardwareProfile& hw, const std::string& path, const
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "dp", "tp", "layers", "hidden", "ffn", "heads", "seq",
                  "vocab", "experts", "sequences_per_rank", "total_fwd_ms", "moe_fwd_ms", "link", "layout",
                  "expert_rows_max_over_mean");
-  if (!in.has_column("sequences_per_rank")) {
-    missing.push_back(path + " (no shape columns: re-run ppmoe.t1/t3)");
+  if (!has_columns(in, {"dp", "tp", "layers", "hidden", "ffn", "heads", "seq", "vocab", "experts", "sequences_per_rank",
+                        "total_fwd_ms", "moe_fwd_ms", "link", "layout"},
+                   path, missing))
     return;
-  }
   int dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences;
   double total, moe;
   std::string expert_load = "-";  // a run without the column: even routing
@@ -580,6 +593,10 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "model", "dp", "tp", "pp", "zero", "step_ms", "layers",
                  "hidden", "ffn", "heads", "seq", "vocab", "experts", "sequences_per_step", "micro_batches", "link",
                  "expert_rows_max_over_mean");
+  if (!has_columns(in, {"model", "dp", "tp", "pp", "zero", "step_ms", "layers", "hidden", "ffn", "heads", "seq", "vocab",
+                        "experts", "sequences_per_step", "micro_batches", "link"},
+                   path, missing))
+    return;
   std::string kind, zero, link, expert_load = "-";  // "-": a dense row, or a run without the column
   int dp, tp, pp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, micro;
   double step_ms;

@@ -419,6 +419,22 @@ TEST(LocalComparison, ARunsExpertLoadEntersItsModel) {
   std::filesystem::remove_all(dir);
 }
 
+// A results file without a column the model needs is named, never read as zeros.
+TEST(LocalComparison, ARunWithoutAColumnIsNamed) {
+  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  const auto dir = std::filesystem::temp_directory_path() / ("moebench_column_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "ppmoe");
+  std::ofstream(dir / "ppmoe" / "t2.csv")  // no step_ms
+      << "model,dp,tp,pp,zero,layers,hidden,ffn,heads,seq,vocab,experts,sequences_per_step,micro_batches,link\n"
+      << "DPMoE,2,1,1,no,4,256,1024,4,64,512,8,4,1,measured: MPI between the ranks' hosts\n";
+  const ProjectedTable t = compare_local_runs(hw, dir.string());
+  EXPECT_EQ(t.table.rows(), 0u);
+  bool named = false;
+  for (const auto& line : t.summary) named |= line.find("t2.csv (no column 'step_ms'") != std::string::npos;
+  EXPECT_TRUE(named);
+  std::filesystem::remove_all(dir);
+}
+
 // The comm bench's sizes that a profile measured itself (same collective, same ranks) are not
 // held against it: the model is checked on the sizes between.
 TEST(LocalComparison, SizesTheProfileMeasuredAreLeftOut) {
