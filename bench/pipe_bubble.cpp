@@ -5,14 +5,18 @@
 // own events (1 - busy / step time), the simulator's prediction from the same table fed with
 // the op times this run measured (and the measured send time), the same table replayed with
 // every op's own measured duration (what op-to-op variation costs, which mean times hide), and
-// (P - 1) / (M + P - 1); throughput and peak activation memory per schedule. Writes
+// (P - 1) / (M + P - 1); throughput and peak activation memory per schedule. On the CPU backend
+// with more stages than the machine has cores, the simulator and the replay run at most as many
+// ops at once as there are cores (column simulator_processors). Writes
 // <out>/pipe/bubble.csv.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <thread>
 #include "bench/moe_host.h"
 #include "harness/bench.h"
+#include "kernels/gemm.h"
 #include "models/pipeline_simulator.h"
 #include "moe/init.h"
 #include "pipeline/mlp_stage.h"
@@ -109,7 +113,9 @@ class PipeBubbleBench final : public BenchProgram {
                 "send_ms", "busy_ms", "idle_ms", "step_ms", "step_ms_min", "step_ms_max", "measured_bubble",
                 "measured_bubble_min", "measured_bubble_max", "simulated_bubble", "simulated_step_ms",
                 "measured_over_simulated_step", "simulator_status", "replayed_bubble", "replayed_step_ms",
-                "measured_over_replayed_step", "closed_form_bubble", "tokens_per_s", "peak_activation_bytes", "repetitions"});
+                "measured_over_replayed_step", "simulator_processors", "closed_form_bubble", "tokens_per_s",
+                "peak_activation_bytes", "repetitions"});
+    const int processors = shared_processors(ctx);
     // By case name: the stages' mean measured bubble (share of the step) and idle ms -- the
     // bubble's size, what ZB-H1's "a third of 1F1B's" is about (a shorter step makes the same
     // idle time a larger share).
@@ -134,7 +140,7 @@ class PipeBubbleBench final : public BenchProgram {
         for (auto& x : sim_times) x.w = 0;
       const auto table = make_pipeline_schedule(c.kind, P, c.micro_batches);
       const double send = send_ms_.at(c.micro_batches);
-      const PipelineSimulation sim = simulate_pipeline(table, sim_times, send);
+      const PipelineSimulation sim = simulate_pipeline(table, sim_times, send, false, processors);
       const double closed = ideal_bubble_fraction(P, c.micro_batches);
       const double ratio = step.median / sim.makespan;
       const bool ok = std::abs(ratio - 1) <= kSimulatorTarget;
@@ -143,7 +149,7 @@ class PipeBubbleBench final : public BenchProgram {
       std::vector<std::vector<double>> replayed_bubbles(P);
       const auto& op_reps = op_ms_.at(r.name);
       for (std::size_t i = 0; i < op_reps.size() && i < reps.size(); ++i) {
-        const PipelineSimulation made = replay_pipeline(table, split_by_stage(table, op_reps[i]), send);
+        const PipelineSimulation made = replay_pipeline(table, split_by_stage(table, op_reps[i]), send, processors);
         replayed.push_back(made.makespan);
         over_replayed.push_back(reps[i][1] / made.makespan);  // every stage holds the step time
         for (int s = 0; s < P; ++s) replayed_bubbles[s].push_back(made.bubble_fraction(s));
@@ -168,6 +174,7 @@ class PipeBubbleBench final : public BenchProgram {
                    fmt(sim.bubble_fraction(s), 4), fmt(sim.makespan), fmt(ratio, 4),
                    std::string(ok ? "within " : "NOT within ") + fmt(kSimulatorTarget * 100, 2) + "%",
                    fmt(spread_of(replayed_bubbles[s]).median, 4), fmt(replay.median), fmt(replay_ratio.median, 4),
+                   processors > 0 ? std::to_string(processors) + " cores shared by the stages" : "one per stage",
                    fmt(closed, 4),
                    fmt(mini_ / (step.median / 1e3)), fmt(field(s, 5).max, 10), std::to_string(step.samples)});
       }
@@ -207,6 +214,17 @@ class PipeBubbleBench final : public BenchProgram {
   }
 
  private:
+  // How many ops the stages can run at once: on the CPU backend the ranks of one machine share
+  // its cores (one BLAS thread per op, as the experiments launch it), and a stage waiting for a
+  // core is not busy but not idle by choice either -- the simulator holds it to that; 0 where
+  // every stage has a processor of its own (a GPU each, or cores enough). Ranks over several
+  // machines are taken as a processor each.
+  static int shared_processors(const BenchContext& ctx) {
+    if (ctx.backend() != Backend::cpu || ctx.rt.local_size() != ctx.rt.world()) return 0;
+    const int cores = int(std::thread::hardware_concurrency()) / std::max(1, cpu_blas_threads());
+    return cores >= 1 && cores < ctx.world.size() ? cores : 0;
+  }
+
   // Half a round trip of `rows` rows of activations between neighbouring stages the way the
   // engine moves them -- received on a compute stream, sent on a stream of its own after an
   // event -- so the thread hand-offs are in it; the median of 20 (the slowest pair's); 0 on one

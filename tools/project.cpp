@@ -56,18 +56,18 @@ int main(int argc, char** argv) {
     if (local_profile.empty() && std::filesystem::exists(out + "/models/profile_this_machine.csv"))
       local_profile = out + "/models/profile_this_machine.csv";
     for (auto& j : jobs) {
-      j.table.table.write(out + "/models/" + j.file, model_provenance(j.hw, j.gpus, "paper"));
+      j.table.table.write(out + "/models/" + j.file, model_provenance(j.hw, j.gpus, "paper", "fp16"));
       for (const auto& line : j.table.summary) std::printf("%s\n", line.c_str());
       std::printf("wrote %s/models/%s\n", out.c_str(), j.file);
     }
     if (!local_profile.empty()) {
       const HardwareProfile here = load_profile_option("--local-profile", local_profile);
       const ProjectedTable local = compare_local_runs(here, local_results.empty() ? out : local_results);
-      local.table.write(out + "/models/local_vs_model.csv", model_provenance(here, here.gpus_per_node, "local"));
+      local.table.write(out + "/models/local_vs_model.csv", model_provenance(here, here.gpus_per_node, "local", "fp32"));
       for (const auto& line : local.summary) std::printf("%s\n", line.c_str());
       std::printf("wrote %s/models/local_vs_model.csv\n", out.c_str());
       const ProjectedTable eq = ppmoe_equations_local(here, local_results.empty() ? out : local_results);
-      eq.table.write(out + "/models/ppmoe_eq.csv", model_provenance(here, here.gpus_per_node, "local"));
+      eq.table.write(out + "/models/ppmoe_eq.csv", model_provenance(here, here.gpus_per_node, "local", "fp32"));
       for (const auto& line : eq.summary) std::printf("%s\n", line.c_str());
       std::printf("wrote %s/models/ppmoe_eq.csv\n", out.c_str());
     } else {

@@ -110,14 +110,14 @@ std::string t2_assumptions(const T2Row& r, const StepLayout& l) {
          "cannot hold rows 000 ran); fp16";
 }
 
-Provenance model_provenance(const HardwareProfile& hw, int gpus, const std::string& scale) {
+Provenance model_provenance(const HardwareProfile& hw, int gpus, const std::string& scale, const std::string& dtype) {
   Provenance p;
   p.backend = "model";
   p.device = hw.name;
   p.driver = p.cuda = p.nccl = "-";
   p.ranks = std::to_string(gpus);
   p.link = "modelled: profile " + hw.path.substr(hw.path.find_last_of('/') + 1);
-  p.dtype = "fp16";
+  p.dtype = dtype;
   p.scale = scale;
   p.commit = source_commit();
   p.date = utc_now_iso8601();
@@ -726,7 +726,6 @@ ProjectedTable compare_local_runs(const HardwareProfile& hw, const std::string& 
     compare_mpmoe(hw, dir + "/mpmoe/f10.csv", rows, missing);
     compare_moe_layer(hw, dir + "/moe", rows, missing);
     compare_pipe(dir + "/pipe/bubble.csv", rows, missing);
-    compare_pipe(dir + "/pipe_ranks4/pipe/bubble.csv", rows, missing);
     compare_t2(hw, dir + "/ppmoe/t2.csv", rows, missing);
     compare_t2(hw, dir + "/ppmoe_emulated/ppmoe/t2.csv", rows, missing);
     compare_m6t(hw, dir + "/m6t/t1.csv", rows, missing);

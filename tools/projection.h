@@ -34,7 +34,9 @@ struct ProjectedTable {
   std::vector<std::string> summary;  // lines for the console: targets and verdicts
 };
 
-Provenance model_provenance(const HardwareProfile& hw, int gpus, const std::string& scale);
+// `dtype`: what the modelled runs compute in (fp16 at the papers' scale, fp32 for this
+// machine's local runs).
+Provenance model_provenance(const HardwareProfile& hw, int gpus, const std::string& scale, const std::string& dtype);
 
 ProjectedTable project_ppmoe_t2(const HardwareProfile& hw);
 // The orderings 000 Sec. 4.3 reports for Table 2, each with whether the model reproduces it.

@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     row("profile_memory", hw.memory_bytes / 1e9, "GB");
     std::printf("%s", t.to_string(nullptr).c_str());
     if (!out.empty()) {
-      t.write(out, model_provenance(hw, l.gpus(), "whatif"));
+      t.write(out, model_provenance(hw, l.gpus(), "whatif", l.half ? "fp16" : "fp32"));
       std::printf("wrote %s\n", out.c_str());
     }
   } catch (const Error& e) {

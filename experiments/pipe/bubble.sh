@@ -4,8 +4,8 @@
 # bubble each stage measured from its own events, the simulator's prediction from the same
 # table and the measured op times, (P-1)/(M+P-1), throughput and peak activation memory.
 # Runs at RANKS stages (default 2: one core each here), then at 4 stages (oversubscribed on a
-# 2-core machine: stages share cores, so compute stretches while others compute and the measured
-# bubble shrinks against the simulator's), merged into results/pipe/bubble.csv; bubble.png.
+# 2-core machine: the stages take turns on the cores, and the simulator runs the table with at
+# most as many ops at once as there are cores), merged into results/pipe/bubble.csv; bubble.png.
 #   experiments/pipe/bubble.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"

@@ -139,6 +139,41 @@ TEST(PipelineSimulator, ReplayCarriesOpToOpVariationThatMeanTimesHide) {
   EXPECT_THROW(replay_pipeline(table, {{3, 1, 1, 1}, {1, 1, 3}}), std::invalid_argument);
 }
 
+TEST(PipelineSimulator, StagesSharingProcessorsRunNoMoreOpsAtOnce) {
+  const std::vector<PipelineScheduleKind> kinds{PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b,
+                                                PipelineScheduleKind::zb_h1};
+  // GPipe, P = 2, M = 2, F = B = 1: with a processor each stage 1's F1 overlaps stage 0's
+  // wait and the step takes 6; on one processor every op waits its turn: the 8 ops' 8.
+  const auto gpipe = make_pipeline_schedule(PipelineScheduleKind::gpipe, 2, 2);
+  EXPECT_DOUBLE_EQ(simulate_pipeline(gpipe, {{1, 1, 0}}).makespan, 6);
+  EXPECT_DOUBLE_EQ(simulate_pipeline(gpipe, {{1, 1, 0}}, 0, false, 1).makespan, 8);
+  for (auto kind : kinds) {
+    const auto table = make_pipeline_schedule(kind, 4, 8);
+    const std::vector<StageOpTimes> t{{1, 2, 1}, {1.5, 2, 0.5}, {1, 1, 1}, {2, 1, 1}};
+    const auto free = simulate_pipeline(table, t);
+    // One processor: the ops back to back, nothing else (a table that runs always has one ready).
+    const auto one = simulate_pipeline(table, t, 0, false, 1);
+    double work = 0;
+    for (double b : one.busy) work += b;
+    EXPECT_DOUBLE_EQ(one.makespan, work) << schedule_name(kind);
+    // As many processors as stages or more: as if each had its own.
+    for (int p : {4, 5}) EXPECT_DOUBLE_EQ(simulate_pipeline(table, t, 0, false, p).makespan, free.makespan);
+    // Two: never three ops at once, the same busy time, no faster than half the work.
+    const auto two = simulate_pipeline(table, t, 0.1, false, 2);
+    for (int s = 0; s < 4; ++s) EXPECT_DOUBLE_EQ(two.busy[s], free.busy[s]);
+    EXPECT_GE(two.makespan, work / 2);
+    EXPECT_GE(two.makespan, free.makespan);
+    for (const auto& stage : two.ops)
+      for (const SimulatedOp& op : stage) {
+        int running = 0;
+        for (const auto& other : two.ops)
+          for (const SimulatedOp& o : other) running += o.start <= op.start && op.start < o.end;
+        EXPECT_LE(running, 2) << schedule_name(kind) << " at " << op.start;
+      }
+  }
+  EXPECT_THROW(simulate_pipeline(gpipe, {{1, 1, 0}}, 0, false, -1), std::invalid_argument);
+}
+
 TEST(PipelineSimulator, ATableThatCannotRunIsRefused) {
   auto s = make_pipeline_schedule(PipelineScheduleKind::gpipe, 2, 2);
   std::swap(s.steps[1][0], s.steps[1][2]);  // stage 1 asks for B0 before its F0
