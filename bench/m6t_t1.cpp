@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include "bench/gpt_layout.h"
 #include "bench/gpt_trainer.h"
 #include "harness/bench.h"
 #include "kernels/capacity.h"
@@ -86,7 +87,7 @@ class T1Bench final : public BenchProgram {
       if (!r.error) ms[r.name] = r.time_ms();
     CsvTable t({"layers", "routing", "prototypes", "top_k", "experts", "hidden", "ffn", "heads", "seq", "vocab", "tokens_per_rank",
                 "capacity", "gate", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "ratio_vs_top1",
-                "ratio_paper_vs_fused", "paper_ms_per_step", "paper_ratio_vs_top1"});
+                "ratio_paper_vs_fused", "paper_ms_per_step", "paper_ratio_vs_top1", "expert_rows_max_over_mean"});
     for (int L : layers_)
       for (const Routing& r : kRoutings)
         for (GateImpl g : gates_) {
@@ -107,7 +108,7 @@ class T1Bench final : public BenchProgram {
                      std::to_string(backbone_.heads), std::to_string(backbone_.seq), std::to_string(backbone_.vocab),
                      std::to_string(sequences_per_rank_ * backbone_.seq), std::to_string(capacity), gate_label(g),
                      fmt(s.median), fmt(s.min), fmt(s.max), ratio, vs_fused, paper ? fmt(r.paper_ms.at(L)) : "n/a",
-                     paper ? fmt(paper_ratio, 4) : "n/a"});
+                     paper ? fmt(paper_ratio, 4) : "n/a", load_.count(k) ? fmt(load_.at(k), 4) : "-"});
           std::printf("m6t.t1 %2d layers %-8s %-5s gate %9.2f ms/step  x%s of top-1 (paper: %s ms/step, x%s)\n", L,
                       r.name.c_str(), gate_impl_name(g), s.median, ratio.c_str(),
                       paper ? fmt(r.paper_ms.at(L)).c_str() : "n/a", paper ? fmt(paper_ratio, 3).c_str() : "n/a");
@@ -153,6 +154,8 @@ class T1Bench final : public BenchProgram {
     ctx.profile_begin();
     for (auto _ : st) ctx.time_iteration(st, trainer_->stream(), [&] { trainer_->step(); });
     ctx.profile_end();
+    // The last step's routing: the busiest rank's kept expert rows over the mean rank's.
+    if (const auto load = expert_load(ctx.rt, trainer_->expert_rows())) load_[k] = *load;
   }
 
   std::vector<int> layers_opt_, layers_;
@@ -162,6 +165,7 @@ class T1Bench final : public BenchProgram {
   int experts_ = 64, sequences_per_rank_ = 8;
   std::unique_ptr<GptTrainer> trainer_;
   std::string trainer_key_;
+  std::map<std::string, double> load_;  // by case: expert rows, busiest rank over the mean
 };
 
 }  // namespace

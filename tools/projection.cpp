@@ -623,17 +623,19 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
 void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector<Comparison>& out,
                  NotCompared& missing) {
   if (!present(path, missing)) return;
-  CsvIn<15> in(path);
+  CsvIn<16> in(path);
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "layers", "routing", "prototypes", "top_k", "experts",
-                 "hidden", "ffn", "heads", "seq", "tokens_per_rank", "gate", "ms_per_step", "ranks", "vocab", "link");
-  if (!in.has_column("vocab")) {  // written before the column existed
-    missing.push_back(path + " (no vocab column: re-run m6t.t1)");
+                 "hidden", "ffn", "heads", "seq", "tokens_per_rank", "gate", "ms_per_step", "ranks", "vocab", "link",
+                 "expert_rows_max_over_mean");
+  if (!has_columns(in, {"layers", "routing", "prototypes", "top_k", "experts", "hidden", "ffn", "heads", "seq",
+                        "tokens_per_rank", "gate", "ms_per_step", "ranks", "vocab", "link"},
+                   path, missing))
     return;
-  }
-  std::string routing, gate, link;
+  std::string routing, gate, link, expert_load = "-";  // a run without the column: even routing
   int layers, prototypes, k, experts, hidden, ffn, heads, seq, tokens, ranks, vocab;
   double ms;
-  while (in.read_row(layers, routing, prototypes, k, experts, hidden, ffn, heads, seq, tokens, gate, ms, ranks, vocab, link)) {
+  while (in.read_row(layers, routing, prototypes, k, experts, hidden, ffn, heads, seq, tokens, gate, ms, ranks, vocab, link,
+                     expert_load)) {
     ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
     m.experts = experts; m.moe_every = 1; m.prototypes = prototypes; m.top_k = k;
     m.capacity_factor = 1.25;  // m6t.t1's
@@ -643,6 +645,8 @@ void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector
     l.dp = ranks;
     l.micro_batch_sequences = std::max(1, tokens / seq);
     l.half = false;
+    // The run's own routing (capacity 1.25 drops some assignments; the load is of kept rows).
+    if (!read_expert_load(expert_load, path, l, missing)) continue;
     const HardwareProfile h = with_link(hw, link);
     if (validate_step(m, l, h)) continue;
     out.push_back({"m6t.t1", std::to_string(layers) + " layers " + routing + ", " + (m.paper_gate ? "paper" : "fused") + " gate",
