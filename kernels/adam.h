@@ -2,7 +2,8 @@
 //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
 //   w = w - lr (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + wd w)
 // The gradient g is in the model's dtype; `weights` (the model's copy, in that dtype) receives
-// the updated master rounded to it, and may be the master itself when the dtype is fp32.
+// the updated master rounded to it, and may be the master itself when the dtype is fp32. The CPU
+// backend holds 16-bit values as their bits (kernels/convert.h) and computes in fp32 as CUDA does.
 #pragma once
 #include <cstddef>
 #include "kernels/dtype.h"

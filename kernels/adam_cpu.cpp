@@ -1,6 +1,9 @@
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 #include "kernels/adam.h"
+#include "kernels/convert.h"
 
 namespace moebench {
 
@@ -16,10 +19,18 @@ void adam_step_cpu(std::size_t n, const AdamStep& a, float* master, float* m, fl
 void adam_step(const Exec& ex, std::size_t n, const AdamStep& a, float* master, float* m, float* v, const void* grad,
                void* weights, DType t) {
   if (ex.backend == Backend::cuda) return adam_step_cuda(n, a, master, m, v, grad, weights, t, ex.stream);
-  if (t != DType::f32) throw Error("adam_step: the CPU backend computes in fp32 only");
+  if (!is_float(t)) throw Error("adam_step: " + std::string(dtype_name(t)) + " weights; allowed: fp32, fp16 and bf16");
+  if (t != DType::f32 && weights == master) throw Error("adam_step: 16-bit weights need fp32 masters of their own");
   run_host(ex, "adam_step", [=] {
-    adam_step_cpu(n, a, master, m, v, static_cast<const float*>(grad));
-    if (weights != master) std::memcpy(weights, master, n * sizeof(float));
+    if (t == DType::f32) {
+      adam_step_cpu(n, a, master, m, v, static_cast<const float*>(grad));
+      if (weights != master) std::memcpy(weights, master, n * sizeof(float));
+      return;
+    }
+    std::vector<float> g(n);  // the 16-bit gradient widened; the update in fp32, the weights rounded
+    convert_cpu(grad, t, g.data(), DType::f32, n);
+    adam_step_cpu(n, a, master, m, v, g.data());
+    convert_cpu(master, DType::f32, weights, t, n);
   });
 }
 

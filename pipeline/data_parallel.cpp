@@ -1,15 +1,33 @@
 #include "pipeline/data_parallel.h"
 #include <string>
+#include "kernels/convert.h"
 
 namespace moebench {
 
-DataParallelAdam::DataParallelAdam(std::vector<std::pair<Buffer*, Buffer*>> params, Communicator* dp, bool zero1,
+namespace {
+std::vector<TrainedParameter> fp32_parameters(const std::vector<std::pair<Buffer*, Buffer*>>& pairs) {
+  std::vector<TrainedParameter> out;
+  for (const auto& [w, g] : pairs) out.push_back({w, g, DType::f32});
+  return out;
+}
+}  // namespace
+
+DataParallelAdam::DataParallelAdam(const std::vector<std::pair<Buffer*, Buffer*>>& params, Communicator* dp, bool zero1,
                                    AdamStep hyper, Device& dev, TrackingAllocator& alloc)
+    : DataParallelAdam(fp32_parameters(params), dp, zero1, hyper, dev, alloc) {}
+
+DataParallelAdam::DataParallelAdam(std::vector<TrainedParameter> params, Communicator* dp, bool zero1, AdamStep hyper,
+                                   Device& dev, TrackingAllocator& alloc)
     : params_(std::move(params)), dp_(dp), zero1_(zero1 && dp && dp->size() > 1), hyper_(hyper), dev_(dev), alloc_(alloc) {
   hyper_.step = 0;  // step() counts from 1
-  for (auto& [w, g] : params_) {
-    if (w->bytes() != g->bytes()) throw Error("DataParallelAdam: a parameter and its gradient differ in size");
-    count_ += w->bytes() / 4;
+  for (const TrainedParameter& p : params_) {
+    if (!is_float(p.dtype))
+      throw Error("DataParallelAdam: a parameter in " + std::string(dtype_name(p.dtype)) + "; allowed: fp32, fp16 and bf16");
+    if (p.weight->bytes() != p.grad->bytes()) throw Error("DataParallelAdam: a parameter and its gradient differ in size");
+    const std::size_t n = p.weight->bytes() / dtype_size(p.dtype);
+    offset_.push_back(count_);
+    count_ += n;
+    if (p.dtype != DType::f32) sixteen_bit_count_ += n;
   }
   const std::size_t D = dp_ ? std::size_t(dp_->size()) : 1;
   padded_ = (count_ + D - 1) / D * D;
@@ -23,16 +41,30 @@ DataParallelAdam::DataParallelAdam(std::vector<std::pair<Buffer*, Buffer*>> para
   s.synchronize();
 }
 
+const float* DataParallelAdam::master_of(const Buffer& weight) const {
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].weight == &weight && params_[i].dtype != DType::f32) return flat_w_.as<float>() + offset_[i];
+  return nullptr;
+}
+
 void DataParallelAdam::step(const Stream& s) {
-  // Flatten; the padding stays zero.
-  std::size_t at = 0;
-  for (auto& [w, g] : params_) {
-    dev_.copy(flat_w_.as<char>() + at * 4, w->data(), w->bytes(), s);
-    dev_.copy(flat_g_.as<char>() + at * 4, g->data(), g->bytes(), s);
-    at += w->bytes() / 4;
-  }
-  ++hyper_.step;
   const Exec ex = dev_.exec(s);
+  // Flatten into fp32; the padding stays zero.
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const TrainedParameter& p = params_[i];
+    float* w = flat_w_.as<float>() + offset_[i];
+    float* g = flat_g_.as<float>() + offset_[i];
+    if (p.dtype == DType::f32) {
+      dev_.copy(w, p.weight->data(), p.weight->bytes(), s);
+      dev_.copy(g, p.grad->data(), p.grad->bytes(), s);
+      continue;
+    }
+    const std::size_t n = p.weight->bytes() / dtype_size(p.dtype);
+    if (!masters_read_) convert(ex, p.weight->data(), p.dtype, w, DType::f32, n);
+    convert(ex, p.grad->data(), p.dtype, g, DType::f32, n);
+  }
+  masters_read_ = true;
+  ++hyper_.step;
   if (zero1_) {
     const int r = dp_->rank();
     Buffer shard_g = alloc_.allocate(shard_ * 4, MemTag::temporary, s);
@@ -48,10 +80,14 @@ void DataParallelAdam::step(const Stream& s) {
     adam_step(ex, padded_, hyper_, flat_w_.as<float>(), m_.as<float>(), v_.as<float>(), flat_g_.data(), flat_w_.data(),
               DType::f32);
   }
-  at = 0;
-  for (auto& [w, g] : params_) {
-    dev_.copy(w->data(), flat_w_.as<char>() + at * 4, w->bytes(), s);
-    at += w->bytes() / 4;
+  // The masters back into the weights (rounded to 16-bit ones).
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const TrainedParameter& p = params_[i];
+    const float* w = flat_w_.as<float>() + offset_[i];
+    if (p.dtype == DType::f32)
+      dev_.copy(p.weight->data(), w, p.weight->bytes(), s);
+    else
+      convert(ex, w, DType::f32, p.weight->data(), p.dtype, p.weight->bytes() / dtype_size(p.dtype));
   }
 }
 

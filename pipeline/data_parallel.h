@@ -1,40 +1,60 @@
-// Data parallelism and ZeRO-1 for a model's fp32 parameters, with AdamW as the optimizer:
+// Data parallelism and ZeRO-1 for a model's parameters, with AdamW as the optimizer:
 //   plain DP: the gradients are all-reduced (summed: each rank scaled its loss by the global
 //     token count) and every rank steps AdamW on every parameter, holding all of its moments;
 //   ZeRO-1: the gradients are reduce-scattered, each rank steps AdamW on its shard only (its
 //     moments: 1/D of them) and the updated parameters are all-gathered.
-// The parameters are flattened into one buffer padded to a multiple of the group's size, so a
-// shard is contiguous and every rank's is the same size.
+// The parameters are flattened into one fp32 buffer padded to a multiple of the group's size, so
+// a shard is contiguous and every rank's is the same size. Mixed precision (000 Sec. 4.1): a
+// parameter may be held in fp16 or bf16 with its gradient; its fp32 master lives in that buffer
+// -- read from the weights at the first step, kept from then on, rounded into the weights after
+// every step -- so updates smaller than the 16-bit spacing still add up. Gradients are widened
+// and summed in fp32. fp32 parameters are their own masters (read back at every step).
 #pragma once
 #include <utility>
 #include <vector>
 #include "kernels/adam.h"
+#include "kernels/dtype.h"
 #include "runtime/allocator.h"
 #include "runtime/comm.h"
 #include "runtime/device.h"
 
 namespace moebench {
 
+struct TrainedParameter {
+  Buffer* weight = nullptr;
+  Buffer* grad = nullptr;  // the same size and dtype
+  DType dtype = DType::f32;
+};
+
 class DataParallelAdam {
  public:
-  // `params`: (parameter, gradient) pairs, fp32. `dp`: the data-parallel group (nullptr: none).
-  DataParallelAdam(std::vector<std::pair<Buffer*, Buffer*>> params, Communicator* dp, bool zero1, AdamStep hyper,
+  // `dp`: the data-parallel group (nullptr: none).
+  DataParallelAdam(std::vector<TrainedParameter> params, Communicator* dp, bool zero1, AdamStep hyper, Device& dev,
+                   TrackingAllocator& alloc);
+  // fp32 (parameter, gradient) pairs.
+  DataParallelAdam(const std::vector<std::pair<Buffer*, Buffer*>>& params, Communicator* dp, bool zero1, AdamStep hyper,
                    Device& dev, TrackingAllocator& alloc);
   // After every micro-batch's backward: synchronise the gradients and step (collective).
   void step(const Stream& s);
   // Bytes of AdamW's moments this rank holds (8 per parameter, or per parameter of its shard).
   std::size_t optimizer_state_bytes() const { return m_.bytes() + v_.bytes(); }
+  // Bytes of fp32 masters kept for 16-bit parameters (4 per such parameter).
+  std::size_t master_bytes() const { return 4 * sixteen_bit_count_; }
   std::size_t parameters() const { return count_; }
+  // A 16-bit parameter's fp32 master (after the first step); fp32 parameters have none here.
+  const float* master_of(const Buffer& weight) const;
 
  private:
-  std::vector<std::pair<Buffer*, Buffer*>> params_;
+  std::vector<TrainedParameter> params_;
+  std::vector<std::size_t> offset_;  // each parameter's first element in the flat buffers
   Communicator* dp_;
   bool zero1_;
   AdamStep hyper_;
   Device& dev_;
   TrackingAllocator& alloc_;
-  std::size_t count_ = 0, padded_ = 0, shard_ = 0;
-  Buffer flat_w_, flat_g_, m_, v_;
+  std::size_t count_ = 0, sixteen_bit_count_ = 0, padded_ = 0, shard_ = 0;
+  bool masters_read_ = false;
+  Buffer flat_w_, flat_g_, m_, v_;  // flat_w_: fp32 masters; flat_g_: fp32 gradients
 };
 
 }  // namespace moebench

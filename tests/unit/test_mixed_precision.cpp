@@ -1,0 +1,120 @@
+// Mixed precision on the CPU backend: fp16 / bf16 values as the bits both backends store,
+// conversions, AdamW on 16-bit weights with fp32 masters, and DataParallelAdam keeping those
+// masters across steps so updates below the 16-bit spacing add up (000 Sec. 4.1).
+#include <gtest/gtest.h>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+#include "kernels/adam.h"
+#include "kernels/convert.h"
+#include "pipeline/data_parallel.h"
+
+namespace moebench {
+namespace {
+
+TEST(Bits16, KnownPatternsBothWays) {
+  struct Case {
+    float v;
+    std::uint16_t f16, bf16;
+  };
+  for (const Case& c : {Case{1.f, 0x3C00, 0x3F80}, Case{-2.f, 0xC000, 0xC000}, Case{0.f, 0x0000, 0x0000},
+                        Case{-0.f, 0x8000, 0x8000}, Case{448.f, 0x5F00, 0x43E0}, Case{0.5f, 0x3800, 0x3F00}}) {
+    EXPECT_EQ(to_bits16(DType::f16, c.v), c.f16) << c.v;
+    EXPECT_EQ(from_bits16(DType::f16, c.f16), c.v) << c.v;
+    EXPECT_EQ(to_bits16(DType::bf16, c.v), c.bf16) << c.v;
+    EXPECT_EQ(from_bits16(DType::bf16, c.bf16), c.v) << c.v;
+  }
+  EXPECT_EQ(to_bits16(DType::f16, 65504.f), 0x7BFF);                // the largest finite
+  EXPECT_EQ(to_bits16(DType::f16, std::ldexp(1.f, -24)), 0x0001);  // the smallest subnormal
+  EXPECT_EQ(to_bits16(DType::f16, std::ldexp(1.f, -14)), 0x0400);  // the smallest normal
+  EXPECT_EQ(to_bits16(DType::f16, 1e6f), 0x7C00);                   // overflow: infinity
+  EXPECT_TRUE(std::isnan(from_bits16(DType::f16, to_bits16(DType::f16, NAN))));
+  EXPECT_TRUE(std::isnan(from_bits16(DType::bf16, to_bits16(DType::bf16, NAN))));
+  EXPECT_THROW(to_bits16(DType::f32, 1.f), Error);
+}
+
+TEST(Bits16, RoundTripIsRoundToNearestEven) {
+  for (DType t : {DType::f16, DType::bf16})
+    for (int i = -4000; i <= 4000; ++i) {
+      const float v = std::ldexp(float(i) * 1.37f + 0.113f, i % 23 - 11);
+      EXPECT_EQ(from_bits16(t, to_bits16(t, v)), round_to(t, v)) << dtype_name(t) << " " << v;
+    }
+}
+
+TEST(Convert, CpuWidensAndNarrowsInStreamOrder) {
+  const std::vector<float> x = {1.f, -0.333f, 1e-5f, 3000.7f, -65519.f};
+  for (DType t : {DType::f16, DType::bf16}) {
+    std::vector<std::uint16_t> h(x.size());
+    std::vector<float> back(x.size());
+    convert(Exec{}, x.data(), DType::f32, h.data(), t, x.size());
+    convert(Exec{}, h.data(), t, back.data(), DType::f32, x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(back[i], round_to(t, x[i])) << dtype_name(t) << " " << x[i];
+  }
+  std::vector<float> y(1);
+  const std::int32_t i = 3;
+  EXPECT_THROW(convert(Exec{}, &i, DType::i32, y.data(), DType::f32, 1), Error);
+}
+
+TEST(Adam, SixteenBitWeightsGetTheRoundedFp32Update) {
+  AdamStep a;
+  a.lr = 0.01f;
+  for (DType t : {DType::f16, DType::bf16}) {
+    std::vector<float> master = {1.f, -0.5f, 0.25f}, m(3, 0.f), v(3, 0.f), want = master, wm(3, 0.f), wv(3, 0.f);
+    const std::vector<float> g = {0.5f, -1.f, 2.f};
+    std::vector<std::uint16_t> g16(3), w16(3);
+    for (int i = 0; i < 3; ++i) g16[i] = to_bits16(t, g[i]);  // exact in both
+    adam_step(Exec{}, 3, a, master.data(), m.data(), v.data(), g16.data(), w16.data(), t);
+    adam_step_cpu(3, a, want.data(), wm.data(), wv.data(), g.data());
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(master[i], want[i]);
+      EXPECT_EQ(from_bits16(t, w16[i]), round_to(t, want[i]));
+    }
+    EXPECT_THROW(adam_step(Exec{}, 3, a, master.data(), m.data(), v.data(), g16.data(), master.data(), t), Error);
+  }
+}
+
+// One fp32 and one bf16 parameter under DataParallelAdam (no DP group): 1.0 in bf16 moves by
+// lr = 1e-3 a step (Adam's update is lr for a constant gradient), under half of bf16's spacing
+// of 2^-8 below 1: re-read from the weights every step it would never move; with its master it
+// reaches 0.99609375 after 4 steps. The fp32 parameter steps as on its own.
+TEST(DataParallelAdam, SixteenBitParametersKeepFp32Masters) {
+  Device dev = Device::open(Backend::cpu);
+  const Stream& s = dev.default_stream();
+  TrackingAllocator alloc(Backend::cpu);
+  Buffer w32 = alloc.allocate(8, MemTag::model_states), g32 = alloc.allocate(8, MemTag::model_states);
+  Buffer w16 = alloc.allocate(6, MemTag::model_states), g16 = alloc.allocate(6, MemTag::model_states);
+  const std::vector<float> w32_init = {0.5f, -3.f}, g32_val = {0.25f, 1.f};
+  std::copy(w32_init.begin(), w32_init.end(), w32.as<float>());
+  std::copy(g32_val.begin(), g32_val.end(), g32.as<float>());
+  for (int i = 0; i < 3; ++i) {
+    w16.as<std::uint16_t>()[i] = to_bits16(DType::bf16, 1.f);
+    g16.as<std::uint16_t>()[i] = to_bits16(DType::bf16, 0.5f * float(i + 1));
+  }
+  AdamStep hyper;
+  hyper.lr = 1e-3f;
+  hyper.weight_decay = 0.f;
+  DataParallelAdam opt({{&w32, &g32, DType::f32}, {&w16, &g16, DType::bf16}}, nullptr, false, hyper, dev, alloc);
+  EXPECT_EQ(opt.parameters(), 5u);
+  EXPECT_EQ(opt.master_bytes(), 12u);
+  EXPECT_EQ(opt.master_of(w32), nullptr);
+  std::vector<float> want32 = w32_init, m32(2, 0.f), v32(2, 0.f), want16(3, 1.f), m16(3, 0.f), v16(3, 0.f);
+  for (int step = 1; step <= 4; ++step) {
+    opt.step(s);
+    s.synchronize();
+    AdamStep a = hyper;
+    a.step = step;
+    adam_step_cpu(2, a, want32.data(), m32.data(), v32.data(), g32_val.data());
+    const std::vector<float> g = {0.5f, 1.f, 1.5f};
+    adam_step_cpu(3, a, want16.data(), m16.data(), v16.data(), g.data());
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(w32.as<float>()[i], want32[i]) << "step " << step;
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(opt.master_of(w16)[i], want16[i]) << "step " << step;
+      EXPECT_EQ(from_bits16(DType::bf16, w16.as<std::uint16_t>()[i]), round_to(DType::bf16, want16[i])) << "step " << step;
+    }
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(from_bits16(DType::bf16, w16.as<std::uint16_t>()[i]), 0.99609375f);
+  EXPECT_EQ(round_to(DType::bf16, 1.f - 1e-3f), 1.f);  // what a step from the rounded weight gives
+}
+
+}  // namespace
+}  // namespace moebench
