@@ -1,5 +1,6 @@
 #include <string>
 #include "kernels/axpy.h"
+#include "kernels/host_widen.h"
 
 namespace moebench {
 
@@ -9,8 +10,11 @@ void axpy_cpu(std::size_t n, float alpha, const float* x, float* y) {
 
 void axpy(const Exec& ex, std::size_t n, float alpha, const void* x, void* y, DType t) {
   if (ex.backend == Backend::cuda) return axpy_cuda(n, alpha, x, y, t, ex.stream);
-  if (t != DType::f32) throw Error("axpy: the CPU backend computes in fp32 only");
-  run_host(ex, "axpy", [=] { axpy_cpu(n, alpha, static_cast<const float*>(x), static_cast<float*>(y)); });
+  run_host(ex, "axpy", [=] {
+    WidenedView in(x, t, n, true), out(y, t, n, true);
+    axpy_cpu(n, alpha, in.data(), out.data());
+    out.narrow();
+  });
 }
 
 #if !MOEBENCH_WITH_CUDA

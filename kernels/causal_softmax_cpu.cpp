@@ -1,4 +1,5 @@
 #include "kernels/causal_softmax.h"
+#include "kernels/host_widen.h"
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -31,29 +32,33 @@ void causal_softmax_backward_cpu(const CausalSoftmaxShape& s, const float* probs
   }
 }
 
-static void check(const CausalSoftmaxShape& s, DType t, const Exec& ex, const char* op) {
+static void check(const CausalSoftmaxShape& s, DType t, const char* op) {
   if (s.matrices < 0 || s.seq < 1 || !std::isfinite(s.scale))
     throw Error(std::string(op) + ": " + std::to_string(s.matrices) + " matrices of " + std::to_string(s.seq) + " x " +
                 std::to_string(s.seq) + " with scale " + std::to_string(s.scale));
-  if (ex.backend == Backend::cpu && t != DType::f32)
-    throw Error(std::string(op) + ": the CPU backend computes in fp32 only, not " + std::string(dtype_name(t)));
+  if (!is_float(t)) throw Error(std::string(op) + ": " + std::string(dtype_name(t)) + " data; allowed: fp32, fp16 and bf16");
 }
 
 void causal_softmax_forward(const Exec& ex, const CausalSoftmaxShape& s, const void* scores, void* probs, DType t) {
-  check(s, t, ex, "causal_softmax_forward");
+  check(s, t, "causal_softmax_forward");
   if (ex.backend == Backend::cuda) return causal_softmax_forward_cuda(s, scores, probs, t, ex.stream);
   run_host(ex, "causal_softmax_forward", [=] {
-    causal_softmax_forward_cpu(s, static_cast<const float*>(scores), static_cast<float*>(probs));
+    const std::size_t n = std::size_t(s.matrices) * s.seq * s.seq;
+    WidenedView in(scores, t, n, true), out(probs, t, n, false);
+    causal_softmax_forward_cpu(s, in.data(), out.data());
+    out.narrow();
   });
 }
 
 void causal_softmax_backward(const Exec& ex, const CausalSoftmaxShape& s, const void* probs, const void* dprobs,
                              void* dscores, DType t) {
-  check(s, t, ex, "causal_softmax_backward");
+  check(s, t, "causal_softmax_backward");
   if (ex.backend == Backend::cuda) return causal_softmax_backward_cuda(s, probs, dprobs, dscores, t, ex.stream);
   run_host(ex, "causal_softmax_backward", [=] {
-    causal_softmax_backward_cpu(s, static_cast<const float*>(probs), static_cast<const float*>(dprobs),
-                                static_cast<float*>(dscores));
+    const std::size_t n = std::size_t(s.matrices) * s.seq * s.seq;
+    WidenedView p(probs, t, n, true), dp(dprobs, t, n, true), out(dscores, t, n, false);
+    causal_softmax_backward_cpu(s, p.data(), dp.data(), out.data());
+    out.narrow();
   });
 }
 

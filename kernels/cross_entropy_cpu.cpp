@@ -1,4 +1,5 @@
 #include "kernels/cross_entropy.h"
+#include "kernels/host_widen.h"
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -28,9 +29,11 @@ void cross_entropy(const Exec& ex, const CrossEntropyShape& s, const void* logit
   if (s.rows < 0 || s.vocab < 1 || !std::isfinite(s.grad_scale))
     throw Error("cross_entropy: " + std::to_string(s.rows) + " rows over a vocabulary of " + std::to_string(s.vocab));
   if (ex.backend == Backend::cuda) return cross_entropy_cuda(s, logits, targets, losses, dlogits, t, ex.stream);
-  if (t != DType::f32) throw Error("cross_entropy: the CPU backend computes in fp32 only, not " + std::string(dtype_name(t)));
   run_host(ex, "cross_entropy", [=] {
-    cross_entropy_cpu(s, static_cast<const float*>(logits), targets, losses, static_cast<float*>(dlogits));
+    const std::size_t n = std::size_t(s.rows) * s.vocab;
+    WidenedView in(logits, t, n, true), out(dlogits, t, n, false);
+    cross_entropy_cpu(s, in.data(), targets, losses, out.data());
+    out.narrow();
   });
 }
 

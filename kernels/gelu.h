@@ -1,5 +1,5 @@
 // GeLU (tanh approximation, as in GPT-2/Megatron) forward and backward, elementwise.
-// CPU: fp32 reference. CUDA: fp32/fp16/bf16 storage with fp32 arithmetic.
+// CPU: fp32 reference (16-bit storage widened, kernels/host_widen.h). CUDA: fp32/fp16/bf16 storage with fp32 arithmetic.
 #pragma once
 #include <cstddef>
 #include "kernels/dtype.h"

@@ -1,5 +1,6 @@
 #include "kernels/gelu.h"
 #include "kernels/gelu_math.h"
+#include "kernels/host_widen.h"
 
 namespace moebench {
 
@@ -11,21 +12,21 @@ void gelu_backward_cpu(const float* x, const float* dy, float* dx, std::size_t n
   for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_math::derivative(x[i]);
 }
 
-static void require_f32(DType t, const char* op) {
-  if (t != DType::f32) throw Error(std::string(op) + ": the CPU backend computes in fp32 only, not " + std::string(dtype_name(t)));
-}
-
 void gelu_forward(const Exec& ex, const void* x, void* y, std::size_t n, DType t) {
   if (ex.backend == Backend::cuda) return gelu_forward_cuda(x, y, n, t, ex.stream);
-  require_f32(t, "gelu_forward");
-  run_host(ex, "gelu_forward", [=] { gelu_forward_cpu(static_cast<const float*>(x), static_cast<float*>(y), n); });
+  run_host(ex, "gelu_forward", [=] {
+    WidenedView in(x, t, n, true), out(y, t, n, false);
+    gelu_forward_cpu(in.data(), out.data(), n);
+    out.narrow();
+  });
 }
 
 void gelu_backward(const Exec& ex, const void* x, const void* dy, void* dx, std::size_t n, DType t) {
   if (ex.backend == Backend::cuda) return gelu_backward_cuda(x, dy, dx, n, t, ex.stream);
-  require_f32(t, "gelu_backward");
   run_host(ex, "gelu_backward", [=] {
-    gelu_backward_cpu(static_cast<const float*>(x), static_cast<const float*>(dy), static_cast<float*>(dx), n);
+    WidenedView in(x, t, n, true), grad(dy, t, n, true), out(dx, t, n, false);
+    gelu_backward_cpu(in.data(), grad.data(), out.data(), n);
+    out.narrow();
   });
 }
 

@@ -1,5 +1,5 @@
 // GEMM, row-major: C = alpha * op(A) * op(B) + beta * C, with op(X) = X or X^T.
-// CPU: OpenBLAS sgemm (fp32). CUDA: cublasGemmEx in fp32/fp16/bf16 with fp32 accumulation;
+// CPU: OpenBLAS sgemm (fp32; 16-bit operands widened, kernels/host_widen.h). CUDA: cublasGemmEx in fp32/fp16/bf16 with fp32 accumulation;
 // Exec::tensor_cores selects tensor-core (TF32 for fp32) or pedantic fp32 math.
 #pragma once
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "kernels/gemm.h"
 #include <cblas.h>
 #include <string>
+#include "kernels/host_widen.h"
 
 namespace moebench {
 
@@ -25,8 +26,21 @@ static void check_gemm(const GemmArgs& g) {
 
 void gemm_cpu(const GemmArgs& g) {
   check_gemm(g);
-  if (g.dtype != DType::f32) throw Error(std::string("gemm: the CPU backend computes in fp32 only, not ") + std::string(dtype_name(g.dtype)));
   if (g.m == 0 || g.n == 0) return;
+  if (g.dtype != DType::f32) {  // 16-bit storage: sgemm on widened operands, C narrowed back
+    const std::size_t ar = g.trans_a ? g.k : g.m, ac = g.trans_a ? g.m : g.k;
+    const std::size_t br = g.trans_b ? g.n : g.k, bc = g.trans_b ? g.k : g.n;
+    WidenedView a(g.a, g.dtype, ar, ac, g.lda, true), b(g.b, g.dtype, br, bc, g.ldb, true),
+        c(g.c, g.dtype, g.m, g.n, g.ldc, g.beta != 0.f);
+    GemmArgs f = g;
+    f.a = a.data();
+    f.b = b.data();
+    f.c = c.data();
+    f.dtype = DType::f32;
+    gemm_cpu(f);
+    c.narrow();
+    return;
+  }
   cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans, g.m, g.n,
               g.k, g.alpha, static_cast<const float*>(g.a), g.lda, static_cast<const float*>(g.b), g.ldb, g.beta,
               static_cast<float*>(g.c), g.ldc);

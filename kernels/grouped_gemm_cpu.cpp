@@ -1,14 +1,17 @@
 #include <cstring>
 #include "kernels/grouped_gemm.h"
+#include "kernels/host_widen.h"
 
 namespace moebench {
 
 // C = beta * C for a problem with k = 0 (BLAS would do the same; stated here so both
 // backends treat empty experts alike).
 static void scale_c_cpu(const GemmArgs& g) {
-  float* c = static_cast<float*>(g.c);
+  WidenedView view(g.c, g.dtype, g.m, g.n, g.ldc, g.beta != 0.f);
+  float* c = view.data();
   for (int i = 0; i < g.m; ++i)
     for (int j = 0; j < g.n; ++j) c[std::size_t(i) * g.ldc + j] = g.beta == 0.f ? 0.f : g.beta * c[std::size_t(i) * g.ldc + j];
+  view.narrow();
 }
 
 void grouped_gemm(const Exec& ex, const std::vector<GemmArgs>& problems, ExpertGemm mode, void* device_pointers,

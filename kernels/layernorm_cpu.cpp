@@ -1,4 +1,5 @@
 #include "kernels/layernorm.h"
+#include "kernels/host_widen.h"
 #include <cmath>
 #include <string>
 #include <vector>
@@ -48,29 +49,33 @@ void layernorm_backward_cpu(const LayerNormShape& s, const float* x, const float
   }
 }
 
-static void check(const LayerNormShape& s, DType t, const Exec& ex, const char* op) {
+static void check(const LayerNormShape& s, DType t, const char* op) {
   if (s.rows < 0 || s.cols < 1) throw Error(std::string(op) + ": " + std::to_string(s.rows) + " rows of " + std::to_string(s.cols) + " columns");
-  if (ex.backend == Backend::cpu && t != DType::f32)
-    throw Error(std::string(op) + ": the CPU backend computes in fp32 only, not " + std::string(dtype_name(t)));
+  if (!is_float(t)) throw Error(std::string(op) + ": " + std::string(dtype_name(t)) + " data; allowed: fp32, fp16 and bf16");
 }
 
 void layernorm_forward(const Exec& ex, const LayerNormShape& s, const void* x, const float* gamma, const float* beta,
                        void* y, float* mean, float* rstd, DType t) {
-  check(s, t, ex, "layernorm_forward");
+  check(s, t, "layernorm_forward");
   if (ex.backend == Backend::cuda) return layernorm_forward_cuda(s, x, gamma, beta, y, mean, rstd, t, ex.stream);
   run_host(ex, "layernorm_forward", [=] {
-    layernorm_forward_cpu(s, static_cast<const float*>(x), gamma, beta, static_cast<float*>(y), mean, rstd);
+    const std::size_t n = std::size_t(s.rows) * s.cols;
+    WidenedView in(x, t, n, true), out(y, t, n, false);
+    layernorm_forward_cpu(s, in.data(), gamma, beta, out.data(), mean, rstd);
+    out.narrow();
   });
 }
 
 void layernorm_backward(const Exec& ex, const LayerNormShape& s, const void* x, const void* dy, const float* gamma,
                         const float* mean, const float* rstd, void* dx, float* dgamma, float* dbeta, DType t) {
-  check(s, t, ex, "layernorm_backward");
+  check(s, t, "layernorm_backward");
   if (ex.backend == Backend::cuda)
     return layernorm_backward_cuda(s, x, dy, gamma, mean, rstd, dx, dgamma, dbeta, t, ex.stream);
   run_host(ex, "layernorm_backward", [=] {
-    layernorm_backward_cpu(s, static_cast<const float*>(x), static_cast<const float*>(dy), gamma, mean, rstd,
-                           static_cast<float*>(dx), dgamma, dbeta);
+    const std::size_t n = std::size_t(s.rows) * s.cols;
+    WidenedView in(x, t, n, true), grad(dy, t, n, true), out(dx, t, n, false);
+    layernorm_backward_cpu(s, in.data(), grad.data(), gamma, mean, rstd, out.data(), dgamma, dbeta);
+    out.narrow();
   });
 }
 

@@ -1,6 +1,8 @@
 #include <cstring>
 #include <string>
 #include "kernels/permute.h"
+#include <algorithm>
+#include "kernels/host_widen.h"
 
 namespace moebench {
 
@@ -78,38 +80,48 @@ void dispatch_rows_backward_cpu(const RowMap& m, const float* drows, float* dx, 
   }
 }
 
-static void require_f32(DType t, const char* op) {
-  if (t != DType::f32) throw Error(std::string(op) + ": the CPU backend computes in fp32 only");
+// Rows in expert-major order the map reaches (read when the op runs: the map may come from an
+// op queued before it).
+static std::size_t mapped_rows(const RowMap& m) {
+  std::int32_t last = -1;
+  for (std::size_t i = 0; i < std::size_t(m.tokens) * m.slots; ++i) last = std::max(last, m.row_of[i]);
+  return std::size_t(last + 1);
 }
 
 void dispatch_rows(const Exec& ex, const RowMap& m, const void* x, void* rows, DType t) {
   if (ex.backend == Backend::cuda) return dispatch_rows_cuda(m, x, rows, t, ex.stream);
-  require_f32(t, "dispatch_rows");
-  run_host(ex, "dispatch_rows", [=] { dispatch_rows_cpu(m, static_cast<const float*>(x), static_cast<float*>(rows)); });
+  run_host(ex, "dispatch_rows", [=] {
+    WidenedView in(x, t, std::size_t(m.tokens) * m.hidden, true), out(rows, t, mapped_rows(m) * m.hidden, true);  // rows it does not map keep theirs
+    dispatch_rows_cpu(m, in.data(), out.data());
+    out.narrow();
+  });
 }
 void combine_rows(const Exec& ex, const RowMap& m, const void* rows, const float* weight, void* out, DType t,
                   bool accumulate) {
   if (ex.backend == Backend::cuda) return combine_rows_cuda(m, rows, weight, out, accumulate, t, ex.stream);
-  require_f32(t, "combine_rows");
   run_host(ex, "combine_rows", [=] {
-    combine_rows_cpu(m, static_cast<const float*>(rows), weight, static_cast<float*>(out), accumulate);
+    WidenedView in(rows, t, mapped_rows(m) * m.hidden, true), y(out, t, std::size_t(m.tokens) * m.hidden, accumulate);
+    combine_rows_cpu(m, in.data(), weight, y.data(), accumulate);
+    y.narrow();
   });
 }
 void combine_rows_backward(const Exec& ex, const RowMap& m, const void* dout, const void* rows, const float* weight,
                            void* drows, float* dweight, DType t, bool slice) {
   if (ex.backend == Backend::cuda)
     return combine_rows_backward_cuda(m, dout, rows, weight, drows, dweight, slice, t, ex.stream);
-  require_f32(t, "combine_rows_backward");
   run_host(ex, "combine_rows_backward", [=] {
-    combine_rows_backward_cpu(m, static_cast<const float*>(dout), static_cast<const float*>(rows), weight,
-                              static_cast<float*>(drows), dweight, slice);
+    const std::size_t r = mapped_rows(m) * m.hidden;
+    WidenedView dy(dout, t, std::size_t(m.tokens) * m.hidden, true), in(rows, t, r, true), out(drows, t, r, true);
+    combine_rows_backward_cpu(m, dy.data(), in.data(), weight, out.data(), dweight, slice);
+    out.narrow();
   });
 }
 void dispatch_rows_backward(const Exec& ex, const RowMap& m, const void* drows, void* dx, bool accumulate, DType t) {
   if (ex.backend == Backend::cuda) return dispatch_rows_backward_cuda(m, drows, dx, accumulate, t, ex.stream);
-  require_f32(t, "dispatch_rows_backward");
   run_host(ex, "dispatch_rows_backward", [=] {
-    dispatch_rows_backward_cpu(m, static_cast<const float*>(drows), static_cast<float*>(dx), accumulate);
+    WidenedView in(drows, t, mapped_rows(m) * m.hidden, true), out(dx, t, std::size_t(m.tokens) * m.hidden, accumulate);
+    dispatch_rows_backward_cpu(m, in.data(), out.data(), accumulate);
+    out.narrow();
   });
 }
 

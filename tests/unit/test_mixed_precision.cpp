@@ -6,7 +6,14 @@
 #include <cstdint>
 #include <vector>
 #include "kernels/adam.h"
+#include "kernels/axpy.h"
+#include "kernels/causal_softmax.h"
 #include "kernels/convert.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/gelu.h"
+#include "kernels/gemm.h"
+#include "kernels/layernorm.h"
+#include "kernels/permute.h"
 #include "pipeline/data_parallel.h"
 
 namespace moebench {
@@ -53,6 +60,89 @@ TEST(Convert, CpuWidensAndNarrowsInStreamOrder) {
   std::vector<float> y(1);
   const std::int32_t i = 3;
   EXPECT_THROW(convert(Exec{}, &i, DType::i32, y.data(), DType::f32, 1), Error);
+}
+
+// Values already rounded to t, their bits, and back.
+std::vector<float> rounded(DType t, std::size_t n, float scale, int seed) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = round_to(t, scale * std::sin(0.7f * float(i) + float(seed)));
+  return v;
+}
+std::vector<std::uint16_t> bits(DType t, const std::vector<float>& v) {
+  std::vector<std::uint16_t> b(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) b[i] = to_bits16(t, v[i]);
+  return b;
+}
+std::vector<float> values(DType t, const std::vector<std::uint16_t>& b) {
+  std::vector<float> v(b.size());
+  for (std::size_t i = 0; i < b.size(); ++i) v[i] = from_bits16(t, b[i]);
+  return v;
+}
+std::vector<float> rounded(DType t, std::vector<float> v) {
+  round_to(t, v.data(), v.size());
+  return v;
+}
+
+// The CPU's 16-bit kernels compute as the fp32 reference on the stored (rounded) inputs and
+// store its result rounded: equal bit for bit.
+TEST(SixteenBitOnTheCpu, KernelsAreTheFp32ReferenceOnRoundedValues) {
+  for (DType t : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(std::string(dtype_name(t)));
+    // GEMM into one column block of a wider C, with beta = 1: the other columns stay as they were.
+    const int m = 3, n = 2, k = 4, ldc = 5;
+    const auto a = rounded(t, m * k, 1.f, 1), b = rounded(t, k * n, 1.f, 2), c0 = rounded(t, m * ldc, 1.f, 3);
+    auto c = bits(t, c0);
+    auto want = c0;
+    gemm_cpu(GemmArgs{false, false, m, n, k, 1.f, 1.f, a.data(), k, b.data(), n, want.data() + 1, ldc, DType::f32});
+    const auto a16 = bits(t, a), b16 = bits(t, b);
+    gemm(Exec{}, GemmArgs{false, false, m, n, k, 1.f, 1.f, a16.data(), k, b16.data(), n, c.data() + 1, ldc, t});
+    EXPECT_EQ(values(t, c), rounded(t, want));
+    // GeLU forward and backward (in place), LayerNorm, the causal softmax, cross-entropy, axpy.
+    const std::size_t len = 24;
+    const auto x = rounded(t, len, 2.f, 4), dy = rounded(t, len, 1.f, 5);
+    auto x16 = bits(t, x), y16 = bits(t, std::vector<float>(len)), dy16 = bits(t, dy);
+    std::vector<float> y(len), dx(len);
+    gelu_forward(Exec{}, x16.data(), y16.data(), len, t);
+    gelu_forward_cpu(x.data(), y.data(), len);
+    EXPECT_EQ(values(t, y16), rounded(t, y));
+    gelu_backward(Exec{}, x16.data(), dy16.data(), dy16.data(), len, t);
+    gelu_backward_cpu(x.data(), dy.data(), dx.data(), len);
+    EXPECT_EQ(values(t, dy16), rounded(t, dx));
+    const std::vector<float> gamma(6, 1.5f), beta(6, 0.25f);
+    std::vector<float> mean(4), rstd(4), mean_ref(4), rstd_ref(4);
+    layernorm_forward(Exec{}, {4, 6}, x16.data(), gamma.data(), beta.data(), y16.data(), mean.data(), rstd.data(), t);
+    layernorm_forward_cpu({4, 6}, x.data(), gamma.data(), beta.data(), y.data(), mean_ref.data(), rstd_ref.data());
+    EXPECT_EQ(values(t, y16), rounded(t, y));
+    EXPECT_EQ(mean, mean_ref);  // fp32 statistics
+    causal_softmax_forward(Exec{}, {1, 4, 0.5f}, x16.data(), y16.data(), t);
+    std::vector<float> p(16);
+    causal_softmax_forward_cpu({1, 4, 0.5f}, x.data(), p.data());
+    const auto probs = values(t, y16);
+    EXPECT_EQ(std::vector<float>(probs.begin(), probs.begin() + 16), rounded(t, p));
+    const std::vector<std::int32_t> targets = {1, 5, 0};
+    std::vector<float> losses(3), losses_ref(3), dlogits(len);
+    cross_entropy(Exec{}, {3, 8, 0.5f}, x16.data(), targets.data(), losses.data(), y16.data(), t);
+    cross_entropy_cpu({3, 8, 0.5f}, x.data(), targets.data(), losses_ref.data(), dlogits.data());
+    EXPECT_EQ(losses, losses_ref);
+    EXPECT_EQ(values(t, y16), rounded(t, dlogits));
+    auto acc16 = bits(t, dy);
+    auto acc = dy;
+    axpy(Exec{}, len, -0.5f, x16.data(), acc16.data(), t);
+    axpy_cpu(len, -0.5f, x.data(), acc.data());
+    EXPECT_EQ(values(t, acc16), rounded(t, acc));
+    // Rows to expert order and back: row 2 is mapped by no slot and keeps its value.
+    const std::vector<std::int32_t> row_of = {1, 0, 3};
+    const RowMap map{3, 1, 8, row_of.data()};
+    auto rows16 = bits(t, std::vector<float>(32, 7.f));
+    std::vector<float> rows(32, 7.f), out(len);
+    dispatch_rows(Exec{}, map, x16.data(), rows16.data(), t);
+    dispatch_rows_cpu(map, x.data(), rows.data());
+    EXPECT_EQ(values(t, rows16), rounded(t, rows));
+    const std::vector<float> weight = {0.5f, 2.f, -1.f};
+    combine_rows(Exec{}, map, rows16.data(), weight.data(), y16.data(), t);
+    combine_rows_cpu(map, rows.data(), weight.data(), out.data());
+    EXPECT_EQ(values(t, y16), rounded(t, out));
+  }
 }
 
 TEST(Adam, SixteenBitWeightsGetTheRoundedFp32Update) {

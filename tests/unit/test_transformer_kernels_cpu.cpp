@@ -145,15 +145,15 @@ TEST(CrossEntropyCpu, LossIsTheLogSumExpGapAndTheGradientMatchesFiniteDifference
   EXPECT_THROW(cross_entropy_cpu(s, logits.data(), bad.data(), losses.data(), d.data()), Error);
 }
 
-TEST(TransformerKernelsCpu, BadShapesAndSixteenBitOnTheCpuAreRefused) {
+TEST(TransformerKernelsCpu, BadShapesAndNonFloatsAreRefused) {
   float x = 0;
   EXPECT_THROW(layernorm_forward(Exec{}, {2, 0}, &x, &x, &x, &x, &x, &x, DType::f32), Error);
-  EXPECT_THROW(layernorm_forward(Exec{}, {1, 1}, &x, &x, &x, &x, &x, &x, DType::f16), Error);
+  EXPECT_THROW(layernorm_forward(Exec{}, {1, 1}, &x, &x, &x, &x, &x, &x, DType::i32), Error);
   EXPECT_THROW(causal_softmax_forward(Exec{}, {1, 0, 1.f}, &x, &x, DType::f32), Error);
   EXPECT_THROW(causal_softmax_forward(Exec{}, {1, 1, NAN}, &x, &x, DType::f32), Error);
   std::int32_t t = 0;
   EXPECT_THROW(cross_entropy(Exec{}, {1, 0, 1.f}, &x, &t, &x, &x, DType::f32), Error);
-  EXPECT_THROW(cross_entropy(Exec{}, {1, 1, 1.f}, &x, &t, &x, &x, DType::bf16), Error);
+  EXPECT_THROW(cross_entropy(Exec{}, {1, 1, 1.f}, &x, &t, &x, &x, DType::i64), Error);
 }
 
 }  // namespace
