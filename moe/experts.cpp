@@ -27,7 +27,7 @@ void Experts::init(std::uint64_t seed, const Stream& s) {
         dev_.copy_to_device(dst, w.data(), per * 4, s);
       } else {
         dev_.copy_to_device(staging.data(), w.data(), per * 4, s);
-        convert_cuda(staging.data(), DType::f32, dst, cfg_.dtype, per, s.handle);
+        convert(dev_.exec(s), staging.data(), DType::f32, dst, cfg_.dtype, per);
       }
     }
   }

@@ -79,7 +79,7 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s) {
   const float* x32 = static_cast<const float*>(x);
   if (cfg_.dtype != DType::f32) {
     r.x32 = alloc_.allocate(th * 4, MemTag::activations, s);
-    convert_cuda(x, cfg_.dtype, r.x32.data(), DType::f32, th, s.handle);
+    convert(ex, x, cfg_.dtype, r.x32.data(), DType::f32, th);
     x32 = r.x32.as<float>();
   }
   gemm(ex, dense_gemm(false, false, tokens, cfg_.experts, cfg_.hidden, x32, weight_.data(), r.logits.data()));
@@ -174,7 +174,7 @@ void Gate::backward(const Routing& r, const void* x, const float* dweight, void*
     Buffer dx32 = alloc_.allocate(th * 4, MemTag::temporary, s);
     Buffer dx_typed = alloc_.allocate(th * dtype_size(cfg_.dtype), MemTag::temporary, s);
     gemm(ex, dense_gemm(false, true, T, cfg_.hidden, cfg_.experts, dlogits.data(), weight_.data(), dx32.data()));
-    convert_cuda(dx32.data(), DType::f32, dx_typed.data(), cfg_.dtype, th, s.handle);
+    convert(ex, dx32.data(), DType::f32, dx_typed.data(), cfg_.dtype, th);
     axpy(ex, th, 1.f, dx_typed.data(), dx, cfg_.dtype);
   }
 }

@@ -4,6 +4,7 @@
 // that never arrives ends the job after --comm-timeout) and, on an emulated link, completes no
 // earlier than the link allows.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <mpi.h>
@@ -11,6 +12,7 @@
 #if defined(__linux__)
 #include <sys/prctl.h>
 #endif
+#include "kernels/convert.h"
 #include "runtime/comm.h"
 #include "runtime/timeline.h"
 #include "runtime/watchdog.h"
@@ -34,20 +36,42 @@ int to_int(std::size_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-MPI_Datatype mpi_type(DType t, bool reducing) {
+MPI_Datatype mpi_type(DType t) {
   switch (t) {
     case DType::f32: return MPI_FLOAT;
     case DType::i32: return MPI_INT32_T;
     case DType::i64: return MPI_INT64_T;
     case DType::f16:
-    case DType::bf16:
-      if (reducing) throw Error(std::string("the MPI communicator reduces fp32, int32 and int64 only, not ") + std::string(dtype_name(t)));
-      return MPI_UINT16_T;  // moved as raw 16-bit words
+    case DType::bf16: return MPI_UINT16_T;  // moved as raw 16-bit words, reduced by the ops below
   }
   throw Error("unknown dtype");
 }
 
-MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::sum ? MPI_SUM : MPI_MAX; }
+// MPI has no 16-bit float types: fp16 and bf16 words are reduced by user operations that
+// widen each pair to fp32, combine and round back (as NCCL's half and bfloat16 sums do).
+template <DType T, bool Sum>
+void reduce_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const std::uint16_t*>(in);
+  auto* b = static_cast<std::uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = from_bits16(T, a[i]), y = from_bits16(T, b[i]);
+    b[i] = to_bits16(T, Sum ? x + y : std::max(x, y));
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op, DType t) {
+  if (t != DType::f16 && t != DType::bf16) return op == ReduceOp::sum ? MPI_SUM : MPI_MAX;
+  // Created once, on first use (after MPI_Init), and kept for the process.
+  static const std::array<MPI_Op, 4> ops = [] {
+    std::array<MPI_Op, 4> o{};
+    MPI_Op_create(&reduce_16bit<DType::f16, true>, 1, &o[0]);
+    MPI_Op_create(&reduce_16bit<DType::f16, false>, 1, &o[1]);
+    MPI_Op_create(&reduce_16bit<DType::bf16, true>, 1, &o[2]);
+    MPI_Op_create(&reduce_16bit<DType::bf16, false>, 1, &o[3]);
+    return o;
+  }();
+  return ops[(t == DType::bf16 ? 2 : 0) + (op == ReduceOp::sum ? 0 : 1)];
+}
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -68,7 +92,7 @@ class MpiCommunicator final : public Communicator {
   void all_to_all(const void* send, void* recv, std::size_t count, DType t, const Stream& s) override {
     const int c = to_int(count, "all_to_all");
     const double bus = double(bytes_of(count, t)) * (size_ - 1);
-    run(s, "all_to_all (mpi)", bus, [=, this] { MPI_Alltoall(send, c, mpi_type(t, false), recv, c, mpi_type(t, false), comm_); });
+    run(s, "all_to_all (mpi)", bus, [=, this] { MPI_Alltoall(send, c, mpi_type(t), recv, c, mpi_type(t), comm_); });
   }
 
   void all_to_all_v(const void* send, const std::vector<std::size_t>& sc, const std::vector<std::size_t>& sd,
@@ -89,30 +113,30 @@ class MpiCommunicator final : public Communicator {
       }
     }
     run(s, "all_to_all_v (mpi)", std::max(sent, received), [=, this] {
-      MPI_Alltoallv(send, isc.data(), isd.data(), mpi_type(t, false), recv, irc.data(), ird.data(), mpi_type(t, false),
+      MPI_Alltoallv(send, isc.data(), isd.data(), mpi_type(t), recv, irc.data(), ird.data(), mpi_type(t),
                     comm_);
     });
   }
 
   void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, const Stream& s) override {
     const int c = to_int(count, "all_reduce");
-    const MPI_Datatype type = mpi_type(t, true);
+    const MPI_Datatype type = mpi_type(t);
     const double bus = 2.0 * double(bytes_of(count, t)) * (size_ - 1) / size_;
     run(s, "all_reduce (mpi)", bus,
-        [=, this] { MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, c, type, mpi_op(op), comm_); });
+        [=, this] { MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, c, type, mpi_op(op, t), comm_); });
   }
 
   void all_gather(const void* send, void* recv, std::size_t count, DType t, const Stream& s) override {
     const int c = to_int(count, "all_gather");
     const double bus = double(bytes_of(count, t)) * (size_ - 1);
-    run(s, "all_gather (mpi)", bus, [=, this] { MPI_Allgather(send, c, mpi_type(t, false), recv, c, mpi_type(t, false), comm_); });
+    run(s, "all_gather (mpi)", bus, [=, this] { MPI_Allgather(send, c, mpi_type(t), recv, c, mpi_type(t), comm_); });
   }
 
   void reduce_scatter(const void* send, void* recv, std::size_t n, DType t, ReduceOp op, const Stream& s) override {
     const int c = to_int(n, "reduce_scatter");
-    const MPI_Datatype type = mpi_type(t, true);
+    const MPI_Datatype type = mpi_type(t);
     const double bus = double(bytes_of(n, t)) * (size_ - 1);
-    run(s, "reduce_scatter (mpi)", bus, [=, this] { MPI_Reduce_scatter_block(send, recv, c, type, mpi_op(op), comm_); });
+    run(s, "reduce_scatter (mpi)", bus, [=, this] { MPI_Reduce_scatter_block(send, recv, c, type, mpi_op(op, t), comm_); });
   }
 
   // Point-to-point waits poll and sleep instead of spinning: a pipeline stage's send waits on
@@ -124,7 +148,7 @@ class MpiCommunicator final : public Communicator {
     const int c = to_int(count, "send");
     run(s, "send (mpi)", double(bytes_of(count, t)), [=, this] {
       MPI_Request r;
-      MPI_Isend(buf, c, mpi_type(t, false), peer, kTag, comm_, &r);
+      MPI_Isend(buf, c, mpi_type(t), peer, kTag, comm_, &r);
       wait_without_spinning(r);
     });
   }
@@ -134,7 +158,7 @@ class MpiCommunicator final : public Communicator {
     const int c = to_int(count, "recv");
     run(s, "recv (mpi)", double(bytes_of(count, t)), [=, this] {
       MPI_Request r;
-      MPI_Irecv(buf, c, mpi_type(t, false), peer, kTag, comm_, &r);
+      MPI_Irecv(buf, c, mpi_type(t), peer, kTag, comm_, &r);
       wait_without_spinning(r);
     });
   }
@@ -155,7 +179,7 @@ class MpiCommunicator final : public Communicator {
     check_peer(src);
     const int c = to_int(count, "send_recv");
     run(s, "send_recv (mpi)", double(bytes_of(count, t)), [=, this] {
-      MPI_Sendrecv(send, c, mpi_type(t, false), dst, kTag, recv, c, mpi_type(t, false), src, kTag, comm_,
+      MPI_Sendrecv(send, c, mpi_type(t), dst, kTag, recv, c, mpi_type(t), src, kTag, comm_,
                    MPI_STATUS_IGNORE);
     });
   }

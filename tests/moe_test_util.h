@@ -6,6 +6,7 @@
 #include <optional>
 #include <random>
 #include <vector>
+#include "kernels/convert.h"
 #include "moe/init.h"
 #include "moe/moe_layer.h"
 
@@ -55,6 +56,67 @@ struct CpuLayer {
   }
   std::vector<float> x_;
 };
+
+// A CPU MoE layer on fp16 or bf16 data (held as their bits, as both backends store them), for
+// tests against CpuLayer in fp32 on the same rounded values: results widened back to fp32.
+struct CpuLayer16 {
+  Device dev = Device::open(Backend::cpu);
+  TrackingAllocator alloc{Backend::cpu};
+  std::unique_ptr<MoELayer> layer;
+  std::optional<MoEContext> ctx;
+  DType t;
+  std::vector<std::uint16_t> x16, y16, dy16, dx16;
+  std::vector<float> y, dx;
+
+  template <class Factory>
+  CpuLayer16(const MoEConfig& cfg, Factory&& factory, std::uint64_t seed = 7) : t(cfg.dtype) {
+    MoEConfig c = cfg;
+    DispatcherEnv env{c, dev, alloc};
+    auto d = factory(env);
+    layer = std::make_unique<MoELayer>(c, dev, alloc, std::move(d));
+    layer->init(seed, dev.default_stream());
+  }
+  void forward(const std::vector<float>& x) {
+    x16 = narrow(x);
+    y16.assign(x.size(), 0);
+    ctx.reset();
+    ctx = layer->forward(x16.data(), int(x.size() / layer->config().hidden), y16.data(), dev.default_stream());
+    dev.default_stream().synchronize();
+    y = widen(y16.data(), y16.size());
+  }
+  void backward(const std::vector<float>& dy) {
+    dy16 = narrow(dy);
+    dx16.assign(dy.size(), 0);
+    layer->zero_grad(dev.default_stream());
+    layer->backward(*ctx, dy16.data(), dx16.data(), dev.default_stream());
+    dev.default_stream().synchronize();
+    dx = widen(dx16.data(), dx16.size());
+  }
+  std::vector<float> w1_g() { return widen(layer->experts().w1_grad().data(), expert_values()); }
+  std::vector<float> w2_g() { return widen(layer->experts().w2_grad().data(), expert_values()); }
+  std::size_t expert_values() const { return layer->experts().w1().bytes() / 2; }
+  std::vector<std::uint16_t> narrow(const std::vector<float>& v) const {
+    std::vector<std::uint16_t> b(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) b[i] = to_bits16(t, v[i]);
+    return b;
+  }
+  std::vector<float> widen(const void* p, std::size_t n) const {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = from_bits16(t, static_cast<const std::uint16_t*>(p)[i]);
+    return v;
+  }
+};
+
+// ||got - want|| / ||want||; NaN anywhere fails.
+inline double rel_l2(const float* got, const float* want, std::size_t n) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::isnan(got[i])) return INFINITY;
+    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    den += double(want[i]) * want[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
 
 // The layer the multi-rank tests share: 8 experts (for 1, 2, 4 ranks), two prototypes of top-2
 // and capacity drops, so routing, slots and dropping are all exercised.

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <chrono>
 #include <thread>
+#include "kernels/convert.h"
 #include "runtime/comm.h"
 #include "runtime/device.h"
 #include "runtime/layout.h"
@@ -99,11 +100,28 @@ TEST_F(MpiComm, SendRecvRingAndPointToPoint) {
   EXPECT_THROW(comm->send(in.data(), 1, DType::f32, n, s), Error);
 }
 
-TEST_F(MpiComm, SixteenBitTypesMoveButDoNotReduce) {
+TEST_F(MpiComm, SixteenBitTypesMoveAndReduceInFp32) {
   std::vector<std::uint16_t> in(n, std::uint16_t(r + 1)), out(n);
   comm->all_to_all(in.data(), out.data(), 1, DType::bf16, s);
   for (int p = 0; p < n; ++p) EXPECT_EQ(out[p], p + 1);
-  EXPECT_THROW(comm->all_reduce(in.data(), out.data(), 1, DType::f16, ReduceOp::sum, s), Error);
+  for (DType t : {DType::f16, DType::bf16}) {
+    // Sums of 1 + r / 4 (exact in both), the max, and a reduce-scatter of (p, r) blocks.
+    std::vector<std::uint16_t> v = {to_bits16(t, 1.f + 0.25f * float(r)), to_bits16(t, -float(r))}, sum(2);
+    comm->all_reduce(v.data(), sum.data(), 2, t, ReduceOp::sum, s);
+    EXPECT_EQ(from_bits16(t, sum[0]), float(n) + 0.25f * float(n * (n - 1) / 2)) << dtype_name(t);
+    EXPECT_EQ(from_bits16(t, sum[1]), -float(n * (n - 1) / 2)) << dtype_name(t);
+    comm->all_reduce(v.data(), v.data(), 2, t, ReduceOp::max, s);  // in place
+    EXPECT_EQ(from_bits16(t, v[0]), 1.f + 0.25f * float(n - 1)) << dtype_name(t);
+    EXPECT_EQ(from_bits16(t, v[1]), 0.f) << dtype_name(t);
+    std::vector<std::uint16_t> blocks(2 * n), mine(2);
+    for (int p = 0; p < n; ++p) {
+      blocks[2 * p] = to_bits16(t, float(p));
+      blocks[2 * p + 1] = to_bits16(t, float(r));
+    }
+    comm->reduce_scatter(blocks.data(), mine.data(), 2, t, ReduceOp::sum, s);
+    EXPECT_EQ(from_bits16(t, mine[0]), float(n * r)) << dtype_name(t);
+    EXPECT_EQ(from_bits16(t, mine[1]), n * (n - 1) / 2.f) << dtype_name(t);
+  }
 }
 
 TEST_F(MpiComm, BarrierAndSplitByColour) {

@@ -109,6 +109,41 @@ TEST_F(MoEDistributed, PpmoeEqualsSingleRankReference) {
   }
 }
 
+// bf16 tokens, experts and exchanges (MPI moves and sums the 16-bit words): the expert-parallel
+// and PPMoE layers against the fp32 single-rank layer on the same rounded values.
+TEST_F(MoEDistributed, SixteenBitLayersMatchTheFp32Reference) {
+  const DType t = DType::bf16;
+  const Case c = kCases[3];  // top-2 with capacity
+  MoEConfig cfg = config_for(c);
+  cfg.dtype = t;
+  const int T = 12;
+  for (bool ppmoe : {false, true}) {
+    SCOPED_TRACE(ppmoe ? "PPMoE" : "expert-parallel");
+    CpuLayer16 layer(cfg, [&](const DispatcherEnv& env) {
+      return ppmoe ? make_ppmoe_dispatcher(env, *comm) : make_expert_parallel_dispatcher(env, *comm);
+    });
+    const int ref_tokens = ppmoe ? T : n * T, first = ppmoe ? 0 : r * T;
+    CpuLayer ref(reference_for(c), [&](const DispatcherEnv& env) { return make_local_dispatcher(env, ppmoe ? 1 : n); });
+    const std::size_t per = ref.expert_weights();
+    round_to(t, ref.w1(), 8 * per);
+    round_to(t, ref.w2(), 8 * per);
+    auto x = tokens(ref_tokens, 16, 1), dy = tokens(ref_tokens, 16, 2);
+    round_to(t, x.data(), x.size());
+    round_to(t, dy.data(), dy.size());
+    const std::size_t off = std::size_t(first) * 16, cnt = std::size_t(T) * 16;
+    layer.forward(std::vector<float>(x.begin() + off, x.begin() + off + cnt));
+    ref.forward(x);
+    EXPECT_LT(rel_l2(layer.y.data(), ref.y.data() + off, cnt), 3e-2);
+    layer.backward(std::vector<float>(dy.begin() + off, dy.begin() + off + cnt));
+    ref.backward(dy);
+    EXPECT_LT(rel_l2(layer.dx.data(), ref.dx.data() + off, cnt), 3e-2);
+    EXPECT_LT(rel_l2(layer.layer->gate().grad().as<float>(), ref.gate_g(), 16 * 8), 3e-2);
+    const int L = 8 / n;
+    EXPECT_LT(rel_l2(layer.w1_g().data(), ref.w1_g() + std::size_t(r) * L * per, L * per), 3e-2);
+    EXPECT_LT(rel_l2(layer.w2_g().data(), ref.w2_g() + std::size_t(r) * L * per, L * per), 3e-2);
+  }
+}
+
 TEST_F(MoEDistributed, PpmoeInsideTensorParallelSubGroups) {
   if (n != 4) GTEST_SKIP() << "two TP groups of 2 need 4 ranks";
   auto tp = comm->split(r / 2, r);

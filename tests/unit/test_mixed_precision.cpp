@@ -14,6 +14,7 @@
 #include "kernels/gemm.h"
 #include "kernels/layernorm.h"
 #include "kernels/permute.h"
+#include "moe_test_util.h"
 #include "pipeline/data_parallel.h"
 
 namespace moebench {
@@ -142,6 +143,45 @@ TEST(SixteenBitOnTheCpu, KernelsAreTheFp32ReferenceOnRoundedValues) {
     combine_rows(Exec{}, map, rows16.data(), weight.data(), y16.data(), t);
     combine_rows_cpu(map, rows.data(), weight.data(), out.data());
     EXPECT_EQ(values(t, y16), rounded(t, out));
+  }
+}
+
+// The MoE layer on 16-bit data (gate in fp32 on the widened tokens, experts, permutations in
+// the 16-bit type) against the fp32 layer on the same rounded tokens and expert weights: the
+// same routing, outputs and gradients within the type's rounding.
+TEST(SixteenBitOnTheCpu, MoELayerMatchesTheFp32LayerOnRoundedValues) {
+  using namespace testing_util;
+  for (DType t : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(std::string(dtype_name(t)));
+    MoEConfig c = multi_rank_test_config();
+    c.dtype = t;
+    MoEConfig c32 = c;
+    c32.dtype = DType::f32;
+    const int T = 40;
+    auto x = tokens(T, c.hidden, 1), dy = tokens(T, c.hidden, 2);
+    round_to(t, x.data(), x.size());
+    round_to(t, dy.data(), dy.size());
+    CpuLayer16 layer(c, [](const DispatcherEnv& env) { return make_local_dispatcher(env, 2); });
+    CpuLayer ref(c32, [](const DispatcherEnv& env) { return make_local_dispatcher(env, 2); });
+    const std::size_t wn = layer.expert_values();
+    round_to(t, ref.w1(), wn);  // the weights the 16-bit layer holds
+    round_to(t, ref.w2(), wn);
+    layer.forward(x);
+    ref.forward(x);
+    EXPECT_EQ(layer.ctx->routing.kept, ref.routing().kept);
+    const std::size_t slots = std::size_t(T) * c.slots();
+    EXPECT_EQ(std::vector<std::int32_t>(layer.ctx->routing.expert.as<std::int32_t>(),
+                                        layer.ctx->routing.expert.as<std::int32_t>() + slots),
+              ref.slots(ref.routing().expert));
+    const double tol = t == DType::bf16 ? 3e-2 : 4e-3;
+    EXPECT_LT(rel_l2(layer.y.data(), ref.y.data(), x.size()), tol);
+    EXPECT_GT(rel_l2(layer.y.data(), ref.y.data(), x.size()), 0.0);  // it did round
+    layer.backward(dy);
+    ref.backward(dy);
+    EXPECT_LT(rel_l2(layer.dx.data(), ref.dx.data(), x.size()), tol);
+    EXPECT_LT(rel_l2(layer.layer->gate().grad().as<float>(), ref.gate_g(), std::size_t(c.hidden) * c.experts), tol);
+    EXPECT_LT(rel_l2(layer.w1_g().data(), ref.w1_g(), wn), tol);
+    EXPECT_LT(rel_l2(layer.w2_g().data(), ref.w2_g(), wn), tol);
   }
 }
 
