@@ -64,10 +64,6 @@ class CommBench final : public BenchProgram {
     for (const auto& [opt, r] : {std::pair{"--fail-rank", fail_rank_}, std::pair{"--stall-rank", stall_rank_}})
       if (r && *r >= ctx.rt.world())
         return std::string(opt) + ": '" + std::to_string(*r) + "' is not a rank; allowed: 0 to " + std::to_string(ctx.rt.world() - 1);
-    if (ctx.backend() == Backend::cpu && ctx.dtype() != DType::f32)
-      return "--dtype: " + std::string(dtype_name(ctx.dtype())) +
-             ": the cpu backend is measured in fp32 only (MPI reduces 16-bit words element by element in software, "
-             "nothing a GPU's link would time); allowed: fp32";
     collectives_.clear();
     if (collective_names_.empty())
       collectives_ = comm_bench::all_collectives();

@@ -35,8 +35,6 @@ class GptStepBench final : public BenchProgram {
     if (ctx.world.size() != 1)
       return "gpt.step measures one device, so it runs on one rank; got " + std::to_string(ctx.world.size()) +
              " (launch it with 1 rank: --ranks 1)";
-    if (ctx.dtype() != DType::f32)
-      return "--dtype: " + std::string(dtype_name(ctx.dtype())) + ": the transformer keeps fp32 weights; allowed: fp32";
     switch (ctx.scale()) {
       case Scale::tiny: backbone_ = gpt_backbone(64, 16, 32, 4, 128, 2); experts_ = 4; sequences_ = 2; break;
       case Scale::local: backbone_ = gpt_backbone(512, 128, 256, 4, 1024, 4); experts_ = 8; sequences_ = 4; break;
@@ -48,6 +46,7 @@ class GptStepBench final : public BenchProgram {
         break;
       }
     }
+    backbone_.dtype = ctx.dtype();  // 16-bit: the optimizer keeps fp32 masters
     sequences_ = sequences_opt_.value_or(sequences_);
     for (bool moe : {false, true})
       if (auto e = validate_layout(layout(moe), backbone_, experts_, 1)) return e;
@@ -67,6 +66,10 @@ class GptStepBench final : public BenchProgram {
             return "--reference: " + reference_ + " is another model or batch (" + std::to_string(layers) + " layers, hidden " +
                    std::to_string(hidden) + ", " + std::to_string(seqs) + " sequences of " + std::to_string(seq) +
                    "); run both at the same --scale and --sequences";
+          if (math.rfind(std::string(dtype_name(ctx.dtype())), 0) != 0)
+            return "--reference: " + reference_ + " was measured in " + math + ", not " +
+                   std::string(dtype_name(ctx.dtype())) + "; run torch_step.py with --dtype " +
+                   std::string(dtype_name(ctx.dtype()));
           reference_rows_[model] = Reference{ms, lo, hi, torch, device, math};
         }
       } catch (const io::error::base& e) {

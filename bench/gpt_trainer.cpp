@@ -14,12 +14,11 @@ GptTrainer::GptTrainer(Communicator& world, Device& dev, Backend backend, const 
   engine_ = std::make_unique<PipelineEngine>(*stage_, *groups_.pp, dev, *alloc_, compute_, send_);
   // Data parallelism sums the gradients over the DP group, except what the layer summed
   // itself: DPMoE's gate (over its all-to-all, the DP group) and experts (each rank its own).
-  auto all = stage_->parameters(), moe = stage_->moe_parameters();
+  // fp16/bf16 parameters get fp32 masters there.
   std::set<Buffer*> moe_set;
-  for (auto& p : moe) moe_set.insert(p.first);
-  std::vector<std::pair<Buffer*, Buffer*>> dense;
-  for (auto& p : all)
-    if (!moe_set.count(p.first)) dense.push_back(p);
+  for (auto& p : stage_->moe_parameters()) moe_set.insert(p.first);
+  std::vector<TrainedParameter> dense, moe;
+  for (const TrainedParameter& p : stage_->trained_parameters()) (moe_set.count(p.weight) ? moe : dense).push_back(p);
   AdamStep hyper;
   hyper.lr = 1e-4f;
   dense_opt_ = std::make_unique<DataParallelAdam>(dense, groups_.dp.get(), layout.zero, hyper, dev, *alloc_);

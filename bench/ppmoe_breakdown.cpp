@@ -49,8 +49,6 @@ class BreakdownBench final : public BenchProgram {
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
     const int W = ctx.world.size();
-    if (ctx.dtype() != DType::f32)
-      return "--dtype: " + std::string(dtype_name(ctx.dtype())) + ": the transformer keeps fp32 weights; allowed: fp32";
     switch (ctx.scale()) {
       case Scale::tiny: backbone_ = gpt_backbone(64, 16, 32, 4, 64, 4); experts_ = 8; sequences_per_rank_ = 2; break;
       case Scale::local: backbone_ = gpt_backbone(512, 64, 128, 4, 512, 4); experts_ = 8; sequences_per_rank_ = 2; break;
@@ -62,6 +60,7 @@ class BreakdownBench final : public BenchProgram {
         break;
       }
     }
+    backbone_.dtype = ctx.dtype();
     if (tables_.empty()) tables_ = {"t1", "t3"};
     for (const auto& t : tables_)
       if (auto e = validate_layout(layout(t, W), backbone_, experts_, W)) return e;

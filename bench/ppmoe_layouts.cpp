@@ -67,8 +67,6 @@ class LayoutsBench final : public BenchProgram {
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
     const int W = ctx.world.size();
-    if (ctx.dtype() != DType::f32)
-      return "--dtype: " + std::string(dtype_name(ctx.dtype())) + ": the transformer keeps fp32 weights; allowed: fp32";
     const ModelSpec& medium = model_spec("gpt3-medium");
     switch (ctx.scale()) {
       case Scale::tiny: model_ = gpt_backbone(64, 16, 32, 4, 64, 4); experts_ = 8; sequences_ = 8; break;
@@ -79,6 +77,7 @@ class LayoutsBench final : public BenchProgram {
         sequences_ = W;  // one sequence of 2048 tokens per rank
         break;
     }
+    model_.dtype = ctx.dtype();
     micro_ = micro_opt_.value_or(4);
     rows_.clear();
     const bool custom = !layout_opt_.empty();

@@ -169,7 +169,9 @@ std::optional<std::string> check_benchmark_flags(int argc, char** argv) {
 std::optional<std::string> check_common(const CommonOptions& o) {
   if (o.backend_kind() == Backend::cpu) {
     if (o.dtype != "fp32")
-      return "--dtype: '" + o.dtype + "' is not computed by the cpu backend; allowed there: fp32 (or use --backend cuda)";
+      return "--dtype: '" + o.dtype +
+             "' is only emulated by the cpu backend (widened to fp32 element by element: its times say nothing of "
+             "16-bit hardware), so it measures fp32; allowed there: fp32 (or use --backend cuda)";
     if (o.profile) return "--profile: brackets the CUDA profiler; it means nothing with --backend cpu";
     if (o.no_tensor_cores) return "--no-tensor-cores: only the cuda backend has tensor cores; drop it with --backend cpu";
   } else if (o.blas_threads) {

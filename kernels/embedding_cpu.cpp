@@ -1,4 +1,5 @@
 #include "kernels/embedding.h"
+#include "kernels/host_widen.h"
 #include <string>
 
 namespace moebench {
@@ -38,25 +39,36 @@ static void check(const EmbeddingShape& s) {
                 std::to_string(s.hidden) + ", vocabulary " + std::to_string(s.vocab));
 }
 
-void embedding_forward(const Exec& ex, const EmbeddingShape& s, const std::int32_t* tokens, const float* table,
-                       const float* positions, float* y) {
+void embedding_forward(const Exec& ex, const EmbeddingShape& s, const std::int32_t* tokens, const void* table,
+                       const void* positions, void* y, DType t) {
   check(s);
-  if (ex.backend == Backend::cuda) return embedding_forward_cuda(s, tokens, table, positions, y, ex.stream);
-  run_host(ex, "embedding_forward", [=] { embedding_forward_cpu(s, tokens, table, positions, y); });
+  if (ex.backend == Backend::cuda) return embedding_forward_cuda(s, tokens, table, positions, y, t, ex.stream);
+  run_host(ex, "embedding_forward", [=] {
+    const std::size_t h = s.hidden;
+    WidenedView e(table, t, s.vocab * h, true), p(positions, t, s.seq * h, true), out(y, t, s.rows * h, false);
+    embedding_forward_cpu(s, tokens, e.data(), p.data(), out.data());
+    out.narrow();
+  });
 }
 
-void embedding_backward(const Exec& ex, const EmbeddingShape& s, const std::int32_t* tokens, const float* dy, float* dtable,
-                        float* dpositions) {
+void embedding_backward(const Exec& ex, const EmbeddingShape& s, const std::int32_t* tokens, const void* dy, void* dtable,
+                        void* dpositions, DType t) {
   check(s);
-  if (ex.backend == Backend::cuda) return embedding_backward_cuda(s, tokens, dy, dtable, dpositions, ex.stream);
-  run_host(ex, "embedding_backward", [=] { embedding_backward_cpu(s, tokens, dy, dtable, dpositions); });
+  if (ex.backend == Backend::cuda) return embedding_backward_cuda(s, tokens, dy, dtable, dpositions, t, ex.stream);
+  run_host(ex, "embedding_backward", [=] {
+    const std::size_t h = s.hidden;
+    WidenedView g(dy, t, s.rows * h, true), e(dtable, t, s.vocab * h, true), p(dpositions, t, s.seq * h, true);
+    embedding_backward_cpu(s, tokens, g.data(), e.data(), p.data());
+    e.narrow();
+    p.narrow();
+  });
 }
 
 #if !MOEBENCH_WITH_CUDA
-void embedding_forward_cuda(const EmbeddingShape&, const std::int32_t*, const float*, const float*, float*, void*) {
+void embedding_forward_cuda(const EmbeddingShape&, const std::int32_t*, const void*, const void*, void*, DType, void*) {
   cuda_not_built("embedding_forward");
 }
-void embedding_backward_cuda(const EmbeddingShape&, const std::int32_t*, const float*, float*, float*, void*) {
+void embedding_backward_cuda(const EmbeddingShape&, const std::int32_t*, const void*, void*, void*, DType, void*) {
   cuda_not_built("embedding_backward");
 }
 #endif

@@ -7,6 +7,7 @@
 #include "kernels/causal_softmax.h"
 #include "kernels/gemm.h"
 #include "moe/init.h"
+#include "pipeline/typed_upload.h"
 
 namespace moebench {
 
@@ -16,7 +17,7 @@ struct View {
   const void* p;
   int ld;
 };
-GemmArgs strided(bool ta, bool tb, int m, int n, int k, View a, View b, void* c, int ldc, float beta = 0.f) {
+GemmArgs strided(DType t, bool ta, bool tb, int m, int n, int k, View a, View b, void* c, int ldc) {
   GemmArgs g;
   g.trans_a = ta;
   g.trans_b = tb;
@@ -24,17 +25,18 @@ GemmArgs strided(bool ta, bool tb, int m, int n, int k, View a, View b, void* c,
   g.n = n;
   g.k = k;
   g.alpha = 1.f;
-  g.beta = beta;
+  g.beta = 0.f;
   g.a = a.p;
   g.lda = a.ld;
   g.b = b.p;
   g.ldb = b.ld;
   g.c = c;
   g.ldc = ldc;
-  g.dtype = DType::f32;
+  g.dtype = t;
   return g;
 }
-float* at(void* p, std::size_t i) { return static_cast<float*>(p) + i; }
+// Element i of a buffer of es-byte elements.
+void* at(void* p, std::size_t i, std::size_t es) { return static_cast<char*>(p) + i * es; }
 // Seeds' stream ids: (layer, global head, which of q, k, v, o).
 std::uint64_t weight_id(int layer, int head, int which) { return 100000 + (std::uint64_t(layer) * 4096 + head) * 4 + which; }
 }  // namespace
@@ -44,7 +46,8 @@ CausalSelfAttention::CausalSelfAttention(const AttentionConfig& cfg, Device& dev
   if (cfg.hidden < 1 || cfg.heads < 1 || cfg.head_dim < 1)
     throw Error("CausalSelfAttention: hidden " + std::to_string(cfg.hidden) + ", heads " + std::to_string(cfg.heads) +
                 " and head_dim " + std::to_string(cfg.head_dim) + " must be >= 1");
-  const std::size_t qkv = std::size_t(cfg.hidden) * qkv_width() * 4, o = std::size_t(inner()) * cfg.hidden * 4;
+  const std::size_t es = dtype_size(cfg.dtype);
+  const std::size_t qkv = std::size_t(cfg.hidden) * qkv_width() * es, o = std::size_t(inner()) * cfg.hidden * es;
   wqkv_ = alloc_.allocate(qkv, MemTag::model_states);
   dwqkv_ = alloc_.allocate(qkv, MemTag::model_states);
   wo_ = alloc_.allocate(o, MemTag::model_states);
@@ -65,10 +68,9 @@ void CausalSelfAttention::init(std::uint64_t seed, const Stream& s) {
     const auto blk = normal_vector(std::size_t(d) * H, seed, weight_id(cfg_.layer, g, 3), std_dev);  // Wo rows
     std::copy(blk.begin(), blk.end(), o.begin() + std::size_t(h) * d * H);
   }
-  dev_.copy_to_device(wqkv_.data(), qkv.data(), qkv.size() * 4, s);
-  dev_.copy_to_device(wo_.data(), o.data(), o.size() * 4, s);
+  upload_as(dev_, wqkv_.data(), qkv, cfg_.dtype, s);
+  upload_as(dev_, wo_.data(), o, cfg_.dtype, s);
   zero_grad(s);
-  s.synchronize();  // the host vectors go out of scope
 }
 
 void CausalSelfAttention::zero_grad(const Stream& s) {
@@ -78,74 +80,78 @@ void CausalSelfAttention::zero_grad(const Stream& s) {
 
 AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequences, int seq, const Stream& s, bool accumulate) {
   const int H = cfg_.hidden, d = cfg_.head_dim, in = inner(), W = qkv_width(), T = sequences * seq;
+  const DType t = cfg_.dtype;
+  const std::size_t es = dtype_size(t);
   const Exec ex = dev_.exec(s);
   AttentionContext c;
   c.sequences = sequences;
   c.seq = seq;
   c.x = x;
-  c.qkv = alloc_.allocate(std::size_t(T) * W * 4, MemTag::activations, s);
-  c.probs = alloc_.allocate(std::size_t(sequences) * cfg_.heads * seq * seq * 4, MemTag::activations, s);
-  c.ctx = alloc_.allocate(std::size_t(T) * in * 4, MemTag::activations, s);
-  gemm(ex, dense_gemm(false, false, T, W, H, x, wqkv_.data(), c.qkv.data()));
+  c.qkv = alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s);
+  c.probs = alloc_.allocate(std::size_t(sequences) * cfg_.heads * seq * seq * es, MemTag::activations, s);
+  c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
+  gemm(ex, dense_gemm(false, false, T, W, H, x, wqkv_.data(), c.qkv.data(), t));
   for (int b = 0; b < sequences; ++b)
     for (int h = 0; h < cfg_.heads; ++h) {
       const std::size_t row0 = std::size_t(b) * seq;
-      const View q{at(c.qkv.data(), row0 * W + h * d), W}, k{at(c.qkv.data(), row0 * W + in + h * d), W};
-      float* scores = at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq);
-      gemm(ex, strided(false, true, seq, seq, d, q, k, scores, seq));
+      const View q{at(c.qkv.data(), row0 * W + h * d, es), W}, k{at(c.qkv.data(), row0 * W + in + h * d, es), W};
+      void* scores = at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq, es);
+      gemm(ex, strided(t, false, true, seq, seq, d, q, k, scores, seq));
     }
   const CausalSoftmaxShape sm{sequences * cfg_.heads, seq, 1.f / std::sqrt(float(d))};
-  causal_softmax_forward(ex, sm, c.probs.data(), c.probs.data(), DType::f32);
+  causal_softmax_forward(ex, sm, c.probs.data(), c.probs.data(), t);
   for (int b = 0; b < sequences; ++b)
     for (int h = 0; h < cfg_.heads; ++h) {
       const std::size_t row0 = std::size_t(b) * seq;
-      const View p{at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq), seq},
-          v{at(c.qkv.data(), row0 * W + 2 * in + h * d), W};
-      gemm(ex, strided(false, false, seq, d, seq, p, v, at(c.ctx.data(), row0 * in + h * d), in));
+      const View p{at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq, es), seq},
+          v{at(c.qkv.data(), row0 * W + 2 * in + h * d, es), W};
+      gemm(ex, strided(t, false, false, seq, d, seq, p, v, at(c.ctx.data(), row0 * in + h * d, es), in));
     }
-  gemm(ex, dense_gemm(false, false, T, H, in, c.ctx.data(), wo_.data(), y, DType::f32, 1.f, accumulate ? 1.f : 0.f));
+  gemm(ex, dense_gemm(false, false, T, H, in, c.ctx.data(), wo_.data(), y, t, 1.f, accumulate ? 1.f : 0.f));
   return c;
 }
 
 void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx, const Stream& s, bool accumulate,
                                    std::vector<WeightTask>* deferred) {
   const int H = cfg_.hidden, d = cfg_.head_dim, in = inner(), W = qkv_width(), seq = c.seq, T = c.sequences * seq;
+  const DType t = cfg_.dtype;
+  const std::size_t es = dtype_size(t);
   const Exec ex = dev_.exec(s);
-  Buffer dctx = alloc_.allocate(std::size_t(T) * in * 4, MemTag::temporary, s);
-  auto dqkv = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * W * 4, MemTag::activations, s));
-  Buffer dp = alloc_.allocate(std::size_t(seq) * seq * 4, MemTag::temporary, s);
-  gemm(ex, dense_gemm(false, true, T, in, H, dy, wo_.data(), dctx.data()));  // dC = dy Wo^T
+  Buffer dctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
+  auto dqkv = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s));
+  Buffer dp = alloc_.allocate(std::size_t(seq) * seq * es, MemTag::temporary, s);
+  gemm(ex, dense_gemm(false, true, T, in, H, dy, wo_.data(), dctx.data(), t));  // dC = dy Wo^T
   const CausalSoftmaxShape sm{1, seq, 1.f / std::sqrt(float(d))};
   for (int b = 0; b < c.sequences; ++b)
     for (int h = 0; h < cfg_.heads; ++h) {
       const std::size_t row0 = std::size_t(b) * seq;
-      const View p{at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq), seq},
-          q{at(c.qkv.data(), row0 * W + h * d), W}, k{at(c.qkv.data(), row0 * W + in + h * d), W},
-          v{at(c.qkv.data(), row0 * W + 2 * in + h * d), W}, dc{at(dctx.data(), row0 * in + h * d), in};
-      float* dq = at(dqkv->data(), row0 * W + h * d);
-      float* dk = at(dqkv->data(), row0 * W + in + h * d);
-      float* dv = at(dqkv->data(), row0 * W + 2 * in + h * d);
-      gemm(ex, strided(false, true, seq, seq, d, dc, v, dp.data(), seq));  // dP = dC V^T
-      gemm(ex, strided(true, false, seq, d, seq, p, dc, dv, W));            // dV = P^T dC
-      causal_softmax_backward(ex, sm, p.p, dp.data(), dp.data(), DType::f32);
+      const View p{at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq, es), seq},
+          q{at(c.qkv.data(), row0 * W + h * d, es), W}, k{at(c.qkv.data(), row0 * W + in + h * d, es), W},
+          v{at(c.qkv.data(), row0 * W + 2 * in + h * d, es), W}, dc{at(dctx.data(), row0 * in + h * d, es), in};
+      void* dq = at(dqkv->data(), row0 * W + h * d, es);
+      void* dk = at(dqkv->data(), row0 * W + in + h * d, es);
+      void* dv = at(dqkv->data(), row0 * W + 2 * in + h * d, es);
+      gemm(ex, strided(t, false, true, seq, seq, d, dc, v, dp.data(), seq));  // dP = dC V^T
+      gemm(ex, strided(t, true, false, seq, d, seq, p, dc, dv, W));            // dV = P^T dC
+      causal_softmax_backward(ex, sm, p.p, dp.data(), dp.data(), t);
       const View ds{dp.data(), seq};
-      gemm(ex, strided(false, false, seq, d, seq, ds, k, dq, W));  // dQ = dS K
-      gemm(ex, strided(true, false, seq, d, seq, ds, q, dk, W));   // dK = dS^T Q
+      gemm(ex, strided(t, false, false, seq, d, seq, ds, k, dq, W));  // dQ = dS K
+      gemm(ex, strided(t, true, false, seq, d, seq, ds, q, dk, W));   // dK = dS^T Q
     }
-  gemm(ex, dense_gemm(false, true, T, H, W, dqkv->data(), wqkv_.data(), dx, DType::f32, 1.f, accumulate ? 1.f : 0.f));
+  gemm(ex, dense_gemm(false, true, T, H, W, dqkv->data(), wqkv_.data(), dx, t, 1.f, accumulate ? 1.f : 0.f));
   c.qkv.release();
   c.probs.release();
   // W: dWo += C^T dy; dWqkv += x^T dQKV. Deferred, it keeps its own copy of dy.
   auto ctx = std::make_shared<Buffer>(std::move(c.ctx));
   std::shared_ptr<Buffer> dy_kept;
   if (deferred) {
-    dy_kept = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * H * 4, MemTag::activations, s));
-    dev_.copy(dy_kept->data(), dy, std::size_t(T) * H * 4, s);
+    dy_kept = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * H * es, MemTag::activations, s));
+    dev_.copy(dy_kept->data(), dy, std::size_t(T) * H * es, s);
   }
-  WeightTask w = [this, ctx, dqkv, dy_kept, dy, x = c.x, T, H, in, W](const Stream& st) {
+  WeightTask w = [this, ctx, dqkv, dy_kept, dy, x = c.x, T, H, in, W, t](const Stream& st) {
     const Exec e = dev_.exec(st);
-    gemm(e, dense_gemm(true, false, in, H, T, ctx->data(), dy_kept ? dy_kept->data() : dy, dwo_.data(), DType::f32, 1.f, 1.f));
-    gemm(e, dense_gemm(true, false, H, W, T, x, dqkv->data(), dwqkv_.data(), DType::f32, 1.f, 1.f));
+    gemm(e, dense_gemm(true, false, in, H, T, ctx->data(), dy_kept ? dy_kept->data() : dy, dwo_.data(), t, 1.f, 1.f));
+    gemm(e, dense_gemm(true, false, H, W, T, x, dqkv->data(), dwqkv_.data(), t, 1.f, 1.f));
   };
   if (deferred)
     deferred->push_back(std::move(w));

@@ -3,12 +3,14 @@
 //   y = C Wo
 // x, y: [sequences x seq, hidden] rows, sequence after sequence. Wqkv [hidden, 3 hidden] and Wo
 // [hidden, hidden] hold `heads` heads of d = hidden / heads columns each (a tensor-parallel rank
-// holds a slice of the heads: `first_head` names its first). fp32 weights and gradients; the
-// head GEMMs read Q, K and V in place from the QKV rows (strided), one GEMM per (sequence, head).
+// holds a slice of the heads: `first_head` names its first). Weights, gradients and activations
+// in `dtype` (fp32, or fp16/bf16 with fp32 arithmetic); the head GEMMs read Q, K and V in place
+// from the QKV rows (strided), one GEMM per (sequence, head).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <vector>
+#include "kernels/dtype.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 
@@ -20,6 +22,7 @@ struct AttentionConfig {
   int head_dim = 0;    // d
   int first_head = 0;  // global index of the first (weights depend on (seed, layer, head) alone)
   int layer = 0;
+  DType dtype = DType::f32;
 };
 
 // A weight-gradient GEMM a backward left for later (the zero-bubble schedules' W): it holds

@@ -23,6 +23,7 @@ class GptModel {
 
   // Every parameter and its gradient (embeddings, blocks in order, final LayerNorm).
   std::vector<std::pair<Buffer*, Buffer*>> parameters() { return stage_.parameters(); }
+  std::vector<TrainedParameter> trained_parameters() { return stage_.trained_parameters(); }
   // The token rows this rank's experts computed in the last forward (GptStage::expert_rows).
   long long expert_rows() const { return stage_.expert_rows(0); }
 

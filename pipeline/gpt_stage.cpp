@@ -6,6 +6,7 @@
 #include "kernels/gemm.h"
 #include "kernels/layernorm.h"
 #include "moe/init.h"
+#include "pipeline/typed_upload.h"
 
 namespace moebench {
 
@@ -16,6 +17,10 @@ std::optional<std::string> GptStage::validate(const GptConfig& cfg, int stages, 
   if (stages < 1 || cfg.layers % stages != 0)
     return "--pp: " + std::to_string(stages) + " pipeline stages do not split the " + std::to_string(cfg.layers) +
            " layers evenly; allowed: a divisor of --layers";
+  if (!is_float(cfg.dtype))
+    return "--dtype: " + std::string(dtype_name(cfg.dtype)) + "; allowed: fp32, fp16 and bf16";
+  if (cfg.moe_every > 0 && cfg.moe.gate == GateImpl::paper && cfg.dtype != DType::f32)
+    return "--gate paper: its dense dispatch and combine tensors are fp32; allowed --dtype fp32";
   return TransformerBlock::validate({cfg.hidden, cfg.heads, cfg.ffn, 0, std::nullopt}, tp_size);
 }
 
@@ -25,15 +30,15 @@ GptStage::GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, Tra
   if (auto e = validate(cfg, stages, tp ? tp->size() : 1)) throw Error("GptStage: " + *e);
   layers_ = cfg.layers / stages;
   first_layer_ = stage * layers_;
-  const std::size_t H = cfg.hidden;
+  const std::size_t H = cfg.hidden, es = dtype_size(cfg.dtype);
   if (first() || last())
-    for (Buffer* b : {&table_, &dtable_}) *b = alloc_.allocate(std::size_t(cfg.vocab) * H * 4, MemTag::model_states);
+    for (Buffer* b : {&table_, &dtable_}) *b = alloc_.allocate(std::size_t(cfg.vocab) * H * es, MemTag::model_states);
   if (first())
-    for (Buffer* b : {&positions_, &dpositions_}) *b = alloc_.allocate(std::size_t(cfg.seq) * H * 4, MemTag::model_states);
+    for (Buffer* b : {&positions_, &dpositions_}) *b = alloc_.allocate(std::size_t(cfg.seq) * H * es, MemTag::model_states);
   if (last())
     for (Buffer* b : {&gf_, &bf_, &dgf_, &dbf_}) *b = alloc_.allocate(H * 4, MemTag::model_states);
   for (int l = 0; l < layers_; ++l) {
-    TransformerBlockConfig b{cfg.hidden, cfg.heads, cfg.ffn, first_layer_ + l, std::nullopt};
+    TransformerBlockConfig b{cfg.hidden, cfg.heads, cfg.ffn, first_layer_ + l, std::nullopt, cfg.dtype};
     if (cfg.is_moe(first_layer_ + l)) b.moe = cfg.moe;
     blocks_.push_back(std::make_unique<TransformerBlock>(b, dev, alloc, tp, dispatcher));
   }
@@ -44,8 +49,8 @@ void GptStage::init(std::uint64_t seed, const Stream& s) {
   const std::vector<float> ones(H, 1.f);
   const auto table = normal_vector(std::size_t(cfg_.vocab) * H, seed, 300000, cfg_.token_std);
   const auto pos = normal_vector(std::size_t(cfg_.seq) * H, seed, 300001, cfg_.position_std);
-  if (table_) dev_.copy_to_device(table_.data(), table.data(), table.size() * 4, s);
-  if (positions_) dev_.copy_to_device(positions_.data(), pos.data(), pos.size() * 4, s);
+  if (table_) upload_as(dev_, table_.data(), table, cfg_.dtype, s);
+  if (positions_) upload_as(dev_, positions_.data(), pos, cfg_.dtype, s);
   if (gf_) {
     dev_.copy_to_device(gf_.data(), ones.data(), H * 4, s);
     dev_.fill_zero(bf_.data(), bf_.bytes(), s);
@@ -88,6 +93,22 @@ std::vector<std::pair<Buffer*, Buffer*>> GptStage::parameters() {
   return out;
 }
 
+std::vector<TrainedParameter> GptStage::trained_parameters() {
+  std::vector<TrainedParameter> out;
+  if (first()) {
+    out.push_back({&table_, &dtable_, cfg_.dtype});
+    out.push_back({&positions_, &dpositions_, cfg_.dtype});
+  }
+  for (auto& b : blocks_)
+    for (const TrainedParameter& p : b->trained_parameters()) out.push_back(p);
+  if (last()) {
+    out.push_back({&gf_, &dgf_, DType::f32});
+    out.push_back({&bf_, &dbf_, DType::f32});
+    if (!first()) out.push_back({&table_, &dtable_, cfg_.dtype});
+  }
+  return out;
+}
+
 std::vector<std::pair<Buffer*, Buffer*>> GptStage::moe_parameters() {
   std::vector<std::pair<Buffer*, Buffer*>> out;
   for (auto& b : blocks_)
@@ -100,7 +121,8 @@ void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream
   if (rows != T || micro < 0 || micro >= int(micro_.size()))
     throw Error("GptStage: micro-batch " + std::to_string(micro) + " of " + std::to_string(rows) + " rows; set_batch gave " +
                 std::to_string(micro_.size()) + " of " + std::to_string(T));
-  const std::size_t xb = std::size_t(T) * H * 4;
+  const DType t = cfg_.dtype;
+  const std::size_t es = dtype_size(t), xb = std::size_t(T) * H * es;
   const Exec ex = dev_.exec(s);
   ScopedRange whole("model.fwd", s, breakdown_);
   Micro& m = micro_[micro];
@@ -110,7 +132,7 @@ void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream
   m.blocks.resize(layers_);
   m.xs[0] = alloc_.allocate(xb, MemTag::activations, s);
   if (first())
-    embedding_forward(ex, {T, S, H, V}, tokens_.at(micro), table_.as<float>(), positions_.as<float>(), m.xs[0].as<float>());
+    embedding_forward(ex, {T, S, H, V}, tokens_.at(micro), table_.data(), positions_.data(), m.xs[0].data(), t);
   else
     dev_.copy(m.xs[0].data(), x, xb, s);
   run_blocks(m, s);
@@ -125,12 +147,11 @@ void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream
   m.mean = alloc_.allocate(std::size_t(T) * 4, MemTag::activations, s);
   m.rstd = alloc_.allocate(std::size_t(T) * 4, MemTag::activations, s);
   layernorm_forward(ex, ln, m.xs[layers_].data(), gf_.as<float>(), bf_.as<float>(), m.lnf.data(), m.mean.as<float>(),
-                    m.rstd.as<float>(), DType::f32);
-  m.dlogits = alloc_.allocate(std::size_t(T) * V * 4, MemTag::activations, s);
+                    m.rstd.as<float>(), t);
+  m.dlogits = alloc_.allocate(std::size_t(T) * V * es, MemTag::activations, s);
   Buffer& losses = losses_.emplace_back(alloc_.allocate(std::size_t(T) * 4, MemTag::temporary, s));
-  gemm(ex, dense_gemm(false, true, T, V, H, m.lnf.data(), table_.data(), m.dlogits.data()));
-  cross_entropy(ex, {T, V, grad_scale_}, m.dlogits.data(), targets_.at(micro), losses.as<float>(), m.dlogits.data(),
-                DType::f32);
+  gemm(ex, dense_gemm(false, true, T, V, H, m.lnf.data(), table_.data(), m.dlogits.data(), t));
+  cross_entropy(ex, {T, V, grad_scale_}, m.dlogits.data(), targets_.at(micro), losses.as<float>(), m.dlogits.data(), t);
   if (recompute_) {  // the final LayerNorm is recomputed with the blocks
     forget_blocks(m);
     m.lnf.release();
@@ -140,7 +161,7 @@ void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream
 }
 
 void GptStage::run_blocks(Micro& m, const Stream& s) {
-  const std::size_t xb = std::size_t(sequences_) * cfg_.seq * cfg_.hidden * 4;
+  const std::size_t xb = std::size_t(sequences_) * cfg_.seq * cfg_.hidden * dtype_size(cfg_.dtype);
   m.expert_rows = 0;
   for (int l = 0; l < layers_; ++l) {
     m.xs[l + 1] = alloc_.allocate(xb, MemTag::activations, s);
@@ -159,7 +180,8 @@ void GptStage::forget_blocks(Micro& m) {  // all but the stage's input (stream-o
 
 void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream& s) {
   const int H = cfg_.hidden, V = cfg_.vocab, S = cfg_.seq, T = sequences_ * S;
-  const std::size_t xb = std::size_t(T) * H * 4;
+  const DType t = cfg_.dtype;
+  const std::size_t xb = std::size_t(T) * H * dtype_size(t);
   const Exec ex = dev_.exec(s);
   Micro& m = micro_.at(micro);
   if (recompute_) {
@@ -169,15 +191,15 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
       m.mean = alloc_.allocate(std::size_t(T) * 4, MemTag::activations, s);
       m.rstd = alloc_.allocate(std::size_t(T) * 4, MemTag::activations, s);
       layernorm_forward(ex, {T, H}, m.xs[layers_].data(), gf_.as<float>(), bf_.as<float>(), m.lnf.data(), m.mean.as<float>(),
-                        m.rstd.as<float>(), DType::f32);
+                        m.rstd.as<float>(), t);
     }
   }
   Buffer grad = alloc_.allocate(xb, MemTag::temporary, s), next = alloc_.allocate(xb, MemTag::temporary, s);
   if (last()) {  // dLNf = dlogits E; dE += dlogits^T LNf; then LNf's backward
-    gemm(ex, dense_gemm(false, false, T, H, V, m.dlogits.data(), table_.data(), next.data()));
-    gemm(ex, dense_gemm(true, false, V, H, T, m.dlogits.data(), m.lnf.data(), dtable_.data(), DType::f32, 1.f, 1.f));
+    gemm(ex, dense_gemm(false, false, T, H, V, m.dlogits.data(), table_.data(), next.data(), t));
+    gemm(ex, dense_gemm(true, false, V, H, T, m.dlogits.data(), m.lnf.data(), dtable_.data(), t, 1.f, 1.f));
     layernorm_backward(ex, {T, H}, m.xs[layers_].data(), next.data(), gf_.as<float>(), m.mean.as<float>(),
-                       m.rstd.as<float>(), grad.data(), dgf_.as<float>(), dbf_.as<float>(), DType::f32);
+                       m.rstd.as<float>(), grad.data(), dgf_.as<float>(), dbf_.as<float>(), t);
   } else {
     dev_.copy(grad.data(), dy, xb, s);
   }
@@ -186,7 +208,7 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
     std::swap(grad, next);
   }
   if (first())
-    embedding_backward(ex, {T, S, H, V}, tokens_.at(micro), grad.as<float>(), dtable_.as<float>(), dpositions_.as<float>());
+    embedding_backward(ex, {T, S, H, V}, tokens_.at(micro), grad.data(), dtable_.data(), dpositions_.data(), t);
   else
     dev_.copy(dx, grad.data(), xb, s);
   // Stream-ordered: what W does not need goes back to the pool after these ops.
@@ -232,10 +254,10 @@ double GptStage::loss_sum(const Stream& s) {
 void GptStage::sync_tied_embedding(Communicator& pipeline, const Stream& s) {
   if (stages_ == 1 || !(first() || last())) return;
   const int peer = first() ? stages_ - 1 : 0;
-  const std::size_t n = dtable_.bytes() / 4;
+  const std::size_t n = dtable_.bytes() / dtype_size(cfg_.dtype);
   Buffer theirs = alloc_.allocate(dtable_.bytes(), MemTag::temporary, s);
-  pipeline.send_recv(dtable_.data(), peer, theirs.data(), peer, n, DType::f32, s);
-  axpy(dev_.exec(s), n, 1.f, theirs.data(), dtable_.data(), DType::f32);
+  pipeline.send_recv(dtable_.data(), peer, theirs.data(), peer, n, cfg_.dtype, s);
+  axpy(dev_.exec(s), n, 1.f, theirs.data(), dtable_.data(), cfg_.dtype);
 }
 
 }  // namespace moebench

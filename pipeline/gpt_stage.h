@@ -25,6 +25,9 @@ struct GptConfig {
   // Initial std of the token and position embeddings (GPT-2's 0.02; the finite-difference tests
   // take larger ones, where a probe of 1e-2 is small against the weights).
   float token_std = 0.02f, position_std = 0.02f;
+  // Weights, gradients and activations (fp16/bf16: fp32 arithmetic; the LayerNorms' parameters,
+  // the MoE gates and the loss stay fp32; the optimizer keeps fp32 masters).
+  DType dtype = DType::f32;
   bool is_moe(int layer) const { return moe_every > 0 && layer % moe_every == moe_every - 1; }
 };
 
@@ -58,6 +61,7 @@ class GptStage final : public PipelineStage {
                  float grad_scale);
 
   int width() const override { return cfg_.hidden; }
+  DType activation_dtype() const override { return cfg_.dtype; }
   void forward(int micro, const void* x, void* y, int rows, const Stream& s) override;
   void backward_input(int micro, const void* dy, void* dx, const Stream& s) override;
   void backward_weight(int micro, const Stream& s) override;
@@ -76,6 +80,8 @@ class GptStage final : public PipelineStage {
   // its blocks, the final LayerNorm (last), the token embedding again on a last stage that is
   // not also the first.
   std::vector<std::pair<Buffer*, Buffer*>> parameters();
+  // The same with each one's dtype, for the optimizer.
+  std::vector<TrainedParameter> trained_parameters();
   // The token rows this rank's experts computed in micro-batch `micro`'s last forward, over its
   // MoE blocks (how routing spread the load: the busiest rank sets the step's pace); kept after
   // the backward frees the forward's contexts.

@@ -29,7 +29,8 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
   if ((s == 0 && !given(inputs.size())) || (s == P - 1 && (!given(outputs.size()) || !given(output_grads.size()))))
     throw Error("PipelineEngine: one input (first stage) and one output and output gradient (last stage) per micro-batch, or none");
   const int H = stage_.width();
-  const std::size_t count = std::size_t(rows) * H, bytes = count * 4;
+  const DType act = stage_.activation_dtype();
+  const std::size_t count = std::size_t(rows) * H, bytes = count * dtype_size(act);
   const bool split = schedule.splits_backward();
 
   struct Timed {
@@ -52,7 +53,7 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
   std::vector<Sent> in_flight;
   auto send_after = [&](Buffer& b, const Event& produced, int peer) {
     produced.make_wait(send_);
-    comm_.send(b.data(), count, DType::f32, peer, send_);
+    comm_.send(b.data(), count, act, peer, send_);
     auto done = std::make_unique<Event>(dev_.backend());
     done->record(send_);
     in_flight.push_back({std::move(b), std::move(done)});
@@ -75,7 +76,7 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
         const void* x = s == 0 && !inputs.empty() ? inputs.at(j) : nullptr;
         if (s > 0) {
           in = alloc_.allocate(bytes, MemTag::buffers, compute_);
-          comm_.recv(in.data(), count, DType::f32, s - 1, compute_);
+          comm_.recv(in.data(), count, act, s - 1, compute_);
           x = in.data();
         }
         void* y = nullptr;
@@ -93,7 +94,7 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
         const void* dy = s == P - 1 && !output_grads.empty() ? output_grads.at(j) : nullptr;
         if (s < P - 1) {
           grad_in = alloc_.allocate(bytes, MemTag::buffers, compute_);
-          comm_.recv(grad_in.data(), count, DType::f32, s + 1, compute_);
+          comm_.recv(grad_in.data(), count, act, s + 1, compute_);
           dy = grad_in.data();
         }
         auto b = mark();

@@ -1,7 +1,8 @@
 // What the pipeline engine runs on a rank: one stage, its micro-batches' forward and backward
 // (whole, or split into the input gradient B and the weight gradient W for the zero-bubble
-// schedules). Activations between stages are [rows, width] fp32.
+// schedules). Activations between stages are [rows, width] in the stage's activation dtype.
 #pragma once
+#include "kernels/dtype.h"
 #include "runtime/stream.h"
 
 namespace moebench {
@@ -11,6 +12,8 @@ class PipelineStage {
   virtual ~PipelineStage() = default;
   // Columns of the activations it receives and sends.
   virtual int width() const = 0;
+  // The element type of those activations and their gradients.
+  virtual DType activation_dtype() const { return DType::f32; }
   // x: the previous stage's output (the first stage may take its input from elsewhere: x may
   // be null there); y: this stage's output (the last stage's output is its own business).
   virtual void forward(int micro, const void* x, void* y, int rows, const Stream& s) = 0;

@@ -8,6 +8,7 @@
 #include "kernels/gemm.h"
 #include "kernels/layernorm.h"
 #include "moe/init.h"
+#include "pipeline/typed_upload.h"
 
 namespace moebench {
 
@@ -27,7 +28,7 @@ namespace {
 AttentionConfig attention_config(const TransformerBlockConfig& c, Communicator* tp) {
   const int t = tp ? tp->size() : 1, r = tp ? tp->rank() : 0;
   if (auto e = TransformerBlock::validate(c, t)) throw Error("TransformerBlock: " + *e);
-  return AttentionConfig{c.hidden, c.heads / t, c.hidden / c.heads, r * (c.heads / t), c.layer};
+  return AttentionConfig{c.hidden, c.heads / t, c.hidden / c.heads, r * (c.heads / t), c.layer, c.dtype};
 }
 }  // namespace
 
@@ -35,12 +36,13 @@ TransformerBlock::TransformerBlock(const TransformerBlockConfig& cfg, Device& de
                                    const DispatcherFactory& dispatcher)
     : cfg_(cfg), dev_(dev), alloc_(alloc), tp_(tp), tp_rank_(tp ? tp->rank() : 0), tp_size_(tp ? tp->size() : 1),
       ffn_local_(cfg.ffn / (tp ? tp->size() : 1)), attn_(attention_config(cfg, tp), dev, alloc) {
-  const std::size_t h = std::size_t(cfg.hidden) * 4, w = std::size_t(cfg.hidden) * ffn_local_ * 4;
+  const std::size_t h = std::size_t(cfg.hidden) * 4, w = std::size_t(cfg.hidden) * ffn_local_ * dtype_size(cfg.dtype);
   for (Buffer* b : {&g1_, &b1_, &g2_, &b2_, &dg1_, &db1_, &dg2_, &db2_}) *b = alloc_.allocate(h, MemTag::model_states);
   if (cfg.moe) {
     if (!dispatcher) throw Error("TransformerBlock: an MoE block needs a dispatcher");
     MoEConfig m = *cfg.moe;
     m.hidden = cfg.hidden;
+    m.dtype = cfg.dtype;
     moe_ = std::make_unique<MoELayer>(m, dev, alloc, dispatcher(DispatcherEnv{m, dev, alloc}));
   } else {
     for (Buffer* b : {&w1_, &w2_, &dw1_, &dw2_}) *b = alloc_.allocate(w, MemTag::model_states);
@@ -65,8 +67,8 @@ void TransformerBlock::init(std::uint64_t seed, const Stream& s) {
     w1.resize(H * f);
     for (std::size_t r = 0; r < H; ++r)
       for (std::size_t c = 0; c < f; ++c) w1[r * f + c] = w1_all[r * F + first + c];
-    dev_.copy_to_device(w1_.data(), w1.data(), w1.size() * 4, s);
-    dev_.copy_to_device(w2_.data(), w2.data(), w2.size() * 4, s);
+    upload_as(dev_, w1_.data(), w1, cfg_.dtype, s);
+    upload_as(dev_, w2_.data(), w2, cfg_.dtype, s);
   }
   zero_grad(s);
   s.synchronize();  // the host vectors go out of scope
@@ -95,6 +97,15 @@ std::vector<std::pair<Buffer*, Buffer*>> TransformerBlock::parameters() {
   return out;
 }
 
+std::vector<TrainedParameter> TransformerBlock::trained_parameters() {
+  std::vector<TrainedParameter> out;
+  for (auto [w, g] : parameters()) {
+    const bool fp32 = w == &g1_ || w == &b1_ || w == &g2_ || w == &b2_ || (moe_ && w == &moe_->gate().weight());
+    out.push_back({w, g, fp32 ? DType::f32 : cfg_.dtype});
+  }
+  return out;
+}
+
 std::vector<std::pair<Buffer*, Buffer*>> TransformerBlock::moe_parameters() {
   if (!moe_) return {};
   return {{&moe_->gate().weight(), &moe_->gate().grad()},
@@ -104,14 +115,15 @@ std::vector<std::pair<Buffer*, Buffer*>> TransformerBlock::moe_parameters() {
 
 BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, int seq, const Stream& s) {
   const int H = cfg_.hidden, F = ffn_local_, T = sequences * seq;
-  const std::size_t xb = std::size_t(T) * H * 4, zb = std::size_t(T) * F * 4;
+  const DType t = cfg_.dtype;
+  const std::size_t es = dtype_size(t), xb = std::size_t(T) * H * es, zb = std::size_t(T) * F * es;
   const Exec ex = dev_.exec(s);
   // g: the partial outputs of the ranks summed; the residual enters on one rank only.
   auto residual = [&](void* out, const void* in) {
     if (tp_rank_ == 0) dev_.copy(out, in, xb, s); else dev_.fill_zero(out, xb, s);
   };
   auto reduce = [&](void* buf) {
-    if (tp_) tp_->all_reduce(buf, buf, std::size_t(T) * H, DType::f32, ReduceOp::sum, s);
+    if (tp_) tp_->all_reduce(buf, buf, std::size_t(T) * H, t, ReduceOp::sum, s);
   };
   BlockContext c;
   c.sequences = sequences;
@@ -130,27 +142,26 @@ BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, in
     c.a = act(zb);
   }
   const LayerNormShape ln{T, H};
-  layernorm_forward(ex, ln, x, g1_.as<float>(), b1_.as<float>(), c.ln1.data(), c.mean1.as<float>(), c.rstd1.as<float>(),
-                    DType::f32);
+  layernorm_forward(ex, ln, x, g1_.as<float>(), b1_.as<float>(), c.ln1.data(), c.mean1.as<float>(), c.rstd1.as<float>(), t);
   residual(c.h.data(), x);
   c.attention = attn_.forward(c.ln1.data(), c.h.data(), sequences, seq, s, /*accumulate=*/true);
   reduce(c.h.data());
   layernorm_forward(ex, ln, c.h.data(), g2_.as<float>(), b2_.as<float>(), c.ln2.data(), c.mean2.as<float>(),
-                    c.rstd2.as<float>(), DType::f32);
+                    c.rstd2.as<float>(), t);
   if (moe_) {  // y = h + MoE(LN2(h)), whole on every rank (PPMoE all-reduced it inside)
     ScopedRange r("moe.fwd", s, breakdown_);
     c.z = act(xb);
     c.moe = moe_->forward(c.ln2.data(), T, c.z.data(), s, breakdown_);
     dev_.copy(y, c.h.data(), xb, s);
-    axpy(ex, std::size_t(T) * H, 1.f, c.z.data(), y, DType::f32);
+    axpy(ex, std::size_t(T) * H, 1.f, c.z.data(), y, t);
     return c;
   }
   {
     ScopedRange r("ffn.fwd", s, breakdown_);
-    gemm(ex, dense_gemm(false, false, T, F, H, c.ln2.data(), w1_.data(), c.z.data()));
-    gelu_forward(ex, c.z.data(), c.a.data(), std::size_t(T) * F, DType::f32);
+    gemm(ex, dense_gemm(false, false, T, F, H, c.ln2.data(), w1_.data(), c.z.data(), t));
+    gelu_forward(ex, c.z.data(), c.a.data(), std::size_t(T) * F, t);
     residual(y, c.h.data());
-    gemm(ex, dense_gemm(false, false, T, H, F, c.a.data(), w2_.data(), y, DType::f32, 1.f, 1.f));
+    gemm(ex, dense_gemm(false, false, T, H, F, c.a.data(), w2_.data(), y, t, 1.f, 1.f));
   }
   ScopedRange r("ffn.allreduce", s, breakdown_);
   reduce(y);
@@ -159,22 +170,23 @@ BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, in
 
 void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const Stream& s, bool defer) {
   const int H = cfg_.hidden, F = ffn_local_, T = c.sequences * c.seq;
-  const std::size_t n = std::size_t(T) * H, xb = n * 4;
+  const DType t = cfg_.dtype;
+  const std::size_t es = dtype_size(t), n = std::size_t(T) * H, xb = n * es;
   const Exec ex = dev_.exec(s);
   std::vector<WeightTask>* later = defer ? &c.weight_tasks : nullptr;
   // f's backward: the ranks' partial input gradients summed.
   auto reduce = [&](void* buf) {
-    if (tp_) tp_->all_reduce(buf, buf, n, DType::f32, ReduceOp::sum, s);
+    if (tp_) tp_->all_reduce(buf, buf, n, t, ReduceOp::sum, s);
   };
   Buffer dh = alloc_.allocate(xb, MemTag::temporary, s), dln = alloc_.allocate(xb, MemTag::temporary, s),
          tmp = alloc_.allocate(xb, MemTag::temporary, s);
   if (moe_) {  // the MoE layer's input gradient (PPMoE sums it over the group inside)
     moe_->backward(c.moe, dy, dln.data(), s);
   } else {  // MLP: dz = GeLU'(z) (dy W2^T); dLN2 = dz W1^T; W: dW2 += a^T dy, dW1 += LN2^T dz
-    auto dz = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * F * 4, MemTag::activations, s));
-    gemm(ex, dense_gemm(false, true, T, F, H, dy, w2_.data(), dz->data()));
-    gelu_backward(ex, c.z.data(), dz->data(), dz->data(), std::size_t(T) * F, DType::f32);
-    gemm(ex, dense_gemm(false, true, T, H, F, dz->data(), w1_.data(), dln.data()));
+    auto dz = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * F * es, MemTag::activations, s));
+    gemm(ex, dense_gemm(false, true, T, F, H, dy, w2_.data(), dz->data(), t));
+    gelu_backward(ex, c.z.data(), dz->data(), dz->data(), std::size_t(T) * F, t);
+    gemm(ex, dense_gemm(false, true, T, H, F, dz->data(), w1_.data(), dln.data(), t));
     reduce(dln.data());
     auto a = std::make_shared<Buffer>(std::move(c.a)), ln2 = std::make_shared<Buffer>(std::move(c.ln2));
     std::shared_ptr<Buffer> dy_kept;
@@ -182,25 +194,25 @@ void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const
       dy_kept = std::make_shared<Buffer>(alloc_.allocate(xb, MemTag::activations, s));
       dev_.copy(dy_kept->data(), dy, xb, s);
     }
-    WeightTask w = [this, a, ln2, dz, dy_kept, dy, T, H, F](const Stream& st) {
+    WeightTask w = [this, a, ln2, dz, dy_kept, dy, T, H, F, t](const Stream& st) {
       const Exec e = dev_.exec(st);
-      gemm(e, dense_gemm(true, false, F, H, T, a->data(), dy_kept ? dy_kept->data() : dy, dw2_.data(), DType::f32, 1.f, 1.f));
-      gemm(e, dense_gemm(true, false, H, F, T, ln2->data(), dz->data(), dw1_.data(), DType::f32, 1.f, 1.f));
+      gemm(e, dense_gemm(true, false, F, H, T, a->data(), dy_kept ? dy_kept->data() : dy, dw2_.data(), t, 1.f, 1.f));
+      gemm(e, dense_gemm(true, false, H, F, T, ln2->data(), dz->data(), dw1_.data(), t, 1.f, 1.f));
     };
     if (later) later->push_back(std::move(w)); else w(s);
   }
   // dh = dy + LN2's backward.
   layernorm_backward(ex, {T, H}, c.h.data(), dln.data(), g2_.as<float>(), c.mean2.as<float>(), c.rstd2.as<float>(), dh.data(),
-                     dg2_.as<float>(), db2_.as<float>(), DType::f32);
-  axpy(ex, n, 1.f, dy, dh.data(), DType::f32);
+                     dg2_.as<float>(), db2_.as<float>(), t);
+  axpy(ex, n, 1.f, dy, dh.data(), t);
   // Attention (its W reads LN1's output: kept alive by the last task), then dx = dh + LN1's backward.
   attn_.backward(c.attention, dh.data(), dln.data(), s, false, later);
   if (later) later->push_back([ln1 = std::make_shared<Buffer>(std::move(c.ln1))](const Stream&) {});
   reduce(dln.data());
   layernorm_backward(ex, {T, H}, c.x, dln.data(), g1_.as<float>(), c.mean1.as<float>(), c.rstd1.as<float>(), tmp.data(),
-                     dg1_.as<float>(), db1_.as<float>(), DType::f32);
+                     dg1_.as<float>(), db1_.as<float>(), t);
   dev_.copy(dx, dh.data(), xb, s);
-  axpy(ex, n, 1.f, tmp.data(), dx, DType::f32);
+  axpy(ex, n, 1.f, tmp.data(), dx, t);
   for (Buffer* b : {&c.ln1, &c.mean1, &c.rstd1, &c.h, &c.ln2, &c.mean2, &c.rstd2, &c.z, &c.a}) b->release();
 }
 

@@ -1,7 +1,8 @@
 // One pre-norm decoder block (GPT-2/3), forward and backward:
 //   h = x + Attention(LN1(x));   y = h + W2 GeLU(W1 LN2(h))
-// fp32 weights and gradients (gradients accumulate over micro-batches); rows are `sequences`
-// sequences of `seq` tokens. The block's weights depend on (seed, layer) alone.
+// Weights, gradients and activations in `dtype` (fp32, or fp16/bf16 with fp32 arithmetic and
+// the LayerNorms' parameters in fp32); gradients accumulate over micro-batches; rows are
+// `sequences` sequences of `seq` tokens. The block's weights depend on (seed, layer) alone.
 // Tensor parallelism (Megatron-LM): over a TP communicator of t ranks, rank r holds heads
 // [r heads/t, (r+1) heads/t) of the attention (Wqkv's columns, Wo's rows) and columns
 // [r ffn/t, (r+1) ffn/t) of W1 (rows of W2); the LayerNorms are replicated. Each half ends in
@@ -21,6 +22,7 @@
 #include <memory>
 #include "moe/moe_layer.h"
 #include "pipeline/attention.h"
+#include "pipeline/data_parallel.h"
 #include "runtime/comm.h"
 
 namespace moebench {
@@ -28,7 +30,8 @@ namespace moebench {
 struct TransformerBlockConfig {
   int hidden = 0, heads = 0, ffn = 0;  // the whole block's
   int layer = 0;
-  std::optional<MoEConfig> moe;  // set: an MoE layer in the MLP's place (its hidden = hidden)
+  std::optional<MoEConfig> moe;  // set: an MoE layer in the MLP's place (its hidden = hidden, its dtype = dtype)
+  DType dtype = DType::f32;
 };
 
 // Makes an MoE block's dispatcher.
@@ -66,8 +69,10 @@ class TransformerBlock {
   // Why `cfg` cannot be split over `tp_size` ranks, naming the option; nullopt if it can.
   static std::optional<std::string> validate(const TransformerBlockConfig& cfg, int tp_size);
   CausalSelfAttention& attention() { return attn_; }
-  // Every parameter and its gradient, in a fixed order (for optimizers and checks).
+  // Every parameter and its gradient, in a fixed order (for optimizers and checks), and the same
+  // with each one's dtype (the LayerNorms' and the gate's fp32, the rest the block's).
   std::vector<std::pair<Buffer*, Buffer*>> parameters();
+  std::vector<TrainedParameter> trained_parameters();
   // An MoE block's gate and experts (empty for a dense block).
   std::vector<std::pair<Buffer*, Buffer*>> moe_parameters();
 

@@ -3,18 +3,19 @@
 # in tokens/s, beside the same model in plain PyTorch on the same device (torch_step.py; skipped,
 # and said so in the CSV, where PyTorch is not installed). Writes results/gpt/step.csv,
 # torch_step.csv and step.png.
-#   experiments/gpt/step.sh [--scale local] [--backend cpu|cuda] [bench options, e.g. --sequences N]
+#   experiments/gpt/step.sh [--scale local] [--backend cpu|cuda] [bench options, e.g. --sequences N, --dtype bf16]
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 moebench_parse_args --single-rank "$@"
 py="$(moebench_python)" || exit 2
 bin="$MOEBENCH_BUILD/bench/moebench_gpt_step"
 [ -x "$bin" ] || moebench_die "$bin is not built; run scripts/build.sh"
+# The batch and the element type go to the PyTorch step too (16-bit: its AMP autocast).
 sequences=()
 for ((i = 0; i < ${#EXTRA[@]}; i++)); do
   case "${EXTRA[$i]}" in
-    --sequences) sequences=(--sequences "${EXTRA[$((i + 1))]:-}") ;;
-    --sequences=*) sequences=(--sequences "${EXTRA[$i]#*=}") ;;
+    --sequences|--dtype) sequences+=("${EXTRA[$i]}" "${EXTRA[$((i + 1))]:-}") ;;
+    --sequences=*|--dtype=*) sequences+=("${EXTRA[$i]%%=*}" "${EXTRA[$i]#*=}") ;;
   esac
 done
 reference=()

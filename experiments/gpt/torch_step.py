@@ -35,6 +35,8 @@ def parse():
     p.add_argument("--sequences", type=int)
     p.add_argument("--repetitions", type=int, default=5)
     p.add_argument("--threads", type=int, default=1, help="CPU threads (default 1, as one moebench rank)")
+    p.add_argument("--dtype", choices=("fp32", "fp16", "bf16"), default="fp32",
+                   help="fp16/bf16: autocast matmuls and activations (fp32 weights, as PyTorch's AMP); cuda only")
     args = p.parse_args()
     for name in ("sequences", "repetitions", "threads"):
         v = getattr(args, name)
@@ -157,6 +159,13 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     math_kind = "fp32, TF32 matmuls" if args.device == "cuda" else f"fp32, {args.threads} CPU thread(s)"
+    autocast = None
+    if args.dtype != "fp32":
+        if args.device != "cuda":
+            print(f"{sys.argv[0]}: error: --dtype {args.dtype}: 16-bit runs on --device cuda only", file=sys.stderr)
+            return 2
+        autocast = torch.float16 if args.dtype == "fp16" else torch.bfloat16
+        math_kind = f"{args.dtype} autocast, fp32 weights"
     gen = torch.Generator().manual_seed(7)
     tokens = torch.randint(vocab, (sequences, seq), generator=gen).to(args.device)
     targets = torch.randint(vocab, (sequences, seq), generator=gen).to(args.device)
@@ -166,10 +175,23 @@ def main():
         model = build(torch, vocab, seq, hidden, heads, ffn, layers, n_experts, args.device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
 
+        scaler = torch.cuda.amp.GradScaler() if autocast == torch.float16 else None
+
         def step():
             opt.zero_grad(set_to_none=True)
-            model(tokens, targets).backward()
-            opt.step()
+            if autocast is None:
+                model(tokens, targets).backward()
+                opt.step()
+            else:
+                with torch.autocast(device_type="cuda", dtype=autocast):
+                    loss = model(tokens, targets)
+                if scaler:  # fp16 needs loss scaling in PyTorch's AMP
+                    scaler.scale(loss).backward()
+                    scaler.step(opt)
+                    scaler.update()
+                else:
+                    loss.backward()
+                    opt.step()
             if args.device == "cuda":
                 torch.cuda.synchronize()
 

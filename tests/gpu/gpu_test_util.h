@@ -38,9 +38,10 @@ inline Buffer upload(Device& dev, TrackingAllocator& alloc, const std::vector<fl
 
 inline std::vector<float> download(Device& dev, TrackingAllocator& alloc, const Buffer& b, std::size_t n, DType t) {
   Buffer staging = alloc.allocate(n * 4, MemTag::temporary);
-  convert_cuda(b.data(), t, staging.data(), DType::f32, n, dev.default_stream().handle);
+  convert(dev.exec(dev.default_stream()), b.data(), t, staging.data(), DType::f32, n);  // either backend
   std::vector<float> host(n);
   dev.copy_to_host(host.data(), staging.data(), n * 4, dev.default_stream());
+  dev.default_stream().synchronize();
   return host;
 }
 

@@ -5,6 +5,7 @@
 // embedding's after the first and last stages have added theirs up); recomputation lowers
 // GPipe's peak activations; a model whose layers the stages do not split is refused.
 #include <gtest/gtest.h>
+#include "kernels/convert.h"
 #include "moe_test_util.h"
 #include "pipeline/gpt_model.h"
 #include "pipeline/pipeline_engine.h"
@@ -78,6 +79,61 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
         else EXPECT_LT(peak, plain_peak) << what << ": recomputation kept as much";
       }
     }
+}
+
+// bf16 activations between the stages (sent as their 16-bit words), 1F1B and ZB-H1 over 2
+// micro-batches: the loss and every gradient of the whole bf16 model on one rank, up to the
+// rounding of sums taken in another order (the micro-batches', the tied embedding's).
+TEST(GptPipeline, SixteenBitStagesGiveTheWholeSixteenBitModel) {
+  auto world = make_mpi_communicator();
+  const int P = world->size(), stage = world->rank(), T = kSequences * kModel.seq;
+  GptConfig model = kModel;
+  model.dtype = DType::bf16;
+  Device dev = Device::open(Backend::cpu);
+  const auto tokens = token_ids(T, model.vocab, 1), targets = token_ids(T, model.vocab, 2);
+  TrackingAllocator ref_alloc(Backend::cpu);
+  GptModel whole(model, dev, ref_alloc);
+  whole.init(17, dev.default_stream());
+  const double want_loss = whole.forward_backward(tokens.data(), targets.data(), kSequences, 1.f / T, dev.default_stream());
+  auto widen = [](const TrainedParameter& p) {
+    const std::size_t n = p.grad->bytes() / dtype_size(p.dtype);
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i)
+      v[i] = p.dtype == DType::f32 ? p.grad->as<float>()[i] : from_bits16(p.dtype, p.grad->as<std::uint16_t>()[i]);
+    return v;
+  };
+  auto ref = whole.trained_parameters();
+  const int per = kModel.layers / P, first = stage * per;
+  std::vector<std::vector<float>> want;
+  if (stage == 0) want = {widen(ref[0]), widen(ref[1])};
+  for (int i = 0; i < 8 * per; ++i) want.push_back(widen(ref[2 + 8 * first + i]));
+  if (stage == P - 1) {
+    want.push_back(widen(ref[ref.size() - 2]));
+    want.push_back(widen(ref[ref.size() - 1]));
+    if (stage != 0) want.push_back(widen(ref[0]));
+  }
+  for (auto kind : {PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1}) {
+    const std::string what = schedule_name(kind) + " P=" + std::to_string(P);
+    TrackingAllocator alloc(Backend::cpu);
+    GptStage mine(model, stage, P, dev, alloc);
+    Stream compute = dev.create_stream("compute"), send = dev.create_stream("send");
+    mine.init(17, compute);
+    const int M = 2, seqs = kSequences / M, rows = seqs * kModel.seq;
+    mine.set_batch({tokens.data(), tokens.data() + rows}, {targets.data(), targets.data() + rows}, seqs, 1.f / T);
+    PipelineEngine engine(mine, *world, dev, alloc, compute, send);
+    engine.run(make_pipeline_schedule(kind, P, M), rows, {}, {}, {});
+    mine.sync_tied_embedding(*world, compute);
+    compute.synchronize();
+    if (stage == P - 1) {
+      EXPECT_NEAR(mine.loss_sum(compute), want_loss, 1e-3 * want_loss) << what;
+    }
+    auto got = mine.trained_parameters();
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const auto g = widen(got[i]);
+      EXPECT_LT(rel_l2(g.data(), want[i].data(), g.size()), 2e-2) << what << ": gradient of parameter " << i;
+    }
+  }
 }
 
 TEST(GptPipeline, LayersTheStagesDoNotSplitAreRefused) {

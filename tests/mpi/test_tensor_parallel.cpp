@@ -3,6 +3,7 @@
 // rank, the replicated LayerNorms' gradients, and each rank's slices of Wqkv, Wo, W1 and W2's
 // gradients; a block whose heads or ffn size the group does not divide is refused by name.
 #include <gtest/gtest.h>
+#include "kernels/convert.h"
 #include "moe_test_util.h"
 #include "pipeline/transformer_block.h"
 
@@ -68,6 +69,48 @@ TEST(TensorParallelBlock, EqualsTheWholeBlock) {
       for (int c = 0; c < f; ++c) want.push_back(a6[std::size_t(row) * cfg.ffn + r * f + c]);
     EXPECT_LT(rel_diff(b6.data(), want.data(), want.size()), 1e-5) << "W1 gradient";
   }
+}
+
+// In bf16 (the partial outputs and input gradients all-reduced as 16-bit words): the whole
+// bf16 block's output, input gradient, LayerNorm gradients and Wo rows, up to the rounding of
+// sums taken in another order.
+TEST(TensorParallelBlock, SixteenBitEqualsTheWholeSixteenBitBlock) {
+  auto world = make_mpi_communicator();
+  const int r = world->rank();
+  TransformerBlockConfig cfg{8, 4, 16, 3, std::nullopt, DType::bf16};
+  Device dev = Device::open(Backend::cpu);
+  const Stream& s = dev.default_stream();
+  TrackingAllocator alloc(Backend::cpu);
+  const int sequences = 2, seq = 5, T = sequences * seq, H = cfg.hidden;
+  auto bits = [](const std::vector<float>& v) {
+    std::vector<std::uint16_t> b(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) b[i] = to_bits16(DType::bf16, v[i]);
+    return b;
+  };
+  auto widen = [](const void* p, std::size_t n) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = from_bits16(DType::bf16, static_cast<const std::uint16_t*>(p)[i]);
+    return v;
+  };
+  const auto x = bits(tokens(T, H, 40)), dy = bits(tokens(T, H, 41));
+  TransformerBlock whole(cfg, dev, alloc), part(cfg, dev, alloc, world.get());
+  whole.init(5, s);
+  part.init(5, s);
+  std::vector<std::uint16_t> y1(x.size()), y2(x.size()), dx1(x.size()), dx2(x.size());
+  auto c1 = whole.forward(x.data(), y1.data(), sequences, seq, s);
+  whole.backward(c1, dy.data(), dx1.data(), s);
+  auto c2 = part.forward(x.data(), y2.data(), sequences, seq, s);
+  part.backward(c2, dy.data(), dx2.data(), s);
+  s.synchronize();
+  EXPECT_LT(rel_l2(widen(y2.data(), y2.size()).data(), widen(y1.data(), y1.size()).data(), y1.size()), 2e-2) << "output";
+  EXPECT_LT(rel_l2(widen(dx2.data(), dx2.size()).data(), widen(dx1.data(), dx1.size()).data(), dx1.size()), 2e-2)
+      << "input gradient";
+  auto pw = whole.parameters(), pp = part.parameters();
+  for (int i : {0, 1, 4, 5})  // fp32
+    EXPECT_LT(rel_l2(pp[i].second->as<float>(), pw[i].second->as<float>(), std::size_t(H)), 2e-2) << "LayerNorm " << i;
+  const int in_l = (cfg.heads / world->size()) * (H / cfg.heads);
+  const auto a = widen(pw[3].second->data(), pw[3].second->bytes() / 2), b = widen(pp[3].second->data(), pp[3].second->bytes() / 2);
+  EXPECT_LT(rel_l2(b.data(), a.data() + std::size_t(r) * in_l * H, b.size()), 2e-2) << "Wo gradient";
 }
 
 TEST(TensorParallelBlock, ShapesTheGroupDoesNotDivideAreRefused) {

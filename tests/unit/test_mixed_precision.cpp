@@ -16,6 +16,7 @@
 #include "kernels/permute.h"
 #include "moe_test_util.h"
 #include "pipeline/data_parallel.h"
+#include "pipeline/gpt_model.h"
 
 namespace moebench {
 namespace {
@@ -244,6 +245,82 @@ TEST(DataParallelAdam, SixteenBitParametersKeepFp32Masters) {
   }
   for (int i = 0; i < 3; ++i) EXPECT_EQ(from_bits16(DType::bf16, w16.as<std::uint16_t>()[i]), 0.99609375f);
   EXPECT_EQ(round_to(DType::bf16, 1.f - 1e-3f), 1.f);  // what a step from the rounded weight gives
+}
+
+// The GPT model in fp16 and bf16 (blocks, embeddings and output layer; LayerNorms, gates and
+// loss in fp32), dense and with MoE blocks, against the fp32 model holding the same rounded
+// weights: the loss and every gradient within the type's rounding; then one AdamW step leaves
+// each 16-bit weight its fp32 master rounded.
+TEST(SixteenBitOnTheCpu, GptModelMatchesTheFp32ModelOnRoundedWeights) {
+  const GptConfig base = gpt_backbone(11, 8, 16, 2, 32, 2);
+  const int sequences = 2, T = sequences * base.seq;
+  const auto tokens = testing_util::token_ids(T, base.vocab, 3), targets = testing_util::token_ids(T, base.vocab, 4);
+  for (bool moe : {false, true})
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(std::string(moe ? "MoE " : "dense ") + std::string(dtype_name(t)));
+      GptConfig c = base;
+      if (moe) {
+        c.moe_every = 2;
+        c.moe.ffn = 32;
+        c.moe.experts = 4;
+        c.moe.top_k = 1;
+        c.moe.capacity_factor.reset();
+      }
+      GptConfig c16 = c;
+      c16.dtype = t;
+      Device dev = Device::open(Backend::cpu);
+      const Stream& s = dev.default_stream();
+      TrackingAllocator alloc(Backend::cpu);
+      auto local = [](const DispatcherEnv& env) { return make_local_dispatcher(env); };
+      GptModel m16(c16, dev, alloc, nullptr, local), m32(c, dev, alloc, nullptr, local);
+      m16.init(5, s);
+      m32.init(5, s);
+      auto p16 = m16.trained_parameters(), p32 = m32.trained_parameters();
+      ASSERT_EQ(p16.size(), p32.size());
+      int sixteen = 0;
+      for (std::size_t i = 0; i < p16.size(); ++i)
+        if (p16[i].dtype != DType::f32) {
+          round_to(t, p32[i].weight->as<float>(), p32[i].weight->bytes() / 4);
+          ++sixteen;
+        }
+      EXPECT_GE(sixteen, moe ? 8 : 10);  // embeddings, attention, MLPs or experts
+      const double l16 = m16.forward_backward(tokens.data(), targets.data(), sequences, 1.f / T, s);
+      const double l32 = m32.forward_backward(tokens.data(), targets.data(), sequences, 1.f / T, s);
+      const double tol = t == DType::bf16 ? 4e-2 : 5e-3;  // measured: 1.0-1.4e-2 and 1.0-1.4e-3
+      EXPECT_NEAR(l16, l32, 1e-3 * l32);
+      std::vector<float> g16, g32;  // every gradient, widened
+      for (std::size_t i = 0; i < p16.size(); ++i) {
+        const std::size_t n = p32[i].grad->bytes() / 4;
+        const float* want = p32[i].grad->as<float>();
+        g32.insert(g32.end(), want, want + n);
+        for (std::size_t j = 0; j < n; ++j)
+          g16.push_back(p16[i].dtype == DType::f32 ? p16[i].grad->as<float>()[j]
+                                                   : from_bits16(t, p16[i].grad->as<std::uint16_t>()[j]));
+      }
+      EXPECT_LT(testing_util::rel_l2(g16.data(), g32.data(), g32.size()), tol);
+      EXPECT_GT(testing_util::rel_l2(g16.data(), g32.data(), g32.size()), 0.0);
+      DataParallelAdam opt(p16, nullptr, false, AdamStep{}, dev, alloc);
+      opt.step(s);
+      s.synchronize();
+      for (const TrainedParameter& p : p16) {
+        if (p.dtype == DType::f32) continue;
+        const float* master = opt.master_of(*p.weight);
+        for (std::size_t j = 0; j < p.weight->bytes() / 2; ++j)
+          ASSERT_EQ(from_bits16(t, p.weight->as<std::uint16_t>()[j]), round_to(t, master[j]));
+      }
+    }
+}
+
+TEST(SixteenBitOnTheCpu, TheFp32OnlyPaperGateIsRefusedInSixteenBitModels) {
+  GptConfig c = gpt_backbone(11, 8, 16, 2, 32, 2);
+  c.moe_every = 2;
+  c.moe.gate = GateImpl::paper;
+  EXPECT_FALSE(GptStage::validate(c, 1, 1));
+  c.dtype = DType::bf16;
+  EXPECT_EQ(GptStage::validate(c, 1, 1).value(),
+            "--gate paper: its dense dispatch and combine tensors are fp32; allowed --dtype fp32");
+  c.dtype = DType::i32;
+  EXPECT_EQ(GptStage::validate(c, 1, 1).value(), "--dtype: int32; allowed: fp32, fp16 and bf16");
 }
 
 }  // namespace
