@@ -36,7 +36,16 @@ GptTrainer::GptTrainer(Communicator& world, Device& dev, Backend backend, const 
     tok.push_back(tokens_buf_.back().as<std::int32_t>());
     tgt.push_back(targets_buf_.back().as<std::int32_t>());
   }
-  stage_->set_batch(tok, tgt, per_micro, 1.f / float(tokens_));
+  // fp16: the loss summed over the tokens rather than averaged -- scaled by the token count, its
+  // aux losses too (gradients of 1 / tokens each would flush to zero in fp16) -- and the
+  // optimizer dividing the fp32 gradients back.
+  const bool loss_scaled = model.dtype == DType::f16;
+  stage_->set_batch(tok, tgt, per_micro, loss_scaled ? 1.f : 1.f / float(tokens_));
+  if (loss_scaled) {
+    stage_->set_loss_scale(float(tokens_));
+    dense_opt_->set_gradient_scale(1.f / float(tokens_));
+    if (moe_opt_) moe_opt_->set_gradient_scale(1.f / float(tokens_));
+  }
 }
 
 void GptTrainer::step() {

@@ -156,7 +156,8 @@ void Gate::backward(const Routing& r, const void* x, const float* dweight, void*
     // d(mean_g aux_g)/d probs[t, e] = coef (F/Z) density[g, e] / T_g / G
     const std::size_t ge = std::size_t(G) * cfg_.experts;
     std::vector<float> host(ge);
-    const double scale = double(cfg_.aux_coef) * g.per_prototype() / g.prototypes / (double(T) / G) / G * aux_scale;
+    const double scale =
+        double(cfg_.aux_coef) * g.per_prototype() / g.prototypes / (double(T) / G) / G * aux_scale * loss_scale_;
     for (std::size_t i = 0; i < ge; ++i) host[i] = float(scale * r.density[i]);
     Buffer bias = alloc_.allocate(ge * 4, MemTag::temporary, s);
     bias_upload_.upload(bias.data(), host.data(), ge * 4, s);

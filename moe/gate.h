@@ -62,6 +62,9 @@ class Gate {
                 const Stream& s);
 
   const MoEConfig& config() const { return cfg_; }
+  // The factor the model's loss was scaled by (fp16 training scales it up so its gradients do
+  // not flush to zero): the aux loss's gradient takes it too, so the optimizer's division holds.
+  void set_loss_scale(float scale) { loss_scale_ = scale; }
   Buffer& weight() { return weight_; }  // [h, E] fp32
   Buffer& grad() { return grad_; }      // accumulated over micro-batches; see MoELayer::zero_grad
 
@@ -75,6 +78,7 @@ class Gate {
   TrackingAllocator& alloc_;
   Buffer weight_, grad_;
   HostStaging bias_upload_;
+  float loss_scale_ = 1.f;
 };
 
 }  // namespace moebench

@@ -1,5 +1,6 @@
 #include "pipeline/data_parallel.h"
 #include <string>
+#include "kernels/axpy.h"
 #include "kernels/convert.h"
 
 namespace moebench {
@@ -64,6 +65,8 @@ void DataParallelAdam::step(const Stream& s) {
     convert(ex, p.grad->data(), p.dtype, g, DType::f32, n);
   }
   masters_read_ = true;
+  if (gradient_scale_ != 1.f)  // g += (scale - 1) g
+    axpy(ex, padded_, gradient_scale_ - 1.f, flat_g_.data(), flat_g_.data(), DType::f32);
   ++hyper_.step;
   if (zero1_) {
     const int r = dp_->rank();

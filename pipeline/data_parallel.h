@@ -36,6 +36,9 @@ class DataParallelAdam {
                    Device& dev, TrackingAllocator& alloc);
   // After every micro-batch's backward: synchronise the gradients and step (collective).
   void step(const Stream& s);
+  // The gradients are multiplied by `scale` once widened to fp32 (default 1): a loss scaled up
+  // for fp16 -- whose gradients would flush to zero at 1 / tokens each -- is scaled back here.
+  void set_gradient_scale(float scale) { gradient_scale_ = scale; }
   // Bytes of AdamW's moments this rank holds (8 per parameter, or per parameter of its shard).
   std::size_t optimizer_state_bytes() const { return m_.bytes() + v_.bytes(); }
   // Bytes of fp32 masters kept for 16-bit parameters (4 per such parameter).
@@ -54,6 +57,7 @@ class DataParallelAdam {
   TrackingAllocator& alloc_;
   std::size_t count_ = 0, sixteen_bit_count_ = 0, padded_ = 0, shard_ = 0;
   bool masters_read_ = false;
+  float gradient_scale_ = 1.f;
   Buffer flat_w_, flat_g_, m_, v_;  // flat_w_: fp32 masters; flat_g_: fp32 gradients
 };
 

@@ -15,6 +15,7 @@ class GptModel {
       : stage_(cfg, 0, 1, dev, alloc, tp, dispatcher) {}
   void init(std::uint64_t seed, const Stream& s) { stage_.init(seed, s); }
   void zero_grad(const Stream& s) { stage_.zero_grad(s); }
+  void set_loss_scale(float scale) { stage_.set_loss_scale(scale); }  // GptStage::set_loss_scale
 
   // tokens, targets: [sequences x seq] int32 on the device. Adds this micro-batch's gradient of
   // grad_scale x (sum of its token losses) to the parameters' gradients; returns that sum.

@@ -69,6 +69,12 @@ class GptStage final : public PipelineStage {
   // With recomputation a micro-batch keeps only the stage's input (and, on the last stage, its
   // output layer's gradient) from forward to backward, which runs the blocks' forward again.
   void set_recompute(bool on) { recompute_ = on; }
+  // The factor the loss is scaled by beyond set_batch's grad_scale's 1 / tokens (fp16 training
+  // passes grad_scale = scale / tokens so its gradients stay representable, and divides them
+  // back in fp32): the MoE blocks' aux losses are scaled alike.
+  void set_loss_scale(float scale) {
+    for (auto& b : blocks_) b->set_loss_scale(scale);
+  }
   // Times the forward (model.fwd) and its blocks' parts into `b` (null: none).
   void set_breakdown(Breakdown* b);
   // Last stage: the sum of the token losses of the micro-batches since zero_grad (waits for s).

@@ -66,6 +66,10 @@ class TransformerBlock {
   // Times the forward's parts into `b` (null: none): ffn.fwd and ffn.allreduce (a dense block's
   // MLP and its g), moe.fwd (an MoE block's layer, with the layer's own moe.* ranges inside).
   void set_breakdown(Breakdown* b) { breakdown_ = b; }
+  // The factor the model's loss is scaled by (GptStage::set_loss_scale), for an MoE block's aux loss.
+  void set_loss_scale(float scale) {
+    if (moe_) moe_->gate().set_loss_scale(scale);
+  }
   // Why `cfg` cannot be split over `tp_size` ranks, naming the option; nullopt if it can.
   static std::optional<std::string> validate(const TransformerBlockConfig& cfg, int tp_size);
   CausalSelfAttention& attention() { return attn_; }

@@ -311,6 +311,44 @@ TEST(SixteenBitOnTheCpu, GptModelMatchesTheFp32ModelOnRoundedWeights) {
     }
 }
 
+// fp16 training scales the loss up (by the token count: per-token sums) and the optimizer
+// scales the gradients back: the same gradients, aux losses included, and the same step as the
+// mean loss gives (fp32 here, so the two differ only by rounding).
+TEST(LossScale, ScaledLossAndDividedGradientsStepAsTheMeanLoss) {
+  GptConfig c = gpt_backbone(11, 8, 16, 2, 32, 2);
+  c.moe_every = 2;
+  c.moe.ffn = 32;
+  c.moe.experts = 4;
+  c.moe.aux_coef = 0.5f;  // large, so a missing scale on the aux loss shows
+  const int sequences = 2, T = sequences * c.seq;
+  const auto tokens = testing_util::token_ids(T, c.vocab, 3), targets = testing_util::token_ids(T, c.vocab, 4);
+  Device dev = Device::open(Backend::cpu);
+  const Stream& s = dev.default_stream();
+  TrackingAllocator alloc(Backend::cpu);
+  auto local = [](const DispatcherEnv& env) { return make_local_dispatcher(env); };
+  GptModel mean(c, dev, alloc, nullptr, local), summed(c, dev, alloc, nullptr, local);
+  mean.init(5, s);
+  summed.init(5, s);
+  summed.set_loss_scale(float(T));
+  mean.forward_backward(tokens.data(), targets.data(), sequences, 1.f / T, s);
+  summed.forward_backward(tokens.data(), targets.data(), sequences, 1.f, s);
+  auto pm = mean.trained_parameters(), ps = summed.trained_parameters();
+  for (std::size_t i = 0; i < pm.size(); ++i) {
+    const std::size_t n = pm[i].grad->bytes() / 4;
+    std::vector<float> back(ps[i].grad->as<float>(), ps[i].grad->as<float>() + n);
+    for (float& v : back) v /= float(T);
+    EXPECT_LT(testing_util::rel_l2(back.data(), pm[i].grad->as<float>(), n), 1e-5) << "gradient of parameter " << i;
+  }
+  DataParallelAdam a(pm, nullptr, false, AdamStep{}, dev, alloc), b(ps, nullptr, false, AdamStep{}, dev, alloc);
+  b.set_gradient_scale(1.f / float(T));
+  a.step(s);
+  b.step(s);
+  s.synchronize();
+  for (std::size_t i = 0; i < pm.size(); ++i)
+    EXPECT_LT(testing_util::rel_l2(ps[i].weight->as<float>(), pm[i].weight->as<float>(), pm[i].weight->bytes() / 4), 1e-5)
+        << "parameter " << i << " after the step";
+}
+
 TEST(SixteenBitOnTheCpu, TheFp32OnlyPaperGateIsRefusedInSixteenBitModels) {
   GptConfig c = gpt_backbone(11, 8, 16, 2, 32, 2);
   c.moe_every = 2;
