@@ -57,6 +57,24 @@ struct CpuLayer {
   std::vector<float> x_;
 };
 
+// fp16 / bf16 host values as the bits both backends store, and back; a host buffer of `t` (fp32
+// or 16-bit) as fp32 values.
+inline std::vector<std::uint16_t> bits16(DType t, const std::vector<float>& v) {
+  std::vector<std::uint16_t> b(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) b[i] = to_bits16(t, v[i]);
+  return b;
+}
+inline std::vector<float> widen16(DType t, const void* p, std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = from_bits16(t, static_cast<const std::uint16_t*>(p)[i]);
+  return v;
+}
+inline std::vector<float> host_values(const Buffer& b, DType t) {
+  const std::size_t n = b.bytes() / dtype_size(t);
+  if (t == DType::f32) return std::vector<float>(b.as<float>(), b.as<float>() + n);
+  return widen16(t, b.data(), n);
+}
+
 // A CPU MoE layer on fp16 or bf16 data (held as their bits, as both backends store them), for
 // tests against CpuLayer in fp32 on the same rounded values: results widened back to fp32.
 struct CpuLayer16 {
@@ -77,34 +95,24 @@ struct CpuLayer16 {
     layer->init(seed, dev.default_stream());
   }
   void forward(const std::vector<float>& x) {
-    x16 = narrow(x);
+    x16 = bits16(t, x);
     y16.assign(x.size(), 0);
     ctx.reset();
     ctx = layer->forward(x16.data(), int(x.size() / layer->config().hidden), y16.data(), dev.default_stream());
     dev.default_stream().synchronize();
-    y = widen(y16.data(), y16.size());
+    y = widen16(t, y16.data(), y16.size());
   }
   void backward(const std::vector<float>& dy) {
-    dy16 = narrow(dy);
+    dy16 = bits16(t, dy);
     dx16.assign(dy.size(), 0);
     layer->zero_grad(dev.default_stream());
     layer->backward(*ctx, dy16.data(), dx16.data(), dev.default_stream());
     dev.default_stream().synchronize();
-    dx = widen(dx16.data(), dx16.size());
+    dx = widen16(t, dx16.data(), dx16.size());
   }
-  std::vector<float> w1_g() { return widen(layer->experts().w1_grad().data(), expert_values()); }
-  std::vector<float> w2_g() { return widen(layer->experts().w2_grad().data(), expert_values()); }
+  std::vector<float> w1_g() { return host_values(layer->experts().w1_grad(), t); }
+  std::vector<float> w2_g() { return host_values(layer->experts().w2_grad(), t); }
   std::size_t expert_values() const { return layer->experts().w1().bytes() / 2; }
-  std::vector<std::uint16_t> narrow(const std::vector<float>& v) const {
-    std::vector<std::uint16_t> b(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) b[i] = to_bits16(t, v[i]);
-    return b;
-  }
-  std::vector<float> widen(const void* p, std::size_t n) const {
-    std::vector<float> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = from_bits16(t, static_cast<const std::uint16_t*>(p)[i]);
-    return v;
-  }
 };
 
 // ||got - want|| / ||want||; NaN anywhere fails.

@@ -42,6 +42,8 @@ def parse():
         v = getattr(args, name)
         if v is not None and v < 1:
             p.error(f"--{name}: must be >= 1, got {v}")
+    if args.dtype != "fp32" and args.device != "cuda":
+        p.error(f"--dtype: '{args.dtype}' runs on --device cuda only (PyTorch's AMP); allowed with --device cpu: fp32")
     return args
 
 
@@ -161,9 +163,6 @@ def main():
     math_kind = "fp32, TF32 matmuls" if args.device == "cuda" else f"fp32, {args.threads} CPU thread(s)"
     autocast = None
     if args.dtype != "fp32":
-        if args.device != "cuda":
-            print(f"{sys.argv[0]}: error: --dtype {args.dtype}: 16-bit runs on --device cuda only", file=sys.stderr)
-            return 2
         autocast = torch.float16 if args.dtype == "fp16" else torch.bfloat16
         math_kind = f"{args.dtype} autocast, fp32 weights"
     gen = torch.Generator().manual_seed(7)

@@ -18,6 +18,22 @@ namespace {
 const GptConfig kModel = gpt_backbone(13, 6, 8, 2, 16, 4);
 constexpr int kSequences = 8;
 
+// Where, in the whole model's parameter list of `total` tensors, the ones stage `stage` of P holds
+// are, in GptStage::parameters()'s order: the embeddings (first), 8 per block, the final
+// LayerNorm and, on a last stage that is not also the first, the token embedding again.
+std::vector<std::size_t> held_by_stage(std::size_t total, int P, int stage) {
+  const int per = kModel.layers / P, first = stage * per;
+  std::vector<std::size_t> at;
+  if (stage == 0) at = {0, 1};
+  for (int i = 0; i < 8 * per; ++i) at.push_back(2 + 8 * std::size_t(first) + i);
+  if (stage == P - 1) {
+    at.push_back(total - 2);
+    at.push_back(total - 1);
+    if (stage != 0) at.push_back(0);
+  }
+  return at;
+}
+
 TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
   auto world = make_mpi_communicator();
   const int P = world->size(), stage = world->rank(), T = kSequences * kModel.seq;
@@ -30,16 +46,8 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
   whole.init(17, dev.default_stream());
   const double want_loss = whole.forward_backward(tokens.data(), targets.data(), kSequences, 1.f / T, dev.default_stream());
   auto ref = whole.parameters();
-  // The reference tensors this stage holds, in GptStage::parameters()'s order.
-  const int per = kModel.layers / P, first = stage * per;
-  std::vector<Buffer*> want;
-  if (stage == 0) want = {ref[0].second, ref[1].second};
-  for (int i = 0; i < 8 * per; ++i) want.push_back(ref[2 + 8 * first + i].second);
-  if (stage == P - 1) {
-    want.push_back(ref[ref.size() - 2].second);
-    want.push_back(ref[ref.size() - 1].second);
-    if (stage != 0) want.push_back(ref[0].second);
-  }
+  std::vector<Buffer*> want;  // the reference tensors this stage holds
+  for (std::size_t i : held_by_stage(ref.size(), P, stage)) want.push_back(ref[i].second);
 
   std::size_t plain_peak = 0;
   for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1})
@@ -95,23 +103,9 @@ TEST(GptPipeline, SixteenBitStagesGiveTheWholeSixteenBitModel) {
   GptModel whole(model, dev, ref_alloc);
   whole.init(17, dev.default_stream());
   const double want_loss = whole.forward_backward(tokens.data(), targets.data(), kSequences, 1.f / T, dev.default_stream());
-  auto widen = [](const TrainedParameter& p) {
-    const std::size_t n = p.grad->bytes() / dtype_size(p.dtype);
-    std::vector<float> v(n);
-    for (std::size_t i = 0; i < n; ++i)
-      v[i] = p.dtype == DType::f32 ? p.grad->as<float>()[i] : from_bits16(p.dtype, p.grad->as<std::uint16_t>()[i]);
-    return v;
-  };
   auto ref = whole.trained_parameters();
-  const int per = kModel.layers / P, first = stage * per;
-  std::vector<std::vector<float>> want;
-  if (stage == 0) want = {widen(ref[0]), widen(ref[1])};
-  for (int i = 0; i < 8 * per; ++i) want.push_back(widen(ref[2 + 8 * first + i]));
-  if (stage == P - 1) {
-    want.push_back(widen(ref[ref.size() - 2]));
-    want.push_back(widen(ref[ref.size() - 1]));
-    if (stage != 0) want.push_back(widen(ref[0]));
-  }
+  std::vector<std::vector<float>> want;  // the reference gradients this stage holds, widened
+  for (std::size_t i : held_by_stage(ref.size(), P, stage)) want.push_back(host_values(*ref[i].grad, ref[i].dtype));
   for (auto kind : {PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1}) {
     const std::string what = schedule_name(kind) + " P=" + std::to_string(P);
     TrackingAllocator alloc(Backend::cpu);
@@ -130,7 +124,7 @@ TEST(GptPipeline, SixteenBitStagesGiveTheWholeSixteenBitModel) {
     auto got = mine.trained_parameters();
     ASSERT_EQ(got.size(), want.size()) << what;
     for (std::size_t i = 0; i < got.size(); ++i) {
-      const auto g = widen(got[i]);
+      const auto g = host_values(*got[i].grad, got[i].dtype);
       EXPECT_LT(rel_l2(g.data(), want[i].data(), g.size()), 2e-2) << what << ": gradient of parameter " << i;
     }
   }

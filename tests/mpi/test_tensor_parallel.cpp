@@ -77,22 +77,14 @@ TEST(TensorParallelBlock, EqualsTheWholeBlock) {
 TEST(TensorParallelBlock, SixteenBitEqualsTheWholeSixteenBitBlock) {
   auto world = make_mpi_communicator();
   const int r = world->rank();
-  TransformerBlockConfig cfg{8, 4, 16, 3, std::nullopt, DType::bf16};
+  const TransformerBlockConfig cfg{8, 4, 16, 3, std::nullopt, DType::bf16};
   Device dev = Device::open(Backend::cpu);
   const Stream& s = dev.default_stream();
   TrackingAllocator alloc(Backend::cpu);
   const int sequences = 2, seq = 5, T = sequences * seq, H = cfg.hidden;
-  auto bits = [](const std::vector<float>& v) {
-    std::vector<std::uint16_t> b(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) b[i] = to_bits16(DType::bf16, v[i]);
-    return b;
-  };
-  auto widen = [](const void* p, std::size_t n) {
-    std::vector<float> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = from_bits16(DType::bf16, static_cast<const std::uint16_t*>(p)[i]);
-    return v;
-  };
-  const auto x = bits(tokens(T, H, 40)), dy = bits(tokens(T, H, 41));
+  const DType t = DType::bf16;
+  auto widen = [t](const std::vector<std::uint16_t>& v) { return widen16(t, v.data(), v.size()); };
+  const auto x = bits16(t, tokens(T, H, 40)), dy = bits16(t, tokens(T, H, 41));
   TransformerBlock whole(cfg, dev, alloc), part(cfg, dev, alloc, world.get());
   whole.init(5, s);
   part.init(5, s);
@@ -102,14 +94,13 @@ TEST(TensorParallelBlock, SixteenBitEqualsTheWholeSixteenBitBlock) {
   auto c2 = part.forward(x.data(), y2.data(), sequences, seq, s);
   part.backward(c2, dy.data(), dx2.data(), s);
   s.synchronize();
-  EXPECT_LT(rel_l2(widen(y2.data(), y2.size()).data(), widen(y1.data(), y1.size()).data(), y1.size()), 2e-2) << "output";
-  EXPECT_LT(rel_l2(widen(dx2.data(), dx2.size()).data(), widen(dx1.data(), dx1.size()).data(), dx1.size()), 2e-2)
-      << "input gradient";
+  EXPECT_LT(rel_l2(widen(y2).data(), widen(y1).data(), y1.size()), 2e-2) << "output";
+  EXPECT_LT(rel_l2(widen(dx2).data(), widen(dx1).data(), dx1.size()), 2e-2) << "input gradient";
   auto pw = whole.parameters(), pp = part.parameters();
   for (int i : {0, 1, 4, 5})  // fp32
     EXPECT_LT(rel_l2(pp[i].second->as<float>(), pw[i].second->as<float>(), std::size_t(H)), 2e-2) << "LayerNorm " << i;
   const int in_l = (cfg.heads / world->size()) * (H / cfg.heads);
-  const auto a = widen(pw[3].second->data(), pw[3].second->bytes() / 2), b = widen(pp[3].second->data(), pp[3].second->bytes() / 2);
+  const auto a = host_values(*pw[3].second, t), b = host_values(*pp[3].second, t);
   EXPECT_LT(rel_l2(b.data(), a.data() + std::size_t(r) * in_l * H, b.size()), 2e-2) << "Wo gradient";
 }
 

@@ -70,16 +70,8 @@ std::vector<float> rounded(DType t, std::size_t n, float scale, int seed) {
   for (std::size_t i = 0; i < n; ++i) v[i] = round_to(t, scale * std::sin(0.7f * float(i) + float(seed)));
   return v;
 }
-std::vector<std::uint16_t> bits(DType t, const std::vector<float>& v) {
-  std::vector<std::uint16_t> b(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) b[i] = to_bits16(t, v[i]);
-  return b;
-}
-std::vector<float> values(DType t, const std::vector<std::uint16_t>& b) {
-  std::vector<float> v(b.size());
-  for (std::size_t i = 0; i < b.size(); ++i) v[i] = from_bits16(t, b[i]);
-  return v;
-}
+std::vector<std::uint16_t> bits(DType t, const std::vector<float>& v) { return testing_util::bits16(t, v); }
+std::vector<float> values(DType t, const std::vector<std::uint16_t>& b) { return testing_util::widen16(t, b.data(), b.size()); }
 std::vector<float> rounded(DType t, std::vector<float> v) {
   round_to(t, v.data(), v.size());
   return v;
@@ -251,21 +243,27 @@ TEST(DataParallelAdam, SixteenBitParametersKeepFp32Masters) {
 // loss in fp32), dense and with MoE blocks, against the fp32 model holding the same rounded
 // weights: the loss and every gradient within the type's rounding; then one AdamW step leaves
 // each 16-bit weight its fp32 master rounded.
+// The small GPT of the model tests, with 4 experts on every other FFN where `moe`.
+GptConfig small_gpt(bool moe) {
+  GptConfig c = gpt_backbone(11, 8, 16, 2, 32, 2);
+  if (moe) {
+    c.moe_every = 2;
+    c.moe.ffn = 32;
+    c.moe.experts = 4;
+    c.moe.top_k = 1;
+    c.moe.capacity_factor.reset();
+  }
+  return c;
+}
+
 TEST(SixteenBitOnTheCpu, GptModelMatchesTheFp32ModelOnRoundedWeights) {
-  const GptConfig base = gpt_backbone(11, 8, 16, 2, 32, 2);
+  const GptConfig base = small_gpt(false);
   const int sequences = 2, T = sequences * base.seq;
   const auto tokens = testing_util::token_ids(T, base.vocab, 3), targets = testing_util::token_ids(T, base.vocab, 4);
   for (bool moe : {false, true})
     for (DType t : {DType::f16, DType::bf16}) {
       SCOPED_TRACE(std::string(moe ? "MoE " : "dense ") + std::string(dtype_name(t)));
-      GptConfig c = base;
-      if (moe) {
-        c.moe_every = 2;
-        c.moe.ffn = 32;
-        c.moe.experts = 4;
-        c.moe.top_k = 1;
-        c.moe.capacity_factor.reset();
-      }
+      const GptConfig c = small_gpt(moe);
       GptConfig c16 = c;
       c16.dtype = t;
       Device dev = Device::open(Backend::cpu);
@@ -290,12 +288,9 @@ TEST(SixteenBitOnTheCpu, GptModelMatchesTheFp32ModelOnRoundedWeights) {
       EXPECT_NEAR(l16, l32, 1e-3 * l32);
       std::vector<float> g16, g32;  // every gradient, widened
       for (std::size_t i = 0; i < p16.size(); ++i) {
-        const std::size_t n = p32[i].grad->bytes() / 4;
-        const float* want = p32[i].grad->as<float>();
-        g32.insert(g32.end(), want, want + n);
-        for (std::size_t j = 0; j < n; ++j)
-          g16.push_back(p16[i].dtype == DType::f32 ? p16[i].grad->as<float>()[j]
-                                                   : from_bits16(t, p16[i].grad->as<std::uint16_t>()[j]));
+        const auto got = testing_util::host_values(*p16[i].grad, p16[i].dtype), want = testing_util::host_values(*p32[i].grad, DType::f32);
+        g16.insert(g16.end(), got.begin(), got.end());
+        g32.insert(g32.end(), want.begin(), want.end());
       }
       EXPECT_LT(testing_util::rel_l2(g16.data(), g32.data(), g32.size()), tol);
       EXPECT_GT(testing_util::rel_l2(g16.data(), g32.data(), g32.size()), 0.0);
@@ -315,10 +310,7 @@ TEST(SixteenBitOnTheCpu, GptModelMatchesTheFp32ModelOnRoundedWeights) {
 // scales the gradients back: the same gradients, aux losses included, and the same step as the
 // mean loss gives (fp32 here, so the two differ only by rounding).
 TEST(LossScale, ScaledLossAndDividedGradientsStepAsTheMeanLoss) {
-  GptConfig c = gpt_backbone(11, 8, 16, 2, 32, 2);
-  c.moe_every = 2;
-  c.moe.ffn = 32;
-  c.moe.experts = 4;
+  GptConfig c = small_gpt(true);
   c.moe.aux_coef = 0.5f;  // large, so a missing scale on the aux loss shows
   const int sequences = 2, T = sequences * c.seq;
   const auto tokens = testing_util::token_ids(T, c.vocab, 3), targets = testing_util::token_ids(T, c.vocab, 4);
@@ -350,8 +342,7 @@ TEST(LossScale, ScaledLossAndDividedGradientsStepAsTheMeanLoss) {
 }
 
 TEST(SixteenBitOnTheCpu, TheFp32OnlyPaperGateIsRefusedInSixteenBitModels) {
-  GptConfig c = gpt_backbone(11, 8, 16, 2, 32, 2);
-  c.moe_every = 2;
+  GptConfig c = small_gpt(true);
   c.moe.gate = GateImpl::paper;
   EXPECT_FALSE(GptStage::validate(c, 1, 1));
   c.dtype = DType::bf16;
