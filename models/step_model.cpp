@@ -98,6 +98,7 @@ class Model {
     }
     // Backward: every GEMM's data gradient (the attention core's two per forward GEMM), the
     // elementwise ops and the MoE's local moves again, the communication.
+    r.fwd.moe_comm = moe_comm_f;
     const double comm_f = r.fwd.attention_allreduce + r.fwd.ffn_allreduce + moe_comm_f;
     r.b = (r.fwd.total() - comm_f) + core + comm_b;
     r.w = w_gemms;
@@ -210,7 +211,7 @@ StepPrediction predict_step(const ModelShape& m, const StepLayout& l, const Hard
       fp.attention += f.attention; fp.attention_allreduce += f.attention_allreduce;
       fp.ffn += f.ffn; fp.ffn_allreduce += f.ffn_allreduce;
       fp.moe_gating += f.moe_gating; fp.moe_dispatch += f.moe_dispatch; fp.moe_expert += f.moe_expert;
-      fp.moe_combine += f.moe_combine; fp.other += f.other;
+      fp.moe_combine += f.moe_combine; fp.moe_comm += f.moe_comm; fp.other += f.other;
       t.b += lt.b;
       t.w += lt.w;
     }

@@ -67,6 +67,7 @@ struct ForwardParts {
   double moe_dispatch = 0;    // DPMoE's first all-to-all; PPMoE's index selection
   double moe_expert = 0;
   double moe_combine = 0;     // DPMoE's second all-to-all; PPMoE's all-reduce
+  double moe_comm = 0;        // of dispatch and combine: their communication alone
   double other = 0;           // LayerNorms, residuals, embedding, head and loss
   double moe() const { return moe_gating + moe_dispatch + moe_expert + moe_combine; }
   double total() const;

@@ -1,4 +1,5 @@
 #include "runtime/cpu_queue.h"
+#include <algorithm>
 #include "runtime/timeline.h"
 
 namespace moebench {
@@ -26,7 +27,10 @@ void CpuQueue::enqueue(const char* name, std::function<void()> op) {
 void CpuQueue::synchronize() {
   std::unique_lock<std::mutex> lock(mutex_);
   const std::uint64_t target = enqueued_;
-  done_.wait(lock, [&] { return completed_ >= target; });
+  while (completed_ < target) {
+    wake_at_ = std::min(wake_at_, target);  // the worker wakes the waiters there, not after every op
+    done_.wait(lock);
+  }
   if (failure_) throw Error("stream " + name_ + ": " + *failure_);
 }
 
@@ -52,11 +56,16 @@ void CpuQueue::work() {
       }
       Timeline::record_op(track_, task.name, start, Timeline::now_us(), Timeline::take_op_args());
     }
+    bool reached = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++completed_;
+      if (completed_ >= wake_at_) {
+        reached = true;
+        wake_at_ = kNobodyWaits;  // a waiter whose own target is later registers it again
+      }
     }
-    done_.notify_all();
+    if (reached) done_.notify_all();
   }
 }
 

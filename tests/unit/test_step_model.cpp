@@ -435,6 +435,41 @@ TEST(LocalComparison, ARunWithoutAColumnIsNamed) {
   std::filesystem::remove_all(dir);
 }
 
+// A row the model misses by more than 10% says which term is off: a breakdown run whose
+// collectives took far longer than the model's of the same sizes names the waits at them with
+// both figures; a training step below the run names the ranks' idle time; a model above the
+// run, or a miss no run shows the cause of, says so.
+TEST(LocalComparison, AMissNamesTheTermThatIsOff) {
+  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  const auto dir = std::filesystem::temp_directory_path() / ("moebench_off_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "ppmoe");
+  auto off_of = [&](const std::string& file, const std::string& header, const std::string& row) {
+    std::filesystem::remove_all(dir / "ppmoe");
+    std::filesystem::create_directories(dir / "ppmoe");
+    std::ofstream(dir / "ppmoe" / file) << header << "\n" << row << "\n";
+    const ProjectedTable t = compare_local_runs(hw, dir.string());
+    EXPECT_GE(t.table.rows(), 1u);
+    std::istringstream csv(t.table.to_string(nullptr));
+    std::string line, first;
+    std::getline(csv, line);  // header
+    std::getline(csv, first);
+    return first;
+  };
+  const std::string t1 = "layout,dp,tp,layers,hidden,ffn,heads,seq,vocab,experts,sequences_per_rank,total_fwd_ms,moe_fwd_ms,link";
+  const std::string t1_row = "DPMoE DP2 TP1 PP1,2,1,4,256,1024,4,64,512,8,2,1000,900,measured: MPI between the ranks' hosts";
+  const std::string waited = off_of("t1.csv", t1 + ",first_all_to_all_ms,second_all_to_all_ms", t1_row + ",400,300");
+  EXPECT_NE(waited.find("not modelled: waits at collectives -- the run's two all-to-alls took 700 ms, the model's"),
+            std::string::npos) << waited;
+  const std::string quick = off_of("t1.csv", t1 + ",first_all_to_all_ms,second_all_to_all_ms", t1_row + ",0,0");
+  EXPECT_NE(quick.find("model below the run: not diagnosed"), std::string::npos) << quick;
+  const std::string t2 = "model,dp,tp,pp,zero,step_ms,layers,hidden,ffn,heads,seq,vocab,experts,sequences_per_step,micro_batches,link";
+  const std::string slow = off_of("t2.csv", t2, "Dense,2,1,1,no,1e6,4,256,1024,4,64,512,0,4,1,measured: MPI between the ranks' hosts");
+  EXPECT_NE(slow.find("not modelled: the ranks' idle time at collectives and between ops"), std::string::npos) << slow;
+  const std::string fast = off_of("t2.csv", t2, "Dense,2,1,1,no,1e-6,4,256,1024,4,64,512,0,4,1,measured: MPI between the ranks' hosts");
+  EXPECT_NE(fast.find("model above the run: not diagnosed"), std::string::npos) << fast;
+  std::filesystem::remove_all(dir);
+}
+
 // The comm bench's sizes that a profile measured itself (same collective, same ranks) are not
 // held against it: the model is checked on the sizes between.
 TEST(LocalComparison, SizesTheProfileMeasuredAreLeftOut) {

@@ -111,6 +111,37 @@ TEST(CpuStreams, AFailedOpIsReportedAtSynchronizeAndLaterOpsAreSkipped) {
   EXPECT_FALSE(later_ran);
 }
 
+// The worker wakes host threads only where one waits (not after every op): two threads waiting
+// for different points of one stream each return at their own point, the earlier one before the
+// later op has run.
+TEST(CpuStreams, WaitersForDifferentPointsEachReturnAtTheirOwn) {
+  Device dev = Device::open(Backend::cpu);
+  Stream s = dev.create_stream("s");
+  std::atomic<bool> second_ran{false};
+  const auto t0 = Clock::now();
+  run_on(s, "first", [] { sleep_ms(150); });
+  double early_s = 0;
+  bool second_seen_early = true;
+  std::thread early([&] {
+    s.synchronize();  // waits for "first" only
+    early_s = seconds_since(t0);
+    second_seen_early = second_ran.load();
+  });
+  sleep_ms(30);  // the early waiter is waiting now
+  run_on(s, "second", [&second_ran] {
+    sleep_ms(150);
+    second_ran = true;
+  });
+  s.synchronize();
+  const double late_s = seconds_since(t0);
+  early.join();
+  EXPECT_TRUE(second_ran.load());
+  EXPECT_FALSE(second_seen_early) << "the early waiter returned only after the later op";
+  EXPECT_GE(early_s, 0.14);
+  EXPECT_LT(early_s, late_s);
+  EXPECT_GE(late_s, 0.29);
+}
+
 TEST(CpuStreams, CopiesToTheDeviceTakeTheirBytesAtTheCall) {
   Device dev = Device::open(Backend::cpu);
   Stream s = dev.create_stream("s");
