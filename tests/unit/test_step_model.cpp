@@ -326,6 +326,21 @@ TEST(StepModel, ReproducesTableTwoOrderings) {
   }
 }
 
+// 000 Table 1 on the 000 cluster: a column outside 5 points says which term is off -- its
+// modelled time over the paper's against the whole forward's -- and the summary names the
+// share modelled low whose time is shortest against the paper's (an all-to-all).
+TEST(StepModel, TableOneNamesTheTermThatIsOff) {
+  const ProjectedTable t = project_ppmoe_t1(load_hardware_profile(resolve_profile("ppmoe-v100")));
+  const std::string csv = t.table.to_string(nullptr);
+  EXPECT_NE(csv.find("share low by"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("x the paper's time, the whole forward at"), std::string::npos) << csv;
+  bool named = false;
+  for (const auto& line : t.summary)
+    named |= line.find("the term modelled shortest against the paper: first_all_to_all") != std::string::npos ||
+             line.find("the term modelled shortest against the paper: second_all_to_all") != std::string::npos;
+  EXPECT_TRUE(named) << t.summary.front();
+}
+
 }  // namespace moebench
 
 namespace moebench {
