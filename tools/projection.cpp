@@ -636,7 +636,8 @@ void compare_pipe(const std::string& path, std::vector<Comparison>& out, NotComp
 }
 
 // A training step's miss (ppmoe.t2's trainer): below the run, the term its traced runs show the
-// model lacking (README, "Where the model misses on this machine"); above it, none is named.
+// model lacking (README, "Performance models", the model against this machine's runs); above
+// it, none is named.
 std::string step_off(double modelled, double measured) {
   const double r = modelled / measured;
   if (std::fabs(r - 1) <= kMissNamed) return "-";
