@@ -256,6 +256,18 @@ GptConfig small_gpt(bool moe) {
   return c;
 }
 
+// Two one-rank GPT models on one CPU device, local dispatcher, initialised from the same seed.
+struct ModelPair {
+  ModelPair(const GptConfig& ca, const GptConfig& cb) : a(ca, dev, alloc, nullptr, local), b(cb, dev, alloc, nullptr, local) {
+    a.init(5, dev.default_stream());
+    b.init(5, dev.default_stream());
+  }
+  static std::unique_ptr<TokenDispatcher> local(const DispatcherEnv& env) { return make_local_dispatcher(env); }
+  Device dev = Device::open(Backend::cpu);
+  TrackingAllocator alloc{Backend::cpu};
+  GptModel a, b;
+};
+
 TEST(SixteenBitOnTheCpu, GptModelMatchesTheFp32ModelOnRoundedWeights) {
   const GptConfig base = small_gpt(false);
   const int sequences = 2, T = sequences * base.seq;
@@ -266,13 +278,11 @@ TEST(SixteenBitOnTheCpu, GptModelMatchesTheFp32ModelOnRoundedWeights) {
       const GptConfig c = small_gpt(moe);
       GptConfig c16 = c;
       c16.dtype = t;
-      Device dev = Device::open(Backend::cpu);
+      ModelPair pair(c16, c);
+      GptModel &m16 = pair.a, &m32 = pair.b;
+      Device& dev = pair.dev;
+      TrackingAllocator& alloc = pair.alloc;
       const Stream& s = dev.default_stream();
-      TrackingAllocator alloc(Backend::cpu);
-      auto local = [](const DispatcherEnv& env) { return make_local_dispatcher(env); };
-      GptModel m16(c16, dev, alloc, nullptr, local), m32(c, dev, alloc, nullptr, local);
-      m16.init(5, s);
-      m32.init(5, s);
       auto p16 = m16.trained_parameters(), p32 = m32.trained_parameters();
       ASSERT_EQ(p16.size(), p32.size());
       int sixteen = 0;
@@ -314,13 +324,11 @@ TEST(LossScale, ScaledLossAndDividedGradientsStepAsTheMeanLoss) {
   c.moe.aux_coef = 0.5f;  // large, so a missing scale on the aux loss shows
   const int sequences = 2, T = sequences * c.seq;
   const auto tokens = testing_util::token_ids(T, c.vocab, 3), targets = testing_util::token_ids(T, c.vocab, 4);
-  Device dev = Device::open(Backend::cpu);
+  ModelPair pair(c, c);
+  GptModel &mean = pair.a, &summed = pair.b;
+  Device& dev = pair.dev;
+  TrackingAllocator& alloc = pair.alloc;
   const Stream& s = dev.default_stream();
-  TrackingAllocator alloc(Backend::cpu);
-  auto local = [](const DispatcherEnv& env) { return make_local_dispatcher(env); };
-  GptModel mean(c, dev, alloc, nullptr, local), summed(c, dev, alloc, nullptr, local);
-  mean.init(5, s);
-  summed.init(5, s);
   summed.set_loss_scale(float(T));
   mean.forward_backward(tokens.data(), targets.data(), sequences, 1.f / T, s);
   summed.forward_backward(tokens.data(), targets.data(), sequences, 1.f, s);
