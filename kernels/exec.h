@@ -14,11 +14,14 @@ enum class Backend { cpu, cuda };
 inline const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
 
 // The in-order queue of a CPU stream. `op` runs later on the stream's worker: it captures its
-// arguments by value (pointers to device buffers, not to the caller's temporaries).
+// arguments by value (pointers to device buffers, not to the caller's temporaries). `details`
+// (a JSON object body, e.g. "\"bytes\": 64") goes with the op into the runtime's timeline;
+// build it only where recording() says the queue keeps it.
 class HostQueue {
  public:
   virtual ~HostQueue() = default;
-  virtual void enqueue(const char* name, std::function<void()> op) = 0;
+  virtual void enqueue(const char* name, std::function<void()> op, std::string details = {}) = 0;
+  virtual bool recording() const = 0;
   // Waits until everything enqueued so far has run; throws Error if one of those ops failed.
   virtual void synchronize() = 0;
 };
@@ -33,12 +36,15 @@ struct Exec {
 
 // Runs a CPU op in stream order: on the queue of `ex`, or now when it has none.
 template <class F>
-void run_host(const Exec& ex, const char* name, F&& op) {
+void run_host(const Exec& ex, const char* name, F&& op, std::string details = {}) {
   if (ex.queue)
-    ex.queue->enqueue(name, std::function<void()>(std::forward<F>(op)));
+    ex.queue->enqueue(name, std::function<void()>(std::forward<F>(op)), std::move(details));
   else
     op();
 }
+
+// Whether an op enqueued on `ex` now is recorded with its details.
+inline bool records_details(const Exec& ex) { return ex.queue && ex.queue->recording(); }
 
 // Raised for invalid arguments and library failures inside one process; a bench's main
 // turns it into an error line and ends the whole MPI job.

@@ -3,6 +3,7 @@
 // Exec::tensor_cores selects tensor-core (TF32 for fp32) or pedantic fp32 math.
 #pragma once
 #include <cstdint>
+#include <string>
 #include "kernels/dtype.h"
 #include "kernels/exec.h"
 
@@ -25,6 +26,10 @@ GemmArgs dense_gemm(bool trans_a, bool trans_b, int m, int n, int k, const void*
 void gemm_cpu(const GemmArgs& g);
 void gemm_cuda(const GemmArgs& g, void* stream, void* blas, bool tensor_cores);
 void gemm(const Exec& ex, const GemmArgs& g);
+
+// Its shape, transposes and operand addresses as a JSON object body (the runtime's timeline
+// records it with the op: which buffer a GEMM wrote tells a weight gradient from an activation).
+std::string describe_gemm(const GemmArgs& g);
 
 inline double gemm_flops(int m, int n, int k) { return 2.0 * m * n * static_cast<double>(k); }
 

@@ -1,5 +1,6 @@
 #include "kernels/gemm.h"
 #include <cblas.h>
+#include <cstdio>
 #include <string>
 #include "kernels/host_widen.h"
 
@@ -49,10 +50,19 @@ void gemm_cpu(const GemmArgs& g) {
 void set_cpu_blas_threads(int threads) { openblas_set_num_threads(threads); }
 int cpu_blas_threads() { return openblas_get_num_threads(); }
 
+std::string describe_gemm(const GemmArgs& g) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "\"m\": %d, \"n\": %d, \"k\": %d, \"trans_a\": %d, \"trans_b\": %d, \"beta\": %g, \"a\": \"%p\", "
+                "\"b\": \"%p\", \"c\": \"%p\"",
+                g.m, g.n, g.k, int(g.trans_a), int(g.trans_b), double(g.beta), g.a, g.b, static_cast<const void*>(g.c));
+  return buf;
+}
+
 void gemm(const Exec& ex, const GemmArgs& g) {
   if (ex.backend == Backend::cpu) {
     check_gemm(g);
-    return run_host(ex, "gemm", [g] { gemm_cpu(g); });
+    return run_host(ex, "gemm", [g] { gemm_cpu(g); }, records_details(ex) ? describe_gemm(g) : std::string());
   }
   check_gemm(g);
   gemm_cuda(g, ex.stream, ex.blas, ex.tensor_cores);

@@ -23,7 +23,7 @@ void grouped_gemm(const Exec& ex, const std::vector<GemmArgs>& problems, ExpertG
   for (const GemmArgs& g : problems) {
     if (g.m == 0 || g.n == 0) continue;
     if (g.k == 0 && ex.backend == Backend::cpu) {
-      run_host(ex, "gemm", [g] { scale_c_cpu(g); });
+      run_host(ex, "gemm", [g] { scale_c_cpu(g); }, records_details(ex) ? describe_gemm(g) : std::string());
       continue;
     }
     gemm(ex, g);

@@ -185,6 +185,7 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
   const Exec ex = dev_.exec(s);
   Micro& m = micro_.at(micro);
   if (recompute_) {
+    ScopedRange r("pipe.recompute", s);
     run_blocks(m, s);
     if (last()) {
       m.lnf = alloc_.allocate(xb, MemTag::activations, s);

@@ -4,6 +4,7 @@
 #include "kernels/gelu.h"
 #include "kernels/gemm.h"
 #include "moe/init.h"
+#include "runtime/range.h"
 
 namespace moebench {
 
@@ -91,7 +92,10 @@ void MlpStage::backward_input(int micro, const void* dy, void* dx, const Stream&
   if (it == held_.end() || !it->second.dy.empty())
     throw Error("MlpStage: backward of micro-batch " + std::to_string(micro) + " without its forward, or twice");
   Held& m = it->second;
-  if (cfg_.recompute) run_forward(m, s);
+  if (cfg_.recompute) {
+    ScopedRange r("pipe.recompute", s);
+    run_forward(m, s);
+  }
   const int H = cfg_.hidden, F = cfg_.ffn, L = cfg_.layers;
   const std::size_t per = std::size_t(H) * F, xb = std::size_t(m.rows) * H * 4, hb = std::size_t(m.rows) * F * 4;
   const Exec ex = dev_.exec(s);

@@ -1,6 +1,7 @@
 #include "pipeline/pipeline_engine.h"
 #include <memory>
 #include <string>
+#include "runtime/range.h"
 #include "runtime/stream.h"
 
 namespace moebench {
@@ -83,7 +84,10 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
         if (s < P - 1) y = (out = alloc_.allocate(bytes, MemTag::buffers, compute_)).data();
         else if (!outputs.empty()) y = outputs.at(j);
         auto b = mark();
-        stage_.forward(j, x, y, rows, compute_);
+        {
+          ScopedRange r("pipe.fwd", compute_);
+          stage_.forward(j, x, y, rows, compute_);
+        }
         auto e = mark();
         if (s < P - 1) send_after(out, *e, s + 1);
         timed.push_back({step, std::move(b), std::move(e)});
@@ -98,10 +102,13 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
           dy = grad_in.data();
         }
         auto b = mark();
-        if (split)
-          stage_.backward_input(j, dy, grad_out.data(), compute_);
-        else
-          stage_.backward(j, dy, grad_out.data(), compute_);
+        {
+          ScopedRange r("pipe.bwd", compute_);
+          if (split)
+            stage_.backward_input(j, dy, grad_out.data(), compute_);
+          else
+            stage_.backward(j, dy, grad_out.data(), compute_);
+        }
         auto e = mark();
         if (s > 0) send_after(grad_out, *e, s - 1);
         timed.push_back({step, std::move(b), std::move(e)});
@@ -109,7 +116,10 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
       }
       case PipeOp::W: {
         auto b = mark();
-        stage_.backward_weight(j, compute_);
+        {
+          ScopedRange r("pipe.wgrad", compute_);
+          stage_.backward_weight(j, compute_);
+        }
         timed.push_back({step, std::move(b), mark()});
         break;
       }

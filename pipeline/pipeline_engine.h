@@ -4,6 +4,8 @@
 // s + 1 -- and sends what it produced on a stream of its own, so a send waiting for its
 // receiver never holds up the stage's compute. Every op is timed by events on the compute
 // stream: a stage's busy time, and the bubble as the rest of the step, come from its own events.
+// Each op is also a range on the compute stream (NVTX and the timeline): pipe.fwd, pipe.bwd
+// (the whole backward, or B where the schedule splits it) and pipe.wgrad (W).
 #pragma once
 #include <vector>
 #include "models/pipeline_schedule.h"

@@ -9,47 +9,14 @@
 #include <climits>
 #include <mpi.h>
 #include <thread>
-#if defined(__linux__)
-#include <sys/prctl.h>
-#endif
 #include "kernels/convert.h"
 #include "runtime/comm.h"
+#include "runtime/precise_sleep.h"
 #include "runtime/timeline.h"
 #include "runtime/watchdog.h"
 
 namespace moebench {
 namespace {
-
-// How late this thread wakes from a sleep: the median of a few short sleeps' overshoot, measured
-// once per thread (with 1 ns of timer slack a virtual machine still wakes 30-55 us late), at
-// most 200 us, so a measurement taken on a busy machine cannot turn the waits into long spins.
-std::chrono::steady_clock::duration wake_up_lateness() {
-  using Clock = std::chrono::steady_clock;
-  thread_local const Clock::duration lateness = [] {
-    std::array<Clock::duration, 9> late{};
-    for (auto& l : late) {
-      const auto target = Clock::now() + std::chrono::microseconds(50);
-      std::this_thread::sleep_until(target);
-      l = Clock::now() - target;
-    }
-    std::nth_element(late.begin(), late.begin() + late.size() / 2, late.end());
-    return std::min<Clock::duration>(late[late.size() / 2], std::chrono::microseconds(200));
-  }();
-  return lateness;
-}
-
-// The emulated link's operations end when the link is done, not a wake-up later (a small
-// message's whole time on a fast link): the thread's timer slack is 1 ns, it sleeps until its
-// usual lateness before the end and yields the core for the rest.
-void sleep_until_precisely(std::chrono::steady_clock::time_point t) {
-#if defined(__linux__)
-  thread_local const bool precise = ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) == 0;
-  (void)precise;
-#endif
-  const auto early = t - wake_up_lateness();
-  if (std::chrono::steady_clock::now() < early) std::this_thread::sleep_until(early);
-  while (std::chrono::steady_clock::now() < t) std::this_thread::yield();
-}
 
 int to_int(std::size_t v, const char* what) {
   if (v > static_cast<std::size_t>(INT_MAX))
@@ -133,10 +100,19 @@ class MpiCommunicator final : public Communicator {
         received += double(bytes_of(rc[i], t));
       }
     }
+    std::string peers;  // which rank got and gave how much (the FasterMoE-style order is read off it)
+    if (Timeline::enabled()) {
+      auto list = [&](const std::vector<std::size_t>& counts) {
+        std::string out = "[";
+        for (std::size_t i = 0; i < n; ++i) out += (i ? ", " : "") + std::to_string(bytes_of(counts[i], t));
+        return out + "]";
+      };
+      peers = "\"send_bytes\": " + list(sc) + ", \"recv_bytes\": " + list(rc);
+    }
     run(s, "all_to_all_v (mpi)", std::max(sent, received), [=, this] {
       MPI_Alltoallv(send, isc.data(), isd.data(), mpi_type(t), recv, irc.data(), ird.data(), mpi_type(t),
                     comm_);
-    });
+    }, std::move(peers));
   }
 
   void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, const Stream& s) override {
@@ -234,13 +210,14 @@ class MpiCommunicator final : public Communicator {
   }
 
   // Runs `call` in stream order under the watchdog; on an emulated link, sleeps until the link
-  // would have carried `bus_bytes` after what it carries already. Records the operation in the timeline with its bytes.
+  // would have carried `bus_bytes` after what it carries already. Records the operation in the
+  // timeline with its bus bytes, the link's wait and `details`.
   template <class F>
-  void run(const Stream& s, const char* name, double bus_bytes, F call) {
-    run_on(s, name, [this, name, bus_bytes, call, track = s.id] {
+  void run(const Stream& s, const char* name, double bus_bytes, F call, std::string details = {}) {
+    run_on(s, name, [this, name, bus_bytes, call, details, track = s.id] {
+      const double start_us = Timeline::now_us();  // no later than `start`: the record holds the link's whole wait
       const auto start = std::chrono::steady_clock::now();
       const auto done = link_ ? link_->book(start, bus_bytes) : start;
-      const double start_us = Timeline::now_us();
       {
         Watchdog::Scope watch(name);
         call();
@@ -248,6 +225,8 @@ class MpiCommunicator final : public Communicator {
       if (link_) sleep_until_precisely(done);
       if (Timeline::enabled()) {
         std::string args = "\"bus_bytes\": " + std::to_string(std::int64_t(bus_bytes));
+        if (link_) args += ", \"link_us\": " + std::to_string(link_->seconds(bus_bytes) * 1e6);
+        if (!details.empty()) args += ", " + details;
         if (track == 0)  // inline: no queue records it
           Timeline::record_op(track, name, start_us, Timeline::now_us(), args);
         else

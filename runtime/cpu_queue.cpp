@@ -15,14 +15,16 @@ CpuQueue::~CpuQueue() {
   worker_.join();
 }
 
-void CpuQueue::enqueue(const char* name, std::function<void()> op) {
+void CpuQueue::enqueue(const char* name, std::function<void()> op, std::string details) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    tasks_.push_back(Task{name, std::move(op)});
+    tasks_.push_back(Task{name, std::move(op), std::move(details)});
     ++enqueued_;
   }
   wake_.notify_one();
 }
+
+bool CpuQueue::recording() const { return Timeline::enabled(); }
 
 void CpuQueue::synchronize() {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -54,7 +56,10 @@ void CpuQueue::work() {
         std::lock_guard<std::mutex> lock(mutex_);
         failure_ = std::string(task.name) + ": " + e.what();
       }
-      Timeline::record_op(track_, task.name, start, Timeline::now_us(), Timeline::take_op_args());
+      // What the enqueuer knew (sizes, pointers) and what the op learnt running (a communicator's bytes).
+      std::string args = Timeline::take_op_args();
+      if (!task.details.empty()) args = args.empty() ? std::move(task.details) : task.details + ", " + args;
+      Timeline::record_op(track_, task.name, start, Timeline::now_us(), args);
     }
     bool reached = false;
     {

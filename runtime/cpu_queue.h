@@ -23,7 +23,8 @@ class CpuQueue final : public HostQueue {
   CpuQueue(const CpuQueue&) = delete;
   CpuQueue& operator=(const CpuQueue&) = delete;
 
-  void enqueue(const char* name, std::function<void()> op) override;
+  void enqueue(const char* name, std::function<void()> op, std::string details = {}) override;
+  bool recording() const override;
   void synchronize() override;
   const std::string& name() const { return name_; }
 
@@ -31,6 +32,7 @@ class CpuQueue final : public HostQueue {
   struct Task {
     const char* name;
     std::function<void()> op;
+    std::string details;
   };
   void work();
 

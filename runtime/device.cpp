@@ -1,6 +1,7 @@
 // The device, common to both backends: opening, streams, exec and copies, each handed to the
 // backend's side (device_cpu.cpp, device_cuda.cpp).
 #include "runtime/device.h"
+#include <atomic>
 #include <cstring>
 #include <vector>
 #include "runtime/cpu_queue.h"
@@ -30,7 +31,10 @@ void Device::memory(std::size_t* free_bytes, std::size_t* total_bytes) const {
 }
 
 Stream Device::create_stream(const std::string& name) {
-  const int id = next_stream_id_++;
+  // Unique in the process, not per device: the pool keys its free lists by stream id and the
+  // timeline its tracks, and a process may open several devices (tests do).
+  static std::atomic<int> next_stream_id{1};
+  const int id = next_stream_id++;
   Timeline::name_track(id, name);
   if (backend_ == Backend::cuda) return create_cuda_stream(id);
   cpu_queues_.push_back(std::make_unique<CpuQueue>(name, id));
@@ -56,6 +60,11 @@ void Device::synchronize() const {
   for (const auto& q : cpu_queues_) q->synchronize();
 }
 
+// A copy's bytes in the timeline (how much an offload or a restore moved).
+static std::string copy_details(std::size_t bytes, const Stream& s) {
+  return s.queue && s.queue->recording() ? "\"bytes\": " + std::to_string(bytes) : std::string();
+}
+
 void Device::copy_to_device(void* dst, const void* src, std::size_t bytes, const Stream& s) const {
   if (backend_ == Backend::cuda) return cuda_copy(dst, src, bytes, 0, s);
   if (!bytes) return;
@@ -65,20 +74,20 @@ void Device::copy_to_device(void* dst, const void* src, std::size_t bytes, const
   }
   // The caller may reuse `src` at once: the queued copy takes its own.
   auto data = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + bytes);
-  run_on(s, "copy to device", [dst, data] { std::memcpy(dst, data->data(), data->size()); });
+  run_on(s, "copy to device", [dst, data] { std::memcpy(dst, data->data(), data->size()); }, copy_details(bytes, s));
 }
 
 void Device::copy_to_host(void* dst, const void* src, std::size_t bytes, const Stream& s) const {
   if (backend_ == Backend::cuda) return cuda_copy(dst, src, bytes, 1, s);
   if (!bytes) return;
-  run_on(s, "copy to host", [=] { std::memcpy(dst, src, bytes); });
+  run_on(s, "copy to host", [=] { std::memcpy(dst, src, bytes); }, copy_details(bytes, s));
   s.synchronize();
 }
 
 void Device::copy(void* dst, const void* src, std::size_t bytes, const Stream& s) const {
   if (backend_ == Backend::cuda) return cuda_copy(dst, src, bytes, 2, s);
   if (!bytes) return;
-  run_on(s, "copy", [=] { std::memmove(dst, src, bytes); });
+  run_on(s, "copy", [=] { std::memmove(dst, src, bytes); }, copy_details(bytes, s));
 }
 
 void Device::fill_zero(void* dst, std::size_t bytes, const Stream& s) const {

@@ -80,7 +80,6 @@ class Device {
   std::vector<std::unique_ptr<CpuQueue>> cpu_queues_;
   std::unique_ptr<Cuda, CudaDeleter> cuda_;
   bool tensor_cores_ = true;
-  int next_stream_id_ = 1;
 };
 
 // Brackets only the measured iterations for `nsys profile --capture-range=cudaProfilerApi`.

@@ -24,10 +24,11 @@ struct Stream {
 };
 
 // Runs `op` in the order of stream `s` on the CPU: on its worker, or now when it has none.
+// `details`: see HostQueue::enqueue.
 template <class F>
-void run_on(const Stream& s, const char* name, F&& op) {
+void run_on(const Stream& s, const char* name, F&& op, std::string details = {}) {
   if (s.queue)
-    s.queue->enqueue(name, std::function<void()>(std::forward<F>(op)));
+    s.queue->enqueue(name, std::function<void()>(std::forward<F>(op)), std::move(details));
   else
     op();
 }

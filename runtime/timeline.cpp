@@ -12,11 +12,6 @@ namespace moebench {
 
 namespace {
 
-struct Entry {
-  int track;
-  std::string name, args;
-  double start_us, end_us;
-};
 struct PendingRange {
   int track;
   std::string name;
@@ -27,7 +22,7 @@ struct State {
   std::atomic<bool> on{false};
   int rank = 0;
   std::mutex mutex;
-  std::vector<Entry> entries;
+  std::vector<TimelineEntry> entries;
   std::vector<PendingRange> ranges;
   std::map<int, std::string> tracks;
 };
@@ -57,6 +52,8 @@ void Timeline::enable(int rank) {
   s.on = true;
 }
 
+void Timeline::disable() { state().on = false; }
+
 bool Timeline::enabled() { return state().on; }
 
 double Timeline::now_us() {
@@ -73,7 +70,7 @@ void Timeline::record_op(int track, const char* name, double start_us, double en
   State& s = state();
   if (!s.on) return;
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.entries.push_back(Entry{track, name, args, start_us, end_us});
+  s.entries.push_back(TimelineEntry{track, name, args, start_us, end_us, false});
 }
 
 namespace {
@@ -103,19 +100,28 @@ void Timeline::clear() {
   s.ranges.clear();
 }
 
-void Timeline::write(const std::string& path) {
+std::vector<TimelineEntry> Timeline::entries() {
   State& s = state();
-  std::vector<Entry> entries;
+  std::vector<TimelineEntry> entries;
   std::vector<PendingRange> ranges;
-  std::map<int, std::string> tracks;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     entries = s.entries;
     ranges = s.ranges;
-    tracks = s.tracks;
   }
   for (const PendingRange& r : ranges)  // waits for their events
-    entries.push_back(Entry{r.track, r.name, "\"range\": true", r.start->time_us(), r.stop->time_us()});
+    entries.push_back(TimelineEntry{r.track, r.name, "\"range\": true", r.start->time_us(), r.stop->time_us(), true});
+  return entries;
+}
+
+void Timeline::write(const std::string& path) {
+  State& s = state();
+  const std::vector<TimelineEntry> entries = Timeline::entries();
+  std::map<int, std::string> tracks;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    tracks = s.tracks;
+  }
   std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
   char buf[160];
   std::snprintf(buf, sizeof buf, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"rank %d\"}}",
@@ -126,7 +132,7 @@ void Timeline::write(const std::string& path) {
                   s.rank, track);
     out += buf + json_string(name) + "}}";
   }
-  for (const Entry& e : entries) {
+  for (const TimelineEntry& e : entries) {
     std::snprintf(buf, sizeof buf, ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"name\": ", s.rank,
                   e.track, e.start_us, e.end_us - e.start_us);
     out += buf + json_string(e.name) + ", \"args\": {" + e.args + "}}";

@@ -6,14 +6,25 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace moebench {
 
 class Event;
 
+// One op or range as recorded: its track (stream id), name, JSON args body and times.
+struct TimelineEntry {
+  int track = 0;
+  std::string name, args;
+  double start_us = 0, end_us = 0;
+  bool range = false;  // a breakdown range (ScopedRange), not an op
+};
+
 class Timeline {
  public:
   static void enable(int rank);
+  // Stops recording (what was recorded stays until clear()).
+  static void disable();
   static bool enabled();
   // Microseconds on the steady clock since the process started: the time base of every entry.
   static double now_us();
@@ -26,6 +37,9 @@ class Timeline {
   static std::string take_op_args();
   // A range whose times are known once its events complete (CUDA events): resolved at write().
   static void record_range(int track, const std::string& name, std::shared_ptr<Event> start, std::shared_ptr<Event> stop);
+  // Everything recorded so far, ranges resolved (waits for their events), in recording order:
+  // what the mechanism tests read.
+  static std::vector<TimelineEntry> entries();
   // Writes everything recorded so far as trace JSON (atomically). Throws Error on failure.
   static void write(const std::string& path);
   // Forgets what was recorded (tests).

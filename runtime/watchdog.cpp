@@ -13,7 +13,7 @@ namespace moebench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kSlots = 64;  // operations in flight at once: far more than streams + host
+constexpr int kSlots = Watchdog::kSlots;
 const char* const kClaiming = "";
 
 struct Slot {
@@ -24,6 +24,7 @@ struct Slot {
 struct State {
   std::atomic<double> timeout_s{300.0};
   std::array<Slot, kSlots> slots;
+  std::atomic<std::int64_t> unwatched{0};
   std::string program = "moebench";
   int rank = 0;
   std::once_flag thread_started;
@@ -39,7 +40,7 @@ std::int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanosecon
 void watch() {
   State& s = state();
   for (;;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::duration<double>(Watchdog::kPollSeconds));
     const double limit = s.timeout_s.load();
     for (Slot& slot : s.slots) {
       const char* op = slot.operation.load();
@@ -47,9 +48,9 @@ void watch() {
       const double waited = double(now_ns() - slot.started_ns.load()) / 1e9;
       if (waited > limit && slot.operation.load() == op) {
         std::fprintf(stderr,
-                     "%s: rank %d: error: %s did not complete within %g s (--comm-timeout); a peer rank is stopped, "
-                     "dead or far behind, so the job is ended\n",
-                     s.program.c_str(), s.rank, op, limit);
+                     "%s: rank %d: error: %s did not complete within %g s (--comm-timeout; ended after %.2f s); a peer "
+                     "rank is stopped, dead or far behind, so the job is ended\n",
+                     s.program.c_str(), s.rank, op, limit, waited);
         std::fflush(stderr);
         std::_Exit(1);  // the launcher sees a rank end without finalizing and ends the others
       }
@@ -82,7 +83,16 @@ Watchdog::Scope::Scope(const char* operation) : slot_(-1) {
     }
   }
   // More operations in flight than slots: this one goes unwatched rather than blocking.
+  ++s.unwatched;
 }
+
+int Watchdog::watched() {
+  int n = 0;
+  for (const Slot& slot : state().slots) n += slot.operation.load() != nullptr;
+  return n;
+}
+
+std::int64_t Watchdog::unwatched() { return state().unwatched.load(); }
 
 Watchdog::Scope::~Scope() {
   if (slot_ >= 0) state().slots[slot_].operation = nullptr;

@@ -3,17 +3,27 @@
 // background thread watches the operations in flight (several at once: one per stream worker
 // and the host); past the timeout it prints the rank and the operation and exits, and the
 // launcher then ends every other rank. NCCL's waits apply the same timeout themselves.
+// It fires within the timeout plus one poll interval (kPollSeconds) and the time the watcher
+// thread takes to be scheduled.
 #pragma once
+#include <cstdint>
 
 namespace moebench {
 
 class Watchdog {
  public:
+  // Operations watched at once (one per stream worker and the host is far fewer); one started
+  // while every slot is taken runs unwatched rather than blocking, and is counted.
+  static constexpr int kSlots = 64;
+  static constexpr double kPollSeconds = 0.05;
   // Seconds an operation may take (--comm-timeout); applies to operations started afterwards.
   static void set_timeout(double seconds);
   static double timeout();
   // The rank and program named in the message.
   static void set_identity(const char* program, int rank);
+  // Operations in flight and watched now; operations that ran unwatched (every slot taken).
+  static int watched();
+  static std::int64_t unwatched();
 
   // Marks `operation` (a string literal or one that outlives the scope) in flight.
   class Scope {

@@ -7,7 +7,6 @@
 #include "harness/output_check.h"
 #include "runtime/range.h"
 #include "harness/spread.h"
-#include "runtime/watchdog.h"
 #include "models/paper_specs.h"
 
 namespace moebench {
@@ -98,30 +97,6 @@ TEST(OutputCheck, RemovesOnlyStaleTemporariesOfOurNaming) {
   EXPECT_TRUE(fs::exists(tmp / "c.csv"));
   EXPECT_TRUE(fs::exists(tmp / mine));
   fs::remove_all(tmp);
-}
-
-// The watchdog ends the process when an operation outlives --comm-timeout, naming it.
-TEST(WatchdogDeathTest, AnOperationPastTheTimeoutEndsTheProcess) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        Watchdog::set_identity("moebench_test", 3);
-        Watchdog::set_timeout(0.2);
-        Watchdog::Scope op("all_to_all (mpi)");
-        std::this_thread::sleep_for(std::chrono::seconds(5));
-      },
-      ::testing::ExitedWithCode(1), "moebench_test: rank 3: error: all_to_all \\(mpi\\) did not complete within 0.2 s");
-}
-
-TEST(Watchdog, OperationsThatFinishInTimeAreLeftAlone) {
-  Watchdog::set_timeout(0.3);
-  for (int i = 0; i < 5; ++i) {
-    Watchdog::Scope op("short");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // nothing in flight: no timeout
-  Watchdog::set_timeout(300);
-  SUCCEED();
 }
 
 TEST(BytesOf, OverflowIsAnError) {
