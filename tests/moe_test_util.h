@@ -116,6 +116,19 @@ struct CpuLayer16 {
 };
 
 // ||got - want|| / ||want||; NaN anywhere fails.
+// The relative l2 error a computation storing its tensors in the 16-bit type `t` may show
+// against fp32 on the same rounded inputs, from the type and the computation's shape alone:
+// each of the `stores` roundings to `t` on the longest chain of ops that leads to a tensor has a
+// relative error of at most u (t's unit roundoff, half its epsilon: 2^-8 for bf16, 2^-11 for
+// fp16), spread evenly (RMS u / sqrt 3) and independent from one store to the next, so n of them
+// add up to u sqrt(n / 3); an fp32 sum of `reduction` terms adds at most reduction * 2^-24. The
+// margin of 5 covers the growth of those errors through GEMMs and GeLU's derivative and a small
+// tensor's sampling of them (a wrong tensor is off by far more).
+inline double sixteen_bit_tolerance(DType t, int stores, int reduction) {
+  const double u = t == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  return 5.0 * u * std::sqrt(stores / 3.0) + reduction * std::ldexp(1.0, -24);
+}
+
 inline double rel_l2(const float* got, const float* want, std::size_t n) {
   double num = 0, den = 0;
   for (std::size_t i = 0; i < n; ++i) {

@@ -147,6 +147,9 @@ TEST_F(PipelinedMechanism, EachStrategyRestoresExactlyWhatTableTwoSays) {
 // MPMoE's point (Fig. 4b): S of part i+1 runs while C of part i computes. On an emulated link
 // of 3 ms per operation, each dispatch takes two operations (counts, rows) and each part's experts
 // several milliseconds here, so a dispatch that waits for the experts before it starts shows.
+// The host enqueues S(i+1) just after C(i): on a loaded machine (4 ranks and their workers on 2
+// cores) it may be descheduled for as long as C(i) takes, so each part needs the overlap in one
+// of three forwards; a dispatch that waits for the experts never has it.
 TEST_F(PipelinedMechanism, TheDispatchOfTheNextPartOverlapsTheExperts) {
   EmulatedLink link;
   link.bandwidth_GBps = 1;
@@ -154,22 +157,25 @@ TEST_F(PipelinedMechanism, TheDispatchOfTheNextPartOverlapsTheExperts) {
   auto linked = make_mpi_communicator(link);
   MoEConfig cfg;
   cfg.hidden = 512;
-  cfg.ffn = 2048;
+  cfg.ffn = 4096;
   cfg.experts = 8;
   cfg.top_k = 1;
   cfg.aux_loss = false;
   const int n = 4;
   PipelineConfig pipe;
   pipe.partitions = n;
-  const LayerRun r = run(cfg, pipe, *linked, 256);
-  const auto experts = ranges_named(r.timeline, "moe.expert");
-  const auto dispatches = ranges_named(r.timeline, "moe.a2a.dispatch");
-  ASSERT_EQ(experts.size(), std::size_t(n));
-  ASSERT_EQ(dispatches.size(), std::size_t(n));
+  std::vector<double> best(n - 1, 1e300);  // per part: S(i+1)'s start minus C(i)'s end, the least seen
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const LayerRun r = run(cfg, pipe, *linked, 256);
+    const auto experts = ranges_named(r.timeline, "moe.expert");
+    const auto dispatches = ranges_named(r.timeline, "moe.a2a.dispatch");
+    ASSERT_EQ(experts.size(), std::size_t(n));
+    ASSERT_EQ(dispatches.size(), std::size_t(n));
+    for (int i = 0; i + 1 < n; ++i) best[i] = std::min(best[i], dispatches[i + 1].start_us - experts[i].end_us);
+  }
   for (int i = 0; i + 1 < n; ++i)
-    EXPECT_LT(dispatches[i + 1].start_us, experts[i].end_us)
-        << "the dispatch of part " << i + 1 << " began " << dispatches[i + 1].start_us - experts[i].end_us
-        << " us after the experts of part " << i << " ended: overlap lost";
+    EXPECT_LT(best[i], 0) << "the dispatch of part " << i + 1 << " began " << best[i] << " us after the experts of part "
+                          << i << " ended, in each of three forwards: overlap lost";
 }
 
 // 003 Sec. 2 (FasterMoE): W / g groups of g ranks; at step k a rank sends to group (mine + k) mod

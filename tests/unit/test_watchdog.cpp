@@ -75,8 +75,8 @@ TEST(Watchdog, AnOperationPastTheSlotsRunsUnwatchedAndIsCounted) {
   const int before = Watchdog::watched();
   const std::int64_t unwatched = Watchdog::unwatched();
   std::vector<std::unique_ptr<Watchdog::Scope>> held;
-  while (Watchdog::watched() < Watchdog::kSlots) held.push_back(std::make_unique<Watchdog::Scope>("held"));
-  EXPECT_EQ(int(held.size()), Watchdog::kSlots - before);
+  for (int i = before; i < Watchdog::kSlots; ++i) held.push_back(std::make_unique<Watchdog::Scope>("held"));
+  ASSERT_EQ(Watchdog::watched(), Watchdog::kSlots) << "fewer operations were watched than the watchdog has slots";
   const auto t0 = Clock::now();
   {
     Watchdog::Scope extra("one too many");

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""A bench's smoke run as CTest runs it, judged by what it wrote, not by a printed line:
+
+  bench_smoke.py CASE OUT_DIR -- COMMAND [ARGS...]
+
+The CSVs tests/cli/bench_outputs.tsv lists for CASE (its name, or its name without the last
+".part": a GPU case without its dtype) are removed from OUT_DIR, COMMAND runs (it writes them
+there), and the run passes only if it exits 0 and every listed CSV is there again with
+ - every column of the committed results/<same path> (the product users read; the list may
+   name another committed file), no other;
+ - the listed row count (N exactly, >=N, or ? for a file checked only where it was written);
+ - no NaN in any field (the pool's poison mode turns a buffer read after its turn into NaN);
+ - as many fields in every row as in the header.
+A GPU case (its name starts with "gpu.") whose bench says "--backend cuda: no usable GPU" exits
+77 (CTest's skip) -- unless MOEBENCH_REQUIRE_GPU=1, where a missing or broken GPU is a failure.
+"""
+import csv
+import os
+import pathlib
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SKIP = 77
+NO_GPU = "--backend cuda: no usable GPU"
+
+
+def expectations(case):
+    """[(csv path, rows spec, committed path of its columns)] for the case, from bench_outputs.tsv."""
+    table = {}
+    for line in (HERE / "bench_outputs.tsv").read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        name, path, rows = fields[:3]
+        columns = fields[3].strip() if len(fields) > 3 and fields[3].strip() else path
+        table.setdefault(name, []).append((path, rows.strip(), columns))
+    return table.get(case) or table.get(case.rsplit(".", 1)[0], [])
+
+
+def rows_ok(spec, n):
+    if spec == "?":
+        return n >= 1
+    if spec.startswith(">="):
+        return n >= int(spec[2:])
+    return n == int(spec)
+
+
+def check_csv(out_dir, rel, spec, columns):
+    """Problems with one written CSV (empty: none)."""
+    path = out_dir / rel
+    if not path.exists():
+        return [] if spec == "?" else [f"{rel}: not written"]
+    committed = ROOT / "results" / columns
+    if not committed.exists():
+        return [f"{rel}: no committed results/{columns} to take its columns from"]
+    with open(committed, newline="") as f:
+        want = next(csv.reader(f))
+    with open(path, newline="") as f:
+        table = list(csv.reader(f))
+    if not table:
+        return [f"{rel}: empty"]
+    header, body = table[0], table[1:]
+    problems = []
+    missing = [c for c in want if c not in header]
+    extra = [c for c in header if c not in want]
+    if missing:
+        problems.append(f"{rel}: columns missing (results/{columns} has them): {', '.join(missing)}")
+    if extra:
+        problems.append(f"{rel}: columns results/{columns} does not have (re-run its experiment): {', '.join(extra)}")
+    if not rows_ok(spec, len(body)):
+        problems.append(f"{rel}: {len(body)} rows, expected {spec}")
+    for i, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            problems.append(f"{rel}:{i}: {len(row)} fields, the header has {len(header)}")
+        nans = [header[j] if j < len(header) else str(j) for j, v in enumerate(row) if v.strip().lower().lstrip("+-") == "nan"]
+        if nans:
+            problems.append(f"{rel}:{i}: NaN in {', '.join(nans)}")
+    return problems
+
+
+def main(argv):
+    if len(argv) < 4 or argv[2] != "--":
+        print(__doc__, file=sys.stderr)
+        return 2
+    case, out_dir, command = argv[0], pathlib.Path(argv[1]), argv[3:]
+    expected = expectations(case)
+    if not expected:
+        print(f"bench_smoke: error: no outputs listed for case '{case}' in {HERE / 'bench_outputs.tsv'}", file=sys.stderr)
+        return 2
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for rel, _, _ in expected:  # what is checked below was written by this run
+        (out_dir / rel).unlink(missing_ok=True)
+    p = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sys.stdout.write(p.stdout[-6000:])
+    if case.startswith("gpu.") and NO_GPU in p.stdout:
+        if os.environ.get("MOEBENCH_REQUIRE_GPU") == "1":
+            print(f"bench_smoke: {case}: FAILED: MOEBENCH_REQUIRE_GPU=1 and the bench found no usable GPU")
+            return 1
+        print(f"bench_smoke: {case}: skipped, no usable GPU")
+        return SKIP
+    if p.returncode != 0:
+        print(f"bench_smoke: {case}: FAILED: exit code {p.returncode}")
+        return 1
+    problems = []
+    for rel, spec, columns in expected:
+        problems += check_csv(out_dir, rel, spec, columns)
+    if not any((out_dir / rel).exists() for rel, _, _ in expected):
+        problems.append("no CSV written")
+    for line in problems:
+        print(f"bench_smoke: {case}: {line}")
+    if problems:
+        print(f"bench_smoke: {case}: FAILED")
+        return 1
+    print(f"bench_smoke: {case}: exit 0, {len(expected)} CSVs as expected")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

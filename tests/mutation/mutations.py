@@ -1,0 +1,241 @@
+"""The bugs scripts/mutation_check.py plants, one at a time. Each turns a mechanism into its
+neighbour (or breaks a guard) while the outputs stay right, so only a test that looks at the
+mechanism kills it.
+
+A bug: id; mechanism (what degenerates, said when it survives); file (under the source root);
+edits: (old, new) pairs, each old snippet found exactly once in the file; targets: the build
+targets its tests need; tests: a CTest -R regular expression of the tests that must kill it.
+"""
+
+UNIT = "moebench_unit_tests"
+MPI = "moebench_mpi_tests"
+PIPE = "moebench_mpi_pipeline_tests"
+CLI = "moebench_cli_tests"
+PIPE_TESTS = r"^mpi\.pipeline\.ranks"
+COMM_TESTS = r"^mpi\.comm\.ranks"
+
+MUTATIONS = [
+    # Schedules (pipeline/, models/pipeline_schedule.cpp)
+    {
+        "id": "zb_h1_is_1f1b",
+        "mechanism": "ZB-H1 became 1F1B: B runs the whole backward, W does nothing",
+        "file": "pipeline/pipeline_engine.cpp",
+        "edits": [
+            ("          if (split)\n            stage_.backward_input(j, dy, grad_out.data(), compute_);\n"
+             "          else\n            stage_.backward(j, dy, grad_out.data(), compute_);",
+             "          stage_.backward(j, dy, grad_out.data(), compute_);"),
+            ("          stage_.backward_weight(j, compute_);", "          (void)j;"),
+        ],
+        "targets": [PIPE],
+        "tests": PIPE_TESTS,
+    },
+    {
+        "id": "zb_h1_b_holds_w",
+        "mechanism": "ZB-H1's B computes the weight gradients and W only frees the micro-batch",
+        "file": "pipeline/mlp_stage.cpp",
+        "edits": [
+            ("  m.h.clear();  // W needs x, a, dy and dh",
+             "  for (int l = 0; l < cfg_.layers; ++l) {\n"
+             "    gemm(ex, dense_gemm(true, false, F, H, m.rows, m.a[l].data(), m.dy[l].data(), w(dw2_, l, per), DType::f32, 1.f, 1.f));\n"
+             "    gemm(ex, dense_gemm(true, false, H, F, m.rows, m.x[l].data(), m.dh[l].data(), w(dw1_, l, per), DType::f32, 1.f, 1.f));\n"
+             "  }\n  m.h.clear();"),
+            ("  for (int l = 0; l < cfg_.layers; ++l) {\n    gemm(ex, dense_gemm(true, false, F, H, m.rows, m.a[l].data(), m.dy[l].data(), "
+             "w(dw2_, l, per), DType::f32, 1.f, 1.f));\n    gemm(ex, dense_gemm(true, false, H, F, m.rows, m.x[l].data(), "
+             "m.dh[l].data(), w(dw1_, l, per), DType::f32, 1.f, 1.f));\n  }\n  held_.erase(it);",
+             "  (void)H; (void)F; (void)per; (void)ex;\n  held_.erase(it);"),
+        ],
+        "targets": [PIPE],
+        "tests": PIPE_TESTS,
+    },
+    {
+        "id": "one_f_one_b_is_gpipe",
+        "mechanism": "1F1B became GPipe: every forward before the first backward",
+        "file": "models/pipeline_schedule.cpp",
+        "edits": [("  const int warmup = std::min(P - s - 1, M);", "  const int warmup = M;")],
+        "targets": [PIPE],
+        "tests": PIPE_TESTS,
+    },
+    {
+        "id": "recompute_keeps_everything",
+        "mechanism": "recomputation keeps every activation and reruns nothing",
+        "file": "pipeline/mlp_stage.cpp",
+        "edits": [
+            ("  if (cfg_.recompute) {  // keep the stage input alone", "  if (false) {  // keep the stage input alone"),
+            ("  if (cfg_.recompute) {\n    ScopedRange r(\"pipe.recompute\", s);", "  if (false) {\n    ScopedRange r(\"pipe.recompute\", s);"),
+        ],
+        "targets": [PIPE],
+        "tests": PIPE_TESTS,
+    },
+    # MPMoE's memory reuse (moe/pipelined_layer.*)
+    {
+        "id": "s2_is_s1",
+        "mechanism": "S2 behaves as S1: it offloads T_DI instead of re-sending it",
+        "file": "moe/pipelined_layer.h",
+        "edits": [("inline bool offloads_rows(MemoryReuse r) { return r == MemoryReuse::s1 || r == MemoryReuse::s3; }",
+                   "inline bool offloads_rows(MemoryReuse r) { return r == MemoryReuse::s1 || r == MemoryReuse::s2 || r == MemoryReuse::s3; }")],
+        "targets": [PIPE],
+        "tests": PIPE_TESTS,
+    },
+    {
+        "id": "s3_also_offloads_tm",
+        "mechanism": "S3 offloads T_M as well as recomputing it",
+        "file": "moe/pipelined_layer.h",
+        "edits": [("inline bool offloads_middle(MemoryReuse r) { return r == MemoryReuse::s1 || r == MemoryReuse::s2; }",
+                   "inline bool offloads_middle(MemoryReuse r) { return r == MemoryReuse::s1 || r == MemoryReuse::s2 || r == MemoryReuse::s3; }")],
+        "targets": [PIPE],
+        "tests": PIPE_TESTS,
+    },
+    {
+        "id": "reuse_keeps_a_third_buffer",
+        "mechanism": "memory reuse shares T_DI and T_DO among three buffers, not two (peak above Eq. 5)",
+        "file": "moe/pipelined_layer.cpp",
+        "edits": [("    if (sharing && i >= 2) {", "    if (sharing && i >= 3) {")],
+        "targets": [UNIT],
+        "tests": r"^MPMoEMemory\.",
+    },
+    {
+        "id": "overlap_lost",
+        "mechanism": "the dispatch of part i+1 waits for the experts of part i (no overlap)",
+        "file": "moe/pipelined_layer.cpp",
+        "edits": [("  auto exchange = [&](Part& p) {  // S; the host waits here for the part's counts\n",
+                   "  auto exchange = [&](Part& p) {  // S; the host waits here for the part's counts\n"
+                   "    join(dev_.backend(), st.dispatch, {&cs});\n")],
+        "targets": [PIPE],
+        "tests": PIPE_TESTS,
+    },
+    {
+        "id": "fastermoe_order_reversed",
+        "mechanism": "the FasterMoE-style split sends to group (mine - k) at step k",
+        "file": "moe/pipelined_layer.cpp",
+        "edits": [("    const int target = (mine + k) % m;", "    const int target = (mine + m - k) % m;")],
+        "targets": [PIPE],
+        "tests": PIPE_TESTS,
+    },
+    # The emulated link (runtime/comm*.cpp, runtime/precise_sleep.cpp)
+    {
+        "id": "link_ignores_a2av_bytes",
+        "mechanism": "the emulated link ignores all_to_all_v's bytes (the MoE exchange)",
+        "file": "runtime/comm_mpi.cpp",
+        "edits": [("    run(s, \"all_to_all_v (mpi)\", std::max(sent, received), [=, this] {",
+                   "    (void)sent; (void)received;\n    run(s, \"all_to_all_v (mpi)\", 0.0, [=, this] {")],
+        "targets": [MPI],
+        "tests": COMM_TESTS,
+    },
+    {
+        "id": "link_halves_reduce_scatter",
+        "mechanism": "the emulated link books half of reduce_scatter's bus bytes",
+        "file": "runtime/comm_mpi.cpp",
+        "edits": [("    const double bus = double(bytes_of(n, t)) * (size_ - 1);",
+                   "    const double bus = double(bytes_of(n, t)) * (size_ - 1) / 2;")],
+        "targets": [MPI],
+        "tests": COMM_TESTS,
+    },
+    {
+        "id": "link_ignores_send",
+        "mechanism": "the emulated link lets point-to-point sends through without their bytes",
+        "file": "runtime/comm_mpi.cpp",
+        "edits": [("    run(s, \"send (mpi)\", double(bytes_of(count, t)), [=, this] {",
+                   "    run(s, \"send (mpi)\", 0.0, [=, this] {")],
+        "targets": [MPI],
+        "tests": COMM_TESTS,
+    },
+    {
+        "id": "link_double_wait",
+        "mechanism": "the emulated link waits for the wire twice (time far above the link's)",
+        "file": "runtime/comm.cpp",
+        "edits": [("  return clock->busy_until + latency;", "  return clock->busy_until + latency + wire;")],
+        "targets": [MPI],
+        "tests": COMM_TESTS,
+    },
+    {
+        "id": "lateness_cap_removed",
+        "mechanism": "the planned wake-up lateness has no cap (a busy calibration spins every wait)",
+        "file": "runtime/precise_sleep.cpp",
+        "edits": [("  return std::min<Clock::duration>(median, kMaxWakeUpLateness);", "  return median;")],
+        "targets": [UNIT],
+        "tests": r"^PreciseSleep\.",
+    },
+    # The watchdog (runtime/watchdog.cpp)
+    {
+        "id": "watchdog_fires_at_5x",
+        "mechanism": "the watchdog fires at 5x its timeout",
+        "file": "runtime/watchdog.cpp",
+        "edits": [("      if (waited > limit && slot.operation.load() == op) {",
+                   "      if (waited > 5 * limit && slot.operation.load() == op) {")],
+        "targets": [UNIT, CLI],
+        "tests": r"^(Watchdog|CommBenchCli\.StoppedRank)",
+    },
+    {
+        "id": "watchdog_skips_last_slot",
+        "mechanism": "the watcher never looks at the last of its 64 slots",
+        "file": "runtime/watchdog.cpp",
+        "edits": [("    for (Slot& slot : s.slots) {\n",
+                   "    for (Slot& slot : s.slots) {\n      if (&slot == &s.slots.back()) continue;\n")],
+        "targets": [UNIT],
+        "tests": r"^Watchdog",
+    },
+    {
+        "id": "watchdog_blocks_when_full",
+        "mechanism": "an operation started while every slot is taken waits for a free one",
+        "file": "runtime/watchdog.cpp",
+        "edits": [("  // More operations in flight than slots: this one goes unwatched rather than blocking.\n  ++s.unwatched;",
+                   "  std::this_thread::sleep_for(std::chrono::seconds(2));\n  ++s.unwatched;")],
+        "targets": [UNIT],
+        "tests": r"^Watchdog",
+    },
+    # Bench smoke runs: judged by what they wrote (tests/cli/bench_smoke.py)
+    {
+        "id": "csv_nan_from_a_fresh_buffer",
+        "mechanism": "a bench reads a buffer that holds nothing yet (NaN in the poison mode) into its CSV, exit 0",
+        "file": "bench/m6t_cv.cpp",
+        "edits": [("    const auto w = host_f32(ctx.device, ctx.alloc, r.weight.data(), std::size_t(r.tokens()) * S, DType::f32);",
+                   "    Buffer fresh = ctx.alloc.allocate(std::size_t(r.tokens()) * S * 4, MemTag::temporary);\n"
+                   "    const auto w = host_f32(ctx.device, ctx.alloc, fresh.data(), std::size_t(r.tokens()) * S, DType::f32);")],
+        "targets": ["moebench_m6t_cv"],
+        "tests": r"^bench\.moebench_m6t_cv\.tiny$",
+    },
+    {
+        "id": "csv_column_renamed",
+        "mechanism": "a bench's CSV loses a column users read (renamed)",
+        "file": "bench/ppmoe_serial.cpp",
+        "edits": [('    CsvTable t({"width", "hidden",', '    CsvTable t({"width", "hidden_size",')],
+        "targets": ["moebench_ppmoe_serial"],
+        "tests": r"^bench\.moebench_ppmoe_serial\.tiny$",
+    },
+    {
+        "id": "project_exit_code_lost",
+        "mechanism": "moebench_project writes everything, prints every 'wrote' line, then exits 3",
+        "file": "tools/project.cpp",
+        "edits": [("    return 2;\n  }\n  return 0;\n}", "    return 2;\n  }\n  return 3;\n}")],
+        "targets": ["moebench_project", "moebench_profile"],
+        "tests": r"^(bench\.profile\.tiny\.ranks2|tools\.project\.with_tiny_profile)$",
+    },
+    # Mixed precision: each tensor against its own bound
+    {
+        "id": "sixteen_bit_layernorm_beta_grad",
+        "mechanism": "the 16-bit LayerNorm's beta gradient is 1.5x too large (a small tensor among large ones)",
+        "file": "kernels/layernorm_cpu.cpp",
+        "edits": [("    layernorm_backward_cpu(s, in.data(), grad.data(), gamma, mean, rstd, out.data(), dgamma, dbeta);\n",
+                   "    layernorm_backward_cpu(s, in.data(), grad.data(), gamma, mean, rstd, out.data(), dgamma, dbeta);\n"
+                   "    if (t != DType::f32)\n      for (int c = 0; c < s.cols; ++c) dbeta[c] *= 1.5f;\n")],
+        "targets": [UNIT],
+        "tests": r"^SixteenBitOnTheCpu\.",
+    },
+    # GPU tests that cannot hide (checked here with every GPU hidden)
+    {
+        "id": "gpu_tests_ignore_required",
+        "mechanism": "the GPU tests report a missing GPU as skipped although MOEBENCH_REQUIRE_GPU=1",
+        "file": "tests/gpu/gpu_test_main.cpp",
+        "edits": [('    if (required && std::strcmp(required, "1") == 0) {', '    if (required && false) {')],
+        "targets": ["moebench_gpu_tests", "moebench_comm"],
+        "tests": r"^gpu\.required_switch$",
+    },
+    {
+        "id": "gpu_smoke_ignores_required",
+        "mechanism": "a GPU bench's smoke run reports a missing GPU as skipped although MOEBENCH_REQUIRE_GPU=1",
+        "file": "tests/cli/bench_smoke.py",
+        "edits": [('        if os.environ.get("MOEBENCH_REQUIRE_GPU") == "1":', '        if False:')],
+        "targets": ["moebench_gpu_tests", "moebench_comm"],
+        "tests": r"^gpu\.required_switch$",
+    },
+]
