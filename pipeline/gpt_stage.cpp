@@ -196,9 +196,8 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
     }
   }
   Buffer grad = alloc_.allocate(xb, MemTag::temporary, s), next = alloc_.allocate(xb, MemTag::temporary, s);
-  if (last()) {  // dLNf = dlogits E; dE += dlogits^T LNf; then LNf's backward
+  if (last()) {  // dLNf = dlogits E, then LNf's backward (W: dE += dlogits^T LNf)
     gemm(ex, dense_gemm(false, false, T, H, V, m.dlogits.data(), table_.data(), next.data(), t));
-    gemm(ex, dense_gemm(true, false, V, H, T, m.dlogits.data(), m.lnf.data(), dtable_.data(), t, 1.f, 1.f));
     layernorm_backward(ex, {T, H}, m.xs[layers_].data(), next.data(), gf_.as<float>(), m.mean.as<float>(),
                        m.rstd.as<float>(), grad.data(), dgf_.as<float>(), dbf_.as<float>(), t);
   } else {
@@ -212,16 +211,19 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
     embedding_backward(ex, {T, S, H, V}, tokens_.at(micro), grad.data(), dtable_.data(), dpositions_.data(), t);
   else
     dev_.copy(dx, grad.data(), xb, s);
-  // Stream-ordered: what W does not need goes back to the pool after these ops.
+  // Stream-ordered: what W does not need goes back to the pool after these ops (W keeps the
+  // last stage's dlogits and LNf output for the output layer's weight gradient).
   m.xs.clear();
-  m.lnf.release();
   m.mean.release();
   m.rstd.release();
-  m.dlogits.release();
 }
 
 void GptStage::backward_weight(int micro, const Stream& s) {
   Micro& m = micro_.at(micro);
+  if (last()) {  // the tied output layer: dE += dlogits^T LNf
+    const int H = cfg_.hidden, V = cfg_.vocab, T = sequences_ * cfg_.seq;
+    gemm(dev_.exec(s), dense_gemm(true, false, V, H, T, m.dlogits.data(), m.lnf.data(), dtable_.data(), cfg_.dtype, 1.f, 1.f));
+  }
   for (int l = 0; l < layers_; ++l) blocks_[l]->backward_weights(m.blocks[l], s);
   const long long rows = m.expert_rows;  // kept: expert_rows() answers after the backward
   m = Micro{};

@@ -3,8 +3,9 @@
 // token embedding) and the cross-entropy on the last. The first and last stages each hold the
 // token embedding; sync_tied_embedding() sums their gradients (Megatron's embedding group).
 // Stages take their micro-batches' tokens and targets from set_batch(). The backward's B leaves
-// the blocks' attention and MLP weight gradients to W (the LayerNorms', the embeddings', the
-// output layer's and the MoE layers' come with B).
+// every weight-gradient GEMM to W -- the blocks' attention and MLP, the tied output layer's --
+// and keeps what they read until then; the LayerNorms' and the embedding lookups' gradients
+// (reductions, no GEMM) and the MoE layers' come with B.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -4,6 +4,7 @@
 # (never into /), builds moebench there (CUDA on, MPI off: world size 1), runs the unit and
 # GPU tests, runs the GPU tests again under compute-sanitizer (memcheck, and racecheck on our
 # own shared-memory kernels; any report fails), and runs the GPU benchmarks at the given scale.
+# MOEBENCH_REQUIRE_GPU=1 throughout: a GPU test that finds no usable GPU fails here.
 #   scripts/gpu_box.sh [build|test|sanitize|bench|all] [--scale paper] [--dtype fp16] [--results DIR]
 # Env: MOEBENCH_DEPS_PREFIX (default /tmp/moebench-deps), CMAKE_CUDA_ARCHITECTURES (default: by toolkit),
 # MOEBENCH_CMAKE_ARGS (more configure arguments).
@@ -24,6 +25,8 @@ while [ $# -gt 0 ]; do
 done
 case "$step" in build|test|sanitize|bench|all) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench or all" >&2; exit 2 ;; esac
 
+# On a GPU box a missing device or a broken driver fails the GPU tests; it is not a skip.
+export MOEBENCH_REQUIRE_GPU=1
 prefix="${MOEBENCH_DEPS_PREFIX:-/tmp/moebench-deps}"
 build="$PWD/build-gpu"
 arch_dir="$prefix/usr/lib/x86_64-linux-gnu"

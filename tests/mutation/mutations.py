@@ -48,6 +48,15 @@ MUTATIONS = [
         "tests": PIPE_TESTS,
     },
     {
+        "id": "gpt_zb_h1_is_1f1b",
+        "mechanism": "the transformer blocks ignore the deferral: ZB-H1's B runs their weight-gradient GEMMs",
+        "file": "pipeline/transformer_block.cpp",
+        "edits": [("  std::vector<WeightTask>* later = defer ? &c.weight_tasks : nullptr;",
+                   "  std::vector<WeightTask>* later = nullptr;\n  (void)defer;")],
+        "targets": [PIPE],
+        "tests": PIPE_TESTS,
+    },
+    {
         "id": "one_f_one_b_is_gpipe",
         "mechanism": "1F1B became GPipe: every forward before the first backward",
         "file": "models/pipeline_schedule.cpp",
