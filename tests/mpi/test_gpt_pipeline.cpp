@@ -36,6 +36,17 @@ std::vector<std::size_t> held_by_stage(std::size_t total, int P, int stage) {
   return at;
 }
 
+// The mini-batch's tokens and targets as M micro-batches of `rows` rows for `stage`.
+void give_micro_batches(GptStage& stage, const std::vector<std::int32_t>& tokens, const std::vector<std::int32_t>& targets,
+                        int M, int rows, float loss_scale) {
+  std::vector<const std::int32_t*> tok, tgt;
+  for (int j = 0; j < M; ++j) {
+    tok.push_back(tokens.data() + j * rows);
+    tgt.push_back(targets.data() + j * rows);
+  }
+  stage.set_batch(tok, tgt, rows / kModel.seq, loss_scale);
+}
+
 TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
   auto world = make_mpi_communicator();
   const int P = world->size(), stage = world->rank(), T = kSequences * kModel.seq;
@@ -62,13 +73,8 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
       mine.set_recompute(recompute);
       Stream compute = dev.create_stream("compute"), send = dev.create_stream("send");
       mine.init(17, compute);
-      const int seqs = kSequences / M, rows = seqs * kModel.seq;
-      std::vector<const std::int32_t*> tok, tgt;
-      for (int j = 0; j < M; ++j) {
-        tok.push_back(tokens.data() + j * rows);
-        tgt.push_back(targets.data() + j * rows);
-      }
-      mine.set_batch(tok, tgt, seqs, 1.f / T);
+      const int rows = kSequences / M * kModel.seq;
+      give_micro_batches(mine, tokens, targets, M, rows, 1.f / T);
       alloc.reset_peaks();
       PipelineEngine engine(mine, *world, dev, alloc, compute, send);
       engine.run(make_pipeline_schedule(kind, P, M), rows, {}, {}, {});
@@ -141,7 +147,7 @@ TEST(GptPipeline, SixteenBitStagesGiveTheWholeSixteenBitModel) {
 // inside W where the schedule splits the backward, inside B where it does not.
 TEST(GptPipeline, ZeroBubbleLeavesEveryWeightGradientGemmToW) {
   auto world = make_mpi_communicator();
-  const int P = world->size(), stage = world->rank(), M = 4, seqs = kSequences / M, rows = seqs * kModel.seq;
+  const int P = world->size(), stage = world->rank(), M = 4, rows = kSequences / M * kModel.seq;
   const auto tokens = token_ids(kSequences * kModel.seq, kModel.vocab, 1), targets = token_ids(kSequences * kModel.seq, kModel.vocab, 2);
   Device dev = Device::open(Backend::cpu);
   const int per_micro = 4 * (kModel.layers / P) + (stage == P - 1 ? 1 : 0);
@@ -151,12 +157,7 @@ TEST(GptPipeline, ZeroBubbleLeavesEveryWeightGradientGemmToW) {
     GptStage mine(kModel, stage, P, dev, alloc);
     Stream compute = dev.create_stream("compute"), send = dev.create_stream("send");
     mine.init(17, compute);
-    std::vector<const std::int32_t*> tok, tgt;
-    for (int j = 0; j < M; ++j) {
-      tok.push_back(tokens.data() + j * rows);
-      tgt.push_back(targets.data() + j * rows);
-    }
-    mine.set_batch(tok, tgt, seqs, 1.f / float(kSequences * kModel.seq));
+    give_micro_batches(mine, tokens, targets, M, rows, 1.f / float(kSequences * kModel.seq));
     std::vector<TimelineEntry> timeline;
     {
       RecordedTimeline recording(stage);
