@@ -5,7 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <sstream>
-#include "bench/comm_check.h"
+#include "harness/comm_check.h"
 #include "harness/bench.h"
 #include "kernels/convert.h"
 

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include "bench/gpt_trainer.h"
+#include "pipeline/gpt_trainer.h"
 #include "harness/bench.h"
 #include "models/paper_specs.h"
 

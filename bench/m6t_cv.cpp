@@ -17,7 +17,7 @@
 // 10x aux coefficient also holds SGD down. Writes <out>/m6t/cv.csv (and cv_sweep.csv).
 #include <cmath>
 #include <cstdio>
-#include "bench/moe_host.h"
+#include "runtime/host_copy.h"
 #include "harness/bench.h"
 #include "kernels/adam.h"
 #include "kernels/axpy.h"

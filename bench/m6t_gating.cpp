@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include "bench/moe_host.h"
+#include "runtime/host_copy.h"
 #include "harness/bench.h"
 #include "kernels/gating.h"
 #include "moe/init.h"

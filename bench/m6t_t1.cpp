@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include "bench/gpt_layout.h"
-#include "bench/gpt_trainer.h"
+#include "pipeline/gpt_layout.h"
+#include "pipeline/gpt_trainer.h"
 #include "harness/bench.h"
 #include "kernels/capacity.h"
 #include "models/paper_specs.h"

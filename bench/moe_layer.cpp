@@ -8,7 +8,7 @@
 // real forward + backward as .npy (tests/cli/check_dump.py recomputes it independently).
 #include <cstdio>
 #include <filesystem>
-#include "bench/moe_host.h"
+#include "runtime/host_copy.h"
 #include "bench/moe_options.h"
 #include "harness/bench.h"
 #include "moe/init.h"

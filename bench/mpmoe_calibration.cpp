@@ -1,7 +1,7 @@
 #include "bench/mpmoe_calibration.h"
 #include <algorithm>
 #include <chrono>
-#include "bench/side_by_side.h"
+#include "runtime/side_by_side.h"
 
 namespace moebench {
 
@@ -100,7 +100,7 @@ Calibration calibrate(BenchContext& ctx, LayerRunner& runner, int repeats) {
       one.launch = {op};
       one.streams = {s};
       one.drain = sbs.drain;
-      v.push_back(one.alone(ctx, 0));
+      v.push_back(one.alone(ctx.rt, ctx.device, 0));
     }
     return median(v);
   };
@@ -146,7 +146,7 @@ Calibration calibrate(BenchContext& ctx, LayerRunner& runner, int repeats) {
       for (int o = 0; o < 3; ++o)
         if (o != y && (x == 3 || x == o)) others.push_back(o);
       std::vector<double> beside;
-      for (int i = 0; i < repeats; ++i) beside.push_back(sbs.beside(ctx, y, others, alone));
+      for (int i = 0; i < repeats; ++i) beside.push_back(sbs.beside(ctx.rt, ctx.device, y, others, alone));
       const double with = median(beside);
       const std::string xs = x == 3 ? "all" : names[x];
       cal.alpha.alpha[{names[y], xs}] = alone[y] / with;

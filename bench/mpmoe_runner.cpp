@@ -1,6 +1,6 @@
 #include "bench/mpmoe_runner.h"
 #include <algorithm>
-#include "bench/moe_host.h"
+#include "runtime/host_copy.h"
 #include "kernels/adam.h"
 #include "kernels/convert.h"
 #include "moe/init.h"

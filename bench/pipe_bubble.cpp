@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <map>
 #include <thread>
-#include "bench/moe_host.h"
+#include "runtime/host_copy.h"
 #include "harness/bench.h"
 #include "kernels/gemm.h"
 #include "models/pipeline_simulator.h"

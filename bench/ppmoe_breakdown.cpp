@@ -7,7 +7,7 @@
 // busiest rank's expert rows over the mean rank's). Writes <out>/ppmoe/t1.csv and t3.csv.
 #include <cstdio>
 #include <map>
-#include "bench/gpt_layout.h"
+#include "pipeline/gpt_layout.h"
 #include "harness/bench.h"
 #include "models/paper_specs.h"
 #include "runtime/range.h"

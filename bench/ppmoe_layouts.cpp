@@ -12,7 +12,7 @@
 #include <map>
 #include "harness/bench.h"
 #include "models/paper_specs.h"
-#include "bench/gpt_trainer.h"
+#include "pipeline/gpt_trainer.h"
 
 namespace moebench {
 namespace {

@@ -8,7 +8,7 @@
 #include "harness/bench.h"
 #include "kernels/convert.h"
 #include "kernels/grouped_gemm.h"
-#include "bench/moe_host.h"
+#include "runtime/host_copy.h"
 #include "moe/init.h"
 #include "models/paper_specs.h"
 

@@ -14,11 +14,11 @@
 #include <cstdio>
 #include <map>
 #include <set>
-#include "bench/comm_check.h"
+#include "harness/comm_check.h"
 #include "harness/bench.h"
 #include "kernels/gelu.h"
 #include "kernels/gemm.h"
-#include "bench/moe_host.h"
+#include "runtime/host_copy.h"
 #include "models/hardware_profile.h"
 #include "moe/init.h"
 

@@ -25,8 +25,8 @@
 #include "harness/bench.h"
 #include "kernels/gemm.h"
 #include "moe/init.h"
-#include "bench/moe_host.h"
-#include "bench/side_by_side.h"
+#include "runtime/host_copy.h"
+#include "runtime/side_by_side.h"
 
 namespace moebench {
 namespace {
@@ -160,7 +160,7 @@ class SlowdownBench final : public BenchProgram {
   }
   // Milliseconds of `times` runs of `op`, on its stream, the slowest rank's.
   double time_op(BenchContext& ctx, Setup& s, const std::string& op, int times = 1) {
-    return s.ops.alone(ctx, index_of(op), times);
+    return s.ops.alone(ctx.rt, ctx.device, index_of(op), times);
   }
   double median_of_3(BenchContext& ctx, Setup& s, const std::string& op) {
     double v[3];
@@ -240,7 +240,7 @@ class SlowdownBench final : public BenchProgram {
     double alone = 0, with = 0;
     for (auto _ : st) {
       alone += time_op(ctx, s, y);
-      const double ms = s.ops.beside(ctx, index_of(y), others, alone_ms);
+      const double ms = s.ops.beside(ctx.rt, ctx.device, index_of(y), others, alone_ms);
       st.SetIterationTime(ms / 1e3);
       with += ms;
     }

@@ -17,6 +17,7 @@
 #include "runtime/comm.h"
 #include "harness/csv.h"
 #include "runtime/device.h"
+#include "runtime/timing.h"
 #include "harness/options.h"
 #include "runtime/runtime.h"
 #include "harness/spread.h"
@@ -49,13 +50,7 @@ struct BenchContext {
   // streams joins `s` before its end), the device synchronized, the slowest rank's milliseconds.
   template <class F>
   double time_ms(const Stream& s, F&& work) const {
-    Event start(backend()), stop(backend());
-    start.record(s);
-    work();
-    stop.record(s);
-    device.synchronize();
-    stop.synchronize();
-    return rt.max(Event::elapsed_ms(start, stop));
+    return slowest_rank_ms(rt, device, s, std::forward<F>(work));
   }
   // ... and that time as the iteration's manual time; returns it.
   template <class F>

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 #include <cmath>
-#include "bench/comm_check.h"
+#include "harness/comm_check.h"
 
 namespace moebench::comm_bench {
 

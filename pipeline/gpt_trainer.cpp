@@ -1,4 +1,4 @@
-#include "bench/gpt_trainer.h"
+#include "pipeline/gpt_trainer.h"
 #include <set>
 
 namespace moebench {

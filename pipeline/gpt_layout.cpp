@@ -1,4 +1,4 @@
-#include "bench/gpt_layout.h"
+#include "pipeline/gpt_layout.h"
 #include <cmath>
 #include <vector>
 #include "moe/init.h"

@@ -4,7 +4,8 @@
 #pragma once
 #include <functional>
 #include <vector>
-#include "harness/bench.h"
+#include "runtime/device.h"
+#include "runtime/runtime.h"
 
 namespace moebench {
 
@@ -16,10 +17,11 @@ struct SideBySide {
   std::function<void()> drain;
 
   // Milliseconds of `times` runs of operation y, alone.
-  double alone(BenchContext& ctx, int y, int times = 1) const;
+  double alone(const Runtime& rt, Device& dev, int y, int times = 1) const;
   // Milliseconds of one run of y while each of `others` runs again and again on its stream,
   // enough times to outlast y (from the ops' times alone, `alone_ms`).
-  double beside(BenchContext& ctx, int y, const std::vector<int>& others, const std::vector<double>& alone_ms) const;
+  double beside(const Runtime& rt, Device& dev, int y, const std::vector<int>& others,
+                const std::vector<double>& alone_ms) const;
 };
 
 }  // namespace moebench

@@ -1,4 +1,4 @@
-#include "bench/comm_check.h"
+#include "harness/comm_check.h"
 #include <cmath>
 
 namespace moebench::comm_bench {

@@ -1,0 +1,23 @@
+// The one timing step every measurement uses: `work` between two events on a stream (work on
+// other streams joins it before its end), the device synchronized, the slowest rank's
+// milliseconds (every rank gets the same number). The benches' harness and the library code that
+// measures (the MPMoE runner and calibration) both time through it.
+#pragma once
+#include "runtime/device.h"
+#include "runtime/runtime.h"
+#include "runtime/stream.h"
+
+namespace moebench {
+
+template <class F>
+double slowest_rank_ms(const Runtime& rt, Device& dev, const Stream& s, F&& work) {
+  Event start(dev.backend()), stop(dev.backend());
+  start.record(s);
+  work();
+  stop.record(s);
+  dev.synchronize();
+  stop.synchronize();
+  return rt.max(Event::elapsed_ms(start, stop));
+}
+
+}  // namespace moebench
