@@ -30,8 +30,8 @@
 #include <map>
 #include <optional>
 #include <set>
-#include "bench/mpmoe_calibration.h"
-#include "bench/mpmoe_runner.h"
+#include "moe/layer_runner.h"
+#include "moe/mpmoe_calibration.h"
 #include "harness/bench.h"
 #include "models/mpmoe_memory.h"
 #include "models/paper_specs.h"
@@ -309,9 +309,9 @@ class MPMoEBench final : public BenchProgram {
     for (auto _ : st) {
       const auto start = std::chrono::steady_clock::now();
       CaseResult& c = new_case(cases_, shape, B);
-      LayerRunner r(ctx, shape, B, streams_, *dispatch_comm_, *combine_comm_);
+      LayerRunner r(ctx.env(), shape, B, streams_, *dispatch_comm_, *combine_comm_);
       const int W = ctx.world.size();
-      if (has_any({"f3", "f9", "f10", "f15", "f16"})) c.cal = calibrate(ctx, r, 3);
+      if (has_any({"f3", "f9", "f10", "f15", "f16"})) c.cal = calibrate(r, 3);
       if (has_any({"f10", "f11", "f16"})) run(c, r, tokens_split(1));
       if (has_any({"f10", "f11"})) run(c, r, groups_split(1));
       if (has("f14"))
@@ -396,7 +396,7 @@ class MPMoEBench final : public BenchProgram {
     for (auto _ : st) {
       const auto start = std::chrono::steady_clock::now();
       CaseResult& c = new_case(memory_cases_, shape, B);
-      LayerRunner r(ctx, shape, B, streams_, *dispatch_comm_, *combine_comm_, /*adam=*/true);
+      LayerRunner r(ctx.env(), shape, B, streams_, *dispatch_comm_, *combine_comm_, /*adam=*/true);
       c.memory = r.run(tokens_split(1), false, 0, 1);  // peaks count bytes asked for: no warm-up needed
       explain(c, r);
       st.SetIterationTime(ctx.rt.max(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));

@@ -34,6 +34,8 @@ struct BenchContext {
   std::vector<std::string> registered;  // names, in registration order
 
   Backend backend() const { return opts.backend_kind(); }
+  // What library code that measures takes (runtime/timing.h).
+  MeasureEnv env() const { return MeasureEnv{rt, device, world}; }
   DType dtype() const { return opts.dtype_kind(); }
   Scale scale() const { return opts.scale_kind(); }
   // --repetitions, or 3 at the tiny scale and 5 otherwise.

@@ -1,5 +1,6 @@
 #include "models/mpmoe_perf_model.h"
 #include <algorithm>
+#include <stdexcept>
 
 namespace moebench {
 
@@ -131,6 +132,36 @@ PassPrediction predict_backward(int n, const PartTimes& t, const Slowdowns& a) {
     }
   }
   return evaluate(slots, n, a);
+}
+
+PartTimes part_times_under(const std::string& strategy, const PartCosts& c) {
+  if (strategy != "none" && strategy != "S1" && strategy != "S2" && strategy != "S3" && strategy != "S4")
+    throw std::invalid_argument("memory-reuse strategy '" + strategy + "'; allowed: none, S1, S2, S3, S4");
+  const bool offload_rows = strategy == "S1" || strategy == "S3", offload_middle = strategy == "S1" || strategy == "S2";
+  PartTimes t;
+  t.s = t.r = t.s_bwd = t.r_bwd = c.comm;
+  t.c = c.comp_fwd;
+  t.c_bwd = c.comp_bwd;
+  if (offload_rows) t.m_rows = t.m_rows_bwd = c.mem_rows;
+  if (offload_middle) t.m_middle = t.m_middle_bwd = c.mem_middle;
+  if (strategy == "S2" || strategy == "S4") t.re_s = c.comm;
+  if (strategy == "S3" || strategy == "S4") t.re_c = c.comp_middle;
+  return t;
+}
+
+GranularityChoice choose_granularity(int n_min, int n_max, const std::vector<std::string>& strategies,
+                                     const std::function<double(int, const std::string&)>& predicted_ms) {
+  GranularityChoice best;
+  bool first = true;
+  for (int n = n_min; n <= n_max; ++n)
+    for (const std::string& s : strategies) {
+      const double ms = predicted_ms(n, s);
+      if (first || ms < best.ms) {
+        best = {n, s, ms};
+        first = false;
+      }
+    }
+  return best;
 }
 
 }  // namespace moebench

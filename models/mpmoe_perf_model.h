@@ -22,6 +22,7 @@
 // operation's predicted busy time (S, C, R, M), so a measurement can be held against it
 // operation by operation and not only end to end.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -58,6 +59,30 @@ struct PassPrediction {
   // The paper's five phases, summed over slots of the same phase.
   std::map<std::string, double> phase_ms;
 };
+
+// Each kind of operation of one part, alone, for the part's sizes (ms); the strategy decides which
+// of them the part runs (part_times_under).
+struct PartCosts {
+  double comm = 0;                  // one all-to-all of the part's rows: S, R, their backward, a re-send
+  double comp_fwd = 0, comp_bwd = 0;  // the experts' forward and backward
+  double comp_middle = 0;           // T_M recomputed (one GEMM)
+  double mem_rows = 0, mem_middle = 0;  // T_DI and T_M copied between the device and pinned host memory
+};
+
+// One part's operations under `strategy` ("none", "S1" .. "S4"), 003 Table 2: S1 offloads T_DI
+// and T_M, S2 re-sends T_DI and offloads T_M, S3 offloads T_DI and recomputes T_M, S4 re-sends
+// and recomputes; none keeps both. Throws std::invalid_argument for another name.
+PartTimes part_times_under(const std::string& strategy, const PartCosts& c);
+
+// MPMoE-pm's choice (Sec. 4.2): the (n, strategy) of least predicted time, n from n_min to n_max
+// (outer) and `strategies` in their order (inner), the first of equal times kept.
+struct GranularityChoice {
+  int parts = 1;
+  std::string strategy = "none";
+  double ms = 0;
+};
+GranularityChoice choose_granularity(int n_min, int n_max, const std::vector<std::string>& strategies,
+                                     const std::function<double(int parts, const std::string& strategy)>& predicted_ms);
 
 // Which paradigm a pass of strategy `strategy` ("none", "S1" .. "S4") follows: 1, 2 or 3.
 int paradigm(const std::string& strategy, bool backward);

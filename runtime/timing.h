@@ -3,11 +3,19 @@
 // milliseconds (every rank gets the same number). The benches' harness and the library code that
 // measures (the MPMoE runner and calibration) both time through it.
 #pragma once
+#include "runtime/comm.h"
 #include "runtime/device.h"
 #include "runtime/runtime.h"
 #include "runtime/stream.h"
 
 namespace moebench {
+
+// What code that measures stands on: the runtime (the slowest rank), the device, the world.
+struct MeasureEnv {
+  const Runtime& rt;
+  Device& device;
+  Communicator& world;
+};
 
 template <class F>
 double slowest_rank_ms(const Runtime& rt, Device& dev, const Stream& s, F&& work) {

@@ -15,8 +15,6 @@ constexpr const char* kAssumptions =
     "top-1, one expert per GPU (E = N), fp16 with tensor cores; slowdown factors 1 (none measured on this cluster); "
     "FasterMoE as one worker group per node, without memory reuse";
 
-const char* kStrategies[] = {"S1", "S2", "S3", "S4"};
-
 MoELayerRun layer_run(const std::string& model, int gpus, int tokens) {
   const MoELayerSpec& s = moe_layer_spec(model);
   return MoELayerRun{s.hidden, s.ffn, gpus, tokens, true};
@@ -24,45 +22,30 @@ MoELayerRun layer_run(const std::string& model, int gpus, int tokens) {
 
 }  // namespace
 
-PartTimes mpmoe_part_times(const MoELayerRun& r, int parts, const HardwareProfile& hw) {
+PartCosts mpmoe_part_costs(const MoELayerRun& r, int parts, const HardwareProfile& hw) {
   const double bytes = r.half ? 2.0 : 4.0, rows = double(r.tokens) / parts, h = r.hidden, f = r.ffn;
   const Placement g = place_group(hw, r.gpus);
-  const double a2a = all_to_all_seconds(hw, rows * h * bytes, g) * 1e3;
   const double up = hw.gemm_seconds(2 * rows * h * f, r.half) * 1e3;  // one of the expert's two GEMMs
   const double gelu = 2 * rows * f * bytes / hw.elementwise_bw * 1e3;
-  PartTimes t;
-  t.s = t.r = t.s_bwd = t.r_bwd = a2a;
-  t.c = 2 * up + gelu;
-  t.c_bwd = 4 * up + 2 * gelu;  // data and weight gradients of both GEMMs
-  t.m_rows = t.m_rows_bwd = rows * h * bytes / hw.pcie_bw * 1e3;      // T_DI
-  t.m_middle = t.m_middle_bwd = rows * f * bytes / hw.pcie_bw * 1e3;  // T_M
-  t.re_s = a2a;
-  t.re_c = up;
-  return t;
+  PartCosts c;
+  c.comm = all_to_all_seconds(hw, rows * h * bytes, g) * 1e3;
+  c.comp_fwd = 2 * up + gelu;
+  c.comp_bwd = 4 * up + 2 * gelu;  // data and weight gradients of both GEMMs
+  c.comp_middle = up;
+  c.mem_rows = rows * h * bytes / hw.pcie_bw * 1e3;    // T_DI
+  c.mem_middle = rows * f * bytes / hw.pcie_bw * 1e3;  // T_M
+  return c;
 }
 
 double mpmoe_layer_ms(const MoELayerRun& r, int parts, const std::string& strategy, const HardwareProfile& hw) {
-  PartTimes t = mpmoe_part_times(r, parts, hw);
-  // What each strategy restores and how (003 Table 2): S1 offloads both, S2 re-sends T_DI and
-  // offloads T_M, S3 offloads T_DI and recomputes T_M, S4 re-sends and recomputes; none keeps all.
-  const bool offload_rows = strategy == "S1" || strategy == "S3", offload_middle = strategy == "S1" || strategy == "S2";
-  if (!offload_rows) t.m_rows = t.m_rows_bwd = 0;
-  if (!offload_middle) t.m_middle = t.m_middle_bwd = 0;
-  if (strategy != "S2" && strategy != "S4") t.re_s = 0;
-  if (strategy != "S3" && strategy != "S4") t.re_c = 0;
+  const PartTimes t = part_times_under(strategy, mpmoe_part_costs(r, parts, hw));
   const Slowdowns none;
   return predict_forward(parts, t, none).ms + predict_backward(parts, t, none).ms;
 }
 
 MPMoEChoice mpmoe_best(const MoELayerRun& r, const HardwareProfile& hw, int max_parts) {
-  MPMoEChoice best;
-  best.ms = INFINITY;
-  for (int n = 1; n <= max_parts; ++n)
-    for (const char* s : kStrategies) {
-      const double ms = mpmoe_layer_ms(r, n, s, hw);
-      if (ms < best.ms) best = {n, s, ms};
-    }
-  return best;
+  return choose_granularity(1, max_parts, {"S1", "S2", "S3", "S4"},
+                            [&](int n, const std::string& s) { return mpmoe_layer_ms(r, n, s, hw); });
 }
 
 double fastmoe_ms(const MoELayerRun& r, const HardwareProfile& hw) { return mpmoe_layer_ms(r, 1, "none", hw); }
@@ -73,11 +56,10 @@ double fastermoe_ms(const MoELayerRun& r, const HardwareProfile& hw) {
   // (the own node's step over NVLink) -- while the experts compute the previous step's.
   const int k = std::max(1, std::min(hw.gpus_per_node, r.gpus)), groups = std::max(1, r.gpus / k);
   if (groups == 1) return mpmoe_layer_ms(r, 1, "none", hw);
-  PartTimes t = mpmoe_part_times(r, groups, hw);
+  PartTimes t = part_times_under("none", mpmoe_part_costs(r, groups, hw));
   const double bytes = (r.half ? 2.0 : 4.0) * double(r.tokens) / groups * r.hidden;
   const double step = (k * hw.inter_latency + k * bytes / hw.inter_bw) * 1e3;
   t.s = t.r = t.s_bwd = t.r_bwd = step;
-  t.m_rows = t.m_rows_bwd = t.m_middle = t.m_middle_bwd = t.re_s = t.re_c = 0;
   const Slowdowns none;
   return predict_forward(groups, t, none).ms + predict_backward(groups, t, none).ms;
 }
@@ -166,7 +148,7 @@ ProjectedTable project_mpmoe_f15(const HardwareProfile& adira) {
       const MPMoEChoice best = mpmoe_best(r, adira);  // its strategy is the best one at its n
       const int n = best.parts;
       const double pmoe = mpmoe_layer_ms(r, n, "none", adira);
-      for (const char* s : kStrategies) {
+      for (const char* s : {"S1", "S2", "S3", "S4"}) {
         const double ms = mpmoe_layer_ms(r, n, s, adira);
         out.table.add_row({std::to_string(gpus), "gpt-xl", std::to_string(tokens), std::to_string(n), s, fmt(ms, 5),
                            fmt(pmoe, 5), fmt(ms / pmoe - 1, 4), best.strategy == s ? "yes" : "no", kAssumptions, kCalibration});

@@ -18,16 +18,12 @@ struct MoELayerRun {
   bool half = true;
 };
 
-// One part's operation times (ms) for a layer cut into `parts`.
-PartTimes mpmoe_part_times(const MoELayerRun& r, int parts, const HardwareProfile& hw);
+// One part's operations, each alone (ms), for a layer cut into `parts`.
+PartCosts mpmoe_part_costs(const MoELayerRun& r, int parts, const HardwareProfile& hw);
 // Forward + backward (ms) of the pipelined layer: n parts, memory reuse "none" or S1..S4.
 double mpmoe_layer_ms(const MoELayerRun& r, int parts, const std::string& strategy, const HardwareProfile& hw);
 
-struct MPMoEChoice {
-  int parts = 1;
-  std::string strategy = "none";
-  double ms = 0;
-};
+using MPMoEChoice = GranularityChoice;
 // The model's best (n, strategy) over n = 1..max_parts and S1..S4 (MPMoE-pm's choice).
 MPMoEChoice mpmoe_best(const MoELayerRun& r, const HardwareProfile& hw, int max_parts = 16);
 // FastMoE (no split, no overlap) and FasterMoE (split by worker group, one per node, no reuse).

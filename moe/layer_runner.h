@@ -1,4 +1,4 @@
-// What moebench_mpmoe measures everything with: one pipelined MoE layer of one shape and batch
+// What MPMoE's bench (moebench_mpmoe) measures everything with: one pipelined MoE layer of one shape and batch
 // on this rank's streams and communicators, run forward + backward under any split and
 // strategy (the weights stay; PipelinedMoELayer::set_pipeline), on its four streams or all on
 // the compute stream (the paper's seq(n): split but not overlapped). A run reports the slowest
@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include "harness/bench.h"
 #include "moe/pipelined_layer.h"
+#include "runtime/timing.h"
 
 namespace moebench {
 
@@ -46,7 +46,7 @@ class LayerRunner {
   // Collective: every rank builds its part of the layer, on the program's streams and its two
   // communicators (S and R). `adam`: hold AdamW's moments (and fp32 masters of 16-bit weights)
   // and apply a step after each backward, untimed, so model states are a training step's.
-  LayerRunner(BenchContext& ctx, const LayerShape& shape, int tokens, const PipelineStreams& streams,
+  LayerRunner(const MeasureEnv& env, const LayerShape& shape, int tokens, const PipelineStreams& streams,
               Communicator& dispatch_comm, Communicator& combine_comm, bool adam = false);
   ~LayerRunner();
   // Collective. `sequential`: every stream is the compute stream.
@@ -58,13 +58,14 @@ class LayerRunner {
   const PipelinedMoELayer& layer() const { return *layer_; }
   const PipelineStreams& streams() const { return streams_; }
   Communicator& dispatch_comm() { return dispatch_comm_; }
+  const MeasureEnv& env() const { return env_; }
   TrackingAllocator& allocator() { return alloc_; }
   int tokens() const { return tokens_; }
   const LayerShape& shape() const { return shape_; }
 
  private:
   void step(const PipelineStreams& st, Breakdown* b, double* rows, double* sent);
-  BenchContext& ctx_;
+  MeasureEnv env_;
   LayerShape shape_;
   int tokens_;
   TrackingAllocator alloc_;

@@ -1,4 +1,4 @@
-#include "bench/mpmoe_calibration.h"
+#include "moe/mpmoe_calibration.h"
 #include <algorithm>
 #include <chrono>
 #include "runtime/side_by_side.h"
@@ -22,7 +22,7 @@ double median(std::vector<double> v) {
 
 // The operations the fits and the slowdown factors are taken from, at a given size.
 struct Ops {
-  BenchContext& ctx;
+  const MeasureEnv& ctx;
   LayerRunner& runner;
   const MoEConfig& c;
   std::size_t es;
@@ -30,7 +30,7 @@ struct Ops {
   std::vector<int> split;  // rows per local expert
   ExpertsContext experts;
 
-  Ops(BenchContext& ctx, LayerRunner& r) : ctx(ctx), runner(r), c(r.layer().config()), es(dtype_size(c.dtype)) {}
+  explicit Ops(LayerRunner& r) : ctx(r.env()), runner(r), c(r.layer().config()), es(dtype_size(c.dtype)) {}
 
   void size_rows(int rows) {
     TrackingAllocator& a = runner.allocator();
@@ -80,12 +80,13 @@ struct Ops {
 
 }  // namespace
 
-Calibration calibrate(BenchContext& ctx, LayerRunner& runner, int repeats) {
+Calibration calibrate(LayerRunner& runner, int repeats) {
   const auto start = std::chrono::steady_clock::now();
+  const MeasureEnv& ctx = runner.env();
   Calibration cal;
   const MoEConfig& c = runner.layer().config();
   const std::size_t es = dtype_size(c.dtype);
-  Ops ops(ctx, runner);
+  Ops ops(runner);
   SideBySide sbs;
   sbs.streams = {runner.streams().dispatch, runner.streams().compute, runner.streams().copy};
   sbs.launch = {[&](int t) { ops.comm(t); }, [&](int t) { ops.comp_fwd(t); }, [&](int t) { ops.mem(t); }};
@@ -166,15 +167,14 @@ PartTimes part_times(const Calibration& cal, const MoEConfig& c, int tokens, int
   const double es = double(dtype_size(c.dtype));
   const double rows = double(c.slots()) * tokens / n;
   const double row_bytes = rows * c.hidden * es, middle_bytes = rows * c.ffn * es;
-  PartTimes t;
-  t.s = t.r = t.s_bwd = t.r_bwd = cal.time("comm", row_bytes);
-  t.c = cal.time("comp_fwd", rows);
-  t.c_bwd = cal.time("comp_bwd", rows);
-  if (offloads_rows(reuse)) t.m_rows = t.m_rows_bwd = cal.time("mem", row_bytes);
-  if (offloads_middle(reuse)) t.m_middle = t.m_middle_bwd = cal.time("mem", middle_bytes);
-  if (reuse == MemoryReuse::s2 || reuse == MemoryReuse::s4) t.re_s = cal.time("comm", row_bytes);
-  if (reuse == MemoryReuse::s3 || reuse == MemoryReuse::s4) t.re_c = cal.time("comp_middle", rows);
-  return t;
+  PartCosts costs;
+  costs.comm = cal.time("comm", row_bytes);
+  costs.comp_fwd = cal.time("comp_fwd", rows);
+  costs.comp_bwd = cal.time("comp_bwd", rows);
+  costs.comp_middle = cal.time("comp_middle", rows);
+  costs.mem_rows = cal.time("mem", row_bytes);
+  costs.mem_middle = cal.time("mem", middle_bytes);
+  return part_times_under(reuse_name(reuse), costs);
 }
 
 ModelPrediction predict(const Calibration& cal, const MoEConfig& cfg, int tokens, int n, MemoryReuse reuse) {
@@ -190,17 +190,13 @@ ModelPrediction predict(const Calibration& cal, const MoEConfig& cfg, int tokens
 
 ModelPrediction choose(const Calibration& cal, const MoEConfig& cfg, int tokens, int n_min, int n_max,
                        const std::vector<MemoryReuse>& strategies) {
-  ModelPrediction best;
-  bool first = true;
-  for (MemoryReuse s : strategies)
-    for (int n = n_min; n <= std::min(n_max, tokens); ++n) {
-      ModelPrediction p = predict(cal, cfg, tokens, n, s);
-      if (first || p.total_ms < best.total_ms) {
-        best = p;
-        first = false;
-      }
-    }
-  return best;
+  std::vector<std::string> names;
+  for (MemoryReuse s : strategies) names.push_back(reuse_name(s));
+  const GranularityChoice best =
+      choose_granularity(n_min, std::min(n_max, tokens), names, [&](int n, const std::string& s) {
+        return predict(cal, cfg, tokens, n, *parse_reuse(s)).total_ms;
+      });
+  return predict(cal, cfg, tokens, best.parts, *parse_reuse(best.strategy));
 }
 
 }  // namespace moebench

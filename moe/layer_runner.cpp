@@ -1,4 +1,4 @@
-#include "bench/mpmoe_runner.h"
+#include "moe/layer_runner.h"
 #include <algorithm>
 #include "runtime/host_copy.h"
 #include "kernels/adam.h"
@@ -30,16 +30,16 @@ double RunResult::busy_ms(const std::string& kind) const {
   return total;
 }
 
-LayerRunner::LayerRunner(BenchContext& ctx, const LayerShape& shape, int tokens, const PipelineStreams& streams,
+LayerRunner::LayerRunner(const MeasureEnv& env, const LayerShape& shape, int tokens, const PipelineStreams& streams,
                          Communicator& dispatch_comm, Communicator& combine_comm, bool adam)
-    : ctx_(ctx), shape_(shape), tokens_(tokens), alloc_(ctx.backend(), ctx.device.default_stream()),
+    : env_(env), shape_(shape), tokens_(tokens), alloc_(env.device.backend(), env.device.default_stream()),
       streams_(streams), dispatch_comm_(dispatch_comm) {
   const MoEConfig& c = shape.moe;
-  layer_ = std::make_unique<PipelinedMoELayer>(c, PipelineConfig{}, ctx.device, alloc_, dispatch_comm, combine_comm);
+  layer_ = std::make_unique<PipelinedMoELayer>(c, PipelineConfig{}, env.device, alloc_, dispatch_comm, combine_comm);
   layer_->init(1234, streams_.compute);
-  const std::size_t n = std::size_t(tokens) * c.hidden, first = std::size_t(ctx.world.rank()) * n;
-  x_ = device_from_f32(ctx.device, alloc_, normal_vector(n, 1234, 77, 1.f, first), c.dtype, MemTag::activations);
-  dy_ = device_from_f32(ctx.device, alloc_, normal_vector(n, 1234, 78, 1e-3f, first), c.dtype, MemTag::temporary);
+  const std::size_t n = std::size_t(tokens) * c.hidden, first = std::size_t(env.world.rank()) * n;
+  x_ = device_from_f32(env.device, alloc_, normal_vector(n, 1234, 77, 1.f, first), c.dtype, MemTag::activations);
+  dy_ = device_from_f32(env.device, alloc_, normal_vector(n, 1234, 78, 1e-3f, first), c.dtype, MemTag::temporary);
   y_ = alloc_.allocate(n * dtype_size(c.dtype), MemTag::activations);
   dx_ = alloc_.allocate(n * dtype_size(c.dtype), MemTag::temporary);
   if (adam) {
@@ -47,23 +47,23 @@ LayerRunner::LayerRunner(BenchContext& ctx, const LayerShape& shape, int tokens,
       const std::size_t count = weight.bytes() / dtype_size(t);
       if (t != DType::f32) {
         adam_.push_back(alloc_.allocate(count * 4, MemTag::model_states));
-        convert_cuda(weight.data(), t, adam_.back().data(), DType::f32, count, ctx.device.default_stream().handle);
+        convert_cuda(weight.data(), t, adam_.back().data(), DType::f32, count, env.device.default_stream().handle);
       } else {
         adam_.emplace_back();  // the weight is its own master
       }
       for (int moment = 0; moment < 2; ++moment) {
         adam_.push_back(alloc_.allocate(count * 4, MemTag::model_states));
-        ctx.device.fill_zero(adam_.back().data(), count * 4, ctx.device.default_stream());
+        env.device.fill_zero(adam_.back().data(), count * 4, env.device.default_stream());
       }
     };
     state(layer_->gate().weight(), DType::f32);
     state(layer_->experts().w1(), c.dtype);
     state(layer_->experts().w2(), c.dtype);
   }
-  ctx.device.synchronize();
+  env.device.synchronize();
 }
 
-LayerRunner::~LayerRunner() { ctx_.device.synchronize(); }
+LayerRunner::~LayerRunner() { env_.device.synchronize(); }
 
 void LayerRunner::step(const PipelineStreams& st, Breakdown* b, double* rows, double* sent) {
   PipelinedContext c = layer_->forward(x_.data(), tokens_, y_.data(), st, b);
@@ -83,7 +83,7 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
   const Stream& cs = streams_.compute;
   const PipelineStreams st = sequential ? PipelineStreams{cs, cs, cs, cs} : streams_;
   for (int i = 0; i < warmup; ++i) step(st, nullptr, nullptr, nullptr);
-  ctx_.device.synchronize();
+  env_.device.synchronize();
   alloc_.reset_peaks();
   RunResult r;
   std::map<std::string, double> sums;
@@ -91,8 +91,8 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
   for (int i = 0; i < iterations; ++i) {
     layer_->zero_grad(cs);
     Breakdown b;
-    Event start(ctx_.backend()), stop(ctx_.backend());
-    r.ms.push_back(ctx_.time_ms(cs, [&] {
+    Event start(env_.device.backend()), stop(env_.device.backend());
+    r.ms.push_back(slowest_rank_ms(env_.rt, env_.device, cs, [&] {
       start.record(cs);
       step(st, &b, &rows, &sent);
       stop.record(cs);
@@ -100,18 +100,18 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
     const auto totals = b.totals_ms();
     double busy = 0;
     for (const auto& [name, ms] : totals) {
-      sums[name] += ctx_.rt.max(ms);
+      sums[name] += env_.rt.max(ms);
       for (const char* k : {"S", "C", "R", "M"})
         for (const auto& n : kind_ranges(k))
           if (n == name) busy += ms;
     }
     std::vector<std::string> comm = kind_ranges("S");
     for (const auto& n : kind_ranges("R")) comm.push_back(n);
-    comm_union += ctx_.rt.max(b.union_ms(comm));
-    other += ctx_.rt.max(Event::elapsed_ms(start, stop) - busy);
+    comm_union += env_.rt.max(b.union_ms(comm));
+    other += env_.rt.max(Event::elapsed_ms(start, stop) - busy);
     if (!adam_.empty()) {  // AdamW on every parameter, outside the layer's time
       const AdamStep a{1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++adam_step_};
-      const Exec ex = ctx_.device.exec(cs);
+      const Exec ex = env_.device.exec(cs);
       Buffer* weights[3] = {&layer_->gate().weight(), &layer_->experts().w1(), &layer_->experts().w2()};
       Buffer* grads[3] = {&layer_->gate().grad(), &layer_->experts().w1_grad(), &layer_->experts().w2_grad()};
       for (int k = 0; k < 3; ++k) {
@@ -121,18 +121,18 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
         adam_step(ex, count, a, master ? master.as<float>() : weights[k]->as<float>(), adam_[3 * k + 1].as<float>(),
                   adam_[3 * k + 2].as<float>(), grads[k]->data(), weights[k]->data(), t);
       }
-      ctx_.device.synchronize();
+      env_.device.synchronize();
     }
   }
   for (const auto& [name, total] : sums) r.range_ms[name] = total / iterations;
   r.comm_union_ms = comm_union / iterations;
   r.other_ms = std::max(0.0, other / iterations);
-  for (int t = 0; t < kMemTagCount; ++t) r.peak[t] = ctx_.rt.max(double(alloc_.peak(static_cast<MemTag>(t))));
-  r.peak_total = ctx_.rt.max(double(alloc_.peak_total()));
-  r.pinned_peak = ctx_.rt.max(double(alloc_.pinned_peak()));
-  r.reserved = ctx_.rt.max(double(alloc_.reserved_bytes()));
-  r.rows = ctx_.rt.max(rows);
-  r.sent_rows = ctx_.rt.max(sent);
+  for (int t = 0; t < kMemTagCount; ++t) r.peak[t] = env_.rt.max(double(alloc_.peak(static_cast<MemTag>(t))));
+  r.peak_total = env_.rt.max(double(alloc_.peak_total()));
+  r.pinned_peak = env_.rt.max(double(alloc_.pinned_peak()));
+  r.reserved = env_.rt.max(double(alloc_.reserved_bytes()));
+  r.rows = env_.rt.max(rows);
+  r.sent_rows = env_.rt.max(sent);
   r.local_rows = rows;
   r.local_sent_rows = sent;
   for (int t = 0; t < kMemTagCount; ++t) r.local_peak[t] = double(alloc_.peak(static_cast<MemTag>(t)));

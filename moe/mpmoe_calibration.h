@@ -13,7 +13,7 @@
 #include <map>
 #include <string>
 #include <vector>
-#include "bench/mpmoe_runner.h"
+#include "moe/layer_runner.h"
 #include "models/mpmoe_perf_model.h"
 #include "models/piecewise_linear.h"
 
@@ -36,7 +36,7 @@ struct Calibration {
 };
 
 // Collective.
-Calibration calibrate(BenchContext& ctx, LayerRunner& runner, int repeats);
+Calibration calibrate(LayerRunner& runner, int repeats);
 
 // One part's operations alone for layer `cfg` at `tokens` per rank split in n, under `reuse`
 // (rows a part computes and sends taken as balanced: k B / n).
