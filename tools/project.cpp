@@ -7,6 +7,7 @@
 #include "harness/options.h"
 #include "harness/output_check.h"
 #include "tools/mpmoe_projection.h"
+#include "tools/local_comparison.h"
 #include "tools/projection.h"
 
 using namespace moebench;

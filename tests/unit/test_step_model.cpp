@@ -12,6 +12,7 @@
 #include "models/collective_model.h"
 #include "models/hardware_profile.h"
 #include "models/step_model.h"
+#include "tools/local_comparison.h"
 #include "tools/mpmoe_projection.h"
 #include "tools/projection.h"
 

@@ -1,0 +1,59 @@
+#include "tools/local_results.h"
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+namespace moebench {
+
+ModelShape gpt_shape(int layers, int hidden, int ffn, int heads, int seq, int vocab) {
+  ModelShape m;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.ffn = ffn;
+  m.heads = heads;
+  m.seq = seq;
+  m.vocab = vocab;
+  return m;
+}
+
+std::string device_of(const std::string& path) {
+  CsvIn<1> in(path);
+  in.read_header(io::ignore_extra_column | io::ignore_missing_column, "device");
+  if (!in.has_column("device")) return "";
+  std::string device;
+  return in.read_row(device) ? device : "";
+}
+
+bool present(const std::string& path, NotCompared& missing) {
+  if (!std::filesystem::exists(path)) {
+    missing.push_back(path + " (no such file)");
+    return false;
+  }
+  const std::string ran_on = device_of(path);
+  if (!missing.device.empty() && !ran_on.empty() && ran_on != missing.device) {
+    missing.push_back(path + " (measured on " + ran_on + "; the profile is of " + missing.device + ")");
+    return false;
+  }
+  return true;
+}
+
+HardwareProfile with_link(HardwareProfile hw, const std::string& link) {
+  double bw = 0, us = 0;
+  if (std::sscanf(link.c_str(), "emulated: %lf GB/s, %lf us", &bw, &us) == 2) {
+    hw.intra_bw = hw.inter_bw = bw * 1e9;
+    hw.intra_latency = hw.inter_latency = us * 1e-6;
+    hw.emulated_link = HardwareProfile::EmulatedLink{us * 1e-6, bw * 1e9};
+  }
+  return hw;
+}
+
+bool read_expert_load(const std::string& cell, const std::string& path, StepLayout& l, NotCompared& missing) {
+  if (cell == "-") return true;
+  char* end = nullptr;
+  l.expert_load = std::strtod(cell.c_str(), &end);
+  if (end != cell.c_str() && *end == '\0') return true;
+  missing.push_back(path + " (a row's expert_rows_max_over_mean '" + cell + "' is not a number)");
+  return false;
+}
+
+}  // namespace moebench
