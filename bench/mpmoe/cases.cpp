@@ -1,0 +1,48 @@
+#include "bench/mpmoe/cases.h"
+
+namespace moebench::mpmoe {
+
+void explain(CaseResult& c, LayerRunner& r) {
+  const MoEConfig& cfg = r.layer().config();
+  const RunResult& m = *c.memory;
+  const double es = double(dtype_size(cfg.dtype)), B = r.tokens(), M = cfg.hidden, H = cfg.ffn, S = cfg.slots();
+  const double E = cfg.experts, R = std::max(m.local_rows, 1.0), sent = std::max(m.local_sent_rows, 1.0);
+  auto& x = c.explained;
+  x["T_I"] = B * M * es;
+  x["T_DI"] = R * M * es;
+  x["T_M"] = R * H * es;
+  x["T_DO"] = R * M * es;
+  x["T_O"] = B * M * es;
+  x["returned_rows"] = sent * M * es;  // the combine's received rows, kept for the gate's gradient
+  x["routing"] = B * E * 4 + 3 * B * S * 4       // probabilities; expert, position, weight
+                 + 3 * B * S * 4                 // their part slices
+                 + B * S * 4                     // the row map
+                 + (cfg.dtype == DType::f32 ? 0 : B * M * 4);  // the gate's fp32 input
+  double sum = 0;
+  for (const auto& [k, v] : x) sum += v;
+  x["unexplained"] = m.local_peak[int(MemTag::activations)] - sum;
+  c.rank0_activations = m.local_peak[int(MemTag::activations)];
+  // Temporaries at their peak, inside the experts' backward: what Eq. 3 counts (the gradients
+  // of T_DO, T_DI and T_M) and what it leaves out (the layer's input and output gradients, the
+  // gate's, GeLU's output recomputed, the logits the routing keeps).
+  auto& t = c.explained_temporary;
+  t["dT_O_and_dT_I"] = 2 * B * M * es;
+  t["dT_DO"] = R * M * es;
+  t["dT_DI"] = R * M * es;
+  t["dT_M"] = R * H * es;
+  t["gelu_recomputed"] = R * H * es;
+  t["gate_and_logits"] = B * S * 4 + B * E * 4;  // combine-weight gradients; the router's logits
+  sum = 0;
+  for (const auto& [k, v] : t) sum += v;
+  t["unexplained"] = m.local_peak[int(MemTag::temporary)] - sum;
+  // Communication buffers at their peak, the combine's backward exchange: its send and receive
+  // rows, the row permutation, the counts and bases.
+  auto& b = c.explained_buffers;
+  b["send_and_receive"] = (sent + R) * M * es;
+  b["maps_and_counts"] = R * 8 + 3 * E * 4;
+  sum = 0;
+  for (const auto& [k, v] : b) sum += v;
+  b["unexplained"] = m.local_peak[int(MemTag::buffers)] - sum;
+}
+
+}  // namespace moebench::mpmoe

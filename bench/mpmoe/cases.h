@@ -1,0 +1,79 @@
+// moebench_mpmoe's record of what it measured for one layer shape and batch (a case), the
+// configurations it names, and the helpers its figure writers read the records with.
+#pragma once
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+#include "harness/csv.h"
+#include "moe/layer_runner.h"
+#include "moe/mpmoe_calibration.h"
+
+namespace moebench::mpmoe {
+
+inline const std::vector<std::string> kFigures = {"f2", "f3", "f9", "f10", "f11", "f12", "f13", "f14", "f15", "f16", "f17"};
+inline const std::vector<MemoryReuse> kStrategies = {MemoryReuse::s1, MemoryReuse::s2, MemoryReuse::s3, MemoryReuse::s4};
+inline constexpr double kIdealTarget = 0.90, kSavingTarget = 0.98, kPmTarget = 1.03, kPhaseErrorGoal = 0.10;
+
+inline std::string config_key(const PipelineConfig& p, bool sequential) {
+  return (sequential ? "seq " : "") + p.describe();
+}
+inline PipelineConfig tokens_split(int n, MemoryReuse s = MemoryReuse::none) {
+  PipelineConfig p;
+  p.partitions = n;
+  p.reuse = s;
+  return p;
+}
+inline PipelineConfig groups_split(int g) {
+  PipelineConfig p;
+  p.split = PipelineSplit::worker_groups;
+  p.group_size = g;
+  return p;
+}
+
+// Everything measured for one layer shape and batch.
+struct CaseResult {
+  std::string model;
+  int tokens = 0;
+  MoEConfig cfg;
+  std::map<std::string, RunResult> runs;  // by config_key
+  std::map<std::string, PipelineConfig> configs;
+  std::optional<Calibration> cal;
+  // MPMoE-pb
+  std::map<MemoryReuse, int> pb_n;          // Algorithm 1's n per strategy
+  std::map<MemoryReuse, double> pb_ms;      // its time at that n, as the search compared them
+  PipelineConfig pb;
+  double pb_search_ms = 0;
+  int pb_points = 0;
+  bool pb_saved = false;
+  int f14_pick = 0;                         // Algorithm 1 over PMoE's measured times
+  std::map<std::string, double> f12_worst, f12_theory;  // by config: the worst rank's achieved / Eq. 5; largest Eq. 5
+  // MPMoE-pm
+  std::optional<ModelPrediction> pm;
+  // f2
+  std::optional<RunResult> memory;
+  std::optional<RunResult> no_tensor_cores;  // f16's first bar: seq(n = 1) with tensor cores off (cuda)
+  std::map<std::string, double> explained;  // rank 0's activations, tensor by tensor
+  std::map<std::string, double> explained_temporary, explained_buffers;  // ... its temporaries and comm buffers
+  double rank0_activations = 0;
+};
+
+// A case's run of `p`, or nullptr where it was not run.
+inline const RunResult* find(const CaseResult& c, const PipelineConfig& p, bool sequential = false) {
+  auto it = c.runs.find(config_key(p, sequential));
+  return it == c.runs.end() ? nullptr : &it->second;
+}
+inline double min_of(const RunResult& r) { return *std::min_element(r.ms.begin(), r.ms.end()); }
+inline double max_of(const RunResult& r) { return *std::max_element(r.ms.begin(), r.ms.end()); }
+// Median, min and max, as CSV fields.
+inline std::vector<std::string> timing(const RunResult& r) { return {fmt(r.median_ms()), fmt(min_of(r)), fmt(max_of(r))}; }
+inline void append(std::vector<std::string>& row, const std::vector<std::string>& more) {
+  row.insert(row.end(), more.begin(), more.end());
+}
+
+// This rank's activations at the end of forward (their peak with n = 1), tensor by tensor,
+// from the shapes and the step's routed counts: what Eq. 2 counts, and what it leaves out.
+void explain(CaseResult& c, LayerRunner& r);
+
+}  // namespace moebench::mpmoe

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The rules of the tree that a reviewer would otherwise check by hand (shared/DESIGN.md):
+
+ - no source file outside tests/ over 500 lines;
+ - bench/ holds programs only: no add_library under bench/, and no file outside bench/
+   includes a bench/ header;
+ - README.md is an entry point of at most 150 lines;
+ - every relative link in README.md and docs/ points at a file or folder that exists.
+
+  check_tree.py SOURCE_DIR       exit 0 when every rule holds, 1 with one line per breach
+"""
+import pathlib
+import re
+import subprocess
+import sys
+
+MAX_LINES = 500
+README_MAX_LINES = 150
+SOURCE = re.compile(r"\.(cpp|h|hpp|cu|cuh|py|sh)$")
+LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
+
+
+def tracked(root):
+    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root, stdout=subprocess.PIPE,
+                         text=True, check=True).stdout
+    return [f for f in out.splitlines() if (root / f).is_file()]
+
+
+def main(root):
+    root = pathlib.Path(root).resolve()
+    files = tracked(root)
+    breaches = []
+    for f in files:
+        if f.startswith("tests/") or not SOURCE.search(f):
+            continue
+        n = sum(1 for _ in open(root / f, errors="replace"))
+        if n > MAX_LINES:
+            breaches.append(f"{f}: {n} lines (at most {MAX_LINES} outside tests/; split it by job)")
+    for f in files:
+        if f.startswith("bench/") and f.endswith("CMakeLists.txt"):
+            if re.search(r"^\s*add_library\s*\(", (root / f).read_text(), re.M):
+                breaches.append(f"{f}: declares a library (bench/ holds programs; library code belongs in the floors below)")
+        elif not f.startswith("bench/") and SOURCE.search(f):
+            for i, line in enumerate(open(root / f, errors="replace"), start=1):
+                if re.match(r'\s*#\s*include\s+"bench/', line):
+                    breaches.append(f"{f}:{i}: includes a bench/ header (bench/ holds programs only)")
+    readme = root / "README.md"
+    n = sum(1 for _ in open(readme))
+    if n > README_MAX_LINES:
+        breaches.append(f"README.md: {n} lines (an entry point of at most {README_MAX_LINES}; the rest belongs in docs/)")
+    pages = [readme] + sorted((root / "docs").glob("**/*.md")) + sorted(root.glob("experiments/*/README.md"))
+    for page in pages:
+        for i, line in enumerate(open(page), start=1):
+            for target, _ in LINK.findall(line):
+                if re.match(r"^[a-z]+:", target):  # http:, mailto: ...
+                    continue
+                if not (page.parent / target).exists():
+                    breaches.append(f"{page.relative_to(root)}:{i}: link to {target}, which does not exist")
+    for b in breaches:
+        print(f"check_tree: {b}")
+    if breaches:
+        print(f"check_tree: {len(breaches)} breaches")
+        return 1
+    print(f"check_tree: {len(files)} files, every rule holds")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))
