@@ -21,9 +21,14 @@ LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
 
 
 def tracked(root):
-    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root, stdout=subprocess.PIPE,
-                         text=True, check=True).stdout
-    return [f for f in out.splitlines() if (root / f).is_file()]
+    """The tree's files as git sees them; without git, every file but build folders and hidden ones."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, check=True).stdout
+        return [f for f in out.splitlines() if (root / f).is_file()]
+    except (OSError, subprocess.CalledProcessError):
+        return [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
+                and not any(part.startswith((".", "build")) for part in p.relative_to(root).parts)]
 
 
 def main(root):

@@ -247,4 +247,14 @@ MUTATIONS = [
         "targets": ["moebench_gpu_tests", "moebench_comm"],
         "tests": r"^gpu\.required_switch$",
     },
+    # The tree's rules (tests/cli/check_tree.py)
+    {
+        "id": "bench_declares_a_library",
+        "mechanism": "bench/ declares a library again",
+        "file": "bench/CMakeLists.txt",
+        "edits": [("add_executable(moebench_comm comm.cpp)",
+                   "add_library(moebench_comm_parts STATIC comm.cpp)\nadd_executable(moebench_comm comm.cpp)")],
+        "targets": ["moebench_comm"],
+        "tests": r"^tree\.rules$",
+    },
 ]
