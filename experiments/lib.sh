@@ -19,6 +19,22 @@ moebench_die() {
   exit 2
 }
 
+# The script's own header comment, these common options, and its bench's options where the
+# script names its bench (MOEBENCH_BENCH) and it is built; for -h / --help, before any work.
+moebench_usage() {
+  sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"
+  echo
+  echo "Common options: --scale tiny|local|paper (default local), --backend cpu|cuda (default cpu),"
+  echo "--ranks N; any other option goes to the bench. Environment: MOEBENCH_BUILD, MOEBENCH_RESULTS,"
+  echo "MOEBENCH_LAUNCHER (mpirun, srun or none), MOEBENCH_LAUNCHER_ARGS, MOEBENCH_NSYS=1."
+  local bin="$MOEBENCH_BUILD/bench/${MOEBENCH_BENCH:-}"
+  if [ -n "${MOEBENCH_BENCH:-}" ] && [ -x "$bin" ]; then
+    echo
+    echo "Options of its bench ($bin --help):"
+    "$bin" --help
+  fi
+}
+
 # moebench_parse_args [--single-rank] ARGS...: sets SCALE, BACKEND, RANKS and EXTRA.
 moebench_parse_args() {
   local single_rank=0
@@ -30,6 +46,7 @@ moebench_parse_args() {
   EXTRA=()
   while [ $# -gt 0 ]; do
     case "$1" in
+      -h|--help) moebench_usage; exit 0 ;;
       --scale|--backend|--ranks)
         [ $# -ge 2 ] && [ -n "$2" ] && [ "${2#--}" = "$2" ] || moebench_die "$1: needs a value"
         case "$1" in
@@ -146,6 +163,7 @@ moebench_experiment() {
   local single=()
   if [ "$1" = --single-rank ]; then single=(--single-rank); shift; fi
   local subdir="$1" bench="$2" plot="$3"; shift 3
+  MOEBENCH_BENCH="$bench"
   moebench_parse_args ${single[@]+"${single[@]}"} "$@"
   local bin="$MOEBENCH_BUILD/bench/$bench" py
   py="$(moebench_python)" || exit 2

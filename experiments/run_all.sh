@@ -6,6 +6,7 @@
 # the dtype it models), takes none. On the cuda backend comm/emulated is left out: an emulated
 # link is a cpu-backend setting (the GPU's links are measured as they are, by comm/run); with
 # --ranks 1 (one GPU) ppmoe/t2 is, its layouts being DP x TP x PP = 4 ranks and more.
+source "$(dirname "$0")/../scripts/usage.sh" && moebench_help_if_asked "$@"
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 args=("$@")

@@ -3,6 +3,7 @@
 # moebench without Debian packages or network, into .deps/debs (git-ignored). Carry .deps to
 # the GPU box and run scripts/gpu_box.sh there. MPI is left out: the GPU-box build is a
 # single-process (world size 1) build; multi-rank logic is tested on CPU ranks here.
+source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(libbenchmark-dev libbenchmark1debian libgtest-dev libcli11-dev libfccp-dev

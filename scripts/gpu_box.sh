@@ -8,6 +8,7 @@
 #   scripts/gpu_box.sh [build|test|sanitize|bench|all] [--scale paper] [--dtype fp16] [--results DIR]
 # Env: MOEBENCH_DEPS_PREFIX (default /tmp/moebench-deps), CMAKE_CUDA_ARCHITECTURES (default: by toolkit),
 # MOEBENCH_CMAKE_ARGS (more configure arguments).
+source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step="${1:-all}"; [ $# -gt 0 ] && shift

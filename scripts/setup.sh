@@ -3,6 +3,7 @@
 # everything is there; a clear message and exit 1 when it cannot install (not root, no apt).
 # The CUDA toolkit (nvcc, cuBLAS, NCCL, NVTX3) is not a Debian package: it is used when
 # found under /usr/local/cuda (or CUDAToolkit_ROOT), and the CPU backend builds without it.
+source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
 set -euo pipefail
 
 packages=(cmake g++ make libbenchmark-dev libgtest-dev libcli11-dev libfccp-dev

@@ -16,7 +16,11 @@ import math
 import pathlib
 import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    sys.exit(f"check_dump.py: error: needs numpy, which {sys.executable} lacks; run it with Debian's /usr/bin/python3 "
+             "(scripts/setup.sh installs python3-numpy with matplotlib) or install numpy")
 
 TOLERANCE = 2e-4  # float32 layer vs float64 recomputation, relative to the tensor's largest value
 

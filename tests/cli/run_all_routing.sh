@@ -4,9 +4,12 @@
 # pipe/bubble and m6t/t1 (fp32, said so) and models/project; on cuda comm/emulated is left out,
 # at --ranks 1 ppmoe/t2 too. Prints "routing as expected" or the first difference.
 set -euo pipefail
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
+root="$(mktemp -d)"
+trap 'rm -rf "$root"' EXIT
+dir="$root/experiments"
+mkdir -p "$dir" "$root/scripts"
 cp "$(dirname "$0")/../../experiments/run_all.sh" "$dir/"
+cp "$(dirname "$0")/../../scripts/usage.sh" "$root/scripts/"
 exps=(comm/run comm/emulated runtime/slowdown moe/run ppmoe/serial m6t/gating m6t/cv mpmoe/run pipe/bubble ppmoe/t2
       ppmoe/breakdown m6t/t1 gpt/step models/profile models/project)
 for e in "${exps[@]}"; do
@@ -30,4 +33,6 @@ for e in comm/emulated ppmoe/t2; do
   ! grep -q "ran $e" <<<"$out" || fail "$e ran on one GPU"
   grep -q "$e left out" <<<"$out" || fail "$e was left out without a line"
 done
+bash "$dir/run_all.sh" --help | grep -q "Runs every experiment" || fail "--help did not print the usage"
+! bash "$dir/run_all.sh" --help | grep -q "^ran " || fail "--help ran experiments"
 echo "routing as expected"

@@ -70,6 +70,18 @@ TEST(TypedOptions, NotGivenIsDistinctFromEveryValue) {
   EXPECT_EQ(tokens, 7);
 }
 
+// An unknown option gets the suite's one line, the nearest valid option and a pointer to --help.
+TEST(TypedOptions, UnknownOptionsNameTheNearestOne) {
+  CLI::App app("t");
+  std::optional<int> tokens, top_k;
+  add_whole(app, "--tokens", tokens, 1, 1 << 30, "Tokens");
+  add_whole(app, "--top-k", top_k, 1, 8, "k");
+  EXPECT_EQ(parse_error(app, {"--tokenz", "5"}), "--tokenz: is not an option; did you mean --tokens? (--help lists the options)");
+  EXPECT_EQ(parse_error(app, {"--top_k=2"}), "--top_k: is not an option; did you mean --top-k? (--help lists the options)");
+  EXPECT_EQ(parse_error(app, {"--seed", "1"}), "--seed: is not an option (--help lists the options)");
+  EXPECT_EQ(parse_error(app, {"stray"}), "'stray': is not an option or the value of one (--help lists the options)");
+}
+
 TEST(TypedOptions, WholeNumbersAreCheckedAndExplained) {
   CLI::App app("t");
   std::optional<int> tokens;
