@@ -125,7 +125,7 @@ class GptStepBench final : public BenchProgram {
   }
 
  private:
-  static GptLayout layout(bool moe) { return GptLayout{moe ? LayoutKind::ppmoe : LayoutKind::dense, 1, 1, 1, false}; }
+  static ParallelLayout layout(bool moe) { return ParallelLayout::of(moe ? LayoutKind::ppmoe : LayoutKind::dense, 1, 1, 1); }
   static std::string key(bool moe) { return std::string("gpt_step/") + (moe ? "moe" : "dense"); }
 
   void run(benchmark::State& st, BenchContext& ctx, bool moe) {

@@ -117,7 +117,7 @@ class T1Bench final : public BenchProgram {
   }
 
  private:
-  static GptLayout layout(int world) { return GptLayout{LayoutKind::dpmoe, world, 1, 1, false}; }
+  static ParallelLayout layout(int world) { return ParallelLayout::of(LayoutKind::dpmoe, world, 1, 1); }
   static std::string key(int layers, const Routing& r, GateImpl g) {
     return "m6t_t1/" + std::to_string(layers) + "L/" + r.name + "/" + gate_impl_name(g);
   }

@@ -92,7 +92,7 @@ class BreakdownBench final : public BenchProgram {
       header.push_back("expert_rows_max_over_mean");
       header.push_back("repetitions");
       CsvTable table(header);
-      const GptLayout l = layout(t, ctx.world.size());
+      const ParallelLayout l = layout(t, ctx.world.size());
       std::vector<std::string> row = {l.describe(), std::to_string(ctx.world.size()), std::to_string(l.dp),
                                       std::to_string(l.tp), std::to_string(backbone_.layers), std::to_string(backbone_.hidden),
                                       std::to_string(backbone_.ffn), std::to_string(backbone_.heads),
@@ -120,10 +120,10 @@ class BreakdownBench final : public BenchProgram {
  private:
   // Table 1: DPMoE over every rank. Table 3: PPMoE inside TP groups of up to 8 (a node, as the
   // paper's TP = 8), data parallel over the rest (a forward step: DP adds no communication).
-  static GptLayout layout(const std::string& table, int world) {
-    if (table == "t1") return GptLayout{LayoutKind::dpmoe, world, 1, 1, false};
+  static ParallelLayout layout(const std::string& table, int world) {
+    if (table == "t1") return ParallelLayout::of(LayoutKind::dpmoe, world, 1, 1);
     const int tp = world <= 8 ? world : 8;
-    return GptLayout{LayoutKind::ppmoe, world / tp, tp, 1, false};
+    return ParallelLayout::of(LayoutKind::ppmoe, world / tp, tp, 1);
   }
   static std::vector<double> column(const std::vector<std::vector<double>>& reps, std::size_t i) {
     std::vector<double> v;
@@ -148,7 +148,7 @@ class BreakdownBench final : public BenchProgram {
     fixture_.reset();
     auto f = std::make_unique<Fixture>();
     f->table = t;
-    const GptLayout l = layout(t, ctx.world.size());
+    const ParallelLayout l = layout(t, ctx.world.size());
     f->groups = make_layout_groups(ctx.world, l);
     f->alloc = std::make_unique<TrackingAllocator>(ctx.backend(), ctx.device.default_stream());
     const GptConfig m = layout_model(backbone_, l, experts_);

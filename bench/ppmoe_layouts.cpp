@@ -22,7 +22,7 @@ constexpr double kPPMoEClaim = 1.75;
 using Kind = LayoutKind;
 
 struct Row {
-  GptLayout layout;
+  ParallelLayout layout;
   // The paper's row it stands for (000 Table 2, small setting).
   std::string paper_row;
   double paper_throughput;
@@ -31,19 +31,19 @@ struct Row {
 
 // 000 Table 2's small setting on 32 V100s, and the same layouts on 4 ranks.
 const std::vector<Row> kPaperRows = {
-    {{Kind::dense, 1, 8, 4, false}, "0.3B Dense DP1 TP8 PP4", 3244, "-"},
-    {{Kind::dense, 4, 8, 1, true}, "0.3B Dense DP4 TP8 PP1 ZeRO", 4174, "-"},
-    {{Kind::dense, 32, 1, 1, true}, "0.3B Dense DP32 ZeRO", 5120, "-"},
-    {{Kind::dpmoe, 32, 1, 1, true}, "6.7B DPMoE DP32 EP64 ZeRO", 2147, "66.2%"},
-    {{Kind::dpmoe, 4, 8, 1, true}, "6.7B DPMoE DP4 TP8 EP64 ZeRO", 218, "6.7%"},
-    {{Kind::ppmoe, 1, 8, 4, false}, "6.7B PPMoE TP8 PP4 EP64", 2708, "81.4%"},
+    {ParallelLayout::of(Kind::dense, 1, 8, 4, false), "0.3B Dense DP1 TP8 PP4", 3244, "-"},
+    {ParallelLayout::of(Kind::dense, 4, 8, 1, true), "0.3B Dense DP4 TP8 PP1 ZeRO", 4174, "-"},
+    {ParallelLayout::of(Kind::dense, 32, 1, 1, true), "0.3B Dense DP32 ZeRO", 5120, "-"},
+    {ParallelLayout::of(Kind::dpmoe, 32, 1, 1, true), "6.7B DPMoE DP32 EP64 ZeRO", 2147, "66.2%"},
+    {ParallelLayout::of(Kind::dpmoe, 4, 8, 1, true), "6.7B DPMoE DP4 TP8 EP64 ZeRO", 218, "6.7%"},
+    {ParallelLayout::of(Kind::ppmoe, 1, 8, 4, false), "6.7B PPMoE TP8 PP4 EP64", 2708, "81.4%"},
 };
 Row shrunk(const Row& r) {
   Row s = r;
-  GptLayout& l = s.layout;
-  if (r.layout.dp == 1) { l.tp = 2; l.pp = 2; }      // TP + PP
-  else if (r.layout.tp > 1) { l.dp = 2; l.tp = 2; }  // DP + TP
-  else { l.dp = 4; }                                  // DP alone
+  const ParallelLayout& l = r.layout;
+  if (l.dp == 1) s.layout = ParallelLayout::of(l.kind, 1, 2, 2, l.zero);       // TP + PP
+  else if (l.tp > 1) s.layout = ParallelLayout::of(l.kind, 2, 2, 1, l.zero);   // DP + TP
+  else s.layout = ParallelLayout::of(l.kind, 4, 1, 1, l.zero);                 // DP alone
   return s;
 }
 
@@ -87,7 +87,7 @@ class LayoutsBench final : public BenchProgram {
     if (custom && !row_opt_.empty()) return "--rows: Table 2's rows, or --layout: not both";
     if (custom) {
       const LayoutKind k = layout_opt_ == "dense" ? LayoutKind::dense : layout_opt_ == "dpmoe" ? LayoutKind::dpmoe : LayoutKind::ppmoe;
-      const GptLayout l{k, dp_opt_.value_or(1), tp_opt_.value_or(1), pp_opt_.value_or(1), zero_};
+      const ParallelLayout l = ParallelLayout::of(k, dp_opt_.value_or(1), tp_opt_.value_or(1), pp_opt_.value_or(1), zero_);
       if (l.dp * l.tp * l.pp != W)
         return "--dp x --tp x --pp: " + std::to_string(l.dp) + " x " + std::to_string(l.tp) + " x " + std::to_string(l.pp) +
                " = " + std::to_string(l.dp * l.tp * l.pp) + " ranks, but the job has " + std::to_string(W);
@@ -97,7 +97,7 @@ class LayoutsBench final : public BenchProgram {
       if (row_opt_.empty() || std::count(row_opt_.begin(), row_opt_.end(), int(i) + 1))
         rows_.push_back(ctx.scale() == Scale::paper ? kPaperRows[i] : shrunk(kPaperRows[i]));
     for (const Row& row : rows_) {
-      const GptLayout& r = row.layout;
+      const ParallelLayout& r = row.layout;
       if (auto e = validate_layout(r, model_, experts_, W))
         return *e + (r.dp * r.tp * r.pp != W ? " (the local scale runs on 4 ranks, the paper scale on 32)" : "");
       const int per_dp = sequences_ / r.dp, micro = r.pp > 1 ? micro_ : 1;
@@ -138,7 +138,7 @@ class LayoutsBench final : public BenchProgram {
                 "micro_batches", "expert_rows_max_over_mean"});
     for (std::size_t i = 0; i < rows_.size(); ++i) {
       const Row& row = rows_[i];
-      const GptLayout& r = row.layout;
+      const ParallelLayout& r = row.layout;
       const std::string key = this->key(i);
       if (!ms.count(key)) continue;
       const Spread s = ms[key];
@@ -177,7 +177,7 @@ class LayoutsBench final : public BenchProgram {
   std::string key(std::size_t i) const { return "ppmoe_t2/" + std::to_string(i + 1) + "/" + rows_[i].layout.describe(); }
 
   // One row's ranks, communicators, stage, engine and optimizers, kept for its repetitions.
-  GptTrainer& trainer(BenchContext& ctx, const GptLayout& r) {
+  GptTrainer& trainer(BenchContext& ctx, const ParallelLayout& r) {
     if (trainer_ && trainer_key_ == r.describe()) return *trainer_;
     trainer_.reset();
     trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), r, layout_model(model_, r, experts_),
@@ -188,7 +188,7 @@ class LayoutsBench final : public BenchProgram {
     return *trainer_;
   }
 
-  void run(benchmark::State& st, BenchContext& ctx, const GptLayout& r) {
+  void run(benchmark::State& st, BenchContext& ctx, const ParallelLayout& r) {
     GptTrainer& t = trainer(ctx, r);
     ctx.profile_begin();
     for (auto _ : st) ctx.time_iteration(st, t.stream(), [&] { t.step(); });

@@ -35,11 +35,11 @@ class Model {
 
   // Rows (token assignments) the rank's experts compute, and its experts, per MoE layer.
   int local_experts() const {
-    if (l_.kind == StepLayoutKind::ppmoe) return m_.experts / t_;
+    if (l_.kind == LayoutKind::ppmoe) return m_.experts / t_;
     return std::max(1, m_.experts / std::min(l_.dp, m_.experts));
   }
   double expert_rows() const {
-    return l_.kind == StepLayoutKind::ppmoe ? n_ * slots_ / t_ : n_ * slots_;  // balanced routing
+    return l_.kind == LayoutKind::ppmoe ? n_ * slots_ / t_ : n_ * slots_;  // balanced routing
   }
   int capacity() const {
     if (m_.capacity_factor <= 0) return int(std::ceil(n_ * slots_ / m_.experts));
@@ -82,7 +82,7 @@ class Model {
       r.fwd.moe_expert = 2 * up + mem(2 * rows * f * bytes_);
       w_gemms += 2 * up;
       const double moved = move(2 * rows * h * bytes_);  // permute in, weighted scatter out
-      if (l_.kind == StepLayoutKind::dpmoe) {
+      if (l_.kind == LayoutKind::dpmoe) {
         const double a2a = all_to_all_seconds(hw_, n_ * slots_ * h * bytes_, ep_group());
         r.fwd.moe_dispatch = a2a + moved / 2 + einsum;
         r.fwd.moe_combine = a2a + moved / 2 + einsum;
@@ -152,15 +152,6 @@ double ModelShape::parameters() const {
   return p;
 }
 
-const char* step_layout_name(StepLayoutKind k) {
-  return k == StepLayoutKind::dense ? "Dense" : k == StepLayoutKind::dpmoe ? "DPMoE" : "PPMoE";
-}
-
-std::string StepLayout::describe() const {
-  return std::string(step_layout_name(kind)) + " DP" + std::to_string(dp) + " TP" + std::to_string(tp) + " PP" +
-         std::to_string(pp) + (zero ? " ZeRO" : "");
-}
-
 std::optional<std::string> validate_step(const ModelShape& m, const StepLayout& l, const HardwareProfile& hw) {
   auto s = [](auto v) { return std::to_string(v); };
   for (auto [opt, v] : {std::pair{"--layers", m.layers}, {"--hidden", m.hidden}, {"--ffn", m.ffn}, {"--heads", m.heads},
@@ -178,13 +169,13 @@ std::optional<std::string> validate_step(const ModelShape& m, const StepLayout& 
   if (l.zero && l.zero_stage != 1 && l.zero_stage != 2) return "--zero-stage: " + s(l.zero_stage) + " is not modelled; allowed: 1 or 2";
   if (l.tp > hw.gpus_per_node)
     return "--tp: " + s(l.tp) + " exceeds the profile's " + s(hw.gpus_per_node) + " GPUs per node (TP stays inside a node)";
-  if (l.kind != StepLayoutKind::dense) {
-    if (m.experts < 1 || m.moe_every < 1) return "--experts: a " + std::string(step_layout_name(l.kind)) + " layout needs MoE layers (--experts and --moe-every >= 1)";
+  if (l.kind != LayoutKind::dense) {
+    if (m.experts < 1 || m.moe_every < 1) return "--experts: a " + std::string(layout_kind_name(l.kind)) + " layout needs MoE layers (--experts and --moe-every >= 1)";
     if (m.top_k < 1 || m.prototypes < 1 || m.experts % m.prototypes != 0 || m.top_k > m.experts / m.prototypes)
       return "--top-k: " + s(m.top_k) + " of " + s(m.experts / std::max(m.prototypes, 1)) + " experts per prototype is not a routing";
-    if (l.kind == StepLayoutKind::dpmoe && m.experts % l.dp != 0 && l.dp % m.experts != 0)
+    if (l.kind == LayoutKind::dpmoe && m.experts % l.dp != 0 && l.dp % m.experts != 0)
       return "--experts: " + s(m.experts) + " experts do not split over the EP (= DP) group of " + s(l.dp);
-    if (l.kind == StepLayoutKind::ppmoe && m.experts % l.tp != 0)
+    if (l.kind == LayoutKind::ppmoe && m.experts % l.tp != 0)
       return "--experts: " + s(m.experts) + " experts do not split over the TP group of " + s(l.tp);
   } else if (m.experts > 0) {
     return "--layout: dense takes no --experts";
@@ -251,19 +242,19 @@ StepPrediction predict_step(const ModelShape& m, const StepLayout& l, const Hard
   p.params_per_gpu = dense_params + expert_params;
   // Which parameters are replicated over the DP group: the dense ones; PPMoE's experts too;
   // DPMoE's experts only where the DP group outnumbers the experts.
-  const int expert_replicas = l.kind == StepLayoutKind::dpmoe ? std::max(1, l.dp / std::max(m.experts, 1)) : l.dp;
+  const int expert_replicas = l.kind == LayoutKind::dpmoe ? std::max(1, l.dp / std::max(m.experts, 1)) : l.dp;
   const double bytes = l.half ? 2.0 : 4.0;
   double sync = all_reduce_seconds(hw, dense_params * bytes, model.dp_group());
   if (expert_params > 0 && expert_replicas > 1)
     sync += all_reduce_seconds(hw, expert_params * bytes,
-                               l.kind == StepLayoutKind::dpmoe ? place_group(hw, expert_replicas, l.tp * l.dp / expert_replicas)
+                               l.kind == LayoutKind::dpmoe ? place_group(hw, expert_replicas, l.tp * l.dp / expert_replicas)
                                                                : model.dp_group());
   p.dp_sync = l.dp > 1 || expert_replicas > 1 ? sync : 0;
   const double dense_shards = l.zero ? l.dp : 1, expert_shards = l.zero ? expert_replicas : 1;
   p.optimizer = model.mem(28.0 * (dense_params / dense_shards + expert_params / expert_shards));
   p.step = p.pipeline + p.dp_sync + p.optimizer;
   p.tokens = double(l.dp) * M * l.micro_batch_sequences * m.seq;
-  p.tokens_per_s_per_gpu = p.tokens / p.step / l.gpus();
+  p.tokens_per_s_per_gpu = p.tokens / p.step / l.world();
 
   // Memory: model states (000: 18 bytes per parameter in fp16 Adam -- fp16 weights, fp32
   // gradients, fp32 master and moments; 16 in fp32: weights, gradients, moments), activations.

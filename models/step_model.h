@@ -16,6 +16,7 @@
 //              4 too), activations per Korthikanti et al. 2022 (Megatron) times the micro-batches
 //              in flight; over the profile's memory: out of memory.
 #pragma once
+#include "runtime/layout.h"
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,13 +35,9 @@ struct ModelShape {
   double parameters() const;  // the whole model's
 };
 
-enum class StepLayoutKind { dense, dpmoe, ppmoe };
-const char* step_layout_name(StepLayoutKind k);
 
-struct StepLayout {
-  StepLayoutKind kind = StepLayoutKind::dense;
-  int dp = 1, tp = 1, pp = 1;
-  bool zero = false;
+// A layout (runtime/layout.h) and how a step runs in it.
+struct StepLayout : ParallelLayout {
   int zero_stage = 1;             // with zero: 1 shards the optimizer states, 2 the gradients too
   int micro_batches = 1;          // per step and pipeline (gradient accumulation without PP)
   int micro_batch_sequences = 1;  // sequences in one micro-batch of one DP rank
@@ -50,8 +47,6 @@ struct StepLayout {
   // The busiest rank's expert rows over the mean rank's (1: routing spreads the tokens evenly;
   // a run's measured value where the model holds that run): every rank waits for it.
   double expert_load = 1.0;
-  int gpus() const { return dp * tp * pp; }
-  std::string describe() const;
 };
 
 // The option at fault, or nullopt.

@@ -5,28 +5,19 @@
 
 namespace moebench {
 
-const char* layout_kind_name(LayoutKind k) {
-  return k == LayoutKind::dense ? "Dense" : k == LayoutKind::dpmoe ? "DPMoE" : "PPMoE";
-}
-
-std::string GptLayout::describe() const {
-  return std::string(layout_kind_name(kind)) + " DP" + std::to_string(dp) + " TP" + std::to_string(tp) + " PP" +
-         std::to_string(pp) + (zero ? " ZeRO" : "");
-}
-
-LayoutGroups make_layout_groups(Communicator& world, const GptLayout& l) {
+LayoutGroups make_layout_groups(Communicator& world, const ParallelLayout& l) {
   LayoutGroups g;
   const int r = world.rank();
-  g.stage = r / (l.dp * l.tp);
-  g.dp_rank = (r % (l.dp * l.tp)) / l.tp;
-  g.tp_rank = r % l.tp;
-  g.tp = world.split(g.stage * l.dp + g.dp_rank, g.tp_rank);
-  g.dp = world.split(g.stage * l.tp + g.tp_rank, g.dp_rank);
-  g.pp = world.split(g.dp_rank * l.tp + g.tp_rank, g.stage);
+  g.stage = l.pp_index(r);
+  g.dp_rank = l.dp_index(r);
+  g.tp_rank = l.tp_index(r);
+  g.tp = world.split(l.tp_color(r), g.tp_rank);
+  g.dp = world.split(l.dp_color(r), g.dp_rank);
+  g.pp = world.split(l.pp_color(r), g.stage);
   return g;
 }
 
-GptConfig layout_model(const GptConfig& backbone, const GptLayout& l, int experts) {
+GptConfig layout_model(const GptConfig& backbone, const ParallelLayout& l, int experts) {
   GptConfig m = backbone;
   if (l.kind != LayoutKind::dense) {
     m.moe_every = 2;
@@ -38,7 +29,7 @@ GptConfig layout_model(const GptConfig& backbone, const GptLayout& l, int expert
   return m;
 }
 
-DispatcherFactory layout_dispatcher(const GptLayout& l, LayoutGroups& g) {
+DispatcherFactory layout_dispatcher(const ParallelLayout& l, LayoutGroups& g) {
   if (l.kind == LayoutKind::dpmoe)
     return [comm = g.dp.get()](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *comm); };
   if (l.kind == LayoutKind::ppmoe)
@@ -63,7 +54,7 @@ Buffer synthetic_tokens(Device& dev, TrackingAllocator& alloc, const Stream& s, 
   return b;
 }
 
-std::optional<std::string> validate_layout(const GptLayout& l, const GptConfig& backbone, int experts, int world_size) {
+std::optional<std::string> validate_layout(const ParallelLayout& l, const GptConfig& backbone, int experts, int world_size) {
   if (l.dp * l.tp * l.pp != world_size)
     return "--ranks: " + std::to_string(world_size) + " ranks, but the layout " + l.describe() + " needs DP x TP x PP = " +
            std::to_string(l.dp * l.tp * l.pp);

@@ -1,6 +1,6 @@
-// A parallel layout of PPMoE Table 2 -- Dense, DPMoE or PPMoE over DP x TP x PP ranks, with or
-// without ZeRO-1 -- and what a bench needs to run the GPT model in it: the ranks' groups, the
-// model (the backbone, or an MoE layer on every other FFN) and its MoE blocks' dispatcher.
+// What running the GPT model in a layout of PPMoE Table 2 (runtime/layout.h: Dense, DPMoE or
+// PPMoE over DP x TP x PP ranks, with or without ZeRO-1) needs: the ranks' groups, the model (the
+// backbone, or an MoE layer on every other FFN) and its MoE blocks' dispatcher.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -8,34 +8,25 @@
 #include <string>
 #include "pipeline/gpt_stage.h"
 #include "runtime/comm.h"
+#include "runtime/layout.h"
 #include "runtime/runtime.h"
 
 namespace moebench {
 
-enum class LayoutKind { dense, dpmoe, ppmoe };
-const char* layout_kind_name(LayoutKind k);
-
-struct GptLayout {
-  LayoutKind kind = LayoutKind::dense;
-  int dp = 1, tp = 1, pp = 1;
-  bool zero = false;
-  std::string describe() const;  // e.g. "DPMoE DP2 TP2 PP1 ZeRO"
-};
-
-// Rank r of the world is stage r / (DP TP), data-parallel rank (r mod DP TP) / TP and
-// tensor-parallel rank r mod TP (TP groups are neighbours, as within a node).
+// The layout's communicators and this rank's place in them (ParallelLayout's placement: TP groups
+// are neighbours, as within a node).
 struct LayoutGroups {
   std::unique_ptr<Communicator> tp, dp, pp;
   int stage = 0, dp_rank = 0, tp_rank = 0;
 };
-LayoutGroups make_layout_groups(Communicator& world, const GptLayout& layout);
+LayoutGroups make_layout_groups(Communicator& world, const ParallelLayout& layout);
 
 // The model: `backbone`, with an MoE layer of `experts` top-1 dropless experts on every other
 // FFN for DPMoE and PPMoE.
-GptConfig layout_model(const GptConfig& backbone, const GptLayout& layout, int experts);
+GptConfig layout_model(const GptConfig& backbone, const ParallelLayout& layout, int experts);
 // The MoE blocks' dispatcher: DPMoE's all-to-all over the DP group, PPMoE's index-select and
 // all-reduce over the TP group; none for Dense.
-DispatcherFactory layout_dispatcher(const GptLayout& layout, LayoutGroups& groups);
+DispatcherFactory layout_dispatcher(const ParallelLayout& layout, LayoutGroups& groups);
 // `rows` synthetic token ids in [0, vocab) on the device, the same for (seed, id) on any rank
 // count: a data-parallel rank's micro-batch of tokens (seed 7) or of targets (seed 8).
 Buffer synthetic_tokens(Device& dev, TrackingAllocator& alloc, const Stream& s, int rows, int vocab, std::uint64_t seed,
@@ -46,6 +37,6 @@ Buffer synthetic_tokens(Device& dev, TrackingAllocator& alloc, const Stream& s, 
 std::optional<double> expert_load(const Runtime& rt, std::int64_t rows);
 
 // Why `layout` cannot run the model on `world_size` ranks, naming the option; nullopt if it can.
-std::optional<std::string> validate_layout(const GptLayout& layout, const GptConfig& backbone, int experts, int world_size);
+std::optional<std::string> validate_layout(const ParallelLayout& layout, const GptConfig& backbone, int experts, int world_size);
 
 }  // namespace moebench

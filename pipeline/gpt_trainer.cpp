@@ -3,7 +3,7 @@
 
 namespace moebench {
 
-GptTrainer::GptTrainer(Communicator& world, Device& dev, Backend backend, const GptLayout& layout, const GptConfig& model,
+GptTrainer::GptTrainer(Communicator& world, Device& dev, Backend backend, const ParallelLayout& layout, const GptConfig& model,
                        int sequences, int micro_batches)
     : layout_(layout), groups_(make_layout_groups(world, layout)),
       alloc_(std::make_unique<TrackingAllocator>(backend, dev.default_stream())), compute_(dev.create_stream("compute")),

@@ -15,7 +15,7 @@ namespace moebench {
 class GptTrainer {
  public:
   // `sequences`: the mini-batch over all data-parallel ranks; `micro_batches` where PP > 1.
-  GptTrainer(Communicator& world, Device& dev, Backend backend, const GptLayout& layout, const GptConfig& model,
+  GptTrainer(Communicator& world, Device& dev, Backend backend, const ParallelLayout& layout, const GptConfig& model,
              int sequences, int micro_batches);
   void step();
   const Stream& stream() const { return compute_; }
@@ -24,7 +24,7 @@ class GptTrainer {
   long long expert_rows() const;
 
  private:
-  GptLayout layout_;
+  ParallelLayout layout_;
   LayoutGroups groups_;
   std::unique_ptr<TrackingAllocator> alloc_;
   Stream compute_, send_;

@@ -2,6 +2,15 @@
 
 namespace moebench {
 
+const char* layout_kind_name(LayoutKind k) {
+  return k == LayoutKind::dense ? "Dense" : k == LayoutKind::dpmoe ? "DPMoE" : "PPMoE";
+}
+
+std::string ParallelLayout::describe() const {
+  return std::string(layout_kind_name(kind)) + " DP" + std::to_string(dp) + " TP" + std::to_string(tp) + " PP" +
+         std::to_string(pp) + (zero ? " ZeRO" : "");
+}
+
 std::optional<std::string> ParallelLayout::make(int world, int tp, int pp, int ep, ParallelLayout* out) {
   if (tp < 1) return "--tp: must be >= 1, got " + std::to_string(tp);
   if (pp < 1) return "--pp: must be >= 1, got " + std::to_string(pp);

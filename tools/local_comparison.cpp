@@ -130,7 +130,7 @@ void compare_breakdown(const HardwareProfile& hw, const std::string& path, const
     ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
     m.experts = experts; m.moe_every = 2;
     StepLayout l;
-    l.kind = ppmoe ? StepLayoutKind::ppmoe : StepLayoutKind::dpmoe;
+    l.kind = ppmoe ? LayoutKind::ppmoe : LayoutKind::dpmoe;
     l.dp = dp; l.tp = tp;
     l.micro_batch_sequences = sequences;
     l.half = false;
@@ -244,8 +244,8 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
                      expert_load)) {
     ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
     StepLayout l;
-    l.kind = kind == "Dense" ? StepLayoutKind::dense : kind == "DPMoE" ? StepLayoutKind::dpmoe : StepLayoutKind::ppmoe;
-    if (l.kind != StepLayoutKind::dense) {
+    l.kind = kind == "Dense" ? LayoutKind::dense : kind == "DPMoE" ? LayoutKind::dpmoe : LayoutKind::ppmoe;
+    if (l.kind != LayoutKind::dense) {
       m.experts = experts;
       m.moe_every = 2;
     }
@@ -282,7 +282,7 @@ void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector
     m.capacity_factor = 1.25;  // m6t.t1's
     m.paper_gate = gate.rfind("paper", 0) == 0;
     StepLayout l;
-    l.kind = StepLayoutKind::dpmoe;
+    l.kind = LayoutKind::dpmoe;
     l.dp = ranks;
     l.micro_batch_sequences = std::max(1, tokens / seq);
     l.half = false;

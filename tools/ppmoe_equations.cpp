@@ -58,7 +58,7 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
         ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
         m.experts = experts; m.moe_every = 2;
         StepLayout l;
-        l.kind = StepLayoutKind::ppmoe;
+        l.kind = LayoutKind::ppmoe;
         l.dp = dp; l.tp = tp; l.micro_batch_sequences = sequences; l.half = false;
         if (validate_step(m, l, h)) continue;
         const ForwardParts f = predict_step(m, l, h).forward;

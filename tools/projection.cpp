@@ -34,7 +34,7 @@ std::string pct(double v) { return fmt(100 * v, 4); }
 }  // namespace
 
 const std::vector<T2Row>& ppmoe_t2_rows() {
-  using K = StepLayoutKind;
+  using K = LayoutKind;
   static const std::vector<T2Row> rows = {
       {"0.3B Dense", K::dense, 1, 8, 4, 1, false, 32, 3244, "small"},
       {"0.3B Dense", K::dense, 4, 8, 1, 1, true, 32, 4174, "small"},
@@ -60,7 +60,7 @@ static int global_sequences(const T2Row& r) { return r.setting == "small" ? 256 
 ModelShape t2_model(const T2Row& r) {
   const ModelSpec& spec = model_spec(r.setting == "small" ? "gpt3-medium" : "gpt3-6.7b");
   ModelShape m = from_spec(spec, 0);
-  if (r.kind != StepLayoutKind::dense) {
+  if (r.kind != LayoutKind::dense) {
     m.experts = spec.experts;
     m.moe_every = spec.moe_every;
     m.top_k = 1;
@@ -131,7 +131,7 @@ static std::string t2_miss(const T2Row& r, const StepPrediction& p, double err) 
   std::string s = "speed ratio " + fmt(100 * (err - 1), 3) + "% off";
   if (!p.fits) return s + "; memory: modelled " + fmt((p.model_state_bytes + p.activation_bytes) / 1e9, 3) +
                       " GB does not fit, the paper ran it";
-  if (r.kind == StepLayoutKind::dpmoe)
+  if (r.kind == LayoutKind::dpmoe)
     return s + "; the all-to-all term: modelled " + pct((f.moe_dispatch + f.moe_combine) / f.total()) +
            "% of the forward, 000 Table 1 measured 65.5%";
   if (r.tp > 1)
@@ -153,7 +153,7 @@ ProjectedTable project_ppmoe_t2(const HardwareProfile& hw) {
   for (const T2Row& r : ppmoe_t2_rows()) pred.push_back(predict_step(t2_model(r), t2_layout(r, hw), hw));
   for (std::size_t i = 0; i < pred.size(); ++i) {
     const T2Row& r = ppmoe_t2_rows()[i];
-    if (r.kind != StepLayoutKind::dense) continue;
+    if (r.kind != LayoutKind::dense) continue;
     if (!base_paper.count(r.setting) || r.paper_throughput < base_paper[r.setting]) {
       base_paper[r.setting] = r.paper_throughput;
       base_model[r.setting] = pred[i].tokens_per_s_per_gpu;
@@ -333,7 +333,7 @@ ProjectedTable project_m6t_t1(const HardwareProfile& hw) {
         m.paper_gate = paper_gate;
         m.batched_experts = true;
         StepLayout l;
-        l.kind = StepLayoutKind::dpmoe;
+        l.kind = LayoutKind::dpmoe;
         l.dp = 8;
         l.micro_batch_sequences = 8;
         const StepPrediction p = predict_step(m, l, hw);

@@ -16,7 +16,7 @@ namespace moebench {
 // 000 Table 2: one row.
 struct T2Row {
   std::string model;  // "0.3B Dense", "6.7B DPMoE", ...
-  StepLayoutKind kind;
+  LayoutKind kind;
   int dp, tp, pp, ep;
   bool zero;
   int gpus;

@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
     m.seq = seq.value_or(spec.seq > 0 ? spec.seq : 2048);
     m.vocab = vocab.value_or(50304);
     StepLayout l;
-    l.kind = layout == "dense" ? StepLayoutKind::dense : layout == "dpmoe" ? StepLayoutKind::dpmoe : StepLayoutKind::ppmoe;
-    if (l.kind != StepLayoutKind::dense) {
+    l.kind = layout == "dense" ? LayoutKind::dense : layout == "dpmoe" ? LayoutKind::dpmoe : LayoutKind::ppmoe;
+    if (l.kind != LayoutKind::dense) {
       m.experts = experts.value_or(spec.experts);
       m.moe_every = moe_every.value_or(spec.moe_every > 0 ? spec.moe_every : 2);
       m.top_k = top_k.value_or(1);
@@ -89,9 +89,9 @@ int main(int argc, char** argv) {
     l.schedule = *parse_schedule(schedule);
     l.recompute = recompute;
     l.half = dtype != "fp32";
-    if (gpus && *gpus != l.gpus())
+    if (gpus && *gpus != l.world())
       throw Error("--gpus: " + std::to_string(*gpus) + " GPUs, but --dp " + std::to_string(l.dp) + " x --tp " +
-                  std::to_string(l.tp) + " x --pp " + std::to_string(l.pp) + " = " + std::to_string(l.gpus()));
+                  std::to_string(l.tp) + " x --pp " + std::to_string(l.pp) + " = " + std::to_string(l.world()));
     if (auto e = validate_step(m, l, hw)) throw Error(*e);
     const StepPrediction p = predict_step(m, l, hw);
     const ForwardParts& f = p.forward;
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     row("profile_memory", hw.memory_bytes / 1e9, "GB");
     std::printf("%s", t.to_string(nullptr).c_str());
     if (!out.empty()) {
-      t.write(out, model_provenance(hw, l.gpus(), "whatif", l.half ? "fp16" : "fp32"));
+      t.write(out, model_provenance(hw, l.world(), "whatif", l.half ? "fp16" : "fp32"));
       std::printf("wrote %s\n", out.c_str());
     }
   } catch (const Error& e) {

@@ -284,7 +284,7 @@ TEST(StepModel, ExpertLoadScalesTheBusiestRanksExperts) {
   m.experts = 8;
   m.moe_every = 2;
   StepLayout even;
-  even.kind = StepLayoutKind::dpmoe;
+  even.kind = LayoutKind::dpmoe;
   even.dp = 2;
   StepLayout skewed = even;
   skewed.expert_load = 1.5;
@@ -308,7 +308,7 @@ TEST(StepModel, BadLayoutsNameTheOption) {
   l.tp = 3;
   EXPECT_NE(validate_step(m, l, hw).value_or("").find("--tp"), std::string::npos);
   l.tp = 1;
-  l.kind = StepLayoutKind::dpmoe;
+  l.kind = LayoutKind::dpmoe;
   EXPECT_NE(validate_step(m, l, hw).value_or("").find("--experts"), std::string::npos);
   m.experts = 6; m.moe_every = 2;
   l.dp = 4;
