@@ -19,12 +19,21 @@ int BenchContext::repetitions() const {
 
 void BenchContext::add(const std::string& name, int iterations, std::function<void(benchmark::State&)> fn,
                        benchmark::TimeUnit unit, std::optional<int> reps) {
-  benchmark::RegisterBenchmark(name.c_str(), [fn = std::move(fn)](benchmark::State& st) { fn(st); })
+  const int r = reps.value_or(repetitions());
+  // Google Benchmark calls the function once per repetition.
+  auto repetition = std::make_shared<int>(0);
+  benchmark::RegisterBenchmark(name.c_str(), [fn = std::move(fn), name, r, repetition, p = progress](benchmark::State& st) {
+    fn(st);
+    *repetition = *repetition % r + 1;
+    if (p) p->repetition_done(name, *repetition, r);
+  })
       ->UseManualTime()
       ->Iterations(iterations)
-      ->Repetitions(reps.value_or(repetitions()))
+      ->Repetitions(r)
       ->Unit(unit);
   registered.push_back(name);
+  run_names.push_back(name + "/iterations:" + std::to_string(iterations) + "/repeats:" + std::to_string(r) +
+                      "/manual_time");
 }
 
 std::optional<std::string> BenchContext::check_fits(std::uint64_t bytes, const std::string& option) const {
@@ -32,6 +41,7 @@ std::optional<std::string> BenchContext::check_fits(std::uint64_t bytes, const s
   device.memory(&free_b, &total_b);
   // Ranks sharing a host share its memory.
   const double share = backend() == Backend::cpu ? double(free_b) / rt.local_size() : double(free_b);
+  largest_need = std::max(largest_need, bytes);
   if (double(bytes) > 0.9 * share)
     return option + ": needs " + format_bytes(double(bytes)) + " per rank but only " + format_bytes(share) +
            " is free for each rank on this " + (backend() == Backend::cpu ? "host" : "GPU") + "; use a smaller value";
@@ -79,13 +89,16 @@ namespace {
 // benchmark and our own context (Google Benchmark's console reporter is not used: its times
 // are not ours, and its context line warns about its own library build, which our manual
 // times do not depend on).
+// Each line starts with how far the run is (harness/progress.h).
 class RecordingReporter : public benchmark::BenchmarkReporter {
  public:
-  RecordingReporter(bool print, std::string header) : print_(print), header_(std::move(header)) {
+  RecordingReporter(bool print, std::string header, RunProgress& progress, std::function<void()> on_start)
+      : print_(print), header_(std::move(header)), progress_(progress), on_start_(std::move(on_start)) {
     SetErrorStream(&gb_errors);
   }
   bool ReportContext(const Context&) override {
     if (print_) std::printf("%s", header_.c_str());
+    on_start_();
     return true;
   }
   void ReportRuns(const std::vector<Run>& runs) override {
@@ -108,24 +121,28 @@ class RecordingReporter : public benchmark::BenchmarkReporter {
       rec.seconds.push_back(r.iterations ? r.real_accumulated_time / double(r.iterations) : 0.0);
       for (const auto& [k, v] : r.counters) rec.counters[k].push_back(v.value);
     }
-    if (print_ && any) print(records.back());
+    if (any) print(records.back());
   }
   std::vector<RunRecord> records;
   std::ostringstream gb_errors;
 
  private:
-  void print(const RunRecord& r) const {
+  void print(const RunRecord& r) {
+    const std::string done = progress_.case_done();
+    if (!print_) return;
     if (r.error) {
-      std::printf("%-48s skipped: %s\n", r.name.c_str(), r.error_message.c_str());
+      std::printf("%-24s %-48s skipped: %s\n", done.c_str(), r.name.c_str(), r.error_message.c_str());
     } else if (!r.seconds.empty()) {
       const Spread s = r.time_ms();
-      std::printf("%-48s %12.4g ms  [%.4g .. %.4g]  %d x %lld iterations\n", r.name.c_str(), s.median, s.min, s.max,
-                  s.samples, static_cast<long long>(r.iterations));
+      std::printf("%-24s %-48s %12.4g ms  [%.4g .. %.4g]  %d x %lld iterations\n", done.c_str(), r.name.c_str(),
+                  s.median, s.min, s.max, s.samples, static_cast<long long>(r.iterations));
     }
     std::fflush(stdout);
   }
   bool print_;
   std::string header_;
+  RunProgress& progress_;
+  std::function<void()> on_start_;
 };
 
 // Only rank 0 writes --benchmark_out: other ranks drop those flags before Google Benchmark sees them.
@@ -273,13 +290,20 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     if (opts.link_bandwidth_GBps) link = EmulatedLink{*opts.link_bandwidth_GBps, opts.link_latency_us.value_or(0.0)};
     std::unique_ptr<Communicator> world = make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout(), link);
     BenchContext ctx{rt, opts, *device, alloc, *world,
-                     make_provenance(*device, rt.world(), world->link(), opts.dtype, opts.scale), {}};
+                     make_provenance(*device, rt.world(), world->link(), opts.dtype, opts.scale), {}, {},
+                     std::make_shared<RunProgress>(rt.rank() == 0)};
     rt.agree_or_exit(program->validate(ctx));
     rt.agree_or_exit(check_outputs(ctx, *program, argc, argv));
 
     if (!opts.trace_dir.empty()) Timeline::enable(rt.rank());
     program->register_benchmarks(ctx);
-    RecordingReporter reporter(rt.rank() == 0, context_header(ctx, program->name()));
+    RecordingReporter reporter(rt.rank() == 0, context_header(ctx, program->name()), *ctx.progress, [&ctx] {
+      std::size_t free_b = 0, total_b = 0;
+      ctx.device.memory(&free_b, &total_b);
+      ctx.progress->start(selected_count(ctx.run_names, benchmark::GetBenchmarkFilter()), ctx.repetitions(),
+                          ctx.largest_need,
+                          ctx.backend() == Backend::cpu ? double(free_b) / ctx.rt.local_size() : double(free_b));
+    });
     const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&reporter);
     if (ran == 0) {
       const std::string filter = benchmark::GetBenchmarkFilter();

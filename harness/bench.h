@@ -19,6 +19,7 @@
 #include "runtime/device.h"
 #include "runtime/timing.h"
 #include "harness/options.h"
+#include "harness/progress.h"
 #include "runtime/runtime.h"
 #include "harness/spread.h"
 
@@ -32,6 +33,11 @@ struct BenchContext {
   Communicator& world;
   Provenance provenance;
   std::vector<std::string> registered;  // names, in registration order
+  // Google Benchmark's full names of those (what --benchmark_filter is matched against).
+  std::vector<std::string> run_names;
+  std::shared_ptr<RunProgress> progress;
+  // The largest need check_fits() was asked about (printed before the first case).
+  mutable std::uint64_t largest_need = 0;
 
   Backend backend() const { return opts.backend_kind(); }
   // What library code that measures takes (runtime/timing.h).

@@ -6,6 +6,7 @@
 #include "runtime/comm.h"
 #include "harness/output_check.h"
 #include "runtime/range.h"
+#include "harness/progress.h"
 #include "harness/spread.h"
 #include "models/paper_specs.h"
 
@@ -130,6 +131,46 @@ TEST(PaperSpecs, MatchTheDocuments) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("gpt3-medium"), std::string::npos) << e.what();
   }
+}
+
+
+TEST(RunProgress, FilterSelectsAsGoogleBenchmarkDoes) {
+  const std::vector<std::string> names = {"moe_layer/local/iterations:3/repeats:5/manual_time",
+                                          "moe_layer/ppmoe/iterations:3/repeats:5/manual_time",
+                                          "comm/all_reduce/iterations:1/repeats:5/manual_time"};
+  EXPECT_EQ(selected_count(names, ""), 3u);
+  EXPECT_EQ(selected_count(names, "all"), 3u);
+  EXPECT_EQ(selected_count(names, "moe_layer"), 2u);
+  EXPECT_EQ(selected_count(names, "-moe_layer"), 1u);
+  EXPECT_EQ(selected_count(names, "^comm|ppmoe"), 2u);
+  EXPECT_EQ(selected_count(names, "(unclosed"), 0u);
+}
+
+TEST(RunProgress, EachCaseSaysHowFarTheRunIsAndWhatIsLeft) {
+  RunProgress p(false);
+  p.start(3, 5, 0, 0);
+  const std::string first = p.case_done();
+  EXPECT_EQ(first.rfind("[1/3, ", 0), 0u) << first;
+  EXPECT_NE(first.find("left]"), std::string::npos) << first;
+  p.case_done();
+  const std::string last = p.case_done();
+  EXPECT_EQ(last.rfind("[3/3, ", 0), 0u) << last;
+  EXPECT_EQ(last.find("left"), std::string::npos) << last;
+  // More cases than the filter count predicted (a name it did not foresee) never reads "4/3".
+  EXPECT_EQ(p.case_done().rfind("[4/4, ", 0), 0u);
+}
+
+TEST(RunProgress, ASlowRepetitionGetsItsOwnLine) {
+  RunProgress p(true, /*quiet_s=*/0);
+  p.start(1, 2, std::uint64_t(3) << 30, double(std::uint64_t(8) << 30));
+  testing::internal::CaptureStdout();
+  p.repetition_done("case/one", 1, 2);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("case/one: repetition 1 of 2 done"), std::string::npos) << out;
+  RunProgress quiet(true, /*quiet_s=*/3600);
+  testing::internal::CaptureStdout();
+  quiet.repetition_done("case/one", 1, 2);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
 }
 
 }  // namespace moebench
