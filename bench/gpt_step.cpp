@@ -36,20 +36,22 @@ class GptStepBench final : public BenchProgram {
       return "gpt.step measures one device, so it runs on one rank; got " + std::to_string(ctx.world.size()) +
              " (launch it with 1 rank: --ranks 1)";
     switch (ctx.scale()) {
-      case Scale::tiny: backbone_ = gpt_backbone(64, 16, 32, 4, 128, 2); experts_ = 4; sequences_ = 2; break;
-      case Scale::local: backbone_ = gpt_backbone(512, 128, 256, 4, 1024, 4); experts_ = 8; sequences_ = 4; break;
-      case Scale::paper: {
-        const ModelSpec& m = model_spec("gpt3-medium");
-        backbone_ = gpt_backbone(50304, m.seq, m.hidden, m.heads, m.ffn, m.layers);
-        experts_ = m.experts;
+      case Scale::tiny:
+        shape_ = {.layers = 2, .hidden = 32, .ffn = 128, .heads = 4, .seq = 16, .vocab = 64, .experts = 4, .moe_every = 2};
         sequences_ = 2;
         break;
-      }
+      case Scale::local:
+        shape_ = {.layers = 4, .hidden = 256, .ffn = 1024, .heads = 4, .seq = 128, .vocab = 512, .experts = 8, .moe_every = 2};
+        sequences_ = 4;
+        break;
+      case Scale::paper:
+        shape_ = model_spec("gpt3-medium").shape;
+        sequences_ = 2;
+        break;
     }
-    backbone_.dtype = ctx.dtype();  // 16-bit: the optimizer keeps fp32 masters
     sequences_ = sequences_opt_.value_or(sequences_);
     for (bool moe : {false, true})
-      if (auto e = validate_layout(layout(moe), backbone_, experts_, 1)) return e;
+      if (auto e = validate_layout(layout(moe), shape_, 1)) return e;
     if (!reference_.empty()) {
       if (!std::filesystem::is_regular_file(reference_)) return "--reference: " + reference_ + " is not a file";
       try {
@@ -60,7 +62,7 @@ class GptStepBench final : public BenchProgram {
         double ms, lo, hi;
         int seqs, layers, hidden, heads, ffn, seq, vocab;
         while (in.read_row(model, ms, lo, hi, seqs, torch, device, math, layers, hidden, heads, ffn, seq, vocab)) {
-          const GptConfig& b = backbone_;
+          const ModelShape& b = shape_;
           if (seqs != sequences_ || layers != b.layers || hidden != b.hidden || heads != b.heads || ffn != b.ffn ||
               seq != b.seq || vocab != b.vocab)
             return "--reference: " + reference_ + " is another model or batch (" + std::to_string(layers) + " layers, hidden " +
@@ -100,14 +102,14 @@ class GptStepBench final : public BenchProgram {
     for (bool moe : {false, true}) {
       if (!ms.count(key(moe))) continue;
       const Spread s = ms[key(moe)];
-      const GptConfig m = layout_model(backbone_, layout(moe), experts_);
+      const GptConfig m = layout_model(shape_, layout(moe), ctx.dtype());
       const double tokens = double(sequences_) * m.seq;
       const std::string name = moe ? "moe" : "dense";
       const auto ref = reference_rows_.find(name);
       const bool has_ref = ref != reference_rows_.end();
       auto r = [&](double v) { return has_ref ? fmt(v) : std::string("n/a"); };
       t.add_row({name, std::to_string(m.layers), std::to_string(m.hidden), std::to_string(m.heads), std::to_string(m.ffn),
-                 std::to_string(m.seq), std::to_string(m.vocab), std::to_string(moe ? experts_ : 0),
+                 std::to_string(m.seq), std::to_string(m.vocab), std::to_string(moe ? shape_.experts : 0),
                  std::to_string(sequences_), fmt(tokens), fmt(s.median), fmt(s.min), fmt(s.max),
                  fmt(tokens / (s.median / 1e3)), r(has_ref ? ref->second.ms : 0), r(has_ref ? ref->second.ms_min : 0),
                  r(has_ref ? ref->second.ms_max : 0), r(has_ref ? tokens / (ref->second.ms / 1e3) : 0),
@@ -132,7 +134,7 @@ class GptStepBench final : public BenchProgram {
     if (!trainer_ || trainer_moe_ != moe) {
       trainer_.reset();
       trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(moe),
-                                              layout_model(backbone_, layout(moe), experts_), sequences_, 1);
+                                              layout_model(shape_, layout(moe), ctx.dtype()), sequences_, 1);
       trainer_moe_ = moe;
       trainer_->step();  // warm-up
       ctx.device.synchronize();
@@ -145,8 +147,8 @@ class GptStepBench final : public BenchProgram {
   std::optional<int> sequences_opt_;
   std::string reference_;
   std::map<std::string, Reference> reference_rows_;
-  GptConfig backbone_;
-  int experts_ = 4, sequences_ = 2;
+  ModelShape shape_;  // its MoE variant: top-1, dropless, an MoE layer on every other FFN
+  int sequences_ = 2;
   std::unique_ptr<GptTrainer> trainer_;
   bool trainer_moe_ = false;
 };

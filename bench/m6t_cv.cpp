@@ -86,8 +86,8 @@ class CvBench final : public BenchProgram {
       case Scale::local: defaults(4, 300, 512, 16); hidden_ = 64; break;
       case Scale::paper: {  // M6-T Table 3's 3-layer model (h 128, f 512 = 4h, 4096 experts)
         const ModelSpec& m = model_spec("m6t-3layer");
-        defaults(m.layers, 500, 32768, m.experts);
-        hidden_ = m.hidden;
+        defaults(m.shape.layers, 500, 32768, m.shape.experts);
+        hidden_ = m.shape.hidden;
         break;
       }
     }

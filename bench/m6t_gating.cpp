@@ -52,7 +52,7 @@ class GatingBench final : public BenchProgram {
       case Scale::paper: {  // M6-T Table 3's 3-layer model; 003 Table 3's GPT-S layer with 64 experts
         const ModelSpec& m = model_spec("m6t-3layer");
         const MoELayerSpec& g = moe_layer_spec("gpt-s");
-        sizes_ = {{"m6t", m.hidden, m.ffn, m.experts, 4096}, {"gpt", g.hidden, g.ffn, g.experts.front(), 4096}};
+        sizes_ = {{"m6t", m.shape.hidden, m.shape.ffn, m.shape.experts, 4096}, {"gpt", g.hidden, g.ffn, g.experts.front(), 4096}};
         warmup_ = 3; iters_ = 10;
         break;
       }

@@ -43,15 +43,25 @@ class T1Bench final : public BenchProgram {
     const int W = ctx.world.size();
     const ModelSpec& m6t = model_spec("m6t-3layer");  // hidden 128, intermediate 512, 8 heads, 4096 experts
     switch (ctx.scale()) {
-      case Scale::tiny: backbone_ = gpt_backbone(64, 16, 32, 4, 64, 3); experts_ = 16; sequences_per_rank_ = 2; break;
-      case Scale::local: backbone_ = gpt_backbone(512, 64, m6t.hidden, m6t.heads, m6t.ffn, 3); experts_ = 64; sequences_per_rank_ = 8; break;
-      case Scale::paper:  // 001 gives no sequence length: 512 here
-        backbone_ = gpt_backbone(50304, 512, m6t.hidden, m6t.heads, m6t.ffn, 3);
-        experts_ = m6t.experts;
-        sequences_per_rank_ = m6t.batch_per_gpu > 0 ? m6t.batch_per_gpu : 8;
+      case Scale::tiny:
+        shape_ = {.layers = 3, .hidden = 32, .ffn = 64, .heads = 4, .seq = 16, .vocab = 64, .experts = 16, .moe_every = 1,
+                  .capacity_factor = m6t.shape.capacity_factor};
+        sequences_per_rank_ = 2;
+        break;
+      case Scale::local:
+        shape_ = m6t.shape;
+        shape_.seq = 64;
+        shape_.vocab = 512;
+        shape_.experts = 64;
+        sequences_per_rank_ = 8;
+        break;
+      case Scale::paper:
+        shape_ = m6t.shape;
+        shape_.seq = 512;  // 001 gives no sequence length
+        sequences_per_rank_ = m6t.batch_per_gpu;
         break;
     }
-    backbone_.dtype = ctx.dtype();
+    dtype_ = ctx.dtype();
     layers_ = layers_opt_.empty() ? (ctx.scale() == Scale::tiny ? std::vector<int>{3} : std::vector<int>{3, 16}) : layers_opt_;
     gates_.clear();
     for (const char* g : {"paper", "fused"})
@@ -59,10 +69,11 @@ class T1Bench final : public BenchProgram {
         gates_.push_back(std::string(g) == "paper" ? GateImpl::paper : GateImpl::fused);
     for (int L : layers_)
       for (const Routing& r : kRoutings) {
+        if (auto e = validate_layout(layout(W), shape(L, r), W)) return e;
         for (GateImpl g : gates_)  // the paper's gate is fp32 only: 16-bit runs take --gate fused
-          if (auto e = validate_layout(layout(W), model(L, r, g), experts_, W)) return e;
-        if (experts_ % r.prototypes != 0 || r.top_k > experts_ / r.prototypes)
-          return "the " + std::to_string(experts_) + " experts cannot hold " + r.name + " routing";
+          if (auto e = GptStage::validate(model(L, r, g), 1, 1)) return e;
+        if (shape_.experts % r.prototypes != 0 || r.top_k > shape_.experts / r.prototypes)
+          return "the " + std::to_string(shape_.experts) + " experts cannot hold " + r.name + " routing";
       }
     return std::nullopt;
   }
@@ -100,12 +111,12 @@ class T1Bench final : public BenchProgram {
           const std::string vs_fused =
               ms.count(pk) && ms.count(fk) ? fmt(ms[pk].median / ms[fk].median, 4) : "n/a";
           const GptConfig m = model(L, r, g);
-          const int capacity = expert_capacity(m.moe.slots(), sequences_per_rank_ * backbone_.seq, experts_,
+          const int capacity = expert_capacity(m.moe.slots(), sequences_per_rank_ * shape_.seq, shape_.experts,
                                                *m.moe.capacity_factor);
           t.add_row({std::to_string(L), r.name, std::to_string(r.prototypes), std::to_string(r.top_k),
-                     std::to_string(experts_), std::to_string(backbone_.hidden), std::to_string(backbone_.ffn),
-                     std::to_string(backbone_.heads), std::to_string(backbone_.seq), std::to_string(backbone_.vocab),
-                     std::to_string(sequences_per_rank_ * backbone_.seq), std::to_string(capacity), gate_label(g),
+                     std::to_string(shape_.experts), std::to_string(shape_.hidden), std::to_string(shape_.ffn),
+                     std::to_string(shape_.heads), std::to_string(shape_.seq), std::to_string(shape_.vocab),
+                     std::to_string(sequences_per_rank_ * shape_.seq), std::to_string(capacity), gate_label(g),
                      fmt(s.median), fmt(s.min), fmt(s.max), ratio, vs_fused, paper ? fmt(r.paper_ms.at(L)) : "n/a",
                      paper ? fmt(paper_ratio, 4) : "n/a", load_.count(k) ? fmt(load_.at(k), 4) : "-"});
           std::printf("m6t.t1 %2d layers %-8s %-5s gate %9.2f ms/step  x%s of top-1 (paper: %s ms/step, x%s)\n", L,
@@ -126,15 +137,16 @@ class T1Bench final : public BenchProgram {
                                 : "ours: fused softmax + top-k per prototype, index dispatch";
   }
 
-  GptConfig model(int layers, const Routing& r, GateImpl gate) const {
-    GptConfig m = backbone_;
+  // M6-T's model (every FFN an MoE layer, capacity factor 1.25) at `layers`, routed by `r`.
+  ModelShape shape(int layers, const Routing& r) const {
+    ModelShape m = shape_;
     m.layers = layers;
-    m.moe_every = 1;  // M6-T: every FFN an MoE layer
-    m.moe.ffn = backbone_.ffn;
-    m.moe.experts = experts_;
-    m.moe.prototypes = r.prototypes;
-    m.moe.top_k = r.top_k;
-    m.moe.capacity_factor = 1.25;
+    m.prototypes = r.prototypes;
+    m.top_k = r.top_k;
+    return m;
+  }
+  GptConfig model(int layers, const Routing& r, GateImpl gate) const {
+    GptConfig m = gpt_config(shape(layers, r), dtype_);
     m.moe.gate = gate;
     return m;
   }
@@ -160,8 +172,9 @@ class T1Bench final : public BenchProgram {
   std::vector<int> layers_opt_, layers_;
   std::vector<std::string> gates_opt_;
   std::vector<GateImpl> gates_;
-  GptConfig backbone_;
-  int experts_ = 64, sequences_per_rank_ = 8;
+  ModelShape shape_;
+  DType dtype_ = DType::f32;
+  int sequences_per_rank_ = 8;
   std::unique_ptr<GptTrainer> trainer_;
   std::string trainer_key_;
   std::map<std::string, double> load_;  // by case: expert rows, busiest rank over the mean

@@ -50,20 +50,22 @@ class BreakdownBench final : public BenchProgram {
   std::optional<std::string> validate(const BenchContext& ctx) override {
     const int W = ctx.world.size();
     switch (ctx.scale()) {
-      case Scale::tiny: backbone_ = gpt_backbone(64, 16, 32, 4, 64, 4); experts_ = 8; sequences_per_rank_ = 2; break;
-      case Scale::local: backbone_ = gpt_backbone(512, 64, 128, 4, 512, 4); experts_ = 8; sequences_per_rank_ = 2; break;
-      case Scale::paper: {
-        const ModelSpec& medium = model_spec("gpt3-medium");
-        backbone_ = gpt_backbone(50304, medium.seq, medium.hidden, medium.heads, medium.ffn, medium.layers);
-        experts_ = 64;
+      case Scale::tiny:
+        shape_ = {.layers = 4, .hidden = 32, .ffn = 64, .heads = 4, .seq = 16, .vocab = 64, .experts = 8, .moe_every = 2};
+        sequences_per_rank_ = 2;
+        break;
+      case Scale::local:
+        shape_ = {.layers = 4, .hidden = 128, .ffn = 512, .heads = 4, .seq = 64, .vocab = 512, .experts = 8, .moe_every = 2};
+        sequences_per_rank_ = 2;
+        break;
+      case Scale::paper:
+        shape_ = model_spec("gpt3-medium").shape;
         sequences_per_rank_ = 1;
         break;
-      }
     }
-    backbone_.dtype = ctx.dtype();
     if (tables_.empty()) tables_ = {"t1", "t3"};
     for (const auto& t : tables_)
-      if (auto e = validate_layout(layout(t, W), backbone_, experts_, W)) return e;
+      if (auto e = validate_layout(layout(t, W), shape_, W)) return e;
     return std::nullopt;
   }
 
@@ -94,10 +96,10 @@ class BreakdownBench final : public BenchProgram {
       CsvTable table(header);
       const ParallelLayout l = layout(t, ctx.world.size());
       std::vector<std::string> row = {l.describe(), std::to_string(ctx.world.size()), std::to_string(l.dp),
-                                      std::to_string(l.tp), std::to_string(backbone_.layers), std::to_string(backbone_.hidden),
-                                      std::to_string(backbone_.ffn), std::to_string(backbone_.heads),
-                                      std::to_string(backbone_.seq), std::to_string(backbone_.vocab),
-                                      std::to_string(experts_), std::to_string(sequences_per_rank_)};
+                                      std::to_string(l.tp), std::to_string(shape_.layers), std::to_string(shape_.hidden),
+                                      std::to_string(shape_.ffn), std::to_string(shape_.heads),
+                                      std::to_string(shape_.seq), std::to_string(shape_.vocab),
+                                      std::to_string(shape_.experts), std::to_string(sequences_per_rank_)};
       const double total = spread_of(column(reps, 0)).median, paper_total = cols[0].paper_ms;
       std::printf("%s %s:", t.c_str(), layout(t, ctx.world.size()).describe().c_str());
       for (std::size_t i = 0; i < cols.size(); ++i) {
@@ -151,7 +153,7 @@ class BreakdownBench final : public BenchProgram {
     const ParallelLayout l = layout(t, ctx.world.size());
     f->groups = make_layout_groups(ctx.world, l);
     f->alloc = std::make_unique<TrackingAllocator>(ctx.backend(), ctx.device.default_stream());
-    const GptConfig m = layout_model(backbone_, l, experts_);
+    const GptConfig m = layout_model(shape_, l, ctx.dtype());
     const Stream& s = ctx.device.default_stream();
     f->stage = std::make_unique<GptStage>(m, 0, 1, ctx.device, *f->alloc, l.tp > 1 ? f->groups.tp.get() : nullptr,
                                           layout_dispatcher(l, f->groups));
@@ -201,8 +203,8 @@ class BreakdownBench final : public BenchProgram {
   }
 
   std::vector<std::string> tables_;
-  GptConfig backbone_;
-  int experts_ = 8, sequences_per_rank_ = 2;
+  ModelShape shape_;  // top-1, dropless, an MoE layer on every other FFN (000 Sec. 4.1)
+  int sequences_per_rank_ = 2;
   std::map<std::string, std::vector<std::vector<double>>> samples_;  // per table: per repetition, per column
   std::map<std::string, std::vector<double>> load_;                   // per table: expert rows, busiest / mean rank
   std::unique_ptr<Fixture> fixture_;

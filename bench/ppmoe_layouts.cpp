@@ -69,15 +69,19 @@ class LayoutsBench final : public BenchProgram {
     const int W = ctx.world.size();
     const ModelSpec& medium = model_spec("gpt3-medium");
     switch (ctx.scale()) {
-      case Scale::tiny: model_ = gpt_backbone(64, 16, 32, 4, 64, 4); experts_ = 8; sequences_ = 8; break;
-      case Scale::local: model_ = gpt_backbone(512, 64, 128, 4, 512, 4); experts_ = 8; sequences_ = 8; break;
+      case Scale::tiny:
+        shape_ = {.layers = 4, .hidden = 32, .ffn = 64, .heads = 4, .seq = 16, .vocab = 64, .experts = 8, .moe_every = 2};
+        sequences_ = 8;
+        break;
+      case Scale::local:
+        shape_ = {.layers = 4, .hidden = 128, .ffn = 512, .heads = 4, .seq = 64, .vocab = 512, .experts = 8, .moe_every = 2};
+        sequences_ = 8;
+        break;
       case Scale::paper:
-        model_ = gpt_backbone(50304, medium.seq, medium.hidden, medium.heads, medium.ffn, medium.layers);
-        experts_ = 64;
+        shape_ = medium.shape;
         sequences_ = W;  // one sequence of 2048 tokens per rank
         break;
     }
-    model_.dtype = ctx.dtype();
     micro_ = micro_opt_.value_or(4);
     rows_.clear();
     const bool custom = !layout_opt_.empty();
@@ -98,7 +102,7 @@ class LayoutsBench final : public BenchProgram {
         rows_.push_back(ctx.scale() == Scale::paper ? kPaperRows[i] : shrunk(kPaperRows[i]));
     for (const Row& row : rows_) {
       const ParallelLayout& r = row.layout;
-      if (auto e = validate_layout(r, model_, experts_, W))
+      if (auto e = validate_layout(r, shape_, W))
         return *e + (r.dp * r.tp * r.pp != W ? " (the local scale runs on 4 ranks, the paper scale on 32)" : "");
       const int per_dp = sequences_ / r.dp, micro = r.pp > 1 ? micro_ : 1;
       if (sequences_ % r.dp != 0 || per_dp % micro != 0)
@@ -122,7 +126,7 @@ class LayoutsBench final : public BenchProgram {
     trainer_.reset();
     if (ctx.rt.rank() != 0) return 0;
     const int W = ctx.world.size();
-    const double tokens = double(sequences_) * model_.seq;
+    const double tokens = double(sequences_) * shape_.seq;
     std::map<std::string, Spread> ms;
     for (const auto& r : runs)
       if (!r.error) ms[r.name] = r.time_ms();
@@ -146,11 +150,11 @@ class LayoutsBench final : public BenchProgram {
       // The paper's speed ratio: throughput over the slowest dense row's (same tokens per step).
       const std::string ratio = r.kind == Kind::dense || slowest_dense <= 0 ? "-" : fmt(100.0 * slowest_dense / s.median, 4) + "%";
       t.add_row({layout_kind_name(r.kind), std::to_string(r.dp), std::to_string(r.tp), std::to_string(r.pp),
-                 r.kind == Kind::dense ? "1" : std::to_string(experts_), r.zero ? "yes" : "no", std::to_string(W),
+                 r.kind == Kind::dense ? "1" : std::to_string(shape_.experts), r.zero ? "yes" : "no", std::to_string(W),
                  fmt(s.median), fmt(s.min), fmt(s.max), fmt(tput), ratio, row.paper_row, row.paper_throughput > 0 ? fmt(row.paper_throughput) : "n/a",
-                 row.paper_ratio, std::to_string(model_.layers), std::to_string(model_.hidden), std::to_string(model_.ffn),
-                 std::to_string(model_.heads), std::to_string(model_.seq), std::to_string(model_.vocab),
-                 r.kind == Kind::dense ? "0" : std::to_string(experts_), std::to_string(sequences_),
+                 row.paper_ratio, std::to_string(shape_.layers), std::to_string(shape_.hidden), std::to_string(shape_.ffn),
+                 std::to_string(shape_.heads), std::to_string(shape_.seq), std::to_string(shape_.vocab),
+                 r.kind == Kind::dense ? "0" : std::to_string(shape_.experts), std::to_string(sequences_),
                  std::to_string(r.pp > 1 ? micro_ : 1),
                  expert_load_.count(r.describe()) ? fmt(expert_load_.at(r.describe()), 4) : "-"});
       std::printf("%-34s step %9.2f ms  %10.1f tokens/s/rank  speed ratio %-8s (paper: %s, %g tokens/s/GPU, %s)\n",
@@ -180,7 +184,7 @@ class LayoutsBench final : public BenchProgram {
   GptTrainer& trainer(BenchContext& ctx, const ParallelLayout& r) {
     if (trainer_ && trainer_key_ == r.describe()) return *trainer_;
     trainer_.reset();
-    trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), r, layout_model(model_, r, experts_),
+    trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), r, layout_model(shape_, r, ctx.dtype()),
                                             sequences_, micro_);
     trainer_key_ = r.describe();
     trainer_->step();  // warm-up: the pool and the libraries' first calls
@@ -201,8 +205,8 @@ class LayoutsBench final : public BenchProgram {
   std::string layout_opt_;
   std::optional<int> dp_opt_, tp_opt_, pp_opt_;
   bool zero_ = false;
-  int micro_ = 4, experts_ = 8, sequences_ = 8;
-  GptConfig model_;
+  int micro_ = 4, sequences_ = 8;
+  ModelShape shape_;  // top-1, dropless, an MoE layer on every other FFN (000 Sec. 4.1)
   std::vector<Row> rows_;
   std::unique_ptr<GptTrainer> trainer_;
   std::string trainer_key_;

@@ -53,7 +53,7 @@ class SerialBench final : public BenchProgram {
         widths_.push_back(Width{n, 64, 256});
       } else {
         const ModelSpec& m = model_spec(n == "medium" ? "gpt3-medium" : "gpt3-6.7b");
-        widths_.push_back(Width{n, m.hidden, m.ffn});
+        widths_.push_back(Width{n, m.shape.hidden, m.shape.ffn});
       }
       const Width& w = widths_.back();
       const std::uint64_t es = dtype_size(ctx.dtype());

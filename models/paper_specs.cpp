@@ -10,24 +10,33 @@ const std::vector<ModelSpec>& model_specs() {
     // 000 Sec. 4.1: "GPT-3 Medium with 350M parameters (24 layers, 1024 hidden size, 16 attention
     // heads) and GPT-3 6.7B (32 layers, 4096 hidden size, 32 attention heads) ... scale them with
     // 64 experts on every other FFNs"; top-1; sequence length 2,048; FFN 4h as in GPT-3.
+    // 000 gives no vocabulary: GPT-2's BPE (50257) padded to a multiple of 128, as Megatron pads it.
+    const char* gpt2_vocab = "assumed: GPT-2's BPE padded as Megatron pads it (000 gives none)";
     m = {};
     m.name = "gpt3-medium"; m.source = "000 Sec. 4.1";
-    m.layers = 24; m.hidden = 1024; m.ffn = 4096; m.heads = 16; m.seq = 2048;
-    m.experts = 64; m.moe_every = 2; m.top_k = 1; m.optimizer = "Adam (fp16, fp32 master)"; m.learning_rate = 1.2e-4;
+    m.shape = {.layers = 24, .hidden = 1024, .ffn = 4096, .heads = 16, .seq = 2048, .vocab = 50304,
+               .experts = 64, .moe_every = 2};
+    m.vocab_source = gpt2_vocab;
+    m.optimizer = "Adam (fp16, fp32 master)"; m.learning_rate = 1.2e-4;
     v.push_back(m);
     m = {};
     m.name = "gpt3-6.7b"; m.source = "000 Sec. 4.1";
-    m.layers = 32; m.hidden = 4096; m.ffn = 16384; m.heads = 32; m.seq = 2048;
-    m.experts = 64; m.moe_every = 2; m.top_k = 1; m.optimizer = "Adam (fp16, fp32 master)";
+    m.shape = {.layers = 32, .hidden = 4096, .ffn = 16384, .heads = 32, .seq = 2048, .vocab = 50304,
+               .experts = 64, .moe_every = 2};
+    m.vocab_source = gpt2_vocab;
+    m.optimizer = "Adam (fp16, fp32 master)";
     v.push_back(m);
-    // 001 Table 3 (and A.2: batch 8 per GPU, capacity factor 1.25).
+    // 001 Table 3 (and A.2: batch 8 per GPU, capacity factor 1.25, a vocabulary of 21128
+    // subwords); 001 gives no sequence length for them.
     auto m6t = [&](const char* name, int hidden, int ffn, int layers, int heads, int experts, int gpus,
                    const char* optimizer, double lr) {
       ModelSpec s;
       s.name = name; s.source = "001 Table 3";
-      s.layers = layers; s.hidden = hidden; s.ffn = ffn; s.heads = heads;
-      s.experts = experts; s.moe_every = 1; s.top_k = 1; s.gpus = gpus; s.batch_per_gpu = 8;
-      s.capacity_factor = 1.25; s.optimizer = optimizer; s.learning_rate = lr;
+      s.shape = {.layers = layers, .hidden = hidden, .ffn = ffn, .heads = heads, .seq = 0, .vocab = 21128,
+                 .experts = experts, .moe_every = 1, .capacity_factor = 1.25};
+      s.vocab_source = "001 A.2";
+      s.gpus = gpus; s.batch_per_gpu = 8;
+      s.optimizer = optimizer; s.learning_rate = lr;
       v.push_back(s);
     };
     m6t("m6t-3layer", 128, 512, 3, 8, 4096, 8, "AdamW", 1e-4);

@@ -9,20 +9,15 @@
 #pragma once
 #include <string>
 #include <vector>
+#include "models/model_shape.h"
 
 namespace moebench {
 
 struct ModelSpec {
   std::string name;         // e.g. "gpt3-medium"
   std::string source;       // e.g. "000 Sec. 4.1"
-  int layers = 0;
-  int hidden = 0;           // d_model
-  int ffn = 0;              // d_hidden / intermediate size
-  int heads = 0;
-  int seq = 0;              // sequence length
-  int experts = 0;          // per MoE layer; 0: dense
-  int moe_every = 0;        // an MoE layer every this many FFNs (0: none)
-  int top_k = 1;
+  ModelShape shape;         // as the paper gives it (its sequence length: 0 where it gives none)
+  std::string vocab_source; // where shape.vocab comes from (a paper gives one, or an assumption)
   int gpus = 0;             // the paper's cluster for it
   int batch_per_gpu = 0;
   double capacity_factor = 0;

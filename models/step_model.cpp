@@ -72,13 +72,13 @@ class Model {
       r.fwd.moe_gating = gate_gemm + mem(3 * n_ * E * 4);
       w_gemms += gate_gemm;
       double einsum = 0;
-      if (m_.paper_gate) {  // k rounds: one-hot mask, cumulative sums, the [T, E, C] tensors
+      if (l_.paper_gate) {  // k rounds: one-hot mask, cumulative sums, the [T, E, C] tensors
         const double C = capacity();
         r.fwd.moe_gating += m_.top_k * move(n_ * E * 4 * 5 + n_ * E * C * 4 * 3);
         einsum = gemm(2 * n_ * E * C * h, /*fp32=*/true);
       }
       const double rows = expert_rows() * l_.expert_load, per_expert = rows / local_experts();
-      const double up = m_.batched_experts ? gemm(2 * rows * h * f) : local_experts() * gemm(2 * per_expert * h * f);
+      const double up = l_.batched_experts ? gemm(2 * rows * h * f) : local_experts() * gemm(2 * per_expert * h * f);
       r.fwd.moe_expert = 2 * up + mem(2 * rows * f * bytes_);
       w_gemms += 2 * up;
       const double moved = move(2 * rows * h * bytes_);  // permute in, weighted scatter out
@@ -140,16 +140,6 @@ class Model {
 
 double ForwardParts::total() const {
   return attention + attention_allreduce + ffn + ffn_allreduce + moe() + other;
-}
-
-double ModelShape::parameters() const {
-  const double h = hidden, f = ffn;
-  double p = double(vocab) * h + double(seq) * h + 2 * h;
-  for (int i = 0; i < layers; ++i) {
-    p += 4 * h * h + 4 * h + 4 * h;
-    p += is_moe(i) ? h * experts + experts * (2 * h * f + f + h) : 2 * h * f + f + h;
-  }
-  return p;
 }
 
 std::optional<std::string> validate_step(const ModelShape& m, const StepLayout& l, const HardwareProfile& hw) {

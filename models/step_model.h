@@ -21,19 +21,10 @@
 #include <string>
 #include <vector>
 #include "models/hardware_profile.h"
+#include "models/model_shape.h"
 #include "models/pipeline_schedule.h"
 
 namespace moebench {
-
-struct ModelShape {
-  int layers = 0, hidden = 0, ffn = 0, heads = 0, seq = 0, vocab = 0;
-  int experts = 0, moe_every = 0, top_k = 1, prototypes = 1;  // experts 0: dense
-  double capacity_factor = 0;                                 // 0: dropless
-  bool paper_gate = false;                                    // M6-T's looped arg-max gate
-  bool batched_experts = false;  // the local experts as one batched GEMM (GShard's einsum), not a loop
-  bool is_moe(int layer) const { return experts > 0 && moe_every > 0 && layer % moe_every == moe_every - 1; }
-  double parameters() const;  // the whole model's
-};
 
 
 // A layout (runtime/layout.h) and how a step runs in it.
@@ -47,6 +38,8 @@ struct StepLayout : ParallelLayout {
   // The busiest rank's expert rows over the mean rank's (1: routing spreads the tokens evenly;
   // a run's measured value where the model holds that run): every rank waits for it.
   double expert_load = 1.0;
+  bool paper_gate = false;       // M6-T's looped arg-max gate (001 A.1), not the fused one
+  bool batched_experts = false;  // the local experts as one batched GEMM (GShard's einsum), not a loop
 };
 
 // The option at fault, or nullopt.

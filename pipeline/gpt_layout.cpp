@@ -17,16 +17,8 @@ LayoutGroups make_layout_groups(Communicator& world, const ParallelLayout& l) {
   return g;
 }
 
-GptConfig layout_model(const GptConfig& backbone, const ParallelLayout& l, int experts) {
-  GptConfig m = backbone;
-  if (l.kind != LayoutKind::dense) {
-    m.moe_every = 2;
-    m.moe.ffn = backbone.ffn;
-    m.moe.experts = experts;
-    m.moe.top_k = 1;
-    m.moe.capacity_factor = std::nullopt;  // dropless, as PPMoE
-  }
-  return m;
+GptConfig layout_model(const ModelShape& shape, const ParallelLayout& l, DType dtype) {
+  return gpt_config(l.kind == LayoutKind::dense ? shape.dense() : shape, dtype);
 }
 
 DispatcherFactory layout_dispatcher(const ParallelLayout& l, LayoutGroups& g) {
@@ -54,11 +46,14 @@ Buffer synthetic_tokens(Device& dev, TrackingAllocator& alloc, const Stream& s, 
   return b;
 }
 
-std::optional<std::string> validate_layout(const ParallelLayout& l, const GptConfig& backbone, int experts, int world_size) {
+std::optional<std::string> validate_layout(const ParallelLayout& l, const ModelShape& shape, int world_size) {
+  const int experts = shape.experts;
   if (l.dp * l.tp * l.pp != world_size)
     return "--ranks: " + std::to_string(world_size) + " ranks, but the layout " + l.describe() + " needs DP x TP x PP = " +
            std::to_string(l.dp * l.tp * l.pp);
-  if (auto e = GptStage::validate(layout_model(backbone, l, experts), l.pp, l.tp)) return e;
+  if (l.kind != LayoutKind::dense && !shape.has_moe())
+    return "the " + l.describe() + " layout needs a model with experts; this one has none";
+  if (auto e = GptStage::validate(layout_model(shape, l), l.pp, l.tp)) return e;
   if (l.kind == LayoutKind::dpmoe && experts % l.dp != 0)
     return "the " + std::to_string(experts) + " experts do not split over DP = " + std::to_string(l.dp);
   if (l.kind == LayoutKind::ppmoe && experts % l.tp != 0)

@@ -21,9 +21,9 @@ struct LayoutGroups {
 };
 LayoutGroups make_layout_groups(Communicator& world, const ParallelLayout& layout);
 
-// The model: `backbone`, with an MoE layer of `experts` top-1 dropless experts on every other
-// FFN for DPMoE and PPMoE.
-GptConfig layout_model(const GptConfig& backbone, const ParallelLayout& layout, int experts);
+// The model a layout runs: `shape` with its MoE layers for DPMoE and PPMoE, its dense
+// counterpart (shape.dense()) for Dense.
+GptConfig layout_model(const ModelShape& shape, const ParallelLayout& layout, DType dtype = DType::f32);
 // The MoE blocks' dispatcher: DPMoE's all-to-all over the DP group, PPMoE's index-select and
 // all-reduce over the TP group; none for Dense.
 DispatcherFactory layout_dispatcher(const ParallelLayout& layout, LayoutGroups& groups);
@@ -37,6 +37,6 @@ Buffer synthetic_tokens(Device& dev, TrackingAllocator& alloc, const Stream& s, 
 std::optional<double> expert_load(const Runtime& rt, std::int64_t rows);
 
 // Why `layout` cannot run the model on `world_size` ranks, naming the option; nullopt if it can.
-std::optional<std::string> validate_layout(const ParallelLayout& layout, const GptConfig& backbone, int experts, int world_size);
+std::optional<std::string> validate_layout(const ParallelLayout& layout, const ModelShape& shape, int world_size);
 
 }  // namespace moebench

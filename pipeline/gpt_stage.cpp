@@ -10,6 +10,30 @@
 
 namespace moebench {
 
+GptConfig gpt_config(const ModelShape& shape, DType dtype) {
+  GptConfig c;
+  c.vocab = shape.vocab;
+  c.seq = shape.seq;
+  c.hidden = shape.hidden;
+  c.heads = shape.heads;
+  c.ffn = shape.ffn;
+  c.layers = shape.layers;
+  c.dtype = dtype;
+  if (shape.has_moe()) {
+    c.moe_every = shape.moe_every;
+    c.moe.hidden = shape.hidden;
+    c.moe.ffn = shape.ffn;
+    c.moe.experts = shape.experts;
+    c.moe.top_k = shape.top_k;
+    c.moe.prototypes = shape.prototypes;
+    if (shape.capacity_factor > 0)
+      c.moe.capacity_factor = shape.capacity_factor;
+    else
+      c.moe.capacity_factor = std::nullopt;  // dropless
+  }
+  return c;
+}
+
 std::optional<std::string> GptStage::validate(const GptConfig& cfg, int stages, int tp_size) {
   if (cfg.vocab < 1 || cfg.seq < 1 || cfg.layers < 1)
     return "--vocab, --seq and --layers: " + std::to_string(cfg.vocab) + ", " + std::to_string(cfg.seq) + " and " +

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include "models/model_shape.h"
 #include "pipeline/pipeline_stage.h"
 #include "pipeline/transformer_block.h"
 
@@ -32,17 +33,10 @@ struct GptConfig {
   bool is_moe(int layer) const { return moe_every > 0 && layer % moe_every == moe_every - 1; }
 };
 
-// A dense model's shape.
-inline GptConfig gpt_backbone(int vocab, int seq, int hidden, int heads, int ffn, int layers) {
-  GptConfig c;
-  c.vocab = vocab;
-  c.seq = seq;
-  c.hidden = hidden;
-  c.heads = heads;
-  c.ffn = ffn;
-  c.layers = layers;
-  return c;
-}
+// The model of `shape` (an MoE block, top-k inside its prototypes, in place of every
+// shape.moe_every-th FFN when it has experts), its weights and activations in `dtype`; the MoE
+// blocks' implementation (gate, expert GEMMs, aux loss) at MoEConfig's defaults.
+GptConfig gpt_config(const ModelShape& shape, DType dtype = DType::f32);
 
 class GptStage final : public PipelineStage {
  public:

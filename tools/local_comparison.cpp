@@ -127,8 +127,8 @@ void compare_breakdown(const HardwareProfile& hw, const std::string& path, const
   std::string link, layout;
   while (in.read_row(dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, total, moe, link, layout, expert_load,
                      comm_a, comm_b)) {
-    ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
-    m.experts = experts; m.moe_every = 2;
+    const ModelShape m{.layers = layers, .hidden = hidden, .ffn = ffn, .heads = heads, .seq = seq, .vocab = vocab,
+                       .experts = experts, .moe_every = 2};
     StepLayout l;
     l.kind = ppmoe ? LayoutKind::ppmoe : LayoutKind::dpmoe;
     l.dp = dp; l.tp = tp;
@@ -242,7 +242,7 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
   double step_ms;
   while (in.read_row(kind, dp, tp, pp, zero, step_ms, layers, hidden, ffn, heads, seq, vocab, experts, sequences, micro, link,
                      expert_load)) {
-    ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
+    ModelShape m{.layers = layers, .hidden = hidden, .ffn = ffn, .heads = heads, .seq = seq, .vocab = vocab};
     StepLayout l;
     l.kind = kind == "Dense" ? LayoutKind::dense : kind == "DPMoE" ? LayoutKind::dpmoe : LayoutKind::ppmoe;
     if (l.kind != LayoutKind::dense) {
@@ -277,11 +277,11 @@ void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector
   double ms;
   while (in.read_row(layers, routing, prototypes, k, experts, hidden, ffn, heads, seq, tokens, gate, ms, ranks, vocab, link,
                      expert_load)) {
-    ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
-    m.experts = experts; m.moe_every = 1; m.prototypes = prototypes; m.top_k = k;
-    m.capacity_factor = 1.25;  // m6t.t1's
-    m.paper_gate = gate.rfind("paper", 0) == 0;
+    const ModelShape m{.layers = layers, .hidden = hidden, .ffn = ffn, .heads = heads, .seq = seq, .vocab = vocab,
+                       .experts = experts, .moe_every = 1, .top_k = k, .prototypes = prototypes,
+                       .capacity_factor = 1.25};  // m6t.t1's
     StepLayout l;
+    l.paper_gate = gate.rfind("paper", 0) == 0;
     l.kind = LayoutKind::dpmoe;
     l.dp = ranks;
     l.micro_batch_sequences = std::max(1, tokens / seq);
@@ -291,7 +291,7 @@ void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector
     const HardwareProfile h = with_link(hw, link);
     if (validate_step(m, l, h)) continue;
     const double modelled = predict_step(m, l, h).step * 1e3;  // its misses go both ways: none named
-    out.push_back({"m6t.t1", std::to_string(layers) + " layers " + routing + ", " + (m.paper_gate ? "paper" : "fused") + " gate",
+    out.push_back({"m6t.t1", std::to_string(layers) + " layers " + routing + ", " + (l.paper_gate ? "paper" : "fused") + " gate",
                    link, modelled, ms});
   }
 }

@@ -5,17 +5,6 @@
 
 namespace moebench {
 
-ModelShape gpt_shape(int layers, int hidden, int ffn, int heads, int seq, int vocab) {
-  ModelShape m;
-  m.layers = layers;
-  m.hidden = hidden;
-  m.ffn = ffn;
-  m.heads = heads;
-  m.seq = seq;
-  m.vocab = vocab;
-  return m;
-}
-
 std::string device_of(const std::string& path) {
   CsvIn<1> in(path);
   in.read_header(io::ignore_extra_column | io::ignore_missing_column, "device");

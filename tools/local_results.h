@@ -15,8 +15,6 @@ namespace moebench {
 template <unsigned Columns>
 using CsvIn = io::CSVReader<Columns, io::trim_chars<' '>, io::double_quote_escape<',', '"'>>;
 
-// A local run's model shape, as its CSV gives it.
-ModelShape gpt_shape(int layers, int hidden, int ffn, int heads, int seq, int vocab);
 
 // The `device` provenance column of a CSV's first row ("" where the file has none: a shipped
 // profile, say).

@@ -55,8 +55,8 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
       double ffn_ms, allreduce_ms;
       while (in.read_row(dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences, link, ffn_ms, allreduce_ms)) {
         const HardwareProfile h = with_link(hw, link);
-        ModelShape m = gpt_shape(layers, hidden, ffn, heads, seq, vocab);
-        m.experts = experts; m.moe_every = 2;
+        const ModelShape m{.layers = layers, .hidden = hidden, .ffn = ffn, .heads = heads, .seq = seq, .vocab = vocab,
+                           .experts = experts, .moe_every = 2};
         StepLayout l;
         l.kind = LayoutKind::ppmoe;
         l.dp = dp; l.tp = tp; l.micro_batch_sequences = sequences; l.half = false;

@@ -14,20 +14,8 @@
 namespace moebench {
 namespace {
 
-constexpr int kVocab = 50304;  // GPT-2's BPE padded as Megatron pads it; 000 does not give one
 constexpr const char* kCalibration =
     "calibrated from hardware data and the suite's micro-benchmarks only; nothing fitted to the paper";
-
-ModelShape from_spec(const ModelSpec& s, int seq) {
-  ModelShape m;
-  m.layers = s.layers;
-  m.hidden = s.hidden;
-  m.ffn = s.ffn;
-  m.heads = s.heads;
-  m.seq = seq > 0 ? seq : s.seq;
-  m.vocab = kVocab;
-  return m;
-}
 
 std::string pct(double v) { return fmt(100 * v, 4); }
 
@@ -59,13 +47,7 @@ static int global_sequences(const T2Row& r) { return r.setting == "small" ? 256 
 
 ModelShape t2_model(const T2Row& r) {
   const ModelSpec& spec = model_spec(r.setting == "small" ? "gpt3-medium" : "gpt3-6.7b");
-  ModelShape m = from_spec(spec, 0);
-  if (r.kind != LayoutKind::dense) {
-    m.experts = spec.experts;
-    m.moe_every = spec.moe_every;
-    m.top_k = 1;
-  }
-  return m;
+  return r.kind == LayoutKind::dense ? spec.shape.dense() : spec.shape;
 }
 
 StepLayout t2_layout(const T2Row& r, const HardwareProfile& hw) {
@@ -324,15 +306,13 @@ ProjectedTable project_m6t_t1(const HardwareProfile& hw) {
     for (bool paper_gate : {true, false}) {
       double top1 = 0;
       for (const Routing& rt : routings) {
-        ModelShape m = from_spec(model_spec(layers == 3 ? "m6t-3layer" : "m6t-16layer"), 512);
-        m.experts = 4096;
-        m.moe_every = 1;
+        ModelShape m = model_spec(layers == 3 ? "m6t-3layer" : "m6t-16layer").shape;
+        m.seq = 512;  // 001 gives none
         m.prototypes = rt.prototypes;
         m.top_k = rt.k;
-        m.capacity_factor = 1.25;
-        m.paper_gate = paper_gate;
-        m.batched_experts = true;
         StepLayout l;
+        l.paper_gate = paper_gate;
+        l.batched_experts = true;
         l.kind = LayoutKind::dpmoe;
         l.dp = 8;
         l.micro_batch_sequences = 8;

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   add_whole(app, "--ffn", ffn, 1, 1 << 22, "FFN size (default: the model's)");
   add_whole(app, "--heads", heads, 1, 1 << 12, "Attention heads (default: the model's)");
   add_whole(app, "--seq", seq, 1, 1 << 22, "Sequence length (default: the model's, else 2048)");
-  add_whole(app, "--vocab", vocab, 1, 1 << 24, "Vocabulary (default 50304)");
+  add_whole(app, "--vocab", vocab, 1, 1 << 24, "Vocabulary (default: the --model spec's)");
   add_path(app, "--out", out, "CSV to write (default: print only)");
   try {
     app.parse(argc, argv);
@@ -61,18 +61,18 @@ int main(int argc, char** argv) {
       if (auto e = check_output_file("--out", out)) throw Error(*e);
     const HardwareProfile hw = load_profile_option("--profile", profile);
     const ModelSpec& spec = model_spec(model);
-    ModelShape m;
-    m.layers = layers.value_or(spec.layers);
-    m.hidden = hidden.value_or(spec.hidden);
-    m.ffn = ffn.value_or(hidden ? 4 * *hidden : spec.ffn);
-    m.heads = heads.value_or(spec.heads);
-    m.seq = seq.value_or(spec.seq > 0 ? spec.seq : 2048);
-    m.vocab = vocab.value_or(50304);
+    ModelShape m = spec.shape.dense();
+    m.layers = layers.value_or(m.layers);
+    m.hidden = hidden.value_or(m.hidden);
+    m.ffn = ffn.value_or(hidden ? 4 * *hidden : m.ffn);
+    m.heads = heads.value_or(m.heads);
+    m.seq = seq.value_or(m.seq > 0 ? m.seq : 2048);
+    m.vocab = vocab.value_or(m.vocab);
     StepLayout l;
     l.kind = layout == "dense" ? LayoutKind::dense : layout == "dpmoe" ? LayoutKind::dpmoe : LayoutKind::ppmoe;
     if (l.kind != LayoutKind::dense) {
-      m.experts = experts.value_or(spec.experts);
-      m.moe_every = moe_every.value_or(spec.moe_every > 0 ? spec.moe_every : 2);
+      m.experts = experts.value_or(spec.shape.experts);
+      m.moe_every = moe_every.value_or(spec.shape.moe_every > 0 ? spec.shape.moe_every : 2);
       m.top_k = top_k.value_or(1);
       m.capacity_factor = capacity.value_or(0);
     } else if (experts || moe_every || top_k || capacity) {

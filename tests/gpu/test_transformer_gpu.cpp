@@ -44,10 +44,10 @@ void expect_same_step(const GptConfig& cfg, double loss_tol = 1e-4, double grad_
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_LT(rel_l2(b[i], a[i]), grad_tol) << "gradient of parameter " << i;
 }
 
-TEST(GpuTransformer, DenseStepMatchesCpu) { expect_same_step(gpt_backbone(97, 24, 64, 4, 256, 2)); }
+TEST(GpuTransformer, DenseStepMatchesCpu) { expect_same_step(gpt_config({.layers = 2, .hidden = 64, .ffn = 256, .heads = 4, .seq = 24, .vocab = 97})); }
 
 TEST(GpuTransformer, MoEStepMatchesCpu) {
-  GptConfig c = gpt_backbone(97, 24, 64, 4, 256, 2);
+  GptConfig c = gpt_config({.layers = 2, .hidden = 64, .ffn = 256, .heads = 4, .seq = 24, .vocab = 97});
   c.moe_every = 2;
   c.moe.ffn = 256;
   c.moe.experts = 8;
@@ -59,7 +59,7 @@ TEST(GpuTransformer, MoEStepMatchesCpu) {
 // fp16 and bf16 weights and activations (LayerNorms, gate and loss in fp32), dense and MoE.
 TEST(GpuTransformer, SixteenBitStepsMatchTheCpusSixteenBitModel) {
   for (DType t : {DType::f16, DType::bf16}) {
-    GptConfig c = gpt_backbone(97, 24, 64, 4, 256, 2);
+    GptConfig c = gpt_config({.layers = 2, .hidden = 64, .ffn = 256, .heads = 4, .seq = 24, .vocab = 97});
     c.dtype = t;
     SCOPED_TRACE(std::string(dtype_name(t)));
     expect_same_step(c, 2e-3, 3e-2);

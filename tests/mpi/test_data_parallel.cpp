@@ -16,7 +16,7 @@ using namespace testing_util;
 
 namespace {
 
-const GptConfig kTiny = gpt_backbone(11, 5, 8, 2, 16, 2);
+const GptConfig kTiny = gpt_config({.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11});
 constexpr int kSequences = 4;
 
 std::vector<float> flat(GptModel& m) {

@@ -17,7 +17,7 @@ using namespace testing_util;
 
 namespace {
 
-const GptConfig kModel = gpt_backbone(13, 6, 8, 2, 16, 4);
+const GptConfig kModel = gpt_config({.layers = 4, .hidden = 8, .ffn = 16, .heads = 2, .seq = 6, .vocab = 13});
 constexpr int kSequences = 8;
 
 // Where, in the whole model's parameter list of `total` tensors, the ones stage `stage` of P holds

@@ -17,12 +17,8 @@ namespace {
 constexpr int kSequences = 4;
 
 GptConfig moe_model() {
-  GptConfig c = gpt_backbone(13, 6, 8, 4, 16, 2);
-  c.moe_every = 2;
-  c.moe.ffn = 16;
-  c.moe.experts = 4;
-  c.moe.top_k = 1;
-  c.moe.capacity_factor = std::nullopt;  // dropless, as PPMoE
+  // Top-1, dropless, as PPMoE.
+  GptConfig c = gpt_config({.layers = 2, .hidden = 8, .ffn = 16, .heads = 4, .seq = 6, .vocab = 13, .experts = 4, .moe_every = 2});
   c.moe.aux_coef = 0.01f;
   return c;
 }

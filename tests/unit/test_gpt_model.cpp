@@ -14,7 +14,7 @@ using testing_util::token_ids;
 namespace {
 
 const GptConfig kTiny = [] {
-  GptConfig c = gpt_backbone(11, 5, 8, 2, 16, 2);
+  GptConfig c = gpt_config({.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11});
   c.token_std = 0.5f;  // probes of 1e-2 small against the embeddings
   c.position_std = 0.1f;
   return c;

@@ -108,19 +108,21 @@ TEST(BytesOf, OverflowIsAnError) {
 // The papers' specifications as the benches read them, against the documents' numbers.
 TEST(PaperSpecs, MatchTheDocuments) {
   const ModelSpec& medium = model_spec("gpt3-medium");  // 000 Sec. 4.1
-  EXPECT_EQ(medium.layers, 24);
-  EXPECT_EQ(medium.hidden, 1024);
-  EXPECT_EQ(medium.heads, 16);
-  EXPECT_EQ(medium.seq, 2048);
-  EXPECT_EQ(medium.experts, 64);
-  EXPECT_EQ(medium.moe_every, 2);
-  EXPECT_EQ(model_spec("gpt3-6.7b").hidden, 4096);
+  EXPECT_EQ(medium.shape.layers, 24);
+  EXPECT_EQ(medium.shape.hidden, 1024);
+  EXPECT_EQ(medium.shape.heads, 16);
+  EXPECT_EQ(medium.shape.seq, 2048);
+  EXPECT_EQ(medium.shape.experts, 64);
+  EXPECT_EQ(medium.shape.moe_every, 2);
+  EXPECT_EQ(model_spec("gpt3-6.7b").shape.hidden, 4096);
   const ModelSpec& m6t = model_spec("m6t-3layer");  // 001 Table 3
-  EXPECT_EQ(m6t.hidden, 128);
-  EXPECT_EQ(m6t.ffn, 512);
-  EXPECT_EQ(m6t.experts, 4096);
-  EXPECT_EQ(model_spec("m6t-1t").ffn, 21248);
-  EXPECT_EQ(model_spec("m6t-1t").experts, 960);
+  EXPECT_EQ(m6t.shape.hidden, 128);
+  EXPECT_EQ(m6t.shape.ffn, 512);
+  EXPECT_EQ(m6t.shape.experts, 4096);
+  EXPECT_EQ(m6t.shape.vocab, 21128);  // 001 A.2
+  EXPECT_EQ(m6t.shape.capacity_factor, 1.25);
+  EXPECT_EQ(model_spec("m6t-1t").shape.ffn, 21248);
+  EXPECT_EQ(model_spec("m6t-1t").shape.experts, 960);
   const MoELayerSpec& xl = moe_layer_spec("gpt-xl");  // 003 Table 3
   EXPECT_EQ(xl.hidden, 2048);
   EXPECT_EQ(xl.ffn, 8192);

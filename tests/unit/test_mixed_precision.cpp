@@ -253,15 +253,11 @@ TEST(DataParallelAdam, SixteenBitParametersKeepFp32Masters) {
 // each 16-bit weight its fp32 master rounded.
 // The small GPT of the model tests, with 4 experts on every other FFN where `moe`.
 GptConfig small_gpt(bool moe) {
-  GptConfig c = gpt_backbone(11, 8, 16, 2, 32, 2);
-  if (moe) {
-    c.moe_every = 2;
-    c.moe.ffn = 32;
-    c.moe.experts = 4;
-    c.moe.top_k = 1;
-    c.moe.capacity_factor.reset();
-  }
-  return c;
+  const ModelShape dense{.layers = 2, .hidden = 16, .ffn = 32, .heads = 2, .seq = 8, .vocab = 11};
+  ModelShape with_experts = dense;
+  with_experts.experts = 4;  // top-1, dropless
+  with_experts.moe_every = 2;
+  return gpt_config(moe ? with_experts : dense);
 }
 
 // Two one-rank GPT models on one CPU device, local dispatcher, initialised from the same seed.
