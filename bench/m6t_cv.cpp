@@ -19,7 +19,7 @@
 #include <cstdio>
 #include "runtime/host_copy.h"
 #include "harness/bench.h"
-#include "kernels/adam.h"
+#include "runtime/adamw.h"
 #include "kernels/axpy.h"
 #include "kernels/convert.h"
 #include "kernels/gemm.h"
@@ -258,35 +258,21 @@ class CvBench final : public BenchProgram {
     return std::sqrt(sq / double(n));
   }
 
-  // AdamW state of one parameter: fp32 master (the weight itself when it is fp32), moments.
-  struct AdamState {
-    Buffer master, m, v;
-    float* master_of(Buffer& weight) { return master ? master.as<float>() : weight.as<float>(); }
-  };
-  struct LayerOptimizer { AdamState gate, w1, w2; };
-
-  AdamState adam_for(BenchContext& ctx, Buffer& weight, std::size_t n, DType t) {
-    AdamState a;
-    a.m = ctx.alloc.allocate(n * 4, MemTag::model_states);
-    a.v = ctx.alloc.allocate(n * 4, MemTag::model_states);
-    ctx.device.fill_zero(a.m.data(), n * 4, ctx.device.default_stream());
-    ctx.device.fill_zero(a.v.data(), n * 4, ctx.device.default_stream());
-    if (t != DType::f32) {
-      a.master = ctx.alloc.allocate(n * 4, MemTag::model_states);
-      convert_cuda(weight.data(), t, a.master.data(), DType::f32, n, ctx.device.default_stream().handle);
-    }
-    return a;
-  }
-
-  LayerOptimizer adam_state(BenchContext& ctx, MoELayer& L) {
-    const MoEConfig& c = L.config();
-    const std::size_t w = std::size_t(c.experts) * c.hidden * c.ffn;
-    return {adam_for(ctx, L.gate().weight(), std::size_t(c.hidden) * c.experts, DType::f32),
-            adam_for(ctx, L.experts().w1(), w, c.dtype), adam_for(ctx, L.experts().w2(), w, c.dtype)};
+  // AdamW's state for the layer's gate (fp32), then its experts' w1 and w2 (the layer's dtype).
+  std::unique_ptr<AdamW> adam_state(BenchContext& ctx, const Setting& set, MoELayer& L) {
+    AdamStep hyper;
+    hyper.lr = float(set.lr);
+    hyper.weight_decay = float(set.weight_decay);
+    auto adam = std::make_unique<AdamW>(hyper, ctx.device, ctx.alloc);
+    const DType t = L.config().dtype;
+    for (auto [weight, dtype] : {std::pair{&L.gate().weight(), DType::f32}, std::pair{&L.experts().w1(), t},
+                                 std::pair{&L.experts().w2(), t}})
+      adam->add(weight->data(), weight->bytes() / dtype_size(dtype), dtype, ctx.device.default_stream());
+    return adam;
   }
 
   // One optimizer step on the layer's gate and experts from the gradients of the last backward.
-  void update(BenchContext& ctx, const Setting& s, MoELayer& L, LayerOptimizer& o, int step) {
+  void update(BenchContext& ctx, const Setting& s, MoELayer& L, AdamW* adam) {
     const MoEConfig& c = L.config();
     const Exec ex = ctx.device.exec(ctx.device.default_stream());
     const std::size_t g = std::size_t(c.hidden) * c.experts, w = std::size_t(c.experts) * c.hidden * c.ffn;
@@ -296,16 +282,11 @@ class CvBench final : public BenchProgram {
       axpy(ex, w, -float(s.lr), L.experts().w2_grad().data(), L.experts().w2().data(), c.dtype);
       return;
     }
-    AdamStep a;
-    a.lr = float(s.lr);
-    a.weight_decay = float(s.weight_decay);
-    a.step = step;
-    auto apply = [&](AdamState& st, Buffer& weight, const Buffer& grad, std::size_t n, DType t) {
-      adam_step(ex, n, a, st.master_of(weight), st.m.as<float>(), st.v.as<float>(), grad.data(), weight.data(), t);
-    };
-    apply(o.gate, L.gate().weight(), L.gate().grad(), g, DType::f32);
-    apply(o.w1, L.experts().w1(), L.experts().w1_grad(), w, c.dtype);
-    apply(o.w2, L.experts().w2(), L.experts().w2_grad(), w, c.dtype);
+    const Stream& st = ctx.device.default_stream();
+    adam->next_step();
+    adam->update(0, L.gate().grad().data(), st);
+    adam->update(1, L.experts().w1_grad().data(), st);
+    adam->update(2, L.experts().w2_grad().data(), st);
   }
 
   // Step s's tokens: cluster k with probability ~ 1/(k+1)^zipf, centre N(0, 1), spread as set.
@@ -333,12 +314,12 @@ class CvBench final : public BenchProgram {
     const Exec ex = dev.exec(dev.default_stream());
     std::vector<std::unique_ptr<MoELayer>> layers;
     std::vector<Buffer> xs;
-    std::vector<LayerOptimizer> opt(layers_);
+    std::vector<std::unique_ptr<AdamW>> opt(layers_);
     const Stream& s = dev.default_stream();
     for (int l = 0; l < layers_; ++l) {
       layers.push_back(std::make_unique<MoELayer>(c, dev, ctx.alloc, make_local_dispatcher(DispatcherEnv{c, dev, ctx.alloc})));
       layers.back()->init(1000 + l, s);
-      if (set.optimizer == "adamw") opt[l] = adam_state(ctx, *layers.back());
+      if (set.optimizer == "adamw") opt[l] = adam_state(ctx, set, *layers.back());
     }
     for (int l = 0; l <= layers_; ++l) xs.push_back(ctx.alloc.allocate(n * es, MemTag::activations));
     Buffer y = ctx.alloc.allocate(n * es, MemTag::activations), dxl = ctx.alloc.allocate(n * es, MemTag::activations);
@@ -382,7 +363,7 @@ class CvBench final : public BenchProgram {
           const LoadStats load = L.load(mbs[l]);
           tr.rows.push_back(Row{step, l, load.cv, coefficient_of_variation(load.routed), load.dropped_fraction,
                                 mbs[l].routing.aux_loss, task, mean_top_prob(ctx, mbs[l], c.top_k), gate_rms(ctx, L)});
-          update(ctx, set, L, opt[l], step + 1);
+          update(ctx, set, L, opt[l].get());
         }
       });
       st.SetIterationTime(step_ms / 1e3);  // the whole training run: one iteration

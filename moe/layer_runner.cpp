@@ -1,8 +1,6 @@
 #include "moe/layer_runner.h"
 #include <algorithm>
 #include "runtime/host_copy.h"
-#include "kernels/adam.h"
-#include "kernels/convert.h"
 #include "moe/init.h"
 
 namespace moebench {
@@ -31,7 +29,7 @@ double RunResult::busy_ms(const std::string& kind) const {
 }
 
 LayerRunner::LayerRunner(const MeasureEnv& env, const LayerShape& shape, int tokens, const PipelineStreams& streams,
-                         Communicator& dispatch_comm, Communicator& combine_comm, bool adam)
+                         Communicator& dispatch_comm, Communicator& combine_comm, std::optional<AdamStep> adam)
     : env_(env), shape_(shape), tokens_(tokens), alloc_(env.device.backend(), env.device.default_stream()),
       streams_(streams), dispatch_comm_(dispatch_comm) {
   const MoEConfig& c = shape.moe;
@@ -43,22 +41,11 @@ LayerRunner::LayerRunner(const MeasureEnv& env, const LayerShape& shape, int tok
   y_ = alloc_.allocate(n * dtype_size(c.dtype), MemTag::activations);
   dx_ = alloc_.allocate(n * dtype_size(c.dtype), MemTag::temporary);
   if (adam) {
-    auto state = [&](Buffer& weight, DType t) {
-      const std::size_t count = weight.bytes() / dtype_size(t);
-      if (t != DType::f32) {
-        adam_.push_back(alloc_.allocate(count * 4, MemTag::model_states));
-        convert_cuda(weight.data(), t, adam_.back().data(), DType::f32, count, env.device.default_stream().handle);
-      } else {
-        adam_.emplace_back();  // the weight is its own master
-      }
-      for (int moment = 0; moment < 2; ++moment) {
-        adam_.push_back(alloc_.allocate(count * 4, MemTag::model_states));
-        env.device.fill_zero(adam_.back().data(), count * 4, env.device.default_stream());
-      }
-    };
-    state(layer_->gate().weight(), DType::f32);
-    state(layer_->experts().w1(), c.dtype);
-    state(layer_->experts().w2(), c.dtype);
+    adam_ = std::make_unique<AdamW>(*adam, env.device, alloc_);
+    const Stream& s = env.device.default_stream();
+    for (auto [weight, t] : {std::pair{&layer_->gate().weight(), DType::f32}, std::pair{&layer_->experts().w1(), c.dtype},
+                             std::pair{&layer_->experts().w2(), c.dtype}})
+      adam_->add(weight->data(), weight->bytes() / dtype_size(t), t, s);
   }
   env.device.synchronize();
 }
@@ -109,18 +96,10 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
     for (const auto& n : kind_ranges("R")) comm.push_back(n);
     comm_union += env_.rt.max(b.union_ms(comm));
     other += env_.rt.max(Event::elapsed_ms(start, stop) - busy);
-    if (!adam_.empty()) {  // AdamW on every parameter, outside the layer's time
-      const AdamStep a{1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++adam_step_};
-      const Exec ex = env_.device.exec(cs);
-      Buffer* weights[3] = {&layer_->gate().weight(), &layer_->experts().w1(), &layer_->experts().w2()};
-      Buffer* grads[3] = {&layer_->gate().grad(), &layer_->experts().w1_grad(), &layer_->experts().w2_grad()};
-      for (int k = 0; k < 3; ++k) {
-        const DType t = k == 0 ? DType::f32 : shape_.moe.dtype;
-        const std::size_t count = weights[k]->bytes() / dtype_size(t);
-        Buffer& master = adam_[3 * k];
-        adam_step(ex, count, a, master ? master.as<float>() : weights[k]->as<float>(), adam_[3 * k + 1].as<float>(),
-                  adam_[3 * k + 2].as<float>(), grads[k]->data(), weights[k]->data(), t);
-      }
+    if (adam_) {  // AdamW on every parameter, outside the layer's time
+      adam_->next_step();
+      const Buffer* grads[3] = {&layer_->gate().grad(), &layer_->experts().w1_grad(), &layer_->experts().w2_grad()};
+      for (std::size_t k = 0; k < 3; ++k) adam_->update(k, grads[k]->data(), cs);
       env_.device.synchronize();
     }
   }

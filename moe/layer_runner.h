@@ -5,6 +5,8 @@
 // rank's time per iteration, the breakdown ranges (slowest rank, mean per iteration), and the
 // allocator's peaks over its iterations (largest rank).
 #pragma once
+#include <optional>
+#include "runtime/adamw.h"
 #include <array>
 #include <map>
 #include <memory>
@@ -44,10 +46,11 @@ struct RunResult {
 class LayerRunner {
  public:
   // Collective: every rank builds its part of the layer, on the program's streams and its two
-  // communicators (S and R). `adam`: hold AdamW's moments (and fp32 masters of 16-bit weights)
-  // and apply a step after each backward, untimed, so model states are a training step's.
+  // communicators (S and R). `adam`: hold AdamW's state for the gate and the experts
+  // (runtime/adamw.h) and step it after each backward, untimed, so model states are a training
+  // step's.
   LayerRunner(const MeasureEnv& env, const LayerShape& shape, int tokens, const PipelineStreams& streams,
-              Communicator& dispatch_comm, Communicator& combine_comm, bool adam = false);
+              Communicator& dispatch_comm, Communicator& combine_comm, std::optional<AdamStep> adam = std::nullopt);
   ~LayerRunner();
   // Collective. `sequential`: every stream is the compute stream.
   RunResult run(const PipelineConfig& pipe, bool sequential, int warmup, int iterations);
@@ -73,8 +76,7 @@ class LayerRunner {
   Communicator& dispatch_comm_;
   std::unique_ptr<PipelinedMoELayer> layer_;
   Buffer x_, y_, dy_, dx_;
-  std::vector<Buffer> adam_;  // per parameter tensor: master (16-bit only), m, v
-  int adam_step_ = 0;
+  std::unique_ptr<AdamW> adam_;  // over the gate's weight, then the experts' w1 and w2
 };
 
 }  // namespace moebench

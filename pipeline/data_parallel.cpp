@@ -19,8 +19,8 @@ DataParallelAdam::DataParallelAdam(const std::vector<std::pair<Buffer*, Buffer*>
 
 DataParallelAdam::DataParallelAdam(std::vector<TrainedParameter> params, Communicator* dp, bool zero1, AdamStep hyper,
                                    Device& dev, TrackingAllocator& alloc)
-    : params_(std::move(params)), dp_(dp), zero1_(zero1 && dp && dp->size() > 1), hyper_(hyper), dev_(dev), alloc_(alloc) {
-  hyper_.step = 0;  // step() counts from 1
+    : params_(std::move(params)), dp_(dp), zero1_(zero1 && dp && dp->size() > 1), dev_(dev), alloc_(alloc),
+      adam_(hyper, dev, alloc) {
   for (const TrainedParameter& p : params_) {
     if (!is_float(p.dtype))
       throw Error("DataParallelAdam: a parameter in " + std::string(dtype_name(p.dtype)) + "; allowed: fp32, fp16 and bf16");
@@ -35,10 +35,10 @@ DataParallelAdam::DataParallelAdam(std::vector<TrainedParameter> params, Communi
   shard_ = zero1_ ? padded_ / D : padded_;
   flat_w_ = alloc_.allocate(padded_ * 4, MemTag::buffers);
   flat_g_ = alloc_.allocate(padded_ * 4, MemTag::buffers);
-  m_ = alloc_.allocate(shard_ * 4, MemTag::model_states);
-  v_ = alloc_.allocate(shard_ * 4, MemTag::model_states);
   const Stream& s = dev_.default_stream();
-  for (Buffer* b : {&flat_w_, &flat_g_, &m_, &v_}) dev_.fill_zero(b->data(), b->bytes(), s);
+  for (Buffer* b : {&flat_w_, &flat_g_}) dev_.fill_zero(b->data(), b->bytes(), s);
+  const std::size_t first = zero1_ ? std::size_t(dp_->rank()) * shard_ : 0;
+  adam_.add(flat_w_.as<float>() + first, shard_, DType::f32, s);
   s.synchronize();
 }
 
@@ -67,21 +67,20 @@ void DataParallelAdam::step(const Stream& s) {
   masters_read_ = true;
   if (gradient_scale_ != 1.f)  // g += (scale - 1) g
     axpy(ex, padded_, gradient_scale_ - 1.f, flat_g_.data(), flat_g_.data(), DType::f32);
-  ++hyper_.step;
+  adam_.next_step();
   if (zero1_) {
     const int r = dp_->rank();
     Buffer shard_g = alloc_.allocate(shard_ * 4, MemTag::temporary, s);
     dp_->reduce_scatter(flat_g_.data(), shard_g.data(), shard_, DType::f32, ReduceOp::sum, s);
     float* w = flat_w_.as<float>() + std::size_t(r) * shard_;
-    adam_step(ex, shard_, hyper_, w, m_.as<float>(), v_.as<float>(), shard_g.data(), w, DType::f32);
+    adam_.update(0, shard_g.data(), s);
     // Every rank's updated shard to everyone (from a copy: all_gather's send and receive differ).
     Buffer mine = alloc_.allocate(shard_ * 4, MemTag::temporary, s);
     dev_.copy(mine.data(), w, shard_ * 4, s);
     dp_->all_gather(mine.data(), flat_w_.data(), shard_, DType::f32, s);
   } else {
     if (dp_ && dp_->size() > 1) dp_->all_reduce(flat_g_.data(), flat_g_.data(), padded_, DType::f32, ReduceOp::sum, s);
-    adam_step(ex, padded_, hyper_, flat_w_.as<float>(), m_.as<float>(), v_.as<float>(), flat_g_.data(), flat_w_.data(),
-              DType::f32);
+    adam_.update(0, flat_g_.data(), s);
   }
   // The masters back into the weights (rounded to 16-bit ones).
   for (std::size_t i = 0; i < params_.size(); ++i) {

@@ -8,12 +8,14 @@
 // parameter may be held in fp16 or bf16 with its gradient; its fp32 master lives in that buffer
 // -- read from the weights at the first step, kept from then on, rounded into the weights after
 // every step -- so updates smaller than the 16-bit spacing still add up. Gradients are widened
-// and summed in fp32. fp32 parameters are their own masters (read back at every step).
+// and summed in fp32. fp32 parameters are their own masters (read back at every step). The
+// moments are runtime/adamw.h's, over this rank's part of the flat buffer.
 #pragma once
 #include <utility>
 #include <vector>
 #include "kernels/adam.h"
 #include "kernels/dtype.h"
+#include "runtime/adamw.h"
 #include "runtime/allocator.h"
 #include "runtime/comm.h"
 #include "runtime/device.h"
@@ -40,7 +42,7 @@ class DataParallelAdam {
   // for fp16 -- whose gradients would flush to zero at 1 / tokens each -- is scaled back here.
   void set_gradient_scale(float scale) { gradient_scale_ = scale; }
   // Bytes of AdamW's moments this rank holds (8 per parameter, or per parameter of its shard).
-  std::size_t optimizer_state_bytes() const { return m_.bytes() + v_.bytes(); }
+  std::size_t optimizer_state_bytes() const { return adam_.moment_bytes(); }
   // Bytes of fp32 masters kept for 16-bit parameters (4 per such parameter).
   std::size_t master_bytes() const { return 4 * sixteen_bit_count_; }
   std::size_t parameters() const { return count_; }
@@ -52,13 +54,13 @@ class DataParallelAdam {
   std::vector<std::size_t> offset_;  // each parameter's first element in the flat buffers
   Communicator* dp_;
   bool zero1_;
-  AdamStep hyper_;
   Device& dev_;
   TrackingAllocator& alloc_;
   std::size_t count_ = 0, sixteen_bit_count_ = 0, padded_ = 0, shard_ = 0;
   bool masters_read_ = false;
   float gradient_scale_ = 1.f;
-  Buffer flat_w_, flat_g_, m_, v_;  // flat_w_: fp32 masters; flat_g_: fp32 gradients
+  Buffer flat_w_, flat_g_;  // fp32 masters, fp32 gradients
+  AdamW adam_;              // over flat_w_, or this rank's shard of it
 };
 
 }  // namespace moebench

@@ -59,6 +59,9 @@ class MPMoEBench final : public BenchProgram {
     add_wholes(app, "--memory-tokens", memory_tokens_, 1, 1 << 24, "Batches B per rank for f2 (default: by scale)");
     add_whole(app, "--experts", experts_opt_, 1, 1 << 20, "Experts in the layer (default: one per rank, at least 4)");
     add_whole(app, "--top-k", top_k_opt_, 1, 1 << 10, "Experts per token (default 1)");
+    add_real(app, "--lr", lr_opt_, above(0),
+             "f2: AdamW's learning rate in the training step whose memory it measures (default 1e-4; moves no measured "
+             "number)");
     add_path(app, "--search-file", search_file_,
              "Algorithm 1's saved search, read and written (default: <out>/mpmoe/granularity_search.csv)");
     app.add_flag("--fresh-search", fresh_search_, "Ignore the saved search (it is still written)");
@@ -351,7 +354,9 @@ class MPMoEBench final : public BenchProgram {
     for (auto _ : st) {
       const auto start = std::chrono::steady_clock::now();
       CaseResult& c = new_case(memory_cases_, shape, B);
-      LayerRunner r(ctx.env(), shape, B, streams_, *dispatch_comm_, *combine_comm_, /*adam=*/true);
+      AdamStep adam;
+      adam.lr = float(lr_opt_.value_or(1e-4));
+      LayerRunner r(ctx.env(), shape, B, streams_, *dispatch_comm_, *combine_comm_, adam);
       c.memory = r.run(tokens_split(1), false, 0, 1);  // peaks count bytes asked for: no warm-up needed
       explain(c, r);
       st.SetIterationTime(ctx.rt.max(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
@@ -361,6 +366,7 @@ class MPMoEBench final : public BenchProgram {
   std::vector<std::string> experiments_, models_, memory_models_;
   std::vector<int> tokens_, memory_tokens_;
   std::optional<int> experts_opt_, top_k_opt_, partitions_opt_, group_opt_;
+  std::optional<double> lr_opt_;
   std::string search_file_, split_, strategy_;
   bool fresh_search_ = false;
   PipelineConfig pipe_;

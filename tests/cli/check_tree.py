@@ -4,6 +4,9 @@
  - no source file outside tests/ over 500 lines;
  - bench/ holds programs only: no add_library under bench/, and no file outside bench/
    includes a bench/ header;
+ - one owner per idea: AdamW's state is runtime/adamw's (no other file outside kernels/ and
+   tests/ calls adam_step), a model's size is models/model_shape.h's ModelShape (no other
+   file defines it), a rank layout is runtime/layout.h's ParallelLayout;
  - README.md is an entry point of at most 150 lines;
  - every relative link in README.md and docs/ points at a file or folder that exists.
 
@@ -49,6 +52,17 @@ def main(root):
             for i, line in enumerate(open(root / f, errors="replace"), start=1):
                 if re.match(r'\s*#\s*include\s+"bench/', line):
                     breaches.append(f"{f}:{i}: includes a bench/ header (bench/ holds programs only)")
+    # One owner per idea: where each may be defined or called (outside tests/).
+    owners = [(re.compile(r"\badam_step\s*\("), ("kernels/", "runtime/adamw.cpp"), "calls adam_step: AdamW's state belongs to runtime/adamw.h"),
+              (re.compile(r"^\s*struct\s+ModelShape\b"), ("models/model_shape.h",), "defines ModelShape: a model's size has one type, models/model_shape.h's"),
+              (re.compile(r"^\s*struct\s+ParallelLayout\b"), ("runtime/layout.h",), "defines ParallelLayout: a rank layout has one type, runtime/layout.h's")]
+    for f in files:
+        if f.startswith("tests/") or not SOURCE.search(f) or f.endswith(".py"):
+            continue
+        for i, line in enumerate(open(root / f, errors="replace"), start=1):
+            for pattern, allowed, what in owners:
+                if pattern.search(line) and not f.startswith(allowed):
+                    breaches.append(f"{f}:{i}: {what}")
     readme = root / "README.md"
     n = sum(1 for _ in open(readme))
     if n > README_MAX_LINES:

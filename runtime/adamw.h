@@ -1,0 +1,48 @@
+// The one owner of AdamW's state (the update itself is kernels/adam.h's adam_step): for each
+// parameter, its two fp32 moments and, for a 16-bit parameter, its fp32 master -- read from
+// the weight when the parameter is added, kept from then on, rounded into the weight after
+// every update, so updates below the 16-bit spacing still add up; an fp32 weight is its own
+// master. All of it comes from the tracking allocator as model states. The data-parallel
+// optimizer (pipeline/data_parallel.h, over its flat fp32 buffer or ZeRO-1 shard), MPMoE's layer
+// runner and m6t.cv's training hold their parameters here.
+#pragma once
+#include <cstddef>
+#include <vector>
+#include "kernels/adam.h"
+#include "kernels/dtype.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
+
+namespace moebench {
+
+class AdamW {
+ public:
+  // hyper.step is ignored: the steps are counted here, from 1.
+  AdamW(AdamStep hyper, Device& dev, TrackingAllocator& alloc);
+  // `count` values of `dtype` at `weight` (device memory that outlives this); returns its index.
+  std::size_t add(void* weight, std::size_t count, DType dtype, const Stream& s);
+  // Counts one more step (the bias corrections'); then update() each parameter once.
+  void next_step() { ++hyper_.step; }
+  // Parameter i from `grad` (its count values, in its dtype) on `s`.
+  void update(std::size_t i, const void* grad, const Stream& s);
+  // Parameter i's fp32 master: a 16-bit parameter's own, an fp32 parameter's weight.
+  const float* master(std::size_t i) const;
+  // Bytes of moments held (8 per parameter value) and of fp32 masters (4 per 16-bit value).
+  std::size_t moment_bytes() const;
+  std::size_t master_bytes() const;
+  const AdamStep& hyper() const { return hyper_; }
+
+ private:
+  struct Parameter {
+    void* weight;
+    std::size_t count;
+    DType dtype;
+    Buffer master, m, v;  // master: 16-bit parameters only
+  };
+  AdamStep hyper_;
+  Device& dev_;
+  TrackingAllocator& alloc_;
+  std::vector<Parameter> params_;
+};
+
+}  // namespace moebench
