@@ -171,7 +171,7 @@ class LayoutsBench final : public BenchProgram {
       if (rows_[i].layout.kind == Kind::dpmoe) dpmoe = std::max(dpmoe, tput);
     }
     if (ppmoe > 0 && dpmoe > 0)
-      std::printf("PPMoE / best DPMoE throughput: %.3f (000's claim >= %.2f: %s; paper small setting 1.26, large 1.76)\n",
+      std::printf("PPMoE / best DPMoE throughput: %.3f (PPMoE's (000) claim >= %.2f: %s; paper small setting 1.26, large 1.76)\n",
                   ppmoe / dpmoe, kPPMoEClaim, ppmoe / dpmoe >= kPPMoEClaim ? "met" : "NOT met");
     t.write(ctx.opts.out_dir + "/ppmoe/t2.csv", ctx.provenance);
     return 0;

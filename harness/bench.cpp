@@ -23,8 +23,9 @@ void BenchContext::add(const std::string& name, int iterations, std::function<vo
   // Google Benchmark calls the function once per repetition.
   auto repetition = std::make_shared<int>(0);
   benchmark::RegisterBenchmark(name.c_str(), [fn = std::move(fn), name, r, repetition, p = progress](benchmark::State& st) {
-    fn(st);
     *repetition = *repetition % r + 1;
+    if (p) p->repetition_started(name, *repetition, r);
+    fn(st);
     if (p) p->repetition_done(name, *repetition, r);
   })
       ->UseManualTime()

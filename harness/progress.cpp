@@ -32,43 +32,74 @@ std::size_t selected_count(const std::vector<std::string>& names, const std::str
                                    [&](const std::string& n) { return std::regex_search(n, re) != negative; }));
 }
 
+RunProgress::~RunProgress() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+}
+
 double RunProgress::elapsed_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
+void RunProgress::line(const std::string& text) {
+  last_line_s_ = elapsed_s();
+  if (!print_) return;
+  std::printf("%s\n", text.c_str());
+  std::fflush(stdout);
+}
+
 void RunProgress::start(std::size_t cases, int repetitions, std::uint64_t largest_need, double free_per_rank) {
+  std::lock_guard<std::mutex> lock(mu_);
   cases_ = cases;
   start_ = std::chrono::steady_clock::now();
-  if (!print_) return;
-  std::printf("# %zu case(s) selected, %d repetition(s) each", cases, repetitions);
+  std::string text = "# " + std::to_string(cases) + " case(s) selected, " + std::to_string(repetitions) + " repetition(s) each";
   if (largest_need > 0)
-    std::printf("; the largest needs about %s per rank (%s free for each)", format_bytes(double(largest_need)).c_str(),
-                format_bytes(free_per_rank).c_str());
-  std::printf("\n");
-  std::fflush(stdout);
+    text += "; the largest needs about " + format_bytes(double(largest_need)) + " per rank (" + format_bytes(free_per_rank) +
+            " free for each)";
+  line(text);
+  if (print_ && !watcher_.joinable()) watcher_ = std::thread([this] { watch(); });
+}
+
+void RunProgress::watch() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    wake_.wait_for(lock, std::chrono::duration<double>(std::max(0.05, quiet_s_ / 10)));
+    // Every quiet_s at first, then every tenth of the time so far: an hour-long run says so every 6 min.
+    if (!stop_ && !running_.empty() && elapsed_s() - last_line_s_ >= std::max(quiet_s_, 0.1 * elapsed_s()))
+      line("  ... " + running_ + " still running, " + duration_text(elapsed_s()) + " since the start");
+  }
+}
+
+void RunProgress::repetition_started(const std::string& name, int rep, int reps) {
+  std::lock_guard<std::mutex> lock(mu_);
+  running_ = name + ": repetition " + std::to_string(rep) + " of " + std::to_string(reps);
 }
 
 void RunProgress::repetition_done(const std::string& name, int rep, int reps) {
-  const double now = elapsed_s();
-  if (!print_ || now - last_line_s_ < quiet_s_) return;
-  last_line_s_ = now;
-  std::printf("  ... %s: repetition %d of %d done, %s since the start\n", name.c_str(), rep, reps,
-              duration_text(now).c_str());
-  std::fflush(stdout);
+  std::lock_guard<std::mutex> lock(mu_);
+  running_.clear();
+  if (elapsed_s() - last_line_s_ < quiet_s_) return;
+  line("  ... " + name + ": repetition " + std::to_string(rep) + " of " + std::to_string(reps) + " done, " +
+       duration_text(elapsed_s()) + " since the start");
 }
 
 std::string RunProgress::case_done() {
+  std::lock_guard<std::mutex> lock(mu_);
   ++done_;
   const double now = elapsed_s();
   last_line_s_ = now;
   const std::size_t total = std::max(cases_, done_);
-  char line[96];
+  char text[96];
   if (done_ < total)
-    std::snprintf(line, sizeof line, "[%zu/%zu, %s, ~%s left]", done_, total, duration_text(now).c_str(),
+    std::snprintf(text, sizeof text, "[%zu/%zu, %s, ~%s left]", done_, total, duration_text(now).c_str(),
                   duration_text(now / double(done_) * double(total - done_)).c_str());
   else
-    std::snprintf(line, sizeof line, "[%zu/%zu, %s]", done_, total, duration_text(now).c_str());
-  return line;
+    std::snprintf(text, sizeof text, "[%zu/%zu, %s]", done_, total, duration_text(now).c_str());
+  return text;
 }
 
 }  // namespace moebench

@@ -28,15 +28,15 @@ def main(folder):
     bars(axes[0][0], [f"{r['model']} DP{r['dp']} TP{r['tp']} PP{r['pp']}" + ("" if r["fits_memory"] == "yes" else " (OOM)")
                       for r in t2],
          [num(r["modelled_speed_ratio"]) for r in t2], [num(r["paper_speed_ratio"]) for r in t2],
-         "000 Table 2: throughput over the slowest Dense row", "speed ratio")
+         "PPMoE (000) Table 2: throughput over the slowest Dense row", "speed ratio")
     cols = [r for r in t1 if r["column"] != "total_fwd"] + [r for r in t3 if r["column"] != "total_fwd"]
     bars(axes[0][1], [("T1 " if r in t1 else "T3 ") + r["column"] for r in cols], [num(r["modelled_pct"]) for r in cols],
-         [num(r["paper_pct"]) for r in cols], "000 Tables 1 (DPMoE) and 3 (PPMoE): share of the forward", "% of forward")
+         [num(r["paper_pct"]) for r in cols], "PPMoE (000) Tables 1 (DPMoE) and 3 (PPMoE): share of the forward", "% of forward")
     for ax, gate in zip(axes[1], ("paper", "ours")):
         rows = [r for r in m6t if r["gate"].startswith(gate)]
         bars(ax, [f"{r['layers']}L {r['routing']}" for r in rows], [num(r["modelled_ratio_vs_top1"]) for r in rows],
              [num(r["paper_ratio_vs_top1"]) for r in rows],
-             f"001 Table 1, {'M6-T' if gate == 'paper' else 'our fused'} gate: ms/step over top-1", "ratio")
+             f"M6-T (001) Table 1, {'M6-T' if gate == 'paper' else 'our fused'} gate: ms/step over top-1", "ratio")
     r0 = t2[0]
     fig.suptitle(f"Modelled, not measured ({r0['link']}; {m6t[0]['link']}; commit {r0['commit']})\n"
                  f"{r0['calibration']}", fontsize=8)
@@ -52,18 +52,18 @@ def main(folder):
         axes[0].axhline(2.20, color="tab:blue", ls="--", lw=0.8, label="paper mean over FastMoE (2.20)")
         axes[0].axhline(1.55, color="tab:orange", ls="--", lw=0.8, label="paper mean over FasterMoE (1.55)")
         axes[0].set_xticks(list(x), labels, rotation=70, ha="right", fontsize=5)
-        axes[0].set_title("003 Fig. 10: MPMoE-pm speedup (modelled)", fontsize=8)
+        axes[0].set_title("MPMoE (003) Fig. 10: MPMoE-pm speedup (modelled)", fontsize=8)
         axes[0].legend(fontsize=6)
         axes[1].plot([num(r["tokens_per_gpu"]) for r in b], [num(r["best_n"]) for r in b], "o-", label="modelled best n")
         axes[1].plot([num(r["tokens_per_gpu"]) for r in b], [num(r["paper_best_n"]) for r in b], "s--", color="tab:gray",
                      label="paper")
         axes[1].set_xscale("log", base=2)
-        axes[1].set_title("003 Fig. 14: best n vs B, GPT-XL on Adira", fontsize=8)
+        axes[1].set_title("MPMoE (003) Fig. 14: best n vs B, GPT-XL on Adira", fontsize=8)
         axes[1].legend(fontsize=6)
         axes[2].bar([r["nodes"] for r in c], [num(r["throughput_over_one_node"]) for r in c], label="modelled")
         axes[2].plot([r["nodes"] for r in c], [num(r["nodes"]) for r in c], "k--", lw=0.8, label="ideal")
         axes[2].scatter(["8"], [5.76], color="tab:gray", zorder=3, label="paper (5.76x)")
-        axes[2].set_title("003 Fig. 17: throughput over one node, Adira", fontsize=8)
+        axes[2].set_title("MPMoE (003) Fig. 17: throughput over one node, Adira", fontsize=8)
         axes[2].legend(fontsize=6)
         fig.suptitle(f"Modelled, not measured ({a[0]['link']}; commit {a[0]['commit']})", fontsize=8)
         save(fig, folder / "mpmoe_projection.png")

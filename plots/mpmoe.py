@@ -31,7 +31,7 @@ def f2(rows, out):
     ax.set_xticks(list(x), labels, fontsize=7)
     ax.set_ylabel("share of the peak memory (left: measured, right: Eq. 1-3)")
     ax.legend(fontsize=6, ncol=2, loc="lower right")
-    ax.set_title("Fig. 2: memory of a training step (Adam) by kind\n" + provenance_line(rows[0]), fontsize=8)
+    ax.set_title("MPMoE (003) Fig. 2: memory of a training step (Adam) by kind\n" + provenance_line(rows[0]), fontsize=8)
     save(fig, out)
 
 
@@ -44,7 +44,7 @@ def f3(rows, out):
     ax.set_xticks(range(len(rows)), labels, fontsize=6)
     ax.set_ylabel("alpha(y, x) = y alone / y beside x")
     ax.legend(fontsize=7)
-    ax.set_title("Fig. 3: slowdown factors of the layer's own operations (the model's input)\n" + provenance_line(rows[0]),
+    ax.set_title("MPMoE (003) Fig. 3: slowdown factors of the layer's own operations (the model's input)\n" + provenance_line(rows[0]),
                  fontsize=8)
     save(fig, out)
 
@@ -65,7 +65,7 @@ def f9(rows, out):
         ax.set_ylabel("ms")
         ax.set_title(op, fontsize=8)
         ax.legend(fontsize=5)
-    fig.suptitle("Fig. 9: time over volume and its fit\n" + provenance_line(rows[0]), fontsize=8)
+    fig.suptitle("MPMoE (003) Fig. 9: time over volume and its fit\n" + provenance_line(rows[0]), fontsize=8)
     save(fig, out)
 
 
@@ -84,7 +84,7 @@ def f10(rows, out):
     ax.set_xticks(range(len(rows)), [r["label"] for r in rows])
     ax.set_ylabel("speedup over the FastMoE-style layer")
     ax.legend(fontsize=6)
-    ax.set_title("Fig. 10: layer time (forward + backward) as speedup\n" + provenance_line(rows[0]), fontsize=8)
+    ax.set_title("MPMoE (003) Fig. 10: layer time (forward + backward) as speedup\n" + provenance_line(rows[0]), fontsize=8)
     save(fig, out)
 
 
@@ -100,7 +100,7 @@ def f11(rows, out):
         ax.text(len(rows) - 0.5, 1 - red, f" paper n={n}: -{int(red * 100)}%", fontsize=6, va="bottom", ha="right")
     ax.set_xticks(range(len(rows)), labels, fontsize=5, rotation=90)
     ax.set_ylabel("peak memory / PMoE's at the same n (FastMoE, FasterMoE: / PMoE n=4)")
-    ax.set_title("Fig. 11: peak memory normalised to PMoE\n" + provenance_line(rows[0]), fontsize=8)
+    ax.set_title("MPMoE (003) Fig. 11: peak memory normalised to PMoE\n" + provenance_line(rows[0]), fontsize=8)
     save(fig, out)
 
 
@@ -114,7 +114,7 @@ def f12(rows, out):
     ax.set_xticks(range(len(rows)), labels, fontsize=5, rotation=90)
     ax.set_ylabel("saved activations / Eq. 5 (worst rank)")
     ax.legend(fontsize=7)
-    ax.set_title("Fig. 12: achieved against theoretical memory saving\n" + provenance_line(rows[0]), fontsize=8)
+    ax.set_title("MPMoE (003) Fig. 12: achieved against theoretical memory saving\n" + provenance_line(rows[0]), fontsize=8)
     save(fig, out)
 
 
@@ -125,7 +125,7 @@ def f13(rows, out):
     ax.bar(range(len(rows)), [num(r["dispatch_recovery_ms"]) for r in rows], color=colors)
     ax.set_xticks(range(len(rows)), labels, fontsize=6, rotation=60)
     ax.set_ylabel("dispatch + recovery all-to-all, forward, ms (not overlapped)")
-    ax.set_title("Fig. 13: communication of the FasterMoE-style split against MPMoE's\n" + provenance_line(rows[0]),
+    ax.set_title("MPMoE (003) Fig. 13: communication of the FasterMoE-style split against MPMoE's\n" + provenance_line(rows[0]),
                  fontsize=8)
     save(fig, out)
 
@@ -143,7 +143,7 @@ def f14(rows, out):
     ax.set_xlabel("n (parts)")
     ax.set_ylabel("PMoE layer time, ms (median)")
     ax.legend(fontsize=7, title="dashed: Algorithm 1's pick", title_fontsize=7)
-    ax.set_title("Fig. 14: time over the granularity n\n" + provenance_line(rows[0]), fontsize=8)
+    ax.set_title("MPMoE (003) Fig. 14: time over the granularity n\n" + provenance_line(rows[0]), fontsize=8)
     save(fig, out)
 
 
@@ -155,7 +155,7 @@ def f15(rows, out):
     ax.axhline(0, color="black", lw=0.6)
     ax.set_xticks(range(len(rows)), labels, fontsize=6)
     ax.set_ylabel("time over PMoE at the same n, %")
-    ax.set_title("Fig. 15: overhead of the restore strategies, (ranks, B)\n" + provenance_line(rows[0]), fontsize=8)
+    ax.set_title("MPMoE (003) Fig. 15: overhead of the restore strategies, (ranks, B)\n" + provenance_line(rows[0]), fontsize=8)
     save(fig, out)
 
 
@@ -176,7 +176,7 @@ def f16(rows, out):
     ax.set_xticks(list(x), labels, fontsize=6)
     ax.set_ylabel("ms per forward + backward")
     ax.legend(fontsize=7)
-    ax.set_title("Fig. 16: breakdown; pipelined against max(comm, comp) of seq(n) (paper 0.70, target 0.90)\n"
+    ax.set_title("MPMoE (003) Fig. 16: breakdown; pipelined against max(comm, comp) of seq(n) (paper 0.70, target 0.90)\n"
                  + provenance_line(rows[0]), fontsize=8)
     save(fig, out)
 

@@ -51,7 +51,7 @@ def main(scaling, out):
     ax.set_xlabel("nodes")
     ax.set_ylabel("throughput / one node's")
     ax.legend(fontsize=7)
-    ax.set_title("Fig. 17: multi-node scaling\n" + provenance_line(runs[max(nodes)][0]), fontsize=8)
+    ax.set_title("MPMoE (003) Fig. 17: multi-node scaling\n" + provenance_line(runs[max(nodes)][0]), fontsize=8)
     save(fig, out / "f17_scaling.png")
     return 0
 

@@ -29,7 +29,7 @@ def main(folder):
         ax.bar([i + 0.2 for i in x], [num(row[f"{p}_paper_percent"]) for p in names], 0.4, color="tab:gray", label="paper")
         ax.set_xticks(list(x), [p.replace("_", "\n") for p in names], fontsize=7)
         ax.set_ylabel("% of the forward step")
-        title = "Table 1: DPMoE" if name == "t1" else "Table 3: PPMoE"
+        title = "PPMoE (000) Table 1: DPMoE" if name == "t1" else "PPMoE (000) Table 3: PPMoE"
         ax.set_title(f"{title} ({row['layout']}; forward {num(row['total_fwd_ms']):.1f} ms)", fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle("ppmoe.t1 / t3: parts of a forward step\n" + provenance_line(tables[0][1][0]), fontsize=8)

@@ -175,4 +175,17 @@ TEST(RunProgress, ASlowRepetitionGetsItsOwnLine) {
   EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
 }
 
+TEST(RunProgress, ARepetitionRunningLongIsNamedWhileItRuns) {
+  testing::internal::CaptureStdout();
+  {
+    RunProgress p(true, /*quiet_s=*/0.2);
+    p.start(1, 1, 0, 0);
+    p.repetition_started("case/slow", 1, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    p.repetition_done("case/slow", 1, 1);
+  }
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("case/slow: repetition 1 of 1 still running"), std::string::npos) << out;
+}
+
 }  // namespace moebench
