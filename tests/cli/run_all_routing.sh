@@ -11,7 +11,7 @@ mkdir -p "$dir" "$root/scripts"
 cp "$(dirname "$0")/../../experiments/run_all.sh" "$dir/"
 cp "$(dirname "$0")/../../scripts/usage.sh" "$root/scripts/"
 exps=(comm/run comm/emulated runtime/slowdown moe/run ppmoe/serial m6t/gating m6t/cv mpmoe/run pipe/bubble ppmoe/t2
-      ppmoe/breakdown m6t/t1 gpt/step models/profile models/project)
+      ppmoe/breakdown m6t/t1 gpt/step models/profile models/project claims/report)
 for e in "${exps[@]}"; do
   mkdir -p "$dir/$(dirname "$e")"
   printf '#!/usr/bin/env bash\necho "ran %s: $*"\n' "$e" > "$dir/$e.sh"
@@ -28,7 +28,9 @@ for e in pipe/bubble m6t/t1; do
   grep -qx "ran $e: --scale tiny --backend cuda --ranks 1" <<<"$out" || fail "$e did not run in fp32"
   grep -q "$e computes in fp32 only" <<<"$out" || fail "$e ran in fp32 without saying so"
 done
-grep -qx "ran models/project: --scale tiny --backend cuda --ranks 1" <<<"$out" || fail "models/project got --dtype"
+for e in models/project claims/report; do
+  grep -qx "ran $e: --scale tiny --backend cuda --ranks 1" <<<"$out" || fail "$e got --dtype"
+done
 for e in comm/emulated ppmoe/t2; do
   ! grep -q "ran $e" <<<"$out" || fail "$e ran on one GPU"
   grep -q "$e left out" <<<"$out" || fail "$e was left out without a line"

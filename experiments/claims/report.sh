@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# claims: the claim ledger and the report -- every claim of the four papers
+# (experiments/reference/claims.csv) judged from the results folder: this machine's runs, the
+# GPU runs under cuda/ and the models' projections under models/. Writes results/claims.csv,
+# results/REPORT.md and results/claims_<paper>.png. Measures nothing, so it runs in one process
+# and --scale, --backend and --ranks change nothing; run it on a cluster's results folder with
+# MOEBENCH_RESULTS=DIR.
+#   experiments/claims/report.sh
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+moebench_parse_args --single-rank "$@"
+bin="$MOEBENCH_BUILD/tools/moebench_claims"
+[ -x "$bin" ] || moebench_die "$bin is not built; run scripts/build.sh"
+py="$(moebench_python)" || exit 2
+"$bin" --results "$MOEBENCH_RESULTS" ${EXTRA[@]+"${EXTRA[@]}"}
+"$py" "$MOEBENCH_ROOT/plots/claims.py" "$MOEBENCH_RESULTS"

@@ -1,0 +1,38 @@
+#include "models/paper_values.h"
+#include <cstdlib>
+#include <cmath>
+#include "kernels/exec.h"
+#include "models/csv_rows.h"
+
+namespace moebench {
+
+std::string reference_dir() {
+  if (const char* dir = std::getenv("MOEBENCH_REFERENCE"); dir && *dir) return dir;
+  return std::string(MOEBENCH_SOURCE_DIR) + "/experiments/reference";
+}
+
+const std::vector<PaperValue>& paper_values() {
+  static const std::vector<PaperValue> values = [] {
+    const CsvRows t = CsvRows::read(reference_dir() + "/values.csv");
+    std::vector<PaperValue> v;
+    for (std::size_t r = 0; r < t.size(); ++r) {
+      PaperValue p{t.cell(r, "id"), t.cell(r, "paper"), t.cell(r, "where"), t.cell(r, "row"), t.cell(r, "column"),
+                   t.cell(r, "unit"), t.cell(r, "kind"), t.cell(r, "note"), 0};
+      char* end = nullptr;
+      p.value = std::strtod(t.cell(r, "value").c_str(), &end);
+      if (end == t.cell(r, "value").c_str() || *end != '\0' || !std::isfinite(p.value))
+        throw Error(t.path() + ": " + p.id + ": value '" + t.cell(r, "value") + "' is not a number");
+      v.push_back(std::move(p));
+    }
+    return v;
+  }();
+  return values;
+}
+
+const PaperValue& paper_value(const std::string& id) {
+  for (const PaperValue& p : paper_values())
+    if (p.id == id) return p;
+  throw Error("no paper value '" + id + "' in " + reference_dir() + "/values.csv");
+}
+
+}  // namespace moebench

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""claims.py RESULTS: one figure per paper from RESULTS/claims.csv (the claim ledger), claims_<paper>.png:
+ours over the paper's value, claim by claim, from the setting that gave the verdict (a GPU run, this
+machine, or the model), coloured by verdict; claims without a number of ours are left out."""
+import pathlib
+import sys
+
+import matplotlib.pyplot as plt
+
+from common import read_rows
+
+COLOURS = {"reproduced": "tab:green", "partly": "tab:olive", "not reproduced": "tab:red", "noise": "tab:gray",
+           "modelled only": "tab:blue"}
+NAMES = {"000": "PPMoE (000)", "001": "M6-T (001)", "002": "pipelines section (002)", "003": "MPMoE (003)"}
+
+
+def ratio(row):
+    for setting in ("gpu", "local", "model"):
+        value = row.get(f"{setting}_over_paper", "-")
+        if value not in ("-", "", "n/a"):
+            return float(value), setting
+    return None, None
+
+
+def main(results):
+    rows = read_rows(pathlib.Path(results) / "claims.csv")
+    for paper, name in NAMES.items():
+        points = []
+        for r in rows:
+            x, setting = ratio(r)
+            if r["paper"] == paper and x is not None and x > 0:
+                points.append((r["claim"], x, setting, r["verdict"]))
+        fig, ax = plt.subplots(figsize=(7.5, 0.28 * max(len(points), 4) + 1.2))
+        for i, (claim, x, setting, verdict) in enumerate(points):
+            ax.barh(i, x, color=COLOURS.get(verdict, "white"), edgecolor="black", linewidth=0.4)
+            ax.text(x * 1.05, i, setting, va="center", fontsize=6)
+        ax.axvline(1, color="black", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yticks(range(len(points)), [p[0] for p in points], fontsize=6)
+        ax.invert_yaxis()
+        ax.set_xlabel("ours / the paper's value (log scale; 1 = the paper's)", fontsize=7)
+        handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
+        ax.legend(handles, COLOURS.keys(), fontsize=6, loc="lower right")
+        ax.set_title(f"{name}: claims with a number of ours ({len(points)}), ratio to the paper's value", fontsize=8)
+        fig.tight_layout()
+        out = pathlib.Path(results) / f"claims_{paper}.png"
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) == 2 else 2)
+    main(sys.argv[1])

@@ -1,0 +1,60 @@
+// The claim ledger: every claim of the four papers (experiments/reference/claims.csv), judged
+// from three settings -- this machine's runs (results/), a GPU run (results/cuda/) and the
+// calibrated model at the papers' scale (results/models/) -- each a number computed by the
+// claim's expression (tools/claims/expression.h), its ratio to the paper's and a verdict by the
+// claim's tolerance class:
+//   match:P     within P% of the paper's value (partly: the same side of the baseline, or 2P%)
+//   within:D    within D of it, in its unit (shares in points; partly: 2D)
+//   at_least / at_most   at least / at most the paper's bound (partly: past the baseline)
+//   above:X / below:X    an ordering or direction: above / below X
+//   none        what the suite does not measure (model quality after pre-training): why, and
+//               the command that would measure it where one exists
+// A verdict is refused (noise) where the run's range holds the baseline, the no-effect value.
+// An absolute time is judged only on the paper's hardware. A claim's verdict is its GPU run's,
+// else this machine's; a number only the model gives makes it "modelled only", never
+// "reproduced".
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+#include "tools/claims/expression.h"
+
+namespace moebench {
+
+struct ClaimSpec {
+  std::string id, paper, where, text, quantity, paper_value, unit, judge, baseline, hardware, local, gpu, model,
+      why_not, cluster_command, note;
+};
+
+struct SettingResult {
+  std::optional<Number> value;
+  std::string missing;     // why there is no number
+  std::string files;       // the CSVs read, space-separated, relative to results/
+  std::string provenance;  // backend, device, ranks, link, scale, commit, date of the first of them
+  std::map<std::string, std::string> provenance_of;  // ... of each of them
+  std::string device;
+  std::string verdict;     // "" where there is no number
+  std::string why;
+};
+
+struct ClaimResult {
+  ClaimSpec spec;
+  double paper = 0;
+  SettingResult local, gpu, model;
+  std::string verdict, why;
+};
+
+std::vector<ClaimSpec> read_claim_specs(const std::string& path);
+// Judges every claim from `results` (this machine's folder; its cuda/ and models/ inside it).
+std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const std::string& results);
+// results/claims.csv's text (no provenance of its own: each number names its CSVs).
+std::string claims_csv(const std::vector<ClaimResult>& claims);
+
+// The verdict of `ours` against the paper's value under `spec`'s tolerance class, and why.
+struct Judgement {
+  std::string verdict, why;
+};
+Judgement judge_number(const ClaimSpec& spec, double paper, const Number& ours);
+
+}  // namespace moebench

@@ -1,0 +1,16 @@
+// results/REPORT.md from the judged claims: the scope, a count per verdict, one section per
+// paper (the paper's value, ours, their ratio, the verdict and one line of why), what is not
+// measurable on the machine the results came from with the command that would measure it, and
+// the provenance of every CSV a number came from. Nothing in it is typed: it is regenerated
+// from results/ and experiments/reference/ (moebench_claims), and the same inputs give the same
+// text.
+#pragma once
+#include <string>
+#include <vector>
+#include "tools/claims/ledger.h"
+
+namespace moebench {
+
+std::string claims_report(const std::vector<ClaimResult>& claims, const std::string& results);
+
+}  // namespace moebench
