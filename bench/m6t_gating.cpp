@@ -5,9 +5,7 @@
 // ratios to top-1 (a whole model step there, one layer here). Targets: 4 x top-4 gate+layer
 // <= 1.02 x top-4; top-16 gate kernel <= 2 x top-1. Times are medians over repetitions, with
 // their spread; ratios are of medians of one run. Writes <out>/m6t/gating.csv. One device, one rank.
-#include <libfccp/csv.h>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include "runtime/host_copy.h"
@@ -16,14 +14,16 @@
 #include "moe/init.h"
 #include "moe/moe_layer.h"
 #include "models/paper_specs.h"
+#include "models/paper_values.h"
 
 namespace moebench {
 namespace {
 
-struct RoutingCase { std::string name; int prototypes, k; const char* paper_column; };
-const std::vector<RoutingCase> kRoutings = {{"top1", 1, 1, "Top-1"},     {"top2", 1, 2, nullptr},
-                                         {"top4", 1, 4, "Top-4"},     {"top16", 1, 16, "Top-16"},
-                                         {"4xtop4", 4, 4, "4 Top-4"}, {"4xtop1", 4, 1, nullptr}};
+// paper_key: M6-T Table 1's column (experiments/reference/values.csv 001.t1.3layer.<key>), if it has one.
+struct RoutingCase { std::string name; int prototypes, k; const char* paper_key; };
+const std::vector<RoutingCase> kRoutings = {{"top1", 1, 1, "top1"},     {"top2", 1, 2, nullptr},
+                                         {"top4", 1, 4, "top4"},     {"top16", 1, 16, "top16"},
+                                         {"4xtop4", 4, 4, "4top4"}, {"4xtop1", 4, 1, nullptr}};
 struct Size { std::string name; int hidden, ffn, experts, tokens; };
 
 class GatingBench final : public BenchProgram {
@@ -35,8 +35,6 @@ class GatingBench final : public BenchProgram {
   void add_options(CLI::App& app) override {
     add_choices(app, "--sizes", size_names_, {"m6t", "gpt"},
                 "m6t (M6-T Table 3: h 128, f 512, 4096 experts) and/or gpt (h 768, f 3072, 64 experts); default by scale");
-    add_path(app, "--reference", reference_,
-             "M6-T Table 1 as CSV (default: experiments/reference/m6t_table1.csv of this checkout)");
     add_real(app, "--capacity-factor", gamma_opt_, above(0), "Capacity factor (default 1.25, as M6-T)");
   }
 
@@ -66,15 +64,11 @@ class GatingBench final : public BenchProgram {
     }
     warmup_ = ctx.opts.warmup.value_or(warmup_);
     iters_ = ctx.opts.iters.value_or(iters_);
-    if (reference_.empty()) reference_ = default_reference();
     try {
-      io::CSVReader<5, io::trim_chars<' '>, io::double_quote_escape<',', '"'>> in(reference_);
-      in.read_header(io::ignore_extra_column, "Model Size", "Top-1", "Top-4", "Top-16", "4 Top-4");
-      std::string model;
-      double t1, t4, t16, p44;
-      while (in.read_row(model, t1, t4, t16, p44)) paper_[model] = {{"Top-1", t1}, {"Top-4", t4}, {"Top-16", t16}, {"4 Top-4", p44}};
-    } catch (const std::exception& e) {
-      return "--reference: cannot read " + reference_ + ": " + e.what();
+      for (const auto& r : kRoutings)
+        if (r.paper_key) paper_[r.paper_key] = paper_number(std::string("001.t1.3layer.") + r.paper_key);
+    } catch (const Error& e) {
+      return std::string("the papers' values: ") + e.what();
     }
     for (const Size& s : sizes_)
       for (const auto& r : kRoutings) {
@@ -104,7 +98,6 @@ class GatingBench final : public BenchProgram {
                 "gate_kernel_ms", "gate_kernel_ms_min", "gate_kernel_ms_max", "gate_ms", "gate_ms_min", "gate_ms_max",
                 "layer_ms", "layer_ms_min", "layer_ms_max", "layer_vs_top1", "gate_kernel_vs_top1",
                 "paper_3layer_ms_per_step", "paper_3layer_vs_top1", "ratio_of_ratios", "repetitions"});
-    const auto& p3 = paper_["3-layer"];
     for (const Size& s : sizes_) {
       auto find = [&](const std::string& routing) -> const RunRecord* {
         const auto it = by.find("m6t_gating/" + s.name + "/" + routing);
@@ -118,9 +111,9 @@ class GatingBench final : public BenchProgram {
         const Spread layer = run->time_ms(), kern = run->counter("gate_kernel_ms"), gate = run->counter("gate_ms");
         const double layer1 = top1->time_ms().median, kern1 = top1->counter("gate_kernel_ms").median;
         std::optional<double> paper, paper_ratio, ratio_of_ratios;
-        if (r.paper_column && p3.count(r.paper_column)) {
-          paper = p3.at(r.paper_column);
-          paper_ratio = *paper / p3.at("Top-1");
+        if (r.paper_key) {
+          paper = paper_.at(r.paper_key);
+          paper_ratio = *paper / paper_.at("top1");
           ratio_of_ratios = (layer.median / layer1) / *paper_ratio;
         }
         t.add_row({s.name, r.name, std::to_string(r.prototypes), std::to_string(r.k), std::to_string(s.experts),
@@ -153,19 +146,6 @@ class GatingBench final : public BenchProgram {
     c.capacity_factor = gamma_;
     c.dtype = t;
     return c;
-  }
-
-  // The paper's Table 1 as the repository keeps it: beside this binary's checkout
-  // (<checkout>/build/bench/ -> <checkout>/experiments/reference/), else in the source tree it was built from.
-  static std::string default_reference() {
-    namespace fs = std::filesystem;
-    const fs::path rel = fs::path("experiments") / "reference" / "m6t_table1.csv";
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec)
-      for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
-        if (fs::exists(dir / rel, ec)) return (dir / rel).string();
-    return (fs::path(MOEBENCH_SOURCE_DIR) / rel).string();
   }
 
   // One routing case's layer and tensors, made at its first repetition and kept for the rest.
@@ -234,12 +214,11 @@ class GatingBench final : public BenchProgram {
 
   std::vector<std::string> size_names_;
   std::vector<Size> sizes_;
-  std::string reference_;
   std::optional<double> gamma_opt_;
   double gamma_ = 1.25;
   std::unique_ptr<Fixture> fixture_;
   int warmup_ = 1, iters_ = 3;
-  std::map<std::string, std::map<std::string, double>> paper_;
+  std::map<std::string, double> paper_;  // M6-T Table 1's 3-layer ms/step by routing
 };
 
 }  // namespace

@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include "pipeline/gpt_layout.h"
 #include "pipeline/gpt_trainer.h"
 #include "harness/bench.h"
 #include "kernels/capacity.h"
 #include "models/paper_specs.h"
+#include "models/paper_values.h"
 
 namespace moebench {
 namespace {
@@ -20,12 +22,15 @@ namespace {
 struct Routing {
   std::string name;
   int prototypes, top_k;
-  std::map<int, double> paper_ms;  // by layers
+  std::string paper_key;  // experiments/reference/values.csv: 001.t1.<3layer|16layer>.<key>
+  // M6-T's ms/step at `layers`, where Table 1 has that depth (3 and 16).
+  std::optional<double> paper_ms(int layers) const {
+    if (layers != 3 && layers != 16) return std::nullopt;
+    return paper_number("001.t1." + std::to_string(layers) + "layer." + paper_key);
+  }
 };
-const std::vector<Routing> kRoutings = {{"top-1", 1, 1, {{3, 98}, {16, 436}}},
-                                        {"top-4", 1, 4, {{3, 199}, {16, 975}}},
-                                        {"top-16", 1, 16, {{3, 600}, {16, 3100}}},
-                                        {"4 top-4", 4, 4, {{3, 203}, {16, 980}}}};
+const std::vector<Routing> kRoutings = {
+    {"top-1", 1, 1, "top1"}, {"top-4", 1, 4, "top4"}, {"top-16", 1, 16, "top16"}, {"4 top-4", 4, 4, "4top4"}};
 
 class T1Bench final : public BenchProgram {
  public:
@@ -97,15 +102,17 @@ class T1Bench final : public BenchProgram {
       if (!r.error) ms[r.name] = r.time_ms();
     CsvTable t({"layers", "routing", "prototypes", "top_k", "experts", "hidden", "ffn", "heads", "seq", "vocab", "tokens_per_rank",
                 "capacity", "gate", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "ratio_vs_top1",
-                "ratio_paper_vs_fused", "paper_ms_per_step", "paper_ratio_vs_top1", "expert_rows_max_over_mean"});
+                "ratio_paper_vs_fused", "paper_ms_per_step", "paper_ratio_vs_top1", "ratio_vs_top1_over_paper",
+                "expert_rows_max_over_mean"});
     for (int L : layers_)
       for (const Routing& r : kRoutings)
         for (GateImpl g : gates_) {
           const std::string k = key(L, r, g), top1 = key(L, kRoutings[0], g);
           if (!ms.count(k)) continue;
           const Spread s = ms[k];
-          const bool paper = r.paper_ms.count(L) > 0;
-          const double paper_ratio = paper ? r.paper_ms.at(L) / kRoutings[0].paper_ms.at(L) : 0;
+          const std::optional<double> paper_ms = r.paper_ms(L);
+          const bool paper = paper_ms.has_value();
+          const double paper_ratio = paper ? *paper_ms / *kRoutings[0].paper_ms(L) : 0;
           const std::string ratio = ms.count(top1) ? fmt(s.median / ms[top1].median, 4) : "n/a";
           const std::string pk = key(L, r, GateImpl::paper), fk = key(L, r, GateImpl::fused);
           const std::string vs_fused =
@@ -117,11 +124,13 @@ class T1Bench final : public BenchProgram {
                      std::to_string(shape_.experts), std::to_string(shape_.hidden), std::to_string(shape_.ffn),
                      std::to_string(shape_.heads), std::to_string(shape_.seq), std::to_string(shape_.vocab),
                      std::to_string(sequences_per_rank_ * shape_.seq), std::to_string(capacity), gate_label(g),
-                     fmt(s.median), fmt(s.min), fmt(s.max), ratio, vs_fused, paper ? fmt(r.paper_ms.at(L)) : "n/a",
-                     paper ? fmt(paper_ratio, 4) : "n/a", load_.count(k) ? fmt(load_.at(k), 4) : "-"});
+                     fmt(s.median), fmt(s.min), fmt(s.max), ratio, vs_fused, fmt_or_na(paper_ms),
+                     paper ? fmt(paper_ratio, 4) : "n/a",
+                     paper && ms.count(top1) ? fmt(s.median / ms[top1].median / paper_ratio, 4) : "n/a",
+                     load_.count(k) ? fmt(load_.at(k), 4) : "-"});
           std::printf("m6t.t1 %2d layers %-8s %-5s gate %9.2f ms/step  x%s of top-1 (paper: %s ms/step, x%s)\n", L,
                       r.name.c_str(), gate_impl_name(g), s.median, ratio.c_str(),
-                      paper ? fmt(r.paper_ms.at(L)).c_str() : "n/a", paper ? fmt(paper_ratio, 3).c_str() : "n/a");
+                      fmt_or_na(paper_ms).c_str(), paper ? fmt(paper_ratio, 3).c_str() : "n/a");
         }
     t.write(ctx.opts.out_dir + "/m6t/t1.csv", ctx.provenance);
     return 0;

@@ -3,6 +3,12 @@
 #   --backend cpu|cuda         (env BACKEND, default cpu)
 #   --ranks N                  (env RANKS; default: the script's, else 4 on cpu, the GPU count on cuda;
 #                               single-rank experiments take 1 and refuse any other --ranks)
+#   --results DIR              (env MOEBENCH_RESULTS) where the CSVs and plots go. Default: results/,
+#                               the committed set, for the local scale on the cpu backend; results-<scale>/
+#                               (results-cuda-<scale>/ on cuda) otherwise, so a run at another scale never
+#                               writes into the committed set unless asked.
+#   --replace                  a results folder holding another scale's or backend's CSVs for this
+#                               experiment is refused (its CSVs would mix); --replace removes them first.
 #   anything else is passed to the bench binary.
 # Launcher: MOEBENCH_LAUNCHER=mpirun (default) | srun (default under Slurm) | none;
 # MOEBENCH_LAUNCHER_ARGS adds arguments to it. MOEBENCH_NSYS=1 wraps each rank in
@@ -11,7 +17,6 @@
 # ranks than this machine has GPUs is one line "<script>: error: ..." and exit code 2.
 MOEBENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MOEBENCH_BUILD="${MOEBENCH_BUILD:-$MOEBENCH_ROOT/build}"
-MOEBENCH_RESULTS="${MOEBENCH_RESULTS:-$MOEBENCH_ROOT/results}"
 MOEBENCH_SCRIPT="$(basename "$(dirname "$0")")/$(basename "$0")"
 
 moebench_die() {
@@ -25,7 +30,8 @@ moebench_usage() {
   sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"
   echo
   echo "Common options: --scale tiny|local|paper (default local), --backend cpu|cuda (default cpu),"
-  echo "--ranks N; any other option goes to the bench. Environment: MOEBENCH_BUILD, MOEBENCH_RESULTS,"
+  echo "--ranks N, --results DIR (default results/ for the local scale on cpu, else results-<scale>/),"
+  echo "--replace; any other option goes to the bench. Environment: MOEBENCH_BUILD, MOEBENCH_RESULTS,"
   echo "MOEBENCH_LAUNCHER (mpirun, srun or none), MOEBENCH_LAUNCHER_ARGS, MOEBENCH_NSYS=1."
   local bin="$MOEBENCH_BUILD/bench/${MOEBENCH_BENCH:-}"
   if [ -n "${MOEBENCH_BENCH:-}" ] && [ -x "$bin" ]; then
@@ -43,21 +49,26 @@ moebench_parse_args() {
   if [ "${1:-}" = --single-rank ]; then single_rank=1; RANKS=""; shift; fi
   SCALE="${SCALE:-local}"
   BACKEND="${BACKEND:-cpu}"
+  REPLACE=0
   EXTRA=()
   while [ $# -gt 0 ]; do
     case "$1" in
       -h|--help) moebench_usage; exit 0 ;;
-      --scale|--backend|--ranks)
+      --scale|--backend|--ranks|--results)
         [ $# -ge 2 ] && [ -n "$2" ] && [ "${2#--}" = "$2" ] || moebench_die "$1: needs a value"
         case "$1" in
           --scale) SCALE="$2" ;;
           --backend) BACKEND="$2" ;;
           --ranks) RANKS="$2" ;;
+          --results) MOEBENCH_RESULTS="$2" ;;
         esac
         shift 2 ;;
       --scale=*) SCALE="${1#*=}"; shift ;;
       --backend=*) BACKEND="${1#*=}"; shift ;;
       --ranks=*) RANKS="${1#*=}"; shift ;;
+      --results=*) MOEBENCH_RESULTS="${1#*=}"; [ -n "$MOEBENCH_RESULTS" ] || moebench_die "--results: needs a value"; shift ;;
+      --replace) REPLACE=1; shift ;;
+      --out|--out=*) moebench_die "--out: the experiment scripts take --results DIR (their plots draw from it too)" ;;
       *) EXTRA+=("$1"); shift ;;
     esac
   done
@@ -75,6 +86,40 @@ moebench_parse_args() {
   if [ "$single_rank" = 1 ] && [ "$RANKS" != 1 ]; then
     moebench_die "--ranks: '$RANKS': this experiment measures one device and runs on 1 rank; allowed: 1"
   fi
+  if [ -z "${MOEBENCH_RESULTS:-}" ]; then
+    if [ "$SCALE" = local ] && [ "$BACKEND" = cpu ]; then MOEBENCH_RESULTS="$MOEBENCH_ROOT/results"
+    elif [ "$BACKEND" = cpu ]; then MOEBENCH_RESULTS="$MOEBENCH_ROOT/results-$SCALE"
+    else MOEBENCH_RESULTS="$MOEBENCH_ROOT/results-cuda-$SCALE"
+    fi
+  fi
+  if [ -e "$MOEBENCH_RESULTS" ] && [ ! -d "$MOEBENCH_RESULTS" ]; then moebench_die "--results: $MOEBENCH_RESULTS is not a folder"; fi
+  export MOEBENCH_RESULTS
+}
+
+# moebench_results_dir_check DIR: refuses to write this run's CSVs beside another scale's or
+# backend's in DIR (their first row's provenance says which); with --replace, removes those CSVs
+# and their plots first.
+moebench_results_dir_check() {
+  local dir="$1" f other=""
+  [ -d "$dir" ] || return 0
+  for f in "$dir"/*.csv; do
+    [ -f "$f" ] || continue
+    local scale backend
+    read -r scale backend < <(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "scale") s = i; if ($i == "backend") b = i } }
+      NR == 2 { print (s ? $s : "-"), (b ? $b : "-"); exit }' "$f")
+    if { [ -n "$scale" ] && [ "$scale" != - ] && [ "$scale" != "$SCALE" ]; } ||
+       { [ -n "$backend" ] && [ "$backend" != - ] && [ "$backend" != model ] && [ "$backend" != "$BACKEND" ]; }; then
+      other="$f ($scale scale, $backend backend)"
+      break
+    fi
+  done
+  [ -n "$other" ] || return 0
+  if [ "$REPLACE" = 1 ]; then
+    echo "$MOEBENCH_SCRIPT: --replace: removing the CSVs and plots of $dir (another run's: $other)"
+    rm -f "$dir"/*.csv "$dir"/*.png
+    return 0
+  fi
+  moebench_die "--results: $dir holds another run's results, $other; a --scale $SCALE --backend $BACKEND run would mix them: give another --results DIR, or --replace to remove them"
 }
 
 # GPUs on this machine: per nvidia-smi, else per the bench binary BIN (--list-devices), else empty.
@@ -126,6 +171,7 @@ moebench_launch() {
   local launcher
   launcher="$(moebench_launcher)" || exit 2
   moebench_preflight "$1" "$launcher"
+  moebench_results_dir_check "$result_dir"
   if [ "${MOEBENCH_NSYS:-0}" = 1 ]; then
     command -v nsys >/dev/null 2>&1 || moebench_die "MOEBENCH_NSYS=1: nsys is not installed"
     mkdir -p "$result_dir"
@@ -166,8 +212,10 @@ moebench_experiment() {
   MOEBENCH_BENCH="$bench"
   moebench_parse_args ${single[@]+"${single[@]}"} "$@"
   local bin="$MOEBENCH_BUILD/bench/$bench" py
+  # MOEBENCH_NESTED=NAME: a variant of an experiment writes RESULTS/NAME/SUBDIR (comm/emulated).
+  local root="$MOEBENCH_RESULTS${MOEBENCH_NESTED:+/$MOEBENCH_NESTED}"
   py="$(moebench_python)" || exit 2
-  moebench_launch "$MOEBENCH_RESULTS/$subdir" "$bin" --scale "$SCALE" --backend "$BACKEND" \
-    --out "$MOEBENCH_RESULTS" ${EXTRA[@]+"${EXTRA[@]}"}
-  "$py" "$MOEBENCH_ROOT/plots/$plot" "$MOEBENCH_RESULTS/$subdir"
+  moebench_launch "$root/$subdir" "$bin" --scale "$SCALE" --backend "$BACKEND" \
+    --out "$root" ${EXTRA[@]+"${EXTRA[@]}"}
+  "$py" "$MOEBENCH_ROOT/plots/$plot" "$root/$subdir"
 }

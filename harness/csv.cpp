@@ -56,6 +56,10 @@ static void append_line(std::string& out, const std::vector<std::string>& a, con
 }
 
 std::string CsvTable::to_string(const Provenance* p) const {
+  if (p)
+    for (const std::string& c : columns_)
+      for (const std::string& pc : Provenance::columns())
+        if (c == pc) throw Error("csv: column '" + c + "' is a provenance column too: a CSV names a column once");
   std::string out;
   const auto pv = p ? p->values() : std::vector<std::string>{};
   append_line(out, columns_, p ? &Provenance::columns() : nullptr);

@@ -1,5 +1,6 @@
 #include "models/paper_values.h"
 #include <cstdlib>
+#include <filesystem>
 #include <cmath>
 #include "kernels/exec.h"
 #include "models/csv_rows.h"
@@ -7,8 +8,17 @@
 namespace moebench {
 
 std::string reference_dir() {
+  namespace fs = std::filesystem;
   if (const char* dir = std::getenv("MOEBENCH_REFERENCE"); dir && *dir) return dir;
-  return std::string(MOEBENCH_SOURCE_DIR) + "/experiments/reference";
+  // The checkout the binary sits in (<checkout>/build/bench/ -> <checkout>/experiments/reference/),
+  // so a moved or copied checkout reads its own numbers; else the source tree it was built from.
+  const fs::path rel = fs::path("experiments") / "reference";
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
+      if (fs::exists(dir / rel / "values.csv", ec)) return (dir / rel).string();
+  return (fs::path(MOEBENCH_SOURCE_DIR) / rel).string();
 }
 
 const std::vector<PaperValue>& paper_values() {

@@ -12,7 +12,8 @@ struct PaperValue {
   double value = 0;
 };
 
-// The reference folder: $MOEBENCH_REFERENCE, else the source tree's experiments/reference.
+// The reference folder: $MOEBENCH_REFERENCE, else experiments/reference of the checkout the
+// running binary sits in, else of the source tree it was built from.
 std::string reference_dir();
 // Every value, in the file's order (read once).
 const std::vector<PaperValue>& paper_values();

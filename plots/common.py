@@ -50,3 +50,21 @@ def run_main(main, folder_hint):
         print(f"usage: {sys.argv[0]} {folder_hint}", file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[1]))
+
+
+_PAPER_VALUES = None
+
+
+def paper_value(value_id):
+    """A number of the papers, from experiments/reference/values.csv (MOEBENCH_REFERENCE overrides
+    the folder): the one place the papers' numbers are typed."""
+    global _PAPER_VALUES
+    if _PAPER_VALUES is None:
+        import os
+        folder = os.environ.get("MOEBENCH_REFERENCE") or pathlib.Path(__file__).resolve().parent.parent / "experiments" / "reference"
+        with open(pathlib.Path(folder) / "values.csv", newline="") as f:
+            _PAPER_VALUES = {r["id"]: float(r["value"]) for r in csv.DictReader(f)}
+    if value_id not in _PAPER_VALUES:
+        print(f"{sys.argv[0]}: error: no paper value '{value_id}' in experiments/reference/values.csv", file=sys.stderr)
+        sys.exit(1)
+    return _PAPER_VALUES[value_id]

@@ -48,8 +48,8 @@ def plot_sweep(folder, rows):
         low = [num(sub[n]["cv_min"]) for n in names]
         ax.bar(xs, last, width=width, color=color, label=f"aux {'on' if aux == '1' else 'off'}: c_v over the last 20% of steps")
         ax.scatter(xs, low, color="black", marker="_", s=120, zorder=3, label="its lowest point" if k == 0 else None)
-    ax.axhline(num(read_rows(folder / "cv.csv")[0]["paper_cv_with_aux_plateau"]), color="black", ls="--", lw=1,
-               label="M6-T Fig. 1 with aux: ~0.3 (read off the figure)")
+    plateau = num(read_rows(folder / "cv.csv")[0]["paper_cv_with_aux_plateau"])
+    ax.axhline(plateau, color="black", ls="--", lw=1, label=f"M6-T Fig. 1 with aux: ~{plateau:g} (read off the figure)")
     ax.set_xticks(range(len(names)), [n.replace("_", "\n", 1) for n in names], fontsize=7)
     ax.set_ylabel("c_v (mean over layers)")
     r = rows[0]

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """merge_csv.py OUT IN [IN ...]: the rows of every IN (same header) in one CSV, written whole
-(a temporary file, then renamed). OUT may be one of the INs; INs that do not exist are skipped."""
+(a temporary file, then renamed). OUT may be one of the INs; INs that do not exist are skipped.
+Rows of two scales, backends or devices are refused: a CSV holds one run's kind of rows."""
 import csv
 import os
 import pathlib
@@ -23,6 +24,13 @@ def main(out, inputs):
                 return 1
             header = h
             rows.extend(reader)
+    for key in ("scale", "backend", "device"):
+        if header is not None and key in header:
+            kinds = {r[header.index(key)] for r in rows if len(r) == len(header)}
+            if len(kinds) > 1:
+                print(f"{sys.argv[0]}: error: {', '.join(inputs)} hold rows of {len(kinds)} {key}s ({', '.join(sorted(kinds))}); "
+                      f"a CSV holds one", file=sys.stderr)
+                return 1
     if header is None:
         print(f"{sys.argv[0]}: error: none of {', '.join(inputs)} exists", file=sys.stderr)
         return 1

@@ -5,7 +5,7 @@ import pathlib
 
 import matplotlib.pyplot as plt
 
-from common import nonempty_rows, num, run_main, save
+from common import nonempty_rows, num, run_main, save, paper_value
 
 
 def bars(ax, labels, modelled, paper, title, ylabel):
@@ -49,8 +49,9 @@ def main(folder):
         x = range(len(a))
         axes[0].bar([i - 0.2 for i in x], [num(r["mpmoe_over_fastmoe"]) for r in a], 0.4, label="over FastMoE")
         axes[0].bar([i + 0.2 for i in x], [num(r["mpmoe_over_fastermoe"]) for r in a], 0.4, label="over FasterMoE")
-        axes[0].axhline(2.20, color="tab:blue", ls="--", lw=0.8, label="paper mean over FastMoE (2.20)")
-        axes[0].axhline(1.55, color="tab:orange", ls="--", lw=0.8, label="paper mean over FasterMoE (1.55)")
+        over_fast, over_faster = paper_value("003.f10.pm_over_fastmoe"), paper_value("003.f10.pm_over_fastermoe")
+        axes[0].axhline(over_fast, color="tab:blue", ls="--", lw=0.8, label=f"paper mean over FastMoE ({over_fast:g})")
+        axes[0].axhline(over_faster, color="tab:orange", ls="--", lw=0.8, label=f"paper mean over FasterMoE ({over_faster:g})")
         axes[0].set_xticks(list(x), labels, rotation=70, ha="right", fontsize=5)
         axes[0].set_title("MPMoE (003) Fig. 10: MPMoE-pm speedup (modelled)", fontsize=8)
         axes[0].legend(fontsize=6)
@@ -62,7 +63,8 @@ def main(folder):
         axes[1].legend(fontsize=6)
         axes[2].bar([r["nodes"] for r in c], [num(r["throughput_over_one_node"]) for r in c], label="modelled")
         axes[2].plot([r["nodes"] for r in c], [num(r["nodes"]) for r in c], "k--", lw=0.8, label="ideal")
-        axes[2].scatter(["8"], [5.76], color="tab:gray", zorder=3, label="paper (5.76x)")
+        eight = paper_value("003.f17.mpmoe_8nodes")
+        axes[2].scatter(["8"], [eight], color="tab:gray", zorder=3, label=f"paper ({eight:g}x)")
         axes[2].set_title("MPMoE (003) Fig. 17: throughput over one node, Adira", fontsize=8)
         axes[2].legend(fontsize=6)
         fig.suptitle(f"Modelled, not measured ({a[0]['link']}; commit {a[0]['commit']})", fontsize=8)

@@ -7,7 +7,7 @@ import sys
 
 import matplotlib.pyplot as plt
 
-from common import num, provenance_line, read_rows, save
+from common import num, provenance_line, read_rows, save, paper_value
 
 
 def cases(rows):
@@ -40,7 +40,8 @@ def f3(rows, out):
     labels = [f"{r['model']}({r['tokens']})\n{r['y']} beside {r['x']}" for r in rows]
     colors = {"comm": "tab:blue", "comp": "tab:orange", "mem": "tab:green"}
     ax.bar(range(len(rows)), [num(r["alpha"]) for r in rows], color=[colors[r["y"]] for r in rows])
-    ax.axhline(0.5, color="red", ls="--", lw=1, label="0.5: below it, overlapping loses (the paper's rule)")
+    alpha = paper_value("003.s23.alpha_threshold")
+    ax.axhline(alpha, color="red", ls="--", lw=1, label=f"{alpha:g}: below it, overlapping loses (the paper's rule)")
     ax.set_xticks(range(len(rows)), labels, fontsize=6)
     ax.set_ylabel("alpha(y, x) = y alone / y beside x")
     ax.legend(fontsize=7)
@@ -79,8 +80,10 @@ def f10(rows, out):
     for i, r in enumerate(rows):
         ax.annotate(f"pb n={r['pb_n']} {r['pb_strategy']}\npm n={r['pm_n']} {r['pm_strategy']}", (i, 0.05), ha="center",
                     fontsize=6)
-    ax.axhline(2.34, color="tab:orange", ls=":", lw=1, label="paper: MPMoE-pb over FastMoE, mean 2.34x")
-    ax.axhline(2.34 / 1.66, color="tab:blue", ls=":", lw=1, label="paper: FasterMoE over FastMoE (2.34 / 1.66)")
+    pb_fast, pb_faster = paper_value("003.f10.pb_over_fastmoe"), paper_value("003.f10.pb_over_fastermoe")
+    ax.axhline(pb_fast, color="tab:orange", ls=":", lw=1, label=f"paper: MPMoE-pb over FastMoE, mean {pb_fast:g}x")
+    ax.axhline(pb_fast / pb_faster, color="tab:blue", ls=":", lw=1,
+               label=f"paper: FasterMoE over FastMoE ({pb_fast:g} / {pb_faster:g})")
     ax.set_xticks(range(len(rows)), [r["label"] for r in rows])
     ax.set_ylabel("speedup over the FastMoE-style layer")
     ax.legend(fontsize=6)
@@ -95,7 +98,8 @@ def f11(rows, out):
     colors = ["tab:gray" if r["layer"].startswith("Fast") else "tab:blue" if r["layer"] == "PMoE" else "tab:orange"
               for r in rows]
     ax.bar(range(len(rows)), vals, color=colors)
-    for n, red in (("2", 0.23), ("4", 0.34), ("8", 0.38)):
+    for n in ("2", "4", "8"):
+        red = paper_value(f"003.f11.n{n}.reduction") / 100
         ax.axhline(1 - red, color="black", ls=":", lw=0.6)
         ax.text(len(rows) - 0.5, 1 - red, f" paper n={n}: -{int(red * 100)}%", fontsize=6, va="bottom", ha="right")
     ax.set_xticks(range(len(rows)), labels, fontsize=5, rotation=90)
@@ -108,8 +112,9 @@ def f12(rows, out):
     fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(rows)), 4))
     labels = [f"{r['model']}({r['tokens']})\nn={r['n']} {r['strategy']}" for r in rows]
     ax.bar(range(len(rows)), [num(r["achieved_over_theoretical_worst_rank"]) for r in rows], color="tab:orange")
-    ax.axhline(0.98, color="red", ls="--", lw=1, label="target 0.98")
-    ax.axhline(0.95, color="black", ls=":", lw=1, label="paper ~0.95")
+    target, paper = num(rows[0]["target"]), paper_value("003.f12.achieved_over_theoretical") / 100
+    ax.axhline(target, color="red", ls="--", lw=1, label=f"our target {target:g}")
+    ax.axhline(paper, color="black", ls=":", lw=1, label=f"paper about {paper:g}")
     ax.set_ylim(0.8, 1.05)
     ax.set_xticks(range(len(rows)), labels, fontsize=5, rotation=90)
     ax.set_ylabel("saved activations / Eq. 5 (worst rank)")
@@ -176,7 +181,9 @@ def f16(rows, out):
     ax.set_xticks(list(x), labels, fontsize=6)
     ax.set_ylabel("ms per forward + backward")
     ax.legend(fontsize=7)
-    ax.set_title("MPMoE (003) Fig. 16: breakdown; pipelined against max(comm, comp) of seq(n) (paper 0.70, target 0.90)\n"
+    targets = [num(r["target"]) for r in rows if r["target"] != "n/a"]
+    ax.set_title("MPMoE (003) Fig. 16: breakdown; pipelined against max(comm, comp) of seq(n) "
+                 f"(paper {paper_value('003.f16.of_ideal') / 100:g}, our target {targets[0] if targets else float('nan'):g})\n"
                  + provenance_line(rows[0]), fontsize=8)
     save(fig, out)
 

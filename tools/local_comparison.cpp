@@ -300,7 +300,8 @@ void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector
 
 ProjectedTable compare_local_runs(const HardwareProfile& hw, const std::string& dir) {
   std::vector<Comparison> rows;
-  NotCompared missing{std::filesystem::exists(hw.path) ? device_of(hw.path) : "", {}};
+  const bool profiled = std::filesystem::exists(hw.path);
+  NotCompared missing{profiled ? provenance_of(hw.path, "device") : "", profiled ? provenance_of(hw.path, "scale") : "", {}};
   try {
     compare_comm(hw, dir + "/comm", rows, missing);
     compare_comm(hw, dir + "/comm_emulated/comm", rows, missing);

@@ -5,12 +5,12 @@
 
 namespace moebench {
 
-std::string device_of(const std::string& path) {
+std::string provenance_of(const std::string& path, const std::string& column) {
   CsvIn<1> in(path);
-  in.read_header(io::ignore_extra_column | io::ignore_missing_column, "device");
-  if (!in.has_column("device")) return "";
-  std::string device;
-  return in.read_row(device) ? device : "";
+  in.read_header(io::ignore_extra_column | io::ignore_missing_column, column);
+  if (!in.has_column(column)) return "";
+  std::string value;
+  return in.read_row(value) ? value : "";
 }
 
 bool present(const std::string& path, NotCompared& missing) {
@@ -18,9 +18,14 @@ bool present(const std::string& path, NotCompared& missing) {
     missing.push_back(path + " (no such file)");
     return false;
   }
-  const std::string ran_on = device_of(path);
+  const std::string ran_on = provenance_of(path, "device");
   if (!missing.device.empty() && !ran_on.empty() && ran_on != missing.device) {
     missing.push_back(path + " (measured on " + ran_on + "; the profile is of " + missing.device + ")");
+    return false;
+  }
+  const std::string scale = provenance_of(path, "scale");
+  if (!missing.scale.empty() && !scale.empty() && scale != missing.scale) {
+    missing.push_back(path + " (a " + scale + "-scale run; the profile was measured at the " + missing.scale + " scale)");
     return false;
   }
   return true;

@@ -16,13 +16,14 @@ template <unsigned Columns>
 using CsvIn = io::CSVReader<Columns, io::trim_chars<' '>, io::double_quote_escape<',', '"'>>;
 
 
-// The `device` provenance column of a CSV's first row ("" where the file has none: a shipped
-// profile, say).
-std::string device_of(const std::string& path);
+// A provenance column (device, scale, ...) of a CSV's first row ("" where the file has none: a
+// shipped profile, say).
+std::string provenance_of(const std::string& path, const std::string& column);
 
-// The local runs left out, and why; `device` is the machine the profile was measured on.
+// The local runs left out, and why; `device` and `scale` are the profile's: a run of another
+// machine or scale is not compared (its sizes and regime are not the profile's).
 struct NotCompared {
-  std::string device;
+  std::string device, scale;
   std::vector<std::string> lines;
   void push_back(std::string why) { lines.push_back(std::move(why)); }
 };

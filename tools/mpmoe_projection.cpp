@@ -5,6 +5,7 @@
 #include "models/collective_model.h"
 #include "models/mpmoe_memory.h"
 #include "models/paper_specs.h"
+#include "models/paper_values.h"
 
 namespace moebench {
 namespace {
@@ -83,13 +84,15 @@ ProjectedTable project_mpmoe_f10(const HardwareProfile& adira, const HardwarePro
         ++rows;
         out.table.add_row({hw == &adira ? "Adira" : "Valor", std::to_string(gpus), model, std::to_string(tokens), fmt(fast, 5),
                            fmt(faster, 5), fmt(m.ms, 5), std::to_string(m.parts), m.strategy, fmt(faster / m.ms, 4),
-                           fmt(fast / m.ms, 4), "1.55", "2.20", kAssumptions, kCalibration});
+                           fmt(fast / m.ms, 4), fmt(paper_number("003.f10.pm_over_fastermoe"), 3),
+                           fmt(paper_number("003.f10.pm_over_fastmoe"), 3), kAssumptions, kCalibration});
       }
   }
   char line[256];
   std::snprintf(line, sizeof line,
-                "mpmoe.f10 (modelled): MPMoE-pm over FasterMoE %.2fx, over FastMoE %.2fx on average (paper: 1.55x, 2.20x)",
-                sum_faster / rows, sum_fast / rows);
+                "mpmoe.f10 (modelled): MPMoE-pm over FasterMoE %.2fx, over FastMoE %.2fx on average (paper: %.2fx, %.2fx)",
+                sum_faster / rows, sum_fast / rows, paper_number("003.f10.pm_over_fastermoe"),
+                paper_number("003.f10.pm_over_fastmoe"));
   out.summary.push_back(line);
   return out;
 }
@@ -129,7 +132,8 @@ ProjectedTable project_mpmoe_f14(const HardwareProfile& adira) {
     const MPMoEChoice m = mpmoe_best(layer_run("gpt-xl", 64, tokens), adira);
     grows = grows && m.parts >= last;
     last = m.parts;
-    const char* paper = tokens < 8192 ? "2" : tokens <= 22528 ? "4" : "8";
+    // 003 Sec. 5.5.2: n = 2 below 8k tokens, 4 up to 22k, 8 above.
+    const char* paper = tokens < paper_number("003.f14.n2_below") ? "2" : tokens <= paper_number("003.f14.n4_below") ? "4" : "8";
     out.table.add_row({"gpt-xl", "64", std::to_string(tokens), std::to_string(m.parts), m.strategy, fmt(m.ms, 5), paper,
                        grows ? "yes" : "no", kAssumptions, kCalibration});
   }
@@ -160,21 +164,29 @@ ProjectedTable project_mpmoe_f15(const HardwareProfile& adira) {
 
 ProjectedTable project_mpmoe_f17(const HardwareProfile& adira) {
   ProjectedTable out{CsvTable({"nodes", "gpus", "throughput_over_one_node", "percent_of_ideal", "paper_throughput_over_one_node",
-                               "assumptions", "calibration"}),
+                               "fastermoe_over_one_node", "paper_fastermoe_over_one_node", "assumptions", "calibration"}),
                      {}};
-  double base = 0;
+  const double paper = paper_number("003.f17.mpmoe_8nodes"), paper_faster = paper_number("003.f17.fastermoe_8nodes");
+  double base = 0, base_faster = 0;
   for (int nodes : {1, 2, 4, 8}) {
     const int gpus = nodes * adira.gpus_per_node;
-    double tput = 0;  // tokens per ms over the cluster, averaged over the models and B
+    double tput = 0, tput_faster = 0;  // tokens per ms over the cluster, summed over the models and B
     for (const char* model : {"gpt-s", "gpt-xl", "bert-l"})
-      for (int tokens : {4096, 8192, 16384}) tput += double(tokens) * gpus / mpmoe_best(layer_run(model, gpus, tokens), adira).ms;
-    if (nodes == 1) base = tput;
-    const double s = tput / base;
+      for (int tokens : {4096, 8192, 16384}) {
+        const MoELayerRun r = layer_run(model, gpus, tokens);
+        tput += double(tokens) * gpus / mpmoe_best(r, adira).ms;
+        tput_faster += double(tokens) * gpus / fastermoe_ms(r, adira);
+      }
+    if (nodes == 1) base = tput, base_faster = tput_faster;
+    const double s = tput / base, s_faster = tput_faster / base_faster;
     out.table.add_row({std::to_string(nodes), std::to_string(gpus), fmt(s, 4), fmt(100 * s / nodes, 3),
-                       nodes == 8 ? "5.76" : "n/a", kAssumptions, kCalibration});
+                       nodes == 8 ? fmt(paper, 3) : "n/a", fmt(s_faster, 4), nodes == 8 ? fmt(paper_faster, 3) : "n/a",
+                       kAssumptions, kCalibration});
     if (nodes == 8) {
-      char line[160];
-      std::snprintf(line, sizeof line, "mpmoe.f17 (modelled): 8 nodes give %.2fx one node's throughput (paper 5.76x, 72%%)", s);
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "mpmoe.f17 (modelled): 8 nodes give %.2fx one node's throughput, FasterMoE %.2fx (paper %.2fx and %.2fx)", s,
+                    s_faster, paper, paper_faster);
       out.summary.push_back(line);
     }
   }

@@ -20,7 +20,8 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
                        fmt(model, 4), fmt(measured, 4), fmt(eq / measured, 3), fmt(model / measured, 3), note,
                        "this machine's profile (" + hw.name + ")"});
   };
-  NotCompared skipped{std::filesystem::exists(hw.path) ? device_of(hw.path) : "", {}};
+  const bool profiled = std::filesystem::exists(hw.path);
+  NotCompared skipped{profiled ? provenance_of(hw.path, "device") : "", profiled ? provenance_of(hw.path, "scale") : "", {}};
   try {
     // Eq. 2 against the expert-parallel MoE layer: its two all-to-alls over its experts' forward.
     const std::string layer = dir + "/moe/layer_expert_parallel.csv";
@@ -48,8 +49,12 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
       if (!present(path, skipped)) continue;
       CsvIn<13> in(path);
       in.read_header(io::ignore_extra_column | io::ignore_missing_column, "dp", "tp", "layers", "hidden", "ffn", "heads",
-                     "seq", "vocab", "experts", "sequences_per_rank", "link", "ffn_fwd_ms", "ffn_allreduce_ms");
+                     "seq", "vocab", "experts", "sequences_per_rank", "link", "ffn_gemms_ms", "ffn_allreduce_ms");
       if (!in.has_column("sequences_per_rank")) continue;
+      if (!in.has_column("ffn_gemms_ms")) {
+        skipped.push_back(path + " (no column 'ffn_gemms_ms': re-run it)");
+        continue;
+      }
       int dp, tp, layers, hidden, ffn, heads, seq, vocab, experts, sequences;
       std::string link;
       double ffn_ms, allreduce_ms;
@@ -62,7 +67,7 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
         l.dp = dp; l.tp = tp; l.micro_batch_sequences = sequences; l.half = false;
         if (validate_step(m, l, h)) continue;
         const ForwardParts f = predict_step(m, l, h).forward;
-        // ffn_fwd_ms is the FFN's GEMMs alone in this bench, ffn_allreduce_ms its all-reduce
+        // ffn_gemms_ms: the FFNs' GEMMs alone (ffn_fwd_ms is the paper's FFN Fwd., all-reduce included)
         row("Eq. 5", "ppmoe.t3, " + link, tp, dp * tp, hidden, ppmoe_eq5_allreduce_over_calc(tp, h.peak_fp32_flops, h.intra_bw, hidden),
             f.ffn_allreduce / f.ffn, allreduce_ms / ffn_ms, "Eq. 5: (T - 1) T F / (4 B h), T = TP");
       }

@@ -10,6 +10,7 @@
 #include <map>
 #include "harness/provenance.h"
 #include "models/paper_specs.h"
+#include "models/paper_values.h"
 
 namespace moebench {
 namespace {
@@ -21,22 +22,24 @@ std::string pct(double v) { return fmt(100 * v, 4); }
 
 }  // namespace
 
+double T2Row::paper_throughput() const { return paper_number(paper_id + ".throughput"); }
+
 const std::vector<T2Row>& ppmoe_t2_rows() {
   using K = LayoutKind;
   static const std::vector<T2Row> rows = {
-      {"0.3B Dense", K::dense, 1, 8, 4, 1, false, 32, 3244, "small"},
-      {"0.3B Dense", K::dense, 4, 8, 1, 1, true, 32, 4174, "small"},
-      {"0.3B Dense", K::dense, 32, 1, 1, 1, true, 32, 5120, "small"},
-      {"6.7B DPMoE", K::dpmoe, 32, 1, 1, 64, true, 32, 2147, "small"},
-      {"6.7B DPMoE", K::dpmoe, 4, 8, 1, 64, true, 32, 218, "small"},
-      {"6.7B PPMoE", K::ppmoe, 1, 8, 4, 64, false, 32, 2708, "small"},
-      {"6.7B Dense", K::dense, 1, 8, 16, 1, false, 128, 356, "large"},
-      {"6.7B Dense", K::dense, 16, 8, 1, 1, true, 128, 597, "large"},
-      {"6.7B Dense", K::dense, 128, 1, 1, 1, true, 128, 410, "large"},
-      {"143B DPMoE", K::dpmoe, 256, 1, 1, 64, true, 256, 93, "large"},
-      {"143B DPMoE", K::dpmoe, 128, 2, 1, 64, true, 256, 183, "large"},
-      {"143B DPMoE", K::dpmoe, 32, 8, 1, 64, true, 256, 63, "large"},
-      {"143B PPMoE", K::ppmoe, 1, 8, 16, 64, false, 128, 323, "large"},
+      {"0.3B Dense", K::dense, 1, 8, 4, 1, false, 32, "000.t2.r1", "small"},
+      {"0.3B Dense", K::dense, 4, 8, 1, 1, true, 32, "000.t2.r2", "small"},
+      {"0.3B Dense", K::dense, 32, 1, 1, 1, true, 32, "000.t2.r3", "small"},
+      {"6.7B DPMoE", K::dpmoe, 32, 1, 1, 64, true, 32, "000.t2.r4", "small"},
+      {"6.7B DPMoE", K::dpmoe, 4, 8, 1, 64, true, 32, "000.t2.r5", "small"},
+      {"6.7B PPMoE", K::ppmoe, 1, 8, 4, 64, false, 32, "000.t2.r6", "small"},
+      {"6.7B Dense", K::dense, 1, 8, 16, 1, false, 128, "000.t2.r7", "large"},
+      {"6.7B Dense", K::dense, 16, 8, 1, 1, true, 128, "000.t2.r8", "large"},
+      {"6.7B Dense", K::dense, 128, 1, 1, 1, true, 128, "000.t2.r9", "large"},
+      {"143B DPMoE", K::dpmoe, 256, 1, 1, 64, true, 256, "000.t2.r10", "large"},
+      {"143B DPMoE", K::dpmoe, 128, 2, 1, 64, true, 256, "000.t2.r11", "large"},
+      {"143B DPMoE", K::dpmoe, 32, 8, 1, 64, true, 256, "000.t2.r12", "large"},
+      {"143B PPMoE", K::ppmoe, 1, 8, 16, 64, false, 128, "000.t2.r13", "large"},
   };
   return rows;
 }
@@ -115,10 +118,12 @@ static std::string t2_miss(const T2Row& r, const StepPrediction& p, double err) 
                       " GB does not fit, the paper ran it";
   if (r.kind == LayoutKind::dpmoe)
     return s + "; the all-to-all term: modelled " + pct((f.moe_dispatch + f.moe_combine) / f.total()) +
-           "% of the forward, 000 Table 1 measured 65.5%";
+           "% of the forward, 000 Table 1 measured " + fmt(paper_number("000.t1.a2a_of_total.pct"), 3) + "%";
   if (r.tp > 1)
     return s + "; the TP all-reduce term: modelled " + pct((f.attention_allreduce + f.ffn_allreduce + f.moe_combine) / f.total()) +
-           "% of the forward, 000 Table 3 measured 39.5% (MoE and FFN all-reduces)";
+           "% of the forward, 000 Table 3 measured " +
+           fmt(paper_number("000.t3.moe_allreduce.pct") + paper_number("000.t3.ffn_allreduce.pct"), 3) +
+           "% (MoE and FFN all-reduces)";
   return s + "; the DP gradient sync: modelled " + pct(p.dp_sync / p.step) + "% of the step (no measured share to hold it against)";
 }
 
@@ -136,8 +141,8 @@ ProjectedTable project_ppmoe_t2(const HardwareProfile& hw) {
   for (std::size_t i = 0; i < pred.size(); ++i) {
     const T2Row& r = ppmoe_t2_rows()[i];
     if (r.kind != LayoutKind::dense) continue;
-    if (!base_paper.count(r.setting) || r.paper_throughput < base_paper[r.setting]) {
-      base_paper[r.setting] = r.paper_throughput;
+    if (!base_paper.count(r.setting) || r.paper_throughput() < base_paper[r.setting]) {
+      base_paper[r.setting] = r.paper_throughput();
       base_model[r.setting] = pred[i].tokens_per_s_per_gpu;
     }
   }
@@ -146,7 +151,7 @@ ProjectedTable project_ppmoe_t2(const HardwareProfile& hw) {
     const T2Row& r = ppmoe_t2_rows()[i];
     const StepPrediction& p = pred[i];
     const double ratio_m = p.tokens_per_s_per_gpu / base_model[r.setting];
-    const double ratio_p = r.paper_throughput / base_paper[r.setting];
+    const double ratio_p = r.paper_throughput() / base_paper[r.setting];
     const double err = ratio_m / ratio_p;
     const bool ok = std::fabs(err - 1) <= 0.15 && p.fits;
     within += ok;
@@ -160,8 +165,8 @@ ProjectedTable project_ppmoe_t2(const HardwareProfile& hw) {
     const double mem_gb = (p.model_state_bytes + p.activation_bytes) / 1e9;
     out.table.add_row({r.setting, r.model, std::to_string(r.dp), std::to_string(r.tp), std::to_string(r.pp),
                        std::to_string(r.ep), r.zero ? "yes" : "no", std::to_string(r.gpus),
-                       p.fits ? fmt(p.tokens_per_s_per_gpu, 4) : "OOM", fmt(r.paper_throughput),
-                       p.fits ? fmt(p.tokens_per_s_per_gpu / r.paper_throughput, 3) : "n/a", fmt(ratio_m, 3),
+                       p.fits ? fmt(p.tokens_per_s_per_gpu, 4) : "OOM", fmt(r.paper_throughput()),
+                       p.fits ? fmt(p.tokens_per_s_per_gpu / r.paper_throughput(), 3) : "n/a", fmt(ratio_m, 3),
                        fmt(ratio_p, 3), fmt(err, 3), ok ? "yes" : "no", p.fits ? "yes" : "no", fmt(mem_gb, 4),
                        fmt(p.step, 4), fmt(p.pipeline, 4), fmt(p.bubble, 3), fmt(p.dp_sync, 4), fmt(p.optimizer, 4),
                        std::string(largest.first) + " (" + pct(largest.second / f.total()) + "% of the forward)",
@@ -228,9 +233,13 @@ ProjectedTable project_ppmoe_t2_orderings(const HardwareProfile& hw) {
 
 // A forward-step breakdown (000 Tables 1 and 3): each column's modelled share of the forward
 // beside the paper's, for Table 2's row `row`.
+// `table` is "ppmoe.t1" or "ppmoe.t3": the paper's milliseconds are 000.<t1|t3>.<column>.ms.
 static ProjectedTable project_breakdown(const HardwareProfile& hw, const T2Row& r,
-                                        const std::vector<std::tuple<std::string, double, double>>& cols,
+                                        const std::vector<std::pair<std::string, double>>& modelled,
                                         const std::string& table, const std::string& scope) {
+  std::vector<std::tuple<std::string, double, double>> cols;
+  for (const auto& [name, v] : modelled)
+    cols.emplace_back(name, v, paper_number("000." + table.substr(table.find('.') + 1) + "." + name + ".ms"));
   const StepLayout l = t2_layout(r, hw);
   const double total = std::get<1>(cols.front()), paper_total = std::get<2>(cols.front());
   ProjectedTable out{CsvTable({"column", "modelled_ms", "modelled_pct", "paper_ms", "paper_pct", "pct_points_off",
@@ -270,9 +279,8 @@ ProjectedTable project_ppmoe_t1(const HardwareProfile& hw) {
   const T2Row& r = ppmoe_t2_rows()[9];
   const ForwardParts f = predict_step(t2_model(r), t2_layout(r, hw), hw).forward;
   return project_breakdown(hw, r,
-                           {{"total_fwd", f.total(), 7617}, {"moe_fwd", f.moe(), 6294},
-                            {"first_all_to_all", f.moe_dispatch, 2566}, {"second_all_to_all", f.moe_combine, 2423},
-                            {"gating", f.moe_gating, 156}, {"others", f.total() - f.moe(), 1323}},
+                           {{"total_fwd", f.total()}, {"moe_fwd", f.moe()}, {"first_all_to_all", f.moe_dispatch},
+                            {"second_all_to_all", f.moe_combine}, {"gating", f.moe_gating}, {"others", f.total() - f.moe()}},
                            "ppmoe.t1", "forward of every micro-batch");
 }
 
@@ -281,9 +289,9 @@ ProjectedTable project_ppmoe_t3(const HardwareProfile& hw) {
   const T2Row& r = ppmoe_t2_rows()[5];
   const ForwardParts f = predict_step(t2_model(r), t2_layout(r, hw), hw).forward;
   return project_breakdown(hw, r,
-                           {{"total_fwd", f.total(), 6257}, {"moe_fwd", f.moe(), 2393}, {"gating", f.moe_gating, 491},
-                            {"expert_calc", f.moe_expert, 437}, {"moe_allreduce", f.moe_combine, 1294},
-                            {"ffn_fwd", f.ffn + f.ffn_allreduce, 1714}, {"ffn_allreduce", f.ffn_allreduce, 1176}},
+                           {{"total_fwd", f.total()}, {"moe_fwd", f.moe()}, {"gating", f.moe_gating},
+                            {"expert_calc", f.moe_expert}, {"moe_allreduce", f.moe_combine},
+                            {"ffn_fwd", f.ffn + f.ffn_allreduce}, {"ffn_allreduce", f.ffn_allreduce}},
                            "ppmoe.t3", "the slowest stage's forward of every micro-batch");
 }
 
@@ -291,10 +299,13 @@ ProjectedTable project_m6t_t1(const HardwareProfile& hw) {
   struct Routing {
     const char* name;
     int prototypes, k;
-    double paper3, paper16;
+    const char* paper_key;  // experiments/reference/values.csv: 001.t1.<3layer|16layer>.<key>
   };
-  const Routing routings[] = {{"top-1", 1, 1, 98, 436}, {"top-4", 1, 4, 199, 975}, {"top-16", 1, 16, 600, 3100},
-                              {"4 top-4", 4, 4, 203, 980}};
+  const Routing routings[] = {{"top-1", 1, 1, "top1"}, {"top-4", 1, 4, "top4"}, {"top-16", 1, 16, "top16"},
+                              {"4 top-4", 4, 4, "4top4"}};
+  auto paper_ms = [](int layers, const char* key) {
+    return paper_number("001.t1." + std::to_string(layers) + "layer." + key);
+  };
   ProjectedTable out{CsvTable({"layers", "routing", "gate", "modelled_ms_per_step", "modelled_ratio_vs_top1",
                                "paper_ms_per_step", "paper_ratio_vs_top1", "ratio_model_over_paper", "gating_share",
                                "assumptions", "calibration"}),
@@ -318,7 +329,7 @@ ProjectedTable project_m6t_t1(const HardwareProfile& hw) {
         l.micro_batch_sequences = 8;
         const StepPrediction p = predict_step(m, l, hw);
         if (rt.k == 1 && rt.prototypes == 1) top1 = p.step;
-        const double paper = layers == 3 ? rt.paper3 : rt.paper16, paper_top1 = layers == 3 ? 98 : 436;
+        const double paper = paper_ms(layers, rt.paper_key), paper_top1 = paper_ms(layers, "top1");
         const double ratio = p.step / top1, paper_ratio = paper / paper_top1;
         out.table.add_row({std::to_string(layers), rt.name, paper_gate ? "paper (looped arg-max, one-hot einsums)" : "ours (fused)",
                            fmt(p.step * 1e3, 4), fmt(ratio, 4), fmt(paper), fmt(paper_ratio, 4),

@@ -20,8 +20,9 @@ struct T2Row {
   int dp, tp, pp, ep;
   bool zero;
   int gpus;
-  double paper_throughput;  // tokens/s/GPU
+  std::string paper_id;     // experiments/reference/values.csv: "000.t2.r<row>"
   std::string setting;      // "small" or "large"
+  double paper_throughput() const;  // tokens/s/GPU
 };
 const std::vector<T2Row>& ppmoe_t2_rows();
 // The model and layout of a row (with its assumptions: global batch, micro-batch size).

@@ -1,4 +1,5 @@
 #include "bench/mpmoe/figures.h"
+#include "models/paper_values.h"
 #include <cmath>
 #include <cstdio>
 #include "models/mpmoe_memory.h"
@@ -98,7 +99,9 @@ void Figures::write_f10() const {
   append(cols, {"pb_n", "pb_strategy", "pb_search_ms", "pb_profiled_points", "pb_search", "pm_n", "pm_strategy",
                 "pm_calibration_ms", "pb_over_fastermoe", "pm_over_fastermoe", "pb_over_fastmoe", "pm_over_fastmoe",
                 "paper_pb_over_fastermoe", "paper_pm_over_fastermoe", "paper_pb_over_fastmoe", "paper_pm_over_fastmoe",
-                "pm_time_over_pb", "pm_target", "pm_status"});
+                "pb_over_fastermoe_over_paper", "pb_over_fastmoe_over_paper", "pm_time_over_pb", "pm_target", "pm_status"});
+  const double paper_pb_faster = paper_number("003.f10.pb_over_fastermoe"), paper_pm_faster = paper_number("003.f10.pm_over_fastermoe"),
+               paper_pb_fast = paper_number("003.f10.pb_over_fastmoe"), paper_pm_fast = paper_number("003.f10.pm_over_fastmoe");
   CsvTable t(cols);
   for (const CaseResult& c : cases) {
     const RunResult *fast = find(c, tokens_split(1)), *faster = find(c, groups_split(1)), *pb = find(c, c.pb);
@@ -111,32 +114,37 @@ void Figures::write_f10() const {
                  c.pb_saved ? "saved search reused" : "searched", std::to_string(c.pm->n), reuse_name(c.pm->reuse),
                  fmt(c.cal->calibration_ms), fmt(faster->median_ms() / pb->median_ms(), 4),
                  fmt(faster->median_ms() / pm->median_ms(), 4), fmt(fast->median_ms() / pb->median_ms(), 4),
-                 fmt(fast->median_ms() / pm->median_ms(), 4), "1.66", "1.55", "2.34", "2.20", fmt(q, 4), fmt(kPmTarget),
+                 fmt(fast->median_ms() / pm->median_ms(), 4), fmt(paper_pb_faster, 3), fmt(paper_pm_faster, 3),
+                 fmt(paper_pb_fast, 3), fmt(paper_pm_fast, 3), fmt(faster->median_ms() / pb->median_ms() / paper_pb_faster, 4),
+                 fmt(fast->median_ms() / pb->median_ms() / paper_pb_fast, 4), fmt(q, 4), fmt(kPmTarget),
                  q <= kPmTarget ? "met" : "NOT met"});
     t.add_row(row);
     std::printf("f10 %-6s B=%-6d FastMoE %8.1f  FasterMoE %8.1f  pb (n=%d %s) %8.1f  pm (n=%d %s) %8.1f ms;  pb over FasterMoE "
-                "%.2fx (paper 1.66x), over FastMoE %.2fx (paper 2.34x); pm / pb %.3f (target <= 1.03: %s)\n",
+                "%.2fx (paper %.2fx), over FastMoE %.2fx (paper %.2fx); pm / pb %.3f (our target <= %.2f: %s)\n",
                 c.model.c_str(), c.tokens, fast->median_ms(), faster->median_ms(), c.pb.partitions, reuse_name(c.pb.reuse),
                 pb->median_ms(), c.pm->n, reuse_name(c.pm->reuse), pm->median_ms(), faster->median_ms() / pb->median_ms(),
-                fast->median_ms() / pb->median_ms(), q, q <= kPmTarget ? "met" : "NOT met");
+                paper_pb_faster, fast->median_ms() / pb->median_ms(), paper_pb_fast, q, kPmTarget,
+                q <= kPmTarget ? "met" : "NOT met");
   }
   t.write(dir + "f10.csv", ctx.provenance);
 }
 
 void Figures::write_f11() const {
   CsvTable t({"model", "tokens", "layer", "n", "strategy", "peak_bytes", "pmoe_peak_bytes", "normalised_to_pmoe",
-              "reduction_vs_pmoe", "paper_reduction_vs_pmoe", "pinned_host_peak_bytes"});
-  const std::map<int, std::string> paper = {{2, "0.23"}, {4, "0.34"}, {8, "0.38"}};
+              "reduction_vs_pmoe", "paper_reduction_vs_pmoe", "reduction_vs_fastmoe", "pinned_host_peak_bytes"});
+  // 003 Sec. 5.4: the average reduction over the models, for n = 2, 4, 8.
+  auto paper = [](int n) { return paper_number("003.f11.n" + std::to_string(n) + ".reduction") / 100; };
   for (const CaseResult& c : cases) {
     const RunResult* pmoe4 = find(c, tokens_split(4));
     auto add = [&](const std::string& label, const RunResult* r, int n, MemoryReuse s, const RunResult* base) {
       if (!r) return;
       const bool has_base = base != nullptr;
       const double norm = has_base ? r->peak_total / base->peak_total : 0;
+      const RunResult* fastmoe = find(c, tokens_split(1));
       t.add_row({c.model, std::to_string(c.tokens), label, std::to_string(n), reuse_name(s), fmt(r->peak_total, 15),
                  has_base ? fmt(base->peak_total, 15) : "n/a", has_base ? fmt(norm, 4) : "n/a",
-                 has_base ? fmt(1 - norm, 4) : "n/a",
-                 s != MemoryReuse::none && paper.count(n) ? paper.at(n) + " (average over models)" : "n/a",
+                 has_base ? fmt(1 - norm, 4) : "n/a", s != MemoryReuse::none ? fmt(paper(n), 3) : "n/a",
+                 s != MemoryReuse::none && fastmoe ? fmt(1 - r->peak_total / fastmoe->peak_total, 4) : "n/a",
                  fmt(r->pinned_peak, 15)});
     };
     add("FastMoE-style", find(c, tokens_split(1)), 1, MemoryReuse::none, pmoe4);
@@ -153,8 +161,8 @@ void Figures::write_f11() const {
           mean += 1 - r->peak_total / base->peak_total;
           ++k;
         }
-      if (k) std::printf("f11 %-6s B=%-6d n=%d: MPMoE peak memory %.1f%% below PMoE (paper: %s%% average)\n", c.model.c_str(),
-                         c.tokens, n, 100 * mean / k, paper.at(n).substr(2).c_str());
+      if (k) std::printf("f11 %-6s B=%-6d n=%d: MPMoE peak memory %.1f%% below PMoE (paper: %.0f%% average)\n", c.model.c_str(),
+                         c.tokens, n, 100 * mean / k, 100 * paper(n));
     }
   }
   t.write(dir + "f11.csv", ctx.provenance);
@@ -162,8 +170,10 @@ void Figures::write_f11() const {
 
 void Figures::write_f12() const {
   CsvTable t({"model", "tokens", "n", "strategy", "rows_largest_rank", "saved_activation_bytes_largest_rank",
-              "eq5_saving_bytes_largest_rank", "achieved_over_theoretical_worst_rank", "target", "status", "paper_achieved",
-              "phi_measured", "phi_eq6"});
+              "eq5_saving_bytes_largest_rank", "achieved_over_theoretical_worst_rank", "target", "target_status",
+              "paper_achieved", "paper_status", "phi_measured", "phi_eq6"});
+  // 003 Sec. 5.4: "approximately 95%" of the bound; ours within 5 points of it, or above, matches it.
+  const double paper = paper_number("003.f12.achieved_over_theoretical") / 100;
   for (const CaseResult& c : cases)
     for (int n : {2, 4, 8}) {
       const RunResult* base = find(c, tokens_split(n));
@@ -181,11 +191,12 @@ void Figures::write_f12() const {
         const double phi_eq = 2 * theory / (base->peak[int(MemTag::model_states)] + 2 * eq.activations_pipe * es);
         const double phi = (base->peak_total - r->peak_total) / base->peak_total;
         t.add_row({c.model, std::to_string(c.tokens), std::to_string(n), reuse_name(s), fmt(base->rows, 12), fmt(saved, 15),
-                   fmt(theory, 15), fmt(ratio, 4), fmt(kSavingTarget), ratio >= kSavingTarget ? "met" : "NOT met", "~0.95",
-                   fmt(phi, 4), fmt(phi_eq, 4)});
-        std::printf("f12 %-6s B=%-6d n=%d %s: achieved / theoretical saving %.3f on the worst rank (target >= %.2f: %s; "
-                    "paper ~0.95)\n",
-                    c.model.c_str(), c.tokens, n, reuse_name(s), ratio, kSavingTarget, ratio >= kSavingTarget ? "met" : "NOT met");
+                   fmt(theory, 15), fmt(ratio, 4), fmt(kSavingTarget), ratio >= kSavingTarget ? "met" : "NOT met",
+                   fmt(paper, 3), ratio >= paper - 0.05 ? "as the paper" : "below the paper", fmt(phi, 4), fmt(phi_eq, 4)});
+        std::printf("f12 %-6s B=%-6d n=%d %s: achieved / theoretical saving %.3f on the worst rank (paper about %.2f; our "
+                    "target >= %.2f: %s)\n",
+                    c.model.c_str(), c.tokens, n, reuse_name(s), ratio, paper, kSavingTarget,
+                    ratio >= kSavingTarget ? "met" : "NOT met");
       }
     }
   t.write(dir + "f12.csv", ctx.provenance);
@@ -219,7 +230,11 @@ void Figures::write_f14() const {
         best_ms = r->median_ms();
       }
     if (!best) continue;
-    const std::string paper = c.tokens < 8192 ? "2 (B < 8k)" : c.tokens <= 22528 ? "4 (8k-22k)" : "8 (B > 22k)";
+    // 003 Sec. 5.5.2 (GPT-XL on Adira): n = 2 below 8k tokens, 4 up to 22k, 8 above.
+    const double below2 = paper_number("003.f14.n2_below"), below4 = paper_number("003.f14.n4_below");
+    const std::string paper = c.tokens < below2 ? "2 (B < " + fmt(below2) + ")"
+                              : c.tokens <= below4 ? "4 (" + fmt(below2) + "-" + fmt(below4) + ")"
+                                                   : "8 (B > " + fmt(below4) + ")";
     for (int n = 1; n <= 8; ++n)
       if (const RunResult* r = find(c, tokens_split(n))) {
         std::vector<std::string> row = {c.model, std::to_string(c.tokens), std::to_string(n)};
@@ -234,7 +249,7 @@ void Figures::write_f14() const {
 }
 
 void Figures::write_f15() const {
-  CsvTable t({"ranks", "model", "tokens", "strategy", "n", "ms", "ms_min", "ms_max", "pmoe_ms", "overhead_vs_pmoe",
+  CsvTable t({"model", "tokens", "strategy", "n", "ms", "ms_min", "ms_max", "pmoe_ms", "overhead_vs_pmoe",
               "pb_pick", "pm_pick"});
   for (const CaseResult& c : cases) {
     if (!c.pm) continue;
@@ -242,7 +257,7 @@ void Figures::write_f15() const {
       const int n = c.pb_n.at(s);
       const RunResult *r = find(c, tokens_split(n, s)), *base = find(c, tokens_split(n));
       if (!r || !base) continue;
-      std::vector<std::string> row = {std::to_string(ctx.world.size()), c.model, std::to_string(c.tokens), reuse_name(s),
+      std::vector<std::string> row = {c.model, std::to_string(c.tokens), reuse_name(s),
                                       std::to_string(n)};
       append(row, timing(*r));
       append(row, {fmt(base->median_ms()), fmt(r->median_ms() / base->median_ms() - 1, 4),
@@ -255,46 +270,52 @@ void Figures::write_f15() const {
 
 void Figures::write_f16() const {
   CsvTable t({"model", "tokens", "way", "comm_ms", "comp_ms", "mem_ms", "other_ms", "total_ms", "total_ms_min",
-              "total_ms_max", "ideal_ms", "ideal_over_pipelined", "target", "status", "paper"});
+              "total_ms_max", "ideal_ms", "ideal_over_pipelined", "target", "target_status", "paper", "paper_status", "note"});
+  // 003 Sec. 5.6: MPMoE reaches 70% of max(comm, comp) of seq(n); tensor cores and seq(n=6) as it states them.
+  const double paper_ideal = paper_number("003.f16.of_ideal") / 100;
+  const std::string tensor_core_paper = "paper: tensor cores -" + fmt(paper_number("003.f16.tc_e2e_bert")) + "% (BERT-L), -" +
+                                        fmt(paper_number("003.f16.tc_e2e_gptxl")) + "% (GPT-XL) end to end";
+  const std::string seq6_paper = "paper: +" + fmt(paper_number("003.f16.seq6_overhead_bert")) + "% (BERT-L), +" +
+                                 fmt(paper_number("003.f16.seq6_overhead_gptxl")) + "% (GPT-XL) over seq(n=1)";
   auto comm = [](const RunResult& r) { return r.comm_union_ms; };
   auto other = [](const RunResult& r) { return r.other_ms; };
   for (const CaseResult& c : cases) {
     const int six = std::min(6, c.tokens);
     const RunResult *seq1 = find(c, tokens_split(1), true), *seq6 = find(c, tokens_split(six), true);
     if (!seq1 || !seq6 || !c.pm) continue;
-    const std::string tensor_core_paper = "tensor cores: -26% (BERT-L), -23% (GPT-XL) end to end";
     if (!c.no_tensor_cores)
       t.add_row({c.model, std::to_string(c.tokens), "no TensorCore", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a",
-                 "n/a", "n/a", "not measured: the cpu backend has no tensor cores to turn off", tensor_core_paper});
+                 "n/a", "n/a", "n/a", "n/a", "n/a",
+                 "not measured: the cpu backend has no tensor cores to turn off; " + tensor_core_paper});
     // A pipelined run against its own seq(n): the ideal is max(comm, comp) of the parts run one
     // after another; the work the pipeline does not touch (gating, local permutations) is
     // taken out of both, as the paper leaves it out.
-    auto add = [&](const std::string& way, const RunResult& r, const RunResult* seq, const std::string& paper = "") {
+    auto add = [&](const std::string& way, const RunResult& r, const RunResult* seq, const std::string& note = "") {
       std::vector<std::string> row = {c.model, std::to_string(c.tokens), way, fmt(comm(r)), fmt(r.busy_ms("C")),
                                       fmt(r.busy_ms("M")), fmt(other(r))};
       append(row, timing(r));
       if (!seq) {
-        append(row, {"n/a", "n/a", "n/a", "n/a", paper});
+        append(row, {"n/a", "n/a", "n/a", "n/a", "n/a", "n/a", note.empty() ? "n/a" : note});
         t.add_row(row);
         return;
       }
       const double ideal = std::max(comm(*seq), seq->busy_ms("C"));
       const double ratio = ideal / std::max(r.median_ms() - other(*seq), 1e-9);
-      append(row, {fmt(ideal), fmt(ratio, 4), fmt(kIdealTarget), ratio >= kIdealTarget ? "met" : "NOT met",
-                   "0.70 of max(comm, comp) of seq(n)"});
+      append(row, {fmt(ideal), fmt(ratio, 4), fmt(kIdealTarget), ratio >= kIdealTarget ? "met" : "NOT met", fmt(paper_ideal, 3),
+                   ratio >= paper_ideal ? "at least the paper's" : "below the paper's", "ideal: max(comm, comp) of seq(n)"});
       t.add_row(row);
       std::printf("f16 %-6s B=%-6d %s: max(comm %.1f, comp %.1f) of seq(n) / (pipelined %.1f - other %.1f) = %.3f "
-                  "(target >= %.2f: %s; paper 0.70)\n",
+                  "(paper %.2f; our target >= %.2f: %s)\n",
                   c.model.c_str(), c.tokens, way.c_str(), comm(*seq), seq->busy_ms("C"), r.median_ms(), other(*seq), ratio,
-                  kIdealTarget, ratio >= kIdealTarget ? "met" : "NOT met");
+                  paper_ideal, kIdealTarget, ratio >= kIdealTarget ? "met" : "NOT met");
     };
     if (c.no_tensor_cores) {
       add("no TensorCore", *c.no_tensor_cores, nullptr, tensor_core_paper);
-      std::printf("f16 %-6s B=%-6d seq(n=1) with tensor cores / without: %.3f (paper: 0.74 BERT-L, 0.77 GPT-XL)\n",
-                  c.model.c_str(), c.tokens, seq1->median_ms() / c.no_tensor_cores->median_ms());
+      std::printf("f16 %-6s B=%-6d seq(n=1) with tensor cores / without: %.3f (%s)\n", c.model.c_str(), c.tokens,
+                  seq1->median_ms() / c.no_tensor_cores->median_ms(), tensor_core_paper.c_str());
     }
     add("seq(n=1)", *seq1, nullptr);
-    add("seq(n=" + std::to_string(six) + ")", *seq6, nullptr, six == 6 ? "+12% (BERT-L), +4% (GPT-XL) over seq(n=1)" : "");
+    add("seq(n=" + std::to_string(six) + ")", *seq6, nullptr, six == 6 ? seq6_paper : "");
     const PipelineConfig pm = tokens_split(c.pm->n, c.pm->reuse);
     if (const RunResult* r = find(c, c.pb)) add("MPMoE-pb " + c.pb.describe(), *r, find(c, c.pb, true));
     if (const RunResult* r = find(c, pm)) add("MPMoE-pm " + pm.describe(), *r, find(c, pm, true));

@@ -4,7 +4,7 @@
 # GPU runs under cuda/ and the models' projections under models/. Writes results/claims.csv,
 # results/REPORT.md and results/claims_<paper>.png. Measures nothing, so it runs in one process
 # and --scale, --backend and --ranks change nothing; run it on a cluster's results folder with
-# MOEBENCH_RESULTS=DIR.
+# --results DIR.
 #   experiments/claims/report.sh
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"

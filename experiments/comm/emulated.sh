@@ -6,5 +6,4 @@
 #   experiments/comm/emulated.sh [--scale local] [--ranks N] [--link-bandwidth GB/s] [--link-latency us] [bench options]
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
-MOEBENCH_RESULTS="$MOEBENCH_RESULTS/comm_emulated"
-moebench_experiment comm moebench_comm comm.py --link-bandwidth 1 --link-latency 5 --min-bytes 64K "$@"
+MOEBENCH_NESTED=comm_emulated moebench_experiment comm moebench_comm comm.py --link-bandwidth 1 --link-latency 5 --min-bytes 64K "$@"

@@ -56,6 +56,15 @@ TEST(Csv, RowWidthMustMatchHeader) {
   EXPECT_THROW(t.add_row({"1", "2", "3"}), Error);
 }
 
+// A column the provenance also writes (ranks, device, ...) would stand twice in the file.
+TEST(Csv, AColumnNamedLikeAProvenanceColumnIsRefused) {
+  CsvTable t({"model", "ranks"});
+  t.add_row({"a", "4"});
+  Provenance p;
+  EXPECT_THROW(t.to_string(&p), Error);
+  EXPECT_NO_THROW(t.to_string(nullptr));
+}
+
 TEST(Csv, EscapesQuotesAndCommas) {
   EXPECT_EQ(csv_escape("plain"), "plain");
   EXPECT_EQ(csv_escape("a,b"), "\"a,b\"");

@@ -372,26 +372,26 @@ TEST(MPMoEProjection, OnePartIsTheSumAndTheBestSplitGrowsWithTheBatch) {
 namespace moebench {
 namespace {
 
-// A profile predicts the machine it was measured on: a local run from another machine is named
-// among the runs not compared, one from the same machine is compared.
-TEST(LocalComparison, RunsFromAnotherMachineAreNotCompared) {
+// A profile predicts the machine and scale it was measured at: a local run from another machine
+// or scale is named among the runs not compared, one from the same is compared.
+TEST(LocalComparison, RunsFromAnotherMachineOrScaleAreNotCompared) {
   std::string profile;
   {
     std::istringstream in(kGoodProfile);
     std::string line;
     bool header = true;
     while (std::getline(in, line)) {
-      profile += line + (header ? ",device\n" : ",machine A\n");
+      profile += line + (header ? ",device,scale\n" : ",machine A,local\n");
       header = false;
     }
   }
   const HardwareProfile hw = load_hardware_profile(write_profile(profile));
   const auto dir = std::filesystem::temp_directory_path() / ("moebench_local_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "comm");
-  auto run_on = [&](const std::string& device) {
+  auto run_on = [&](const std::string& device, const std::string& scale = "local") {
     std::ofstream(dir / "comm" / "all_reduce.csv")
-        << "collective,size_bytes,time_us,ranks,link,device\n"
-        << "all_reduce,1048576,900,2,measured: MPI between the ranks' hosts," << device << "\n";
+        << "collective,size_bytes,time_us,ranks,link,device,scale\n"
+        << "all_reduce,1048576,900,2,measured: MPI between the ranks' hosts," << device << "," << scale << "\n";
     return compare_local_runs(hw, dir.string());
   };
   auto said = [](const ProjectedTable& t, const std::string& what) {
@@ -405,6 +405,9 @@ TEST(LocalComparison, RunsFromAnotherMachineAreNotCompared) {
   const ProjectedTable other = run_on("machine B");
   EXPECT_EQ(other.table.rows(), 0u);
   EXPECT_TRUE(said(other, "all_reduce.csv (measured on machine B; the profile is of machine A)"));
+  const ProjectedTable tiny = run_on("machine A", "tiny");
+  EXPECT_EQ(tiny.table.rows(), 0u);
+  EXPECT_TRUE(said(tiny, "all_reduce.csv (a tiny-scale run; the profile was measured at the local scale)"));
   std::filesystem::remove_all(dir);
 }
 
