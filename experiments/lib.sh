@@ -105,8 +105,11 @@ moebench_results_dir_check() {
   for f in "$dir"/*.csv; do
     [ -f "$f" ] || continue
     local scale backend
-    read -r scale backend < <(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "scale") s = i; if ($i == "backend") b = i } }
-      NR == 2 { print (s ? $s : "-"), (b ? $b : "-"); exit }' "$f")
+    # The first row's scale and backend, read as CSV (a link such as "emulated: 1 GB/s, 5 us" holds a comma).
+    read -r scale backend < <(python3 -c 'import csv, sys
+r = csv.DictReader(open(sys.argv[1], newline=""))
+row = next(r, None) or {}
+print(row.get("scale") or "-", row.get("backend") or "-")' "$f")
     if { [ -n "$scale" ] && [ "$scale" != - ] && [ "$scale" != "$SCALE" ]; } ||
        { [ -n "$backend" ] && [ "$backend" != - ] && [ "$backend" != model ] && [ "$backend" != "$BACKEND" ]; }; then
       other="$f ($scale scale, $backend backend)"

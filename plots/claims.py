@@ -7,7 +7,7 @@ import sys
 
 import matplotlib.pyplot as plt
 
-from common import read_rows
+from common import read_rows, save
 
 COLOURS = {"reproduced": "tab:green", "partly": "tab:olive", "not reproduced": "tab:red", "noise": "tab:gray",
            "modelled only": "tab:blue"}
@@ -42,11 +42,8 @@ def main(results):
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
         ax.legend(handles, COLOURS.keys(), fontsize=6, loc="lower right")
         ax.set_title(f"{name}: claims with a number of ours ({len(points)}), ratio to the paper's value", fontsize=8)
-        fig.tight_layout()
-        out = pathlib.Path(results) / f"claims_{paper}.png"
-        fig.savefig(out, dpi=110)
+        save(fig, pathlib.Path(results) / f"claims_{paper}.png", dpi=110)
         plt.close(fig)
-        print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -38,9 +38,14 @@ def num(value):
     return float(value) if value not in ("", None, "n/a") else float("nan")
 
 
-def save(fig, path):
+def save(fig, path, dpi=120):
+    """Written whole or not at all, as the CSVs are: a temporary file beside it, then renamed."""
+    import os
+    path = pathlib.Path(path)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    tmp = path.with_name(f"{path.stem}.tmp.{os.getpid()}{path.suffix}")
+    fig.savefig(tmp, dpi=dpi)
+    tmp.replace(path)
     print(f"wrote {path}")
 
 

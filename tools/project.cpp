@@ -54,6 +54,16 @@ int main(int argc, char** argv) {
                   {"mpmoe_f14.csv", project_mpmoe_f14(adira), adira, 64},
                   {"mpmoe_f15.csv", project_mpmoe_f15(adira), adira, 64},
                   {"mpmoe_f17.csv", project_mpmoe_f17(adira), adira, 64}};
+    {  // arithmetic on the specs: no hardware behind it
+      Provenance p = model_provenance(ppmoe, 1, "paper", "-");
+      p.device = "none (arithmetic on models/'s specs)";
+      p.link = "-";
+      p.ranks = "-";
+      const ProjectedTable counts = project_parameter_counts();
+      counts.table.write(out + "/models/param_counts.csv", p);
+      for (const auto& line : counts.summary) std::printf("%s\n", line.c_str());
+      std::printf("wrote %s/models/param_counts.csv\n", out.c_str());
+    }
     if (local_profile.empty() && std::filesystem::exists(out + "/models/profile_this_machine.csv"))
       local_profile = out + "/models/profile_this_machine.csv";
     for (auto& j : jobs) {

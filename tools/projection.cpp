@@ -341,4 +341,35 @@ ProjectedTable project_m6t_t1(const HardwareProfile& hw) {
   return out;
 }
 
+ProjectedTable project_parameter_counts() {
+  ProjectedTable out{CsvTable({"model", "source", "layers", "hidden", "ffn", "experts", "moe_every", "vocab", "seq",
+                               "parameters", "paper_parameters", "parameters_over_paper", "note"}),
+                     {}};
+  struct Count {
+    const char* spec;
+    bool dense;
+    const char* paper_id;
+  };
+  // GPT-3 Medium itself, and 000's two MoE models (64 experts on every other FFN); 001 Table 3.
+  const Count counts[] = {{"gpt3-medium", true, "000.s41.medium.parameters"},
+                          {"gpt3-medium", false, "000.s41.small.parameters"},
+                          {"gpt3-6.7b", false, "000.s41.large.parameters"},
+                          {"m6t-3layer", false, "001.t3.3layer.parameters"},
+                          {"m6t-16layer", false, "001.t3.16layer.parameters"},
+                          {"m6t-100b", false, "001.t3.100b.parameters"},
+                          {"m6t-1t", false, "001.t3.1t.parameters"}};
+  for (const Count& c : counts) {
+    const ModelSpec& spec = model_spec(c.spec);
+    const ModelShape m = c.dense ? spec.shape.dense() : spec.shape;
+    const double params = m.parameters(), paper = paper_number(c.paper_id);
+    out.table.add_row({std::string(c.spec) + (c.dense ? " (dense)" : ""), spec.source, std::to_string(m.layers),
+                       std::to_string(m.hidden), std::to_string(m.ffn), std::to_string(m.experts), std::to_string(m.moe_every),
+                       std::to_string(m.vocab), std::to_string(m.seq), fmt(params, 5), fmt(paper, 5), fmt(params / paper, 4),
+                       "embeddings (the output layer tied), attention, FFN or experts and gate, LayerNorms; vocabulary: " +
+                           spec.vocab_source + (m.seq == 0 ? "; no position embeddings counted (no sequence length given)" : "")});
+  }
+  out.summary.push_back("models.params: the papers' parameter counts from models/'s specs");
+  return out;
+}
+
 }  // namespace moebench

@@ -51,5 +51,7 @@ ProjectedTable project_ppmoe_t2_orderings(const HardwareProfile& hw);
 ProjectedTable project_ppmoe_t1(const HardwareProfile& hw);
 ProjectedTable project_ppmoe_t3(const HardwareProfile& hw);
 ProjectedTable project_m6t_t1(const HardwareProfile& hw);
+// The papers' parameter counts (000 Sec. 4.1, 001 Table 3) computed from the specs in models/.
+ProjectedTable project_parameter_counts();
 
 }  // namespace moebench

@@ -28,6 +28,10 @@ grep -q "holds another run's results.*tiny scale" <<<"$out" || fail "the refusal
 (source "$src/experiments/lib.sh"; moebench_parse_args --scale local --results "$tmp/r" --replace; moebench_results_dir_check "$tmp/r/moe") >/dev/null ||
   fail "--replace was refused"
 [ ! -f "$tmp/r/moe/layer_local.csv" ] || fail "--replace left the other run's CSV"
+# A row whose link holds a comma (quoted) is read as CSV: the same run's kind is not refused.
+printf 'a,link,backend,scale\n1,"emulated: 1 GB/s, 5 us",cpu,local\n' > "$tmp/r/moe/layer_local.csv"
+(source "$src/experiments/lib.sh"; moebench_parse_args --scale local --results "$tmp/r"; moebench_results_dir_check "$tmp/r/moe") ||
+  fail "a quoted comma in the link misread the CSV's scale"
 out="$(source "$src/experiments/lib.sh"; moebench_parse_args --out "$tmp/x" 2>&1)"
 grep -q -- "--out: the experiment scripts take --results DIR" <<<"$out" || fail "--out was not refused: $out"
 # merge_csv.py refuses rows of two scales in one CSV.

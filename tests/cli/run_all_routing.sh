@@ -8,7 +8,7 @@ root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
 dir="$root/experiments"
 mkdir -p "$dir" "$root/scripts"
-cp "$(dirname "$0")/../../experiments/run_all.sh" "$dir/"
+cp "$(dirname "$0")/../../experiments/run_all.sh" "$(dirname "$0")/../../experiments/lib.sh" "$dir/"
 cp "$(dirname "$0")/../../scripts/usage.sh" "$root/scripts/"
 exps=(comm/run comm/emulated runtime/slowdown moe/run ppmoe/serial m6t/gating m6t/cv mpmoe/run pipe/bubble ppmoe/t2
       ppmoe/breakdown m6t/t1 gpt/step models/profile models/project claims/report)

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The committed results, checked as a reader would trust them:
+ - every CSV names each column once and ends its rows with the provenance columns (backend,
+   device, driver, cuda, nccl, ranks, link, dtype, scale, commit, date); the few written by other
+   tools say so below, with what they carry instead;
+ - no CSV holds rows of two scales, backends or devices;
+ - every number in a column named for the paper ("paper_*", "*_paper_*") is one of the papers'
+   values in experiments/reference/values.csv, as a value, a fraction of a percentage, or a
+   ratio of two values of one paper (within 0.5%: the CSVs round to 3-6 digits);
+ - every CSV results/claims.csv cites is there.
+
+  check_results.py SOURCE_DIR     exit 0 when all holds, 1 with a line per breach
+"""
+import csv
+import itertools
+import pathlib
+import re
+import sys
+
+PROVENANCE = ["backend", "device", "driver", "cuda", "nccl", "ranks", "link", "dtype", "scale", "commit", "date"]
+# CSVs another tool writes: what they carry in place of the suite's provenance.
+OTHER_PROVENANCE = {
+    "claims.csv": "the ledger: each number names its CSVs and their provenance",
+    "gpt/torch_step.csv": "PyTorch's run (experiments/gpt/torch_step.py): torch, torch_device, date",
+    "runtime/before_after.csv": "two builds side by side: before_commit, after_commit, date",
+}
+
+
+def number(cell):
+    cell = cell.strip().rstrip("%").strip()
+    if not re.fullmatch(r"-?[0-9.]+(e[-+]?[0-9]+)?", cell):
+        return None
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
+
+def paper_numbers(source):
+    by_paper = {}
+    for r in csv.DictReader(open(source / "experiments/reference/values.csv", newline="")):
+        by_paper.setdefault(r["paper"], []).append(float(r["value"]))
+    allowed = set()
+    for values in by_paper.values():
+        for v in values:
+            allowed.update({v, v / 100})
+        for a, b in itertools.permutations(values, 2):
+            if b:
+                allowed.add(a / b)
+    return sorted(allowed)
+
+
+def close_to_any(x, allowed):
+    return any(abs(x - v) <= 0.005 * max(abs(v), 1e-12) for v in allowed)
+
+
+def main(source):
+    source = pathlib.Path(source).resolve()
+    results = source / "results"
+    allowed = paper_numbers(source)
+    breaches = []
+    files = sorted(results.rglob("*.csv"))
+    for path in files:
+        rel = path.relative_to(results).as_posix()
+        with path.open(newline="") as f:
+            rows = list(csv.reader(f))
+        if not rows:
+            breaches.append(f"{rel}: empty")
+            continue
+        header, body = rows[0], rows[1:]
+        repeated = sorted({c for c in header if header.count(c) > 1})
+        if repeated:
+            breaches.append(f"{rel}: columns named twice: {', '.join(repeated)}")
+        key = rel.split("/", 1)[1] if rel.startswith("cuda/") else rel
+        if header[-len(PROVENANCE):] != PROVENANCE and key not in OTHER_PROVENANCE:
+            breaches.append(f"{rel}: its rows do not end with the provenance columns ({', '.join(PROVENANCE)})")
+        for k in ("scale", "backend", "device"):
+            if k in header:
+                i = header.index(k)
+                kinds = {r[i] for r in body if len(r) == len(header)}
+                if len(kinds) > 1:
+                    breaches.append(f"{rel}: rows of {len(kinds)} {k}s ({', '.join(sorted(kinds))})")
+        for i, column in enumerate(header):
+            if not (column.startswith("paper_") or "_paper_" in column or column == "paper"):
+                continue
+            for n, r in enumerate(body, start=2):
+                x = number(r[i]) if i < len(r) else None
+                if x is not None and not close_to_any(x, allowed):
+                    breaches.append(f"{rel}:{n}: {column} = {r[i]} is none of the papers' values "
+                                    "(experiments/reference/values.csv)")
+    ledger = results / "claims.csv"
+    if ledger.exists():
+        for r in csv.DictReader(ledger.open(newline="")):
+            for setting, prefix in (("local_csv", ""), ("gpu_csv", "cuda/"), ("model_csv", "")):
+                for f in r.get(setting, "-").split():
+                    if f != "-" and not (results / (prefix + f)).exists():
+                        breaches.append(f"claims.csv: {r['claim']}: cites {prefix + f}, which is not there")
+    else:
+        breaches.append("claims.csv: not there (experiments/claims/report.sh writes it)")
+    for b in breaches:
+        print(f"check_results: {b}")
+    if breaches:
+        print(f"check_results: {len(breaches)} breaches in {len(files)} CSVs")
+        return 1
+    print(f"check_results: {len(files)} CSVs, every rule holds")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))
