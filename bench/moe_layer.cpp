@@ -22,7 +22,8 @@ namespace {
 
 const std::vector<std::string> kRanges = {"moe.gating",      "moe.dispatch",    "moe.expert",
                                           "moe.combine",     "moe.combine.bwd", "moe.expert.bwd",
-                                          "moe.dispatch.bwd", "moe.gating.bwd", "moe.sync.bwd"};
+                                          "moe.dispatch.bwd", "moe.gating.bwd", "moe.sync.bwd",
+                                          "moe.gate_sync.bwd"};
 constexpr double kOverheadTarget = 1.15;
 
 // One dispatcher's layer with its tensors, made at its first repetition and kept for the rest;

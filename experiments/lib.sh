@@ -110,8 +110,9 @@ moebench_results_dir_check() {
 r = csv.DictReader(open(sys.argv[1], newline=""))
 row = next(r, None) or {}
 print(row.get("scale") or "-", row.get("backend") or "-")' "$f")
+    [ "$backend" != model ] || continue  # a model's projection (models/), not a run
     if { [ -n "$scale" ] && [ "$scale" != - ] && [ "$scale" != "$SCALE" ]; } ||
-       { [ -n "$backend" ] && [ "$backend" != - ] && [ "$backend" != model ] && [ "$backend" != "$BACKEND" ]; }; then
+       { [ -n "$backend" ] && [ "$backend" != - ] && [ "$backend" != "$BACKEND" ]; }; then
       other="$f ($scale scale, $backend backend)"
       break
     fi

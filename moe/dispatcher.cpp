@@ -40,8 +40,12 @@ void finish_layer_backward(Gate& gate, TokenDispatcher& d, const Routing& r, con
     ScopedRange range("moe.gating.bwd", s, b);
     gate.backward(r, x, dweight, dx, d.aux_grad_scale(), gate_grad.as<float>(), s);
   }
-  ScopedRange range("moe.sync.bwd", s, b);
-  d.sync_gradients(dx, std::size_t(r.tokens()) * cfg.hidden, gate_grad.as<float>(), gate_count, s);
+  {
+    ScopedRange range("moe.sync.bwd", s, b);
+    d.sync_input_gradient(dx, std::size_t(r.tokens()) * cfg.hidden, s);
+  }
+  ScopedRange range("moe.gate_sync.bwd", s, b);
+  d.sync_gate_gradient(gate_grad.as<float>(), gate_count, s);
   axpy(dev.exec(s), gate_count, 1.f, gate_grad.data(), gate.grad().data(), DType::f32);
 }
 

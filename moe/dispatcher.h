@@ -9,7 +9,8 @@
 // also orders them: each phase records where it ended and the next waits for it, whatever
 // streams they run on. Directions, in order:
 //   forward:  dispatch -> (experts) -> combine
-//   backward: combine_backward -> (experts) -> dispatch_backward -> (gate) -> sync_gradients
+//   backward: combine_backward -> (experts) -> dispatch_backward -> (gate) -> sync_input_gradient,
+//             sync_gate_gradient
 // A new strategy is a new dispatcher; the gate and the experts stay as they are. A dispatcher
 // keeps no micro-batch: any number of states may be alive at once.
 #pragma once
@@ -87,10 +88,12 @@ class TokenDispatcher {
                                                             const Stream& s) = 0;
   virtual void redispatch_exchange(DispatchState& re, const Stream& comm) = 0;
   virtual void redispatch_finish(DispatchState& re, const Stream& s) = 0;
-  // After the gate's backward: whatever must be summed over ranks (input and this micro-batch's
-  // gate gradients), on `s`.
-  virtual void sync_gradients(void* dx, std::size_t dx_count, float* gate_grad, std::size_t gate_count,
-                              const Stream& s) = 0;
+  // After the gate's backward, on `s`: the input gradient summed over the ranks that hold the
+  // same tokens (PPMoE's TP group; nothing where each rank has its own) ...
+  virtual void sync_input_gradient(void* dx, std::size_t count, const Stream& s) = 0;
+  // ... and this micro-batch's gate-weight gradient over the ranks the gate is replicated on
+  // (000 Sec. 3.3.4: h x E a step, against the data's b s h).
+  virtual void sync_gate_gradient(float* gate_grad, std::size_t count, const Stream& s) = 0;
 
   // Each direction's three phases on one stream.
   std::unique_ptr<DispatchState> dispatch(const Routing& r, const void* x, const Stream& s);
@@ -103,8 +106,9 @@ class TokenDispatcher {
 class Breakdown;
 
 // The end of every MoE layer's backward, once the dispatch backward has written dx: the gate's
-// backward (range moe.gating.bwd) adds its input gradient into dx, then what the dispatcher sums
-// over ranks (moe.sync.bwd), and the micro-batch's gate-weight gradient goes into gate.grad().
+// backward (range moe.gating.bwd) adds its input gradient into dx, then the dispatcher sums the
+// input gradient over ranks (moe.sync.bwd) and the gate-weight gradient (moe.gate_sync.bwd,
+// timed apart: 000 Sec. 3.3.4 calls it negligible), which goes into gate.grad().
 void finish_layer_backward(Gate& gate, TokenDispatcher& dispatcher, const Routing& r, const void* x,
                            const float* dweight, void* dx, Device& dev, TrackingAllocator& alloc, const Stream& s,
                            Breakdown* breakdown);

@@ -211,9 +211,10 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
     st.end(s);
   }
 
-  void sync_gradients(void*, std::size_t, float* gate_grad, std::size_t gate_count, const Stream& s) override {
+  void sync_input_gradient(void*, std::size_t, const Stream&) override {}  // each rank has its own tokens
+  void sync_gate_gradient(float* gate_grad, std::size_t count, const Stream& s) override {
     // The gate is replicated over the ranks: its gradient is the sum of every rank's tokens.
-    comm_.all_reduce(gate_grad, gate_grad, gate_count, DType::f32, ReduceOp::sum, s);
+    comm_.all_reduce(gate_grad, gate_grad, count, DType::f32, ReduceOp::sum, s);
     comm_.wait(s);
   }
 

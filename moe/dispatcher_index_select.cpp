@@ -109,10 +109,14 @@ class IndexSelectDispatcher final : public TokenDispatcher {
   void dispatch_backward_exchange(DispatchState&, const Stream&) override {}
   void dispatch_backward_finish(DispatchState&, const Stream&) override {}
 
-  void sync_gradients(void* dx, std::size_t dx_count, float* gate_grad, std::size_t gate_count, const Stream& s) override {
+  void sync_input_gradient(void* dx, std::size_t count, const Stream& s) override {
     if (!group_) return;
-    group_->all_reduce(dx, dx, dx_count, env_.cfg.dtype, ReduceOp::sum, s);
-    group_->all_reduce(gate_grad, gate_grad, gate_count, DType::f32, ReduceOp::sum, s);
+    group_->all_reduce(dx, dx, count, env_.cfg.dtype, ReduceOp::sum, s);
+    group_->wait(s);
+  }
+  void sync_gate_gradient(float* gate_grad, std::size_t count, const Stream& s) override {
+    if (!group_) return;
+    group_->all_reduce(gate_grad, gate_grad, count, DType::f32, ReduceOp::sum, s);
     group_->wait(s);
   }
 

@@ -1,8 +1,9 @@
 // One MoE layer: gate -> dispatch -> experts -> combine, forward and backward, each step
 // inside a breakdown range (NVTX name = CSV column): moe.gating, moe.dispatch, moe.expert,
 // moe.combine, and moe.combine.bwd, moe.expert.bwd, moe.dispatch.bwd, moe.gating.bwd,
-// moe.sync.bwd. The output carries no residual: a dropped token's output is 0 here and the
-// caller's residual connection passes it through (M6-T Sec. 3.1). The layer keeps weights and
+// moe.sync.bwd (the input gradient) and moe.gate_sync.bwd (the gate weights'). The output
+// carries no residual: a dropped token's output is 0 here and the caller's residual connection
+// passes it through (M6-T Sec. 3.1). The layer keeps weights and
 // their gradients only: forward returns the micro-batch's context (routing, dispatcher state,
 // saved activations) and backward consumes it, so any number of micro-batches may be in flight,
 // their backwards in any order. Weight gradients accumulate over backwards (zero_grad clears).

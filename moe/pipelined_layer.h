@@ -29,7 +29,7 @@
 // moe.gating, moe.dispatch / moe.combine (local work), moe.a2a.dispatch (S), moe.expert (C),
 // moe.a2a.combine (R), moe.offload (M, forward), and in backward moe.a2a.combine.bwd,
 // moe.combine.bwd, moe.restore (M), moe.a2a.redispatch (S2/S4), moe.recompute (S3/S4),
-// moe.expert.bwd, moe.dispatch.bwd, moe.a2a.dispatch.bwd, moe.gating.bwd, moe.sync.bwd. A
+// moe.expert.bwd, moe.dispatch.bwd, moe.a2a.dispatch.bwd, moe.gating.bwd, moe.sync.bwd, moe.gate_sync.bwd. A
 // range starts after its op's inputs are ready, so it times the op, not the wait.
 #pragma once
 #include <memory>

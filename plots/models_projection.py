@@ -44,6 +44,9 @@ def main(folder):
     f10, f14, f17 = (folder / f"mpmoe_{f}.csv" for f in ("f10", "f14", "f17"))
     if f10.exists() and f14.exists() and f17.exists():
         a, b, c = nonempty_rows(f10), nonempty_rows(f14), nonempty_rows(f17)
+        valor = folder / "mpmoe_f10_valor.csv"
+        if valor.exists():
+            a = a + nonempty_rows(valor)
         fig, axes = plt.subplots(1, 3, figsize=(13, 4))
         labels = [f"{r['cluster']} {r['model']}({r['tokens_per_gpu']})" for r in a]
         x = range(len(a))

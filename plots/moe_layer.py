@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 from common import num, provenance_line, read_rows, save
 
 RANGES = ["moe.gating", "moe.dispatch", "moe.expert", "moe.combine", "moe.combine.bwd", "moe.expert.bwd",
-          "moe.dispatch.bwd", "moe.gating.bwd", "moe.sync.bwd"]
+          "moe.dispatch.bwd", "moe.gating.bwd", "moe.sync.bwd", "moe.gate_sync.bwd"]
 
 
 def main(folder):

@@ -65,33 +65,31 @@ double fastermoe_ms(const MoELayerRun& r, const HardwareProfile& hw) {
   return predict_forward(groups, t, none).ms + predict_backward(groups, t, none).ms;
 }
 
-ProjectedTable project_mpmoe_f10(const HardwareProfile& adira, const HardwareProfile& valor) {
+ProjectedTable project_mpmoe_f10(const HardwareProfile& hw, const std::string& cluster, int gpus) {
   ProjectedTable out{CsvTable({"cluster", "gpus", "model", "tokens_per_gpu", "fastmoe_ms", "fastermoe_ms", "mpmoe_ms",
                                "mpmoe_n", "mpmoe_strategy", "mpmoe_over_fastermoe", "mpmoe_over_fastmoe",
                                "paper_pm_over_fastermoe_mean", "paper_pm_over_fastmoe_mean", "assumptions", "calibration"}),
                      {}};
   double sum_faster = 0, sum_fast = 0;
   int rows = 0;
-  for (const auto* hw : {&adira, &valor}) {
-    const int gpus = hw == &adira ? 64 : 16;
-    for (const char* model : {"gpt-s", "gpt-xl", "bert-l"})
-      for (int tokens : {2048, 4096, 8192, 16384}) {
-        const MoELayerRun r = layer_run(model, gpus, tokens);
-        const double fast = fastmoe_ms(r, *hw), faster = fastermoe_ms(r, *hw);
-        const MPMoEChoice m = mpmoe_best(r, *hw);
-        sum_faster += faster / m.ms;
-        sum_fast += fast / m.ms;
-        ++rows;
-        out.table.add_row({hw == &adira ? "Adira" : "Valor", std::to_string(gpus), model, std::to_string(tokens), fmt(fast, 5),
-                           fmt(faster, 5), fmt(m.ms, 5), std::to_string(m.parts), m.strategy, fmt(faster / m.ms, 4),
-                           fmt(fast / m.ms, 4), fmt(paper_number("003.f10.pm_over_fastermoe"), 3),
-                           fmt(paper_number("003.f10.pm_over_fastmoe"), 3), kAssumptions, kCalibration});
-      }
-  }
+  for (const char* model : {"gpt-s", "gpt-xl", "bert-l"})
+    for (int tokens : {2048, 4096, 8192, 16384}) {
+      const MoELayerRun r = layer_run(model, gpus, tokens);
+      const double fast = fastmoe_ms(r, hw), faster = fastermoe_ms(r, hw);
+      const MPMoEChoice m = mpmoe_best(r, hw);
+      sum_faster += faster / m.ms;
+      sum_fast += fast / m.ms;
+      ++rows;
+      out.table.add_row({cluster, std::to_string(gpus), model, std::to_string(tokens), fmt(fast, 5), fmt(faster, 5),
+                         fmt(m.ms, 5), std::to_string(m.parts), m.strategy, fmt(faster / m.ms, 4), fmt(fast / m.ms, 4),
+                         fmt(paper_number("003.f10.pm_over_fastermoe"), 3), fmt(paper_number("003.f10.pm_over_fastmoe"), 3),
+                         kAssumptions, kCalibration});
+    }
   char line[256];
   std::snprintf(line, sizeof line,
-                "mpmoe.f10 (modelled): MPMoE-pm over FasterMoE %.2fx, over FastMoE %.2fx on average (paper: %.2fx, %.2fx)",
-                sum_faster / rows, sum_fast / rows, paper_number("003.f10.pm_over_fastermoe"),
+                "mpmoe.f10 (modelled, %s): MPMoE-pm over FasterMoE %.2fx, over FastMoE %.2fx on average (paper, both "
+                "clusters: %.2fx, %.2fx)",
+                cluster.c_str(), sum_faster / rows, sum_fast / rows, paper_number("003.f10.pm_over_fastermoe"),
                 paper_number("003.f10.pm_over_fastmoe"));
   out.summary.push_back(line);
   return out;

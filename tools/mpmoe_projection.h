@@ -30,7 +30,8 @@ MPMoEChoice mpmoe_best(const MoELayerRun& r, const HardwareProfile& hw, int max_
 double fastmoe_ms(const MoELayerRun& r, const HardwareProfile& hw);
 double fastermoe_ms(const MoELayerRun& r, const HardwareProfile& hw);
 
-ProjectedTable project_mpmoe_f10(const HardwareProfile& adira, const HardwareProfile& valor);
+// On one cluster (a CSV holds one machine's rows): Adira's 64 GPUs, Valor's 16.
+ProjectedTable project_mpmoe_f10(const HardwareProfile& hw, const std::string& cluster, int gpus);
 ProjectedTable project_mpmoe_f11(const HardwareProfile& adira);
 ProjectedTable project_mpmoe_f14(const HardwareProfile& adira);
 ProjectedTable project_mpmoe_f15(const HardwareProfile& adira);

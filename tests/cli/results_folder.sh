@@ -28,6 +28,11 @@ grep -q "holds another run's results.*tiny scale" <<<"$out" || fail "the refusal
 (source "$src/experiments/lib.sh"; moebench_parse_args --scale local --results "$tmp/r" --replace; moebench_results_dir_check "$tmp/r/moe") >/dev/null ||
   fail "--replace was refused"
 [ ! -f "$tmp/r/moe/layer_local.csv" ] || fail "--replace left the other run's CSV"
+# The models' projections (backend "model", the paper scale) stand beside a local profile.
+printf 'a,backend,scale\n1,model,paper\n' > "$tmp/r/moe/projection.csv"
+(source "$src/experiments/lib.sh"; moebench_parse_args --scale local --results "$tmp/r"; moebench_results_dir_check "$tmp/r/moe") ||
+  fail "a projection (backend model) was taken for another run"
+rm "$tmp/r/moe/projection.csv"
 # A row whose link holds a comma (quoted) is read as CSV: the same run's kind is not refused.
 printf 'a,link,backend,scale\n1,"emulated: 1 GB/s, 5 us",cpu,local\n' > "$tmp/r/moe/layer_local.csv"
 (source "$src/experiments/lib.sh"; moebench_parse_args --scale local --results "$tmp/r"; moebench_results_dir_check "$tmp/r/moe") ||

@@ -229,7 +229,8 @@ TEST_F(MicroBatches, PhasedDispatchersDrivenByHandEqualThePlainLayer) {
       gate_grad[i] = alloc.allocate(gate_count * 4, MemTag::temporary, compute);
       layer->gate().backward(routing[i], xs[i].data(), dweight[i].as<float>(), dxs[i].data(), d.aux_grad_scale(),
                              gate_grad[i].as<float>(), compute);
-      d.sync_gradients(dxs[i].data(), dxs[i].size(), gate_grad[i].as<float>(), gate_count, compute);
+      d.sync_input_gradient(dxs[i].data(), dxs[i].size(), compute);
+      d.sync_gate_gradient(gate_grad[i].as<float>(), gate_count, compute);
       axpy(dev.exec(compute), gate_count, 1.f, gate_grad[i].data(), layer->gate().grad().data(), DType::f32);
     }
     dev.synchronize();

@@ -7,6 +7,7 @@
 #include <mpi.h>
 #include "runtime/comm.h"
 #include "moe_test_util.h"
+#include "timeline_util.h"
 
 namespace moebench {
 using namespace testing_util;
@@ -106,6 +107,41 @@ TEST_F(MoEDistributed, PpmoeEqualsSingleRankReference) {
     expect_close(pp.w1_g(), ref.w1_g() + first * per, L * per, "w1 grad");
     expect_close(pp.w2_g(), ref.w2_g() + first * per, L * per, "w2 grad");
     EXPECT_NEAR(pp.routing().aux_loss, ref.routing().aux_loss, 1e-9);
+  }
+}
+
+// 000 Sec. 3.3.4: PPMoE's backward sums the input gradient (b s h) over the TP group like tensor
+// parallelism, and the gate weights' gradient (h x E) besides, which the paper calls negligible.
+// Each is one all-reduce in a range of its own (moe.sync.bwd, moe.gate_sync.bwd), their bytes in
+// the ratio of the tensors; DPMoE synchronises the gate alone.
+TEST_F(MoEDistributed, GateSyncIsTimedApartFromTheInputGradientSync) {
+  if (n < 2) GTEST_SKIP() << "one rank synchronises nothing";
+  const int T = 20, h = 16, E = 8;
+  for (bool ppmoe : {true, false}) {
+    SCOPED_TRACE(ppmoe ? "PPMoE" : "DPMoE");
+    CpuLayer layer(config_for(kCases[0]), [&](const DispatcherEnv& env) {
+      return ppmoe ? make_ppmoe_dispatcher(env, *comm) : make_expert_parallel_dispatcher(env, *comm);
+    });
+    layer.forward(tokens(T, h, 4));
+    std::vector<TimelineEntry> all;
+    {
+      RecordedTimeline timeline(r);
+      layer.backward(tokens(T, h, 5));
+      all = timeline.entries();
+    }
+    const auto gate = ranges_named(all, "moe.gate_sync.bwd"), data = ranges_named(all, "moe.sync.bwd");
+    ASSERT_EQ(gate.size(), 1u);
+    ASSERT_EQ(data.size(), 1u);
+    const auto gate_ops = ops_inside(all, gate[0]), data_ops = ops_inside(all, data[0]);
+    ASSERT_EQ(gate_ops.size(), 1u) << "the gate weights' sync: one all-reduce";
+    EXPECT_EQ(gate_ops[0].name.rfind("all_reduce", 0), 0u) << gate_ops[0].name;
+    if (!ppmoe) {
+      EXPECT_TRUE(data_ops.empty()) << "DPMoE's ranks hold their own tokens: no input-gradient sum";
+      continue;
+    }
+    ASSERT_EQ(data_ops.size(), 1u);
+    EXPECT_EQ(data_ops[0].name.rfind("all_reduce", 0), 0u) << data_ops[0].name;
+    EXPECT_DOUBLE_EQ(number_arg(data_ops[0], "bus_bytes") / number_arg(gate_ops[0], "bus_bytes"), double(T * h) / (h * E));
   }
 }
 
