@@ -22,10 +22,11 @@ double tolerance_of(const std::string& judge, const std::string& cls) {
 }
 bool starts(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-std::string provenance_of(const CsvRows& t, std::string* device) {
+std::string provenance_of(const CsvRows& t, std::string* device, std::string* setting) {
   if (t.size() == 0) return "-";
   auto c = [&](const char* col) { return t.has(col) ? t.cell(0, col) : std::string("-"); };
   *device = c("device");
+  *setting = c("backend") + " " + c("device") + ", " + c("ranks") + " ranks, " + c("link") + ", " + c("scale") + " scale";
   return c("backend") + " " + c("device") + ", " + c("ranks") + " ranks, " + c("link") + ", " + c("dtype") + ", " +
          c("scale") + " scale, " + c("commit") + ", " + c("date");
 }
@@ -41,9 +42,10 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
   const Evaluation e = evaluate(expression, files);
   for (const std::string& f : e.files) {
     s.files += (s.files.empty() ? "" : " ") + f;
-    std::string device;
-    if (const CsvRows* t = files.get(f)) s.provenance_of[f] = provenance_of(*t, &device);
-    if (s.provenance.empty() && s.provenance_of.count(f)) s.provenance = s.provenance_of[f], s.device = device;
+    std::string device, setting;
+    if (const CsvRows* t = files.get(f)) s.provenance_of[f] = provenance_of(*t, &device, &setting);
+    if (s.provenance.empty() && s.provenance_of.count(f))
+      s.provenance = s.provenance_of[f], s.device = device, s.setting = setting;
   }
   if (!e.value) {
     s.missing = e.missing;
@@ -161,7 +163,7 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
       measured = &c.local, where = "this machine";
     if (measured) {
       c.verdict = measured->verdict;
-      c.why = std::string(where) + ": " + measured->why;
+      c.why = std::string(where) + " (" + measured->setting + "): " + measured->why;
     } else if (c.model.value) {
       c.verdict = "modelled only";
       c.why = "the model at the paper's scale (" + c.model.verdict + "): " + c.model.why;

@@ -34,6 +34,7 @@ struct SettingResult {
   std::string provenance;  // backend, device, ranks, link, scale, commit, date of the first of them
   std::map<std::string, std::string> provenance_of;  // ... of each of them
   std::string device;
+  std::string setting;     // where the first CSV ran: backend and device, ranks, link, scale
   std::string verdict;     // "" where there is no number
   std::string why;
 };

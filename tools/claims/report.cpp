@@ -102,6 +102,13 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
     if (c.verdict == "not measurable here" || c.verdict == "modelled only")
       md << "| " << cell(c.spec.id) << " | " << cell(c.verdict == "modelled only" ? "modelled only; " + c.why : c.why)
          << " | " << (c.spec.cluster_command.empty() ? "-" : "`" + c.spec.cluster_command + "`") << " |\n";
+  md << "\n## Checking the rest on a cluster\n\nThe claims a run judged but did not reproduce (partly, not reproduced, "
+        "noise), with the run they were judged on above, and the command that measures them at the paper's scale on GPUs "
+        "(then `experiments/claims/report.sh --results DIR` on that folder).\n\n| claim | verdict | on a cluster |\n|---|---|---|\n";
+  for (const ClaimResult& c : claims)
+    if (c.verdict == "partly" || c.verdict == "not reproduced" || c.verdict == "noise")
+      md << "| " << cell(c.spec.id) << " | " << c.verdict << " | "
+         << (c.spec.cluster_command.empty() ? "-" : "`" + c.spec.cluster_command + "`") << " |\n";
 
   md << "\n## Provenance\n\nEvery CSV a number above came from, as its first row records it.\n\n"
      << "| CSV | backend, device, ranks, link, dtype, scale, commit, date |\n|---|---|\n";
