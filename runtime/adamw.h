@@ -30,7 +30,6 @@ class AdamW {
   // Bytes of moments held (8 per parameter value) and of fp32 masters (4 per 16-bit value).
   std::size_t moment_bytes() const;
   std::size_t master_bytes() const;
-  const AdamStep& hyper() const { return hyper_; }
 
  private:
   struct Parameter {

@@ -33,7 +33,6 @@ struct Number {
 class ResultFiles {
  public:
   explicit ResultFiles(std::string root) : root_(std::move(root)) {}
-  const std::string& root() const { return root_; }
   // nullptr where the file is not there.
   const CsvRows* get(const std::string& relative);
 
