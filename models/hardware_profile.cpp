@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include "kernels/exec.h"
 
 namespace moebench {
@@ -82,6 +83,23 @@ HardwareProfile load_hardware_profile(const std::string& path) {
         const double eff = number(where, "gemm_efficiency", value);
         if (eff > 1) throw Error(where + ": field 'gemm_efficiency': must be at most 1, got " + value);
         p.gemm_efficiency.emplace_back(flops, eff);
+        p.sources[field] = source;
+        continue;
+      }
+      if (field == "overlap_slowdown") {
+        if (unit != "fraction") throw Error(where + ": field 'overlap_slowdown': unit '" + unit + "'; allowed: fraction");
+        const std::size_t bar = at.find('|');
+        const std::string y = at.substr(0, bar), x = bar == std::string::npos ? "" : at.substr(bar + 1);
+        const auto is = [](const std::string& s, std::initializer_list<const char*> names) {
+          for (const char* n : names)
+            if (s == n) return true;
+          return false;
+        };
+        if (!is(y, {"comm", "comp", "mem"}) || !is(x, {"comm", "comp", "mem", "all"}) || x == y)
+          throw Error(where + ": field 'overlap_slowdown': at '" + at +
+                      "'; allowed: y|x, y one of comm, comp, mem and x another of them or all");
+        if (!p.overlap_slowdown.emplace(std::pair{y, x}, number(where, "overlap_slowdown", value)).second)
+          throw Error(where + ": field 'overlap_slowdown': two rows at " + at);
         p.sources[field] = source;
         continue;
       }

@@ -8,7 +8,10 @@
 // suite measured: <collective>_time rows (all_reduce, all_gather, reduce_scatter, all_to_all,
 // send_recv), the collective's time in us at a size of `at` bytes (the comm bench's size) among
 // gpus_per_node ranks on one node, at least two sizes each; the collective model uses them in
-// place of its alpha-beta formula inside one node. Extra columns (a measured profile's low/high
+// place of its alpha-beta formula inside one node. Optional: overlap_slowdown rows (unit
+// fraction, `at` = "y|x"), MPMoE's alpha(y, x) (003 Sec. 2.3): the speed of y in {comm, comp,
+// mem} while x in {comm, comp, mem, all} runs beside it; 1 (perfect overlap) where not given.
+// Extra columns (a measured profile's low/high
 // spread and provenance) are ignored.
 #pragma once
 #include <map>
@@ -44,6 +47,8 @@ struct HardwareProfile {
     double bandwidth = 0;  // bytes/s
   };
   std::optional<EmulatedLink> emulated_link;
+  // alpha(y, x) by (y, x); empty where the profile gives none (the models then take 1).
+  std::map<std::pair<std::string, std::string>, double> overlap_slowdown;
   std::map<std::string, std::string> sources;              // field -> where its value comes from
 
   double peak_flops(bool half) const { return half ? peak_fp16_flops : peak_fp32_flops; }

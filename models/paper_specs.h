@@ -20,7 +20,6 @@ struct ModelSpec {
   std::string vocab_source; // where shape.vocab comes from (a paper gives one, or an assumption)
   int gpus = 0;             // the paper's cluster for it
   int batch_per_gpu = 0;
-  double capacity_factor = 0;
   std::string optimizer;
   double learning_rate = 0;
 };

@@ -13,7 +13,8 @@ namespace {
 constexpr const char* kCalibration =
     "calibrated from hardware data and the suite's micro-benchmarks only; nothing fitted to the paper";
 constexpr const char* kAssumptions =
-    "top-1, one expert per GPU (E = N), fp16 with tensor cores; slowdown factors 1 (none measured on this cluster); "
+    "top-1, one expert per GPU (E = N), fp16 with tensor cores; slowdown factors alpha(y, x) from the profile (1 where it "
+    "gives none); "
     "FasterMoE as one worker group per node, without memory reuse";
 
 MoELayerRun layer_run(const std::string& model, int gpus, int tokens) {
@@ -40,8 +41,8 @@ PartCosts mpmoe_part_costs(const MoELayerRun& r, int parts, const HardwareProfil
 
 double mpmoe_layer_ms(const MoELayerRun& r, int parts, const std::string& strategy, const HardwareProfile& hw) {
   const PartTimes t = part_times_under(strategy, mpmoe_part_costs(r, parts, hw));
-  const Slowdowns none;
-  return predict_forward(parts, t, none).ms + predict_backward(parts, t, none).ms;
+  const Slowdowns alpha{hw.overlap_slowdown};
+  return predict_forward(parts, t, alpha).ms + predict_backward(parts, t, alpha).ms;
 }
 
 MPMoEChoice mpmoe_best(const MoELayerRun& r, const HardwareProfile& hw, int max_parts) {
@@ -61,8 +62,8 @@ double fastermoe_ms(const MoELayerRun& r, const HardwareProfile& hw) {
   const double bytes = (r.half ? 2.0 : 4.0) * double(r.tokens) / groups * r.hidden;
   const double step = (k * hw.inter_latency + k * bytes / hw.inter_bw) * 1e3;
   t.s = t.r = t.s_bwd = t.r_bwd = step;
-  const Slowdowns none;
-  return predict_forward(groups, t, none).ms + predict_backward(groups, t, none).ms;
+  const Slowdowns alpha{hw.overlap_slowdown};
+  return predict_forward(groups, t, alpha).ms + predict_backward(groups, t, alpha).ms;
 }
 
 ProjectedTable project_mpmoe_f10(const HardwareProfile& hw, const std::string& cluster, int gpus) {

@@ -2,7 +2,8 @@
 // pipelined layer's forward and backward from MPMoE's own performance model
 // (models/mpmoe_perf_model.h), fed with per-part operation times from the hardware profile --
 // the all-to-alls from the collective model, the experts' GEMMs at the profile's efficiency, the
-// offloads over PCIe -- instead of this suite's measured speed fits. Modelled, not measured.
+// offloads over PCIe, the streams slowing each other by the profile's overlap_slowdown -- instead
+// of this suite's measured speed fits. Modelled, not measured.
 #pragma once
 #include <string>
 #include "models/hardware_profile.h"

@@ -1,14 +1,17 @@
 // moebench_project: the papers' tables as the performance models project them, beside the
 // papers' values (000 Tables 1-3 on the 000 cluster, 001 Table 1 on the 001 machine), each row
-// labelled as modelled with the profile it used. Writes <out>/models/*.csv.
+// labelled as modelled with the profile it used, and what the assumed inputs decide of each
+// modelled claim (sensitivity.csv). Writes <out>/models/*.csv.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include "harness/options.h"
 #include "harness/output_check.h"
-#include "tools/mpmoe_projection.h"
+#include <unistd.h>
+#include "models/paper_values.h"
+#include "tools/assumption_sensitivity.h"
 #include "tools/local_comparison.h"
-#include "tools/projection.h"
+#include "tools/paper_projections.h"
 
 using namespace moebench;
 
@@ -21,6 +24,9 @@ int main(int argc, char** argv) {
   std::string adira_profile = "mpmoe-adira", valor_profile = "mpmoe-valor";
   add_path(app, "--adira-profile", adira_profile, "Hardware profile for 003's Adira (default mpmoe-adira)");
   add_path(app, "--valor-profile", valor_profile, "Hardware profile for 003's Valor (default mpmoe-valor)");
+  std::string ranges = default_assumed_inputs_path();
+  add_path(app, "--ranges", ranges,
+           "The assumed inputs' ranges for models/sensitivity.csv (default models/assumption_ranges.csv)");
   std::string local_profile, local_results;
   add_path(app, "--local-profile", local_profile,
            "This machine's profile (moebench_profile's CSV); default <out>/models/profile_this_machine.csv if it exists");
@@ -34,44 +40,26 @@ int main(int argc, char** argv) {
   }
   try {
     if (auto e = check_output_folder("--out", out)) throw Error(*e);
-    const HardwareProfile ppmoe = load_profile_option("--ppmoe-profile", ppmoe_profile);
-    const HardwareProfile m6t = load_profile_option("--m6t-profile", m6t_profile);
-    const HardwareProfile adira = load_profile_option("--adira-profile", adira_profile);
-    const HardwareProfile valor = load_profile_option("--valor-profile", valor_profile);
-    struct Job {
-      const char* file;
-      ProjectedTable table;
-      const HardwareProfile& hw;
-      int gpus;
-    };
-    Job jobs[] = {{"ppmoe_t1.csv", project_ppmoe_t1(ppmoe), ppmoe, 256},
-                  {"ppmoe_t2.csv", project_ppmoe_t2(ppmoe), ppmoe, 256},
-                  {"ppmoe_t2_orderings.csv", project_ppmoe_t2_orderings(ppmoe), ppmoe, 256},
-                  {"ppmoe_t3.csv", project_ppmoe_t3(ppmoe), ppmoe, 32},
-                  {"m6t_t1.csv", project_m6t_t1(m6t), m6t, 8},
-                  {"mpmoe_f10.csv", project_mpmoe_f10(adira, "Adira", 64), adira, 64},
-                  {"mpmoe_f10_valor.csv", project_mpmoe_f10(valor, "Valor", 16), valor, 16},
-                  {"mpmoe_f11.csv", project_mpmoe_f11(adira), adira, 64},
-                  {"mpmoe_f14.csv", project_mpmoe_f14(adira), adira, 64},
-                  {"mpmoe_f15.csv", project_mpmoe_f15(adira), adira, 64},
-                  {"mpmoe_f17.csv", project_mpmoe_f17(adira), adira, 64}};
-    {  // arithmetic on the specs: no hardware behind it
-      Provenance p = model_provenance(ppmoe, 1, "paper", "-");
-      p.device = "none (arithmetic on models/'s specs)";
-      p.link = "-";
+    const PaperProfiles papers{load_profile_option("--ppmoe-profile", ppmoe_profile),
+                               load_profile_option("--m6t-profile", m6t_profile),
+                               load_profile_option("--adira-profile", adira_profile),
+                               load_profile_option("--valor-profile", valor_profile)};
+    const std::vector<AssumedInput> inputs = read_assumed_inputs(ranges);
+    write_projections(project_papers(papers), out + "/models", true);
+    {
+      const std::string scratch =
+          (std::filesystem::temp_directory_path() / ("moebench-sensitivity-" + std::to_string(getpid()))).string();
+      const ProjectedTable s = assumption_sensitivity(papers, inputs, read_claim_specs(reference_dir() + "/claims.csv"), scratch);
+      Provenance p = model_provenance(papers.ppmoe, 1, "paper", "fp16");
+      p.device = "the papers' profiles (models/profiles), each assumed input across its range (models/assumption_ranges.csv)";
       p.ranks = "-";
-      const ProjectedTable counts = project_parameter_counts();
-      counts.table.write(out + "/models/param_counts.csv", p);
-      for (const auto& line : counts.summary) std::printf("%s\n", line.c_str());
-      std::printf("wrote %s/models/param_counts.csv\n", out.c_str());
+      p.link = "-";
+      s.table.write(out + "/models/sensitivity.csv", p);
+      for (const auto& line : s.summary) std::printf("%s\n", line.c_str());
+      std::printf("wrote %s/models/sensitivity.csv\n", out.c_str());
     }
     if (local_profile.empty() && std::filesystem::exists(out + "/models/profile_this_machine.csv"))
       local_profile = out + "/models/profile_this_machine.csv";
-    for (auto& j : jobs) {
-      j.table.table.write(out + "/models/" + j.file, model_provenance(j.hw, j.gpus, "paper", "fp16"));
-      for (const auto& line : j.table.summary) std::printf("%s\n", line.c_str());
-      std::printf("wrote %s/models/%s\n", out.c_str(), j.file);
-    }
     if (!local_profile.empty()) {
       const HardwareProfile here = load_profile_option("--local-profile", local_profile);
       const ProjectedTable local = compare_local_runs(here, local_results.empty() ? out : local_results);

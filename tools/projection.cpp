@@ -372,4 +372,27 @@ ProjectedTable project_parameter_counts() {
   return out;
 }
 
+ProjectedTable project_m6t_layer_flops() {
+  // 001 A.3: per token, an MoE FFN layer's forward runs the two expert matmuls over capacity
+  // slots (gamma per token at top-1: 2 x 2 M I gamma) and the gate's projection (2 M E).
+  ProjectedTable out{CsvTable({"model", "hidden", "ffn", "experts", "capacity_factor", "expert_matmul_flops_per_token",
+                               "gate_flops_per_token", "expert_matmul_share_pct", "paper_expert_matmul_share_pct", "note"}),
+                     {}};
+  for (const char* name : {"m6t-3layer", "m6t-16layer", "m6t-100b", "m6t-1t"}) {
+    const ModelSpec& spec = model_spec(name);
+    const double m = spec.shape.hidden, i = spec.shape.ffn, e = spec.shape.experts, gamma = spec.shape.capacity_factor;
+    const double experts = 4 * m * i * gamma, gate = 2 * m * e;
+    const bool paper = std::string(name) == "m6t-1t";
+    out.table.add_row({name, fmt(m, 6), fmt(i, 6), fmt(e, 6), fmt(gamma, 3), fmt(experts, 6), fmt(gate, 6),
+                       fmt(100 * experts / (experts + gate), 4),
+                       paper ? fmt(paper_number("001.a3.matmul_share_1t"), 3) : "n/a",
+                       "top-1; the share of expert matmuls and gate projection (2 gamma I / (2 gamma I + E), whatever the "
+                       "tokens); Fig. 7's dispatch and combine written as dense einsums over [T, E, C] would add 4 gamma T M "
+                       "per token for T tokens per GPU, which 001 does not give (its sequence length is not stated), and "
+                       "would keep the share below the paper's for any T above about 50: the paper's share leaves them out"});
+  }
+  out.summary.push_back("models.m6t_flops: 001 A.3's share of the expert matmuls in an MoE FFN layer's forward FLOPs");
+  return out;
+}
+
 }  // namespace moebench

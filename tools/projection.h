@@ -53,5 +53,7 @@ ProjectedTable project_ppmoe_t3(const HardwareProfile& hw);
 ProjectedTable project_m6t_t1(const HardwareProfile& hw);
 // The papers' parameter counts (000 Sec. 4.1, 001 Table 3) computed from the specs in models/.
 ProjectedTable project_parameter_counts();
+// 001 A.3: the expert matmuls' share of an MoE FFN layer's forward FLOPs, from the M6-T specs.
+ProjectedTable project_m6t_layer_flops();
 
 }  // namespace moebench

@@ -7,7 +7,8 @@
  - every number in a column named for the paper ("paper_*", "*_paper_*") is one of the papers'
    values in experiments/reference/values.csv, as a value, a fraction of a percentage, or a
    ratio of two values of one paper (within 0.5%: the CSVs round to 3-6 digits);
- - every CSV results/claims.csv cites is there.
+ - every CSV results/claims.csv cites is there, and every claim's paper value in
+   models/sensitivity.csv is the ledger's.
 
   check_results.py SOURCE_DIR     exit 0 when all holds, 1 with a line per breach
 """
@@ -83,6 +84,8 @@ def main(source):
         for i, column in enumerate(header):
             if not (column.startswith("paper_") or "_paper_" in column or column == "paper"):
                 continue
+            if rel == "models/sensitivity.csv" and column == "paper":
+                continue  # a claim's paper value, held against the ledger's below
             for n, r in enumerate(body, start=2):
                 x = number(r[i]) if i < len(r) else None
                 if x is not None and not close_to_any(x, allowed):
@@ -90,6 +93,13 @@ def main(source):
                                     "(experiments/reference/values.csv)")
     ledger = results / "claims.csv"
     if ledger.exists():
+        claim_paper = {r["claim"]: r["paper_value"] for r in csv.DictReader(ledger.open(newline=""))}
+        sensitivity = results / "models/sensitivity.csv"
+        for n, r in enumerate(csv.DictReader(sensitivity.open(newline="")) if sensitivity.exists() else [], start=2):
+            want = number(claim_paper.get(r["claim"], "-"))
+            if want is None or abs(float(r["paper"]) - want) > 0.005 * max(abs(want), 1e-12):
+                breaches.append(f"models/sensitivity.csv:{n}: {r['claim']}: paper = {r['paper']}, the ledger's "
+                                f"{claim_paper.get(r['claim'], 'has no such claim')}")
         for r in csv.DictReader(ledger.open(newline="")):
             for setting, prefix in (("local_csv", ""), ("gpu_csv", "cuda/"), ("model_csv", "")):
                 for f in r.get(setting, "-").split():

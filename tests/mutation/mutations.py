@@ -219,6 +219,26 @@ MUTATIONS = [
         "targets": ["moebench_project", "moebench_profile"],
         "tests": r"^(bench\.profile\.tiny\.ranks2|tools\.project\.with_tiny_profile)$",
     },
+    # What the assumptions decide (tools/assumption_sensitivity.cpp, the ledger)
+    {
+        "id": "sensitivity_moves_nothing",
+        "mechanism": "an assumed input's end is never applied: every claim sits still across every range",
+        "file": "tools/assumption_sensitivity.cpp",
+        "edits": [("    low.by_key(in.profile) = with_input(base.by_key(in.profile), in, in.low);\n",
+                   "    low.by_key(in.profile) = base.by_key(in.profile);\n"),
+                  ("    high.by_key(in.profile) = with_input(base.by_key(in.profile), in, in.high);\n",
+                   "    high.by_key(in.profile) = base.by_key(in.profile);\n")],
+        "targets": [UNIT],
+        "tests": r"^AssumptionSensitivity\.",
+    },
+    {
+        "id": "ledger_ignores_a_changed_verdict",
+        "mechanism": "a modelled verdict that an input's range changes is reported as resting on nothing",
+        "file": "tools/claims/ledger.cpp",
+        "edits": [('      if (t.cell(r, "verdict_changes") == "yes") changing.push_back(r);\n', "")],
+        "targets": [UNIT],
+        "tests": r"^AssumptionSensitivity\.",
+    },
     # Mixed precision: each tensor against its own bound
     {
         "id": "sixteen_bit_layernorm_beta_grad",

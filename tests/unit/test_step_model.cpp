@@ -116,6 +116,14 @@ TEST(HardwareProfile, BadFilesNameTheField) {
   EXPECT_NE(load_error(std::string(kGoodProfile) + "peak_fp32,,10,TFLOP/s,again\n").find("'peak_fp32' is given twice"),
             std::string::npos);
   EXPECT_NE(load_error(std::string(kGoodProfile) + "nvlink,,10,GB/s,x\n").find("unknown field 'nvlink'"), std::string::npos);
+  EXPECT_NE(load_error(std::string(kGoodProfile) + "overlap_slowdown,comp|nic,0.9,fraction,x\n")
+                .find("at 'comp|nic'; allowed: y|x, y one of comm, comp, mem"),
+            std::string::npos);
+  EXPECT_NE(load_error(std::string(kGoodProfile) + "overlap_slowdown,comp|comm,0.9,fraction,x\noverlap_slowdown,comp|comm,0.8,"
+                                                   "fraction,x\n")
+                .find("two rows at comp|comm"),
+            std::string::npos);
+  EXPECT_EQ(load_hardware_profile(resolve_profile("mpmoe-adira")).overlap_slowdown.size(), 9u);
   EXPECT_NE(load_error(replace(kGoodProfile, "gemm_efficiency,1,0.2,fraction,test\ngemm_efficiency,100,0.8,fraction,test\n", ""))
                 .find("'gemm_efficiency' is missing"),
             std::string::npos);
@@ -365,6 +373,15 @@ TEST(MPMoEProjection, OnePartIsTheSumAndTheBestSplitGrowsWithTheBatch) {
     last = m.parts;
   }
   EXPECT_GT(last, 1);
+}
+
+TEST(PaperArithmetic, M6TExpertMatmulShareIsTwoGammaIOverTwoGammaIPlusE) {
+  // 001 A.3's 1T layer: I = 21248, E = 960, gamma = 1.25 -> 53120 / 54080.
+  const ProjectedTable t = project_m6t_layer_flops();
+  const std::string csv = t.table.to_string(nullptr);
+  const std::size_t row = csv.find("\nm6t-1t,");
+  ASSERT_NE(row, std::string::npos) << csv;
+  EXPECT_NE(csv.substr(row, csv.find('\n', row + 1) - row).find(",98.22,"), std::string::npos) << csv;
 }
 
 }  // namespace moebench

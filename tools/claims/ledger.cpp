@@ -1,6 +1,7 @@
 #include "tools/claims/ledger.h"
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include "harness/csv.h"
 #include "kernels/exec.h"
@@ -62,6 +63,38 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
   s.verdict = j.verdict;
   s.why = j.why;
   return s;
+}
+
+// What the assumed inputs decide of a claim's modelled number, from the sensitivity rows of
+// that claim (already ordered by how far each input moves it).
+void describe_assumptions(const CsvRows& t, ClaimResult& c) {
+  auto said = [&](std::size_t r) {
+    auto x = [&](const char* col) { return t.cell(r, col); };
+    return x("profile") + " " + x("input") + " from " + x("input_low") + " to " + x("input_high") + " " + x("unit") +
+           " (the profile's " + x("input_base") + ") moves it from " + x("claim_at_low") + " to " + x("claim_at_high");
+  };
+  std::vector<std::size_t> rows, changing;
+  for (std::size_t r = 0; r < t.size(); ++r)
+    if (t.cell(r, "claim") == c.spec.id) {
+      rows.push_back(r);
+      if (t.cell(r, "verdict_changes") == "yes") changing.push_back(r);
+    }
+  if (rows.empty()) {
+    c.model_assumptions = "no assumed input moves it by more than 0.1%";
+    return;
+  }
+  if (changing.empty()) {
+    c.model_assumptions = "no assumed input changes its verdict within its range; the most: " + said(rows[0]);
+    return;
+  }
+  c.rests_on_assumption = true;
+  c.model_assumptions = "rests on an assumption: ";
+  for (std::size_t i = 0; i < changing.size() && i < 2; ++i) {
+    const std::size_t r = changing[i];
+    c.model_assumptions += (i ? "; " : "") + said(r) + " (" + t.cell(r, "verdict_at_low") + " to " +
+                           t.cell(r, "verdict_at_high") + ")";
+  }
+  if (changing.size() > 2) c.model_assumptions += "; and " + std::to_string(changing.size() - 2) + " more";
 }
 
 }  // namespace
@@ -136,8 +169,17 @@ std::vector<ClaimSpec> read_claim_specs(const std::string& path) {
   return v;
 }
 
+double claim_paper_value(const ClaimSpec& spec) {
+  ResultFiles none("");  // the paper's value reads values.csv only
+  const Evaluation p = evaluate(spec.paper_value, none);
+  if (!p.value || !p.files.empty()) throw Error("claims.csv: " + spec.id + ": paper_value must use paper() and numbers only");
+  return p.value->v;
+}
+
 std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const std::string& results) {
   std::vector<ClaimResult> out;
+  std::optional<CsvRows> sensitivity;
+  if (std::ifstream(results + "/models/sensitivity.csv")) sensitivity = CsvRows::read(results + "/models/sensitivity.csv");
   for (const ClaimSpec& spec : specs) {
     ClaimResult c;
     c.spec = spec;
@@ -147,14 +189,12 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
       out.push_back(c);
       continue;
     }
-    ResultFiles none(results);  // the paper's value reads values.csv only
-    const Evaluation p = evaluate(spec.paper_value, none);
-    if (!p.value || !p.files.empty()) throw Error("claims.csv: " + spec.id + ": paper_value must use paper() and numbers only");
-    c.paper = p.value->v;
+    c.paper = claim_paper_value(spec);
     const bool absolute = spec.quantity == "absolute";
     c.local = evaluate_setting(spec, c.paper, spec.local, results, spec.hardware, absolute);
     c.gpu = evaluate_setting(spec, c.paper, spec.gpu == "=" ? spec.local : spec.gpu, results + "/cuda", spec.hardware, absolute);
     c.model = evaluate_setting(spec, c.paper, spec.model, results, spec.hardware, false);
+    if (c.model.value && sensitivity) describe_assumptions(*sensitivity, c);
     const SettingResult* measured = nullptr;
     const char* where = "";
     if (c.gpu.value && c.gpu.verdict != "not comparable")
@@ -166,7 +206,8 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
       c.why = std::string(where) + " (" + measured->setting + "): " + measured->why;
     } else if (c.model.value) {
       c.verdict = "modelled only";
-      c.why = "the model at the paper's scale (" + c.model.verdict + "): " + c.model.why;
+      c.why = "the model at the paper's scale (" + c.model.verdict + "): " + c.model.why +
+              (c.model_assumptions.empty() ? "" : "; " + c.model_assumptions);
     } else {
       c.verdict = "not measurable here";
       c.why = !spec.why_not.empty() ? spec.why_not
@@ -182,7 +223,7 @@ std::string claims_csv(const std::vector<ClaimResult>& claims) {
   CsvTable t({"claim", "paper", "where", "text", "paper_value", "unit", "judge", "local_value", "local_low", "local_high",
               "local_over_paper", "local_verdict", "local_csv", "local_provenance", "gpu_value", "gpu_over_paper",
               "gpu_verdict", "gpu_csv", "gpu_provenance", "model_value", "model_over_paper", "model_verdict", "model_csv",
-              "verdict", "why", "cluster_command"});
+              "model_assumptions", "verdict", "why", "cluster_command"});
   for (const ClaimResult& c : claims) {
     auto value = [](const SettingResult& s) { return s.value ? fmt(s.value->v, 4) : std::string("-"); };
     auto ratio = [&](const SettingResult& s) {
@@ -196,7 +237,7 @@ std::string claims_csv(const std::vector<ClaimResult>& claims) {
                or_dash(c.local.files), or_dash(c.local.value ? c.local.provenance : ""), value(c.gpu), ratio(c.gpu),
                or_dash(c.gpu.verdict), or_dash(c.gpu.value ? c.gpu.files : ""), or_dash(c.gpu.value ? c.gpu.provenance : ""),
                value(c.model), ratio(c.model), or_dash(c.model.verdict), or_dash(c.model.value ? c.model.files : ""),
-               c.verdict, c.why, or_dash(c.spec.cluster_command)});
+               or_dash(c.model_assumptions), c.verdict, c.why, or_dash(c.spec.cluster_command)});
   }
   return t.to_string(nullptr);
 }

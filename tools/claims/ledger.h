@@ -44,10 +44,17 @@ struct ClaimResult {
   double paper = 0;
   SettingResult local, gpu, model;
   std::string verdict, why;
+  // What the assumed inputs decide of the modelled number (models/sensitivity.csv): the input
+  // that changes its verdict within its range, or the one that moves it most; "" without the file.
+  std::string model_assumptions;
+  bool rests_on_assumption = false;  // an assumed input's range holds another verdict
 };
 
 std::vector<ClaimSpec> read_claim_specs(const std::string& path);
-// Judges every claim from `results` (this machine's folder; its cuda/ and models/ inside it).
+// The claim's paper value (its paper_value expression: paper() and numbers only).
+double claim_paper_value(const ClaimSpec& spec);
+// Judges every claim from `results` (this machine's folder; its cuda/ and models/ inside it,
+// models/sensitivity.csv naming what the assumptions decide of each modelled number).
 std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const std::string& results);
 // results/claims.csv's text (no provenance of its own: each number names its CSVs).
 std::string claims_csv(const std::vector<ClaimResult>& claims);

@@ -96,6 +96,18 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
     md << "\n";
   }
 
+  md << "## What the assumptions decide\n\nEvery number the model projects at the paper's scale, re-projected with each "
+        "assumed input of the papers' profiles (an assumption, or a GPU curve transferred from another GPU) at the ends of "
+        "its stated range (`models/assumption_ranges.csv`; every row in `models/sensitivity.csv`). *rests on an "
+        "assumption*: a value within an input's range gives another verdict, so the model's verdict is the "
+        "assumption's, not a measurement's.\n\n| claim | model | paper | model's verdict | what the assumed inputs do |\n"
+        "|---|---|---|---|---|\n";
+  for (const ClaimResult& c : claims)
+    if (c.model.value && !c.model_assumptions.empty())
+      md << "| " << cell(c.spec.id) << " | " << fmt(c.model.value->v, 3) << " | " << fmt(c.paper, 4) << " | "
+         << cell(c.model.verdict) << " | " << cell(c.model_assumptions) << " |\n";
+  md << "\n";
+
   md << "## Not measurable here\n\nWhat the results folder cannot judge, why, and the command that would measure it on a "
         "cluster (docs/cluster.md).\n\n| claim | why | on a cluster |\n|---|---|---|\n";
   for (const ClaimResult& c : claims)
