@@ -2,15 +2,17 @@
 // on one device (TP = PP = DP = 1), dense and with an MoE layer on every other FFN (PPMoE's
 // 64 top-1 experts at the paper scale, GPT-3 Medium's width), in tokens per second, beside the
 // same model written in plain PyTorch (experiments/gpt/torch_step.py) on the same device when
-// its CSV is given (--reference): the ratio says whether our step is faster. Writes
-// <out>/gpt/step.csv.
+// its CSV is given (--reference): the ratio says whether our step is faster; each row carries its
+// roofline (models/roofline.h) from --roofline-profile. Writes <out>/gpt/step.csv.
 #include <libfccp/csv.h>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <thread>
 #include "pipeline/gpt_trainer.h"
 #include "harness/bench.h"
 #include "models/paper_specs.h"
+#include "models/roofline.h"
 
 namespace moebench {
 namespace {
@@ -29,6 +31,8 @@ class GptStepBench final : public BenchProgram {
   void add_options(CLI::App& app) override {
     add_whole(app, "--sequences", sequences_opt_, 1, 1 << 16, "Sequences per step (default: by scale)");
     add_path(app, "--reference", reference_, "The PyTorch step's CSV (experiments/gpt/torch_step.py) to compare with");
+    add_path(app, "--roofline-profile", roofline_path_,
+             "This device's profile (moebench_profile's CSV) for the roofline columns; none: they are n/a");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
@@ -50,6 +54,12 @@ class GptStepBench final : public BenchProgram {
         break;
     }
     sequences_ = sequences_opt_.value_or(sequences_);
+    try {
+      roofline_ = load_roofline_profile("--roofline-profile", roofline_path_, ctx.provenance.backend, ctx.provenance.device, 1,
+                                        int(std::thread::hardware_concurrency()));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
     for (bool moe : {false, true})
       if (auto e = validate_layout(layout(moe), shape_, 1)) return e;
     if (!reference_.empty()) {
@@ -95,10 +105,13 @@ class GptStepBench final : public BenchProgram {
     std::map<std::string, Spread> ms;
     for (const auto& r : runs)
       if (!r.error) ms[r.name] = r.time_ms();
-    CsvTable t({"model", "layers", "hidden", "heads", "ffn", "seq", "vocab", "experts", "sequences", "tokens_per_step",
-                "ms_per_step", "ms_per_step_min", "ms_per_step_max", "tokens_per_s", "torch_ms_per_step",
-                "torch_ms_per_step_min", "torch_ms_per_step_max", "torch_tokens_per_s", "speed_vs_torch", "torch",
-                "torch_device", "torch_math", "repetitions"});
+    std::vector<std::string> cols = {"model", "layers", "hidden", "heads", "ffn", "seq", "vocab", "experts", "sequences",
+                                     "tokens_per_step", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "tokens_per_s",
+                                     "torch_ms_per_step", "torch_ms_per_step_min", "torch_ms_per_step_max",
+                                     "torch_tokens_per_s", "speed_vs_torch", "torch", "torch_device", "torch_math",
+                                     "repetitions"};
+    for (const auto& c : roofline_columns()) cols.push_back(c);
+    CsvTable t(cols);
     for (bool moe : {false, true}) {
       if (!ms.count(key(moe))) continue;
       const Spread s = ms[key(moe)];
@@ -108,14 +121,17 @@ class GptStepBench final : public BenchProgram {
       const auto ref = reference_rows_.find(name);
       const bool has_ref = ref != reference_rows_.end();
       auto r = [&](double v) { return has_ref ? fmt(v) : std::string("n/a"); };
-      t.add_row({name, std::to_string(m.layers), std::to_string(m.hidden), std::to_string(m.heads), std::to_string(m.ffn),
+      std::vector<std::string> row = {name, std::to_string(m.layers), std::to_string(m.hidden), std::to_string(m.heads), std::to_string(m.ffn),
                  std::to_string(m.seq), std::to_string(m.vocab), std::to_string(moe ? shape_.experts : 0),
                  std::to_string(sequences_), fmt(tokens), fmt(s.median), fmt(s.min), fmt(s.max),
                  fmt(tokens / (s.median / 1e3)), r(has_ref ? ref->second.ms : 0), r(has_ref ? ref->second.ms_min : 0),
                  r(has_ref ? ref->second.ms_max : 0), r(has_ref ? tokens / (ref->second.ms / 1e3) : 0),
                  has_ref ? fmt(ref->second.ms / s.median, 4) : "n/a (no --reference)",
                  has_ref ? ref->second.torch : "n/a", has_ref ? ref->second.device : "n/a",
-                 has_ref ? ref->second.math : "n/a", std::to_string(s.samples)});
+                 has_ref ? ref->second.math : "n/a", std::to_string(s.samples)};
+      const Work work = gpt_step_work(moe ? shape_ : shape_.dense(), sequences_, int(dtype_size(ctx.dtype())));
+      for (auto& cell : roofline_cells(roofline_, work, dtype_size(ctx.dtype()) == 2, s.median)) row.push_back(cell);
+      t.add_row(row);
       std::printf("gpt.step %-5s %9.2f ms/step  %10.1f tokens/s", name.c_str(), s.median, tokens / (s.median / 1e3));
       if (has_ref)
         std::printf("   PyTorch %s on %s: %.2f ms/step -> ours %.2fx its speed", ref->second.torch.c_str(),
@@ -145,7 +161,8 @@ class GptStepBench final : public BenchProgram {
   }
 
   std::optional<int> sequences_opt_;
-  std::string reference_;
+  std::string reference_, roofline_path_;
+  RooflineProfile roofline_;
   std::map<std::string, Reference> reference_rows_;
   ModelShape shape_;  // its MoE variant: top-1, dropless, an MoE layer on every other FFN
   int sequences_ = 2;

@@ -4,18 +4,26 @@
 // PPMoE Tables 1 and 3 -- and the overhead ratio: layer time over the time of its expert
 // GEMMs alone on the same routed rows (target <= 1.15), taken iteration by iteration inside
 // each repetition and reported as median and spread. Load statistics are over every rank's
-// tokens. Writes <out>/moe/layer_<dispatcher>.csv; --dump DIR writes the state of the last
-// real forward + backward as .npy (tests/cli/check_dump.py recomputes it independently).
+// tokens, which --popularity can steer to a skewed expert popularity (moe/routing_workload.h;
+// the row records the busiest expert's load over the mean). The local row's speed_vs_torch
+// holds PyTorch's layer (experiments/moe/torch_layer.py, --reference) against ours; each row
+// carries its roofline (models/roofline.h) from --roofline-profile. Writes
+// <out>/moe/layer_<dispatcher>.csv; --dump DIR writes the state of the last real forward +
+// backward as .npy (tests/cli/check_dump.py recomputes it independently).
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 #include "runtime/host_copy.h"
 #include "bench/moe_options.h"
 #include "harness/bench.h"
 #include "moe/init.h"
 #include "moe/moe_layer.h"
 #include "moe/npy.h"
+#include "moe/routing_workload.h"
 #include "runtime/layout.h"
+#include "models/csv_rows.h"
 #include "models/paper_specs.h"
+#include "models/roofline.h"
 
 namespace moebench {
 namespace {
@@ -49,6 +57,13 @@ class MoELayerBench final : public BenchProgram {
     add_choices(app, "--dispatchers", dispatchers_, {"local", "expert_parallel", "ppmoe"}, "Dispatchers to run (default: all)");
     add_whole(app, "--tp", tp_opt_, 1, 1 << 20, "PPMoE tensor-parallel group size (default: all ranks)");
     add_path(app, "--dump", dump_dir_, "Write each layer's input, weights, routing, output and gradients as .npy here");
+    app.add_option("--popularity", popularity_text_,
+                   "Experts' popularity the tokens steer the gate to: natural (as drawn), uniform, zipf:S, hot:F "
+                   "(default natural)");
+    add_path(app, "--reference", reference_path_,
+             "PyTorch's layer (experiments/moe/torch_layer.py's CSV) at the same sizes and popularity, for speed_vs_torch");
+    add_path(app, "--roofline-profile", roofline_path_,
+             "This device's profile (moebench_profile's CSV) for the roofline columns; none: they are n/a");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
@@ -81,6 +96,14 @@ class MoELayerBench final : public BenchProgram {
         if (d2 == "ppmoe" && e->rfind("--experts", 0) == 0) return *e + " (the --tp group)";
         return e;
       }
+    }
+    if (auto e = parse_popularity("--popularity", popularity_text_, &popularity_)) return e;
+    if (auto e = read_reference(ctx)) return e;
+    try {
+      roofline_ = load_roofline_profile("--roofline-profile", roofline_path_, ctx.provenance.backend, ctx.provenance.device,
+                                        world, int(std::thread::hardware_concurrency()));
+    } catch (const Error& e) {
+      return std::string(e.what());
     }
     const MoEConfig& c = moe_.config;
     const double es = double(dtype_size(c.dtype));
@@ -122,8 +145,12 @@ class MoELayerBench final : public BenchProgram {
            {"expert_gemms_ms", "expert_gemms_ms_min", "expert_gemms_ms_max", "overhead_ratio", "overhead_ratio_min",
             "overhead_ratio_max", "overhead_status", "target_ratio", "tokens_per_s", "peak_model_states_bytes",
             "peak_activations_bytes", "peak_buffers_bytes", "peak_temporary_bytes", "tokens_dropped_fraction", "load_cv",
-            "repetitions", "iterations"})
+            "popularity", "busiest_over_mean_load", "repetitions", "iterations"})
         cols.push_back(extra);
+      for (const char* col : {"torch_variant", "torch_ms", "torch_ms_min", "torch_ms_max", "torch_busiest_over_mean_load",
+                              "speed_vs_torch", "torch", "torch_device"})
+        cols.push_back(col);
+      for (const auto& col : roofline_columns()) cols.push_back(col);
       CsvTable t(cols);
       const Spread total = r.time_ms(), gem = r.counter("expert_gemms_ms"), ratio = r.counter("overhead_ratio");
       const std::optional<std::string> unresolved = unresolved_reason(total, gem, ratio);
@@ -142,8 +169,13 @@ class MoELayerBench final : public BenchProgram {
         row.push_back(fmt(r.counter(k).max, 15));
       row.push_back(fmt(r.counter("dropped_fraction").median, 8));
       row.push_back(fmt(r.counter("load_cv").median, 8));
+      row.push_back(popularity_.text);
+      row.push_back(fmt(r.counter("busiest_over_mean").median, 6));
       row.push_back(std::to_string(r.repetitions()));
       row.push_back(std::to_string(r.iterations));
+      for (auto& cell : torch_cells(d, total.median)) row.push_back(cell);
+      const Work work{r.counter("roofline_flops").median, r.counter("roofline_bytes").median};
+      for (auto& cell : roofline_cells(roofline_, work, dtype_size(c.dtype) == 2, total.median)) row.push_back(cell);
       t.add_row(row);
       t.write(ctx.opts.out_dir + "/moe/layer_" + d + ".csv", ctx.provenance);
       if (unresolved)
@@ -154,6 +186,9 @@ class MoELayerBench final : public BenchProgram {
                     "repetitions (target <= %.2f: %s)\n",
                     d.c_str(), total.median, gem.median, ratio.median, ratio.min, ratio.max, ratio.samples,
                     kOverheadTarget, ratio.median <= kOverheadTarget ? "met" : "NOT met");
+      if (torch_ && d == "local")
+        std::printf("moe_layer/local            PyTorch %s (%s): %.3f ms -> ours %.2fx its speed\n", torch_->variant.c_str(),
+                    torch_->torch.c_str(), torch_->ms, torch_->ms / total.median);
     }
     return 0;
   }
@@ -181,6 +216,52 @@ class MoELayerBench final : public BenchProgram {
     return make_local_dispatcher(env);
   }
 
+  // The fastest PyTorch variant that ran, at our sizes and popularity; none without --reference.
+  std::optional<std::string> read_reference(const BenchContext& ctx) {
+    if (reference_path_.empty()) return std::nullopt;
+    const MoEConfig& c = moe_.config;
+    if (c.capacity_factor || c.prototypes != 1)
+      return "--reference: PyTorch's layer (torch_layer.py) is dropless plain top-k; drop --reference, or "
+             "--capacity-factor and --prototypes";
+    try {
+      const CsvRows t = CsvRows::read(reference_path_);
+      const std::string ours = std::to_string(moe_.resolved_tokens) + " tokens, h " + std::to_string(c.hidden) + ", f " +
+                               std::to_string(c.ffn) + ", " + std::to_string(c.experts) + " experts, top-" +
+                               std::to_string(c.top_k) + ", " + popularity_.text;
+      for (std::size_t r = 0; r < t.size(); ++r) {
+        auto cell = [&](const char* col) { return t.cell(r, col); };
+        const std::string theirs = cell("tokens") + " tokens, h " + cell("hidden") + ", f " + cell("ffn") + ", " +
+                                   cell("experts") + " experts, top-" + cell("top_k") + ", " + cell("popularity");
+        if (theirs != ours)
+          return "--reference: " + reference_path_ + " is another layer (" + theirs + "; ours: " + ours +
+                 "); run torch_layer.py with the same sizes and --popularity";
+        if (cell("math").rfind(std::string(dtype_name(ctx.dtype())), 0) != 0)
+          return "--reference: " + reference_path_ + " was measured in " + cell("math") + ", not " + std::string(dtype_name(ctx.dtype()));
+        if (cell("status") != "ok") continue;
+        const double ms = std::stod(cell("ms"));
+        if (!torch_ || ms < torch_->ms)
+          torch_ = TorchLayer{cell("variant"), ms, std::stod(cell("ms_min")), std::stod(cell("ms_max")),
+                              cell("busiest_over_mean_load"), cell("torch"), cell("torch_device")};
+      }
+    } catch (const std::exception& e) {
+      return "--reference: " + std::string(e.what());
+    }
+    return std::nullopt;
+  }
+
+  // speed_vs_torch: PyTorch's fastest variant's time over ours, for the one-device (local) row.
+  std::vector<std::string> torch_cells(const std::string& d, double ours_ms) const {
+    if (!torch_) {
+      const std::string why = reference_path_.empty() ? "n/a (no --reference)" : "n/a (no PyTorch variant ran)";
+      return {"n/a", "n/a", "n/a", "n/a", "n/a", why, "n/a", "n/a"};
+    }
+    if (d != "local")
+      return {torch_->variant, "n/a", "n/a", "n/a", "n/a", "n/a (PyTorch's layer runs on one device: see the local row)",
+              torch_->torch, torch_->device};
+    return {torch_->variant, fmt(torch_->ms), fmt(torch_->ms_min), fmt(torch_->ms_max), torch_->busiest,
+            fmt(torch_->ms / ours_ms, 4), torch_->torch, torch_->device};
+  }
+
   // PPMoE ranks of one TP group hold the same tokens; otherwise every rank has its own.
   int token_block(const BenchContext& ctx, const std::string& d) const {
     return d == "ppmoe" ? layout_.dp_index(ctx.world.rank()) : ctx.world.rank();
@@ -198,8 +279,13 @@ class MoELayerBench final : public BenchProgram {
     f->layer = std::make_unique<MoELayer>(c, ctx.device, f->alloc, make(ctx, d, DispatcherEnv{c, ctx.device, f->alloc}));
     f->layer->init(seed, s);
     const std::size_t first = std::size_t(token_block(ctx, d)) * T * h;
-    f->x = device_from_f32(ctx.device, f->alloc, normal_vector(std::size_t(T) * h, seed, 77, 1.f, first), c.dtype,
-                           MemTag::activations);
+    std::vector<float> x = normal_vector(std::size_t(T) * h, seed, 77, 1.f, first);
+    if (popularity_.kind != Popularity::Kind::natural) {  // the gate's weights are the same on every rank
+      const std::vector<float> gate = host_f32(ctx.device, f->alloc, f->layer->gate().weight().data(),
+                                               std::size_t(h) * c.experts, DType::f32);
+      steer_tokens(x, T, h, 1.0, gate, c.experts, popularity_, seed, first / h);
+    }
+    f->x = device_from_f32(ctx.device, f->alloc, x, c.dtype, MemTag::activations);
     f->dy = device_from_f32(ctx.device, f->alloc, normal_vector(std::size_t(T) * h, seed, 78, 1e-3f, first), c.dtype,
                             MemTag::activations);
     f->y = f->alloc.allocate(std::size_t(T) * h * dtype_size(c.dtype), MemTag::activations);
@@ -244,9 +330,16 @@ class MoELayerBench final : public BenchProgram {
     for (const auto& name : kRanges) st.counters[name] = range_ms[name] / n;
     st.counters["expert_gemms_ms"] = gemm_ms / n;
     st.counters["overhead_ratio"] = total_ms / gemm_ms;
+    // The busiest rank's work: the layer ends when it does.
+    const MoEConfig& c = moe_.config;
+    const Work work = moe_layer_work(T, c.hidden, c.ffn, c.experts, layer.experts().count(),
+                                     double(f.last->experts.total_rows()), int(dtype_size(c.dtype)));
+    st.counters["roofline_flops"] = ctx.rt.max(work.flops);
+    st.counters["roofline_bytes"] = ctx.rt.max(work.bytes);
     const LoadStats load = global_load(ctx, d, *f.last);
     st.counters["dropped_fraction"] = load.dropped_fraction;
     st.counters["load_cv"] = load.cv;
+    st.counters["busiest_over_mean"] = busiest_over_mean(load.routed);
     for (MemTag tag : {MemTag::model_states, MemTag::activations, MemTag::buffers, MemTag::temporary})
       st.counters[std::string("peak_") + mem_tag_name(tag)] = ctx.rt.max(double(f.alloc.peak(tag)));
   }
@@ -332,7 +425,15 @@ class MoELayerBench final : public BenchProgram {
   std::optional<int> tp_opt_;
   int tp_ = 1;
   ParallelLayout layout_;
-  std::string dump_dir_;
+  struct TorchLayer {
+    std::string variant;
+    double ms = 0, ms_min = 0, ms_max = 0;
+    std::string busiest, torch, device;
+  };
+  std::string dump_dir_, roofline_path_, reference_path_, popularity_text_ = "natural";
+  std::optional<TorchLayer> torch_;
+  Popularity popularity_;
+  RooflineProfile roofline_;
   int warmup_ = 1, iters_ = 3;
   std::unique_ptr<Communicator> tp_comm_;
   std::unique_ptr<Fixture> fixture_;

@@ -209,6 +209,19 @@ moebench_python() {
 # moebench_experiment [--single-rank] SUBDIR BENCH PLOT ARGS...: the whole of a one-bench
 # experiment script -- parse ARGS, run BENCH on $RANKS ranks writing results/SUBDIR, then
 # draw plots/PLOT.
+# ROOFLINE: --roofline-profile with this results folder's profile of the machine
+# (models/profile_this_machine.csv, experiments/models/profile.sh), unless the arguments give one
+# or there is none; the bench leaves its roofline columns n/a, and says why, for a profile of
+# another device.
+moebench_roofline_args() {
+  ROOFLINE=()
+  local a profile="$MOEBENCH_RESULTS/models/profile_this_machine.csv"
+  for a in ${EXTRA[@]+"${EXTRA[@]}"}; do
+    case "$a" in --roofline-profile|--roofline-profile=*) return 0 ;; esac
+  done
+  if [ -f "$profile" ]; then ROOFLINE=(--roofline-profile "$profile"); fi
+}
+
 moebench_experiment() {
   local single=()
   if [ "$1" = --single-rank ]; then single=(--single-rank); shift; fi

@@ -89,7 +89,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     *) fp32_args+=("${args[$i]}") ;;
   esac
 done
-for exp in comm/run comm/emulated runtime/slowdown moe/run ppmoe/serial m6t/gating m6t/cv mpmoe/run pipe/bubble ppmoe/t2 ppmoe/breakdown m6t/t1 gpt/step models/profile models/project claims/report; do
+for exp in models/profile comm/run comm/emulated runtime/slowdown moe/run ppmoe/serial m6t/gating m6t/cv mpmoe/run pipe/bubble ppmoe/t2 ppmoe/breakdown m6t/t1 gpt/step models/project claims/report; do
   echo "== experiment $exp"
   if done_before "$exp"; then
     echo "run_all.sh: $exp skipped: its outputs are complete for this code and these options (--redo runs it again)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpt.step: one training step of the GPT model on one device (TP = PP = DP = 1), dense and MoE,
 # in tokens/s, beside the same model in plain PyTorch on the same device (torch_step.py; skipped,
-# and said so in the CSV, where PyTorch is not installed). Writes results/gpt/step.csv,
+# and said so in the CSV, where PyTorch is not installed), each row with its roofline from the
+# results folder's profile of this machine. Writes results/gpt/step.csv,
 # torch_step.csv and step.png.
 #   experiments/gpt/step.sh [--scale local] [--backend cpu|cuda] [bench options, e.g. --sequences N, --dtype bf16]
 set -euo pipefail
@@ -27,6 +28,7 @@ case "$status" in
   77) echo "$MOEBENCH_SCRIPT: no PyTorch here: our step alone (step.csv says so)" ;;
   *) exit "$status" ;;
 esac
+moebench_roofline_args
 moebench_launch "$MOEBENCH_RESULTS/gpt" "$bin" --scale "$SCALE" --backend "$BACKEND" --out "$MOEBENCH_RESULTS" \
-  ${reference[@]+"${reference[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
+  ${reference[@]+"${reference[@]}"} ${ROOFLINE[@]+"${ROOFLINE[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
 "$py" "$MOEBENCH_ROOT/plots/gpt_step.py" "$MOEBENCH_RESULTS/gpt"

@@ -1,10 +1,45 @@
 #!/usr/bin/env bash
 # moe.layer: one MoE layer forward + backward per dispatcher (single-rank reference,
 # expert parallel = DPMoE, PPMoE) with its breakdown (gating, dispatch, expert, combine and
-# their backward) and the overhead ratio over the expert GEMMs alone (target <= 1.15).
-# Writes results/moe/layer_<dispatcher>.csv and results/moe/layer_breakdown.png.
-#   experiments/moe/run.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
+# their backward), the overhead ratio over the expert GEMMs alone (target <= 1.15), each row's
+# roofline (FLOPs, least bytes, the floor at models/profile_this_machine.csv's rates, time over it)
+# and, beside the one-device row, the same layer in plain PyTorch (torch_layer.py: a loop over the
+# experts, and torch._grouped_mm where PyTorch has it; skipped, and said so in the CSV, where
+# PyTorch is not installed or the layer is not its dropless top-k). Writes
+# results/moe/layer_<dispatcher>.csv, torch_layer.csv and layer_breakdown.png.
+#   experiments/moe/run.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options, e.g. --popularity zipf:1.2]
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 RANKS="${RANKS:-2}"  # local scale: one rank per core
-moebench_experiment moe moebench_moe_layer moe_layer.py "$@"
+MOEBENCH_BENCH=moebench_moe_layer
+moebench_parse_args "$@"
+py="$(moebench_python)" || exit 2
+bin="$MOEBENCH_BUILD/bench/moebench_moe_layer"
+[ -x "$bin" ] || moebench_die "$bin is not built; run scripts/build.sh"
+# The layer's sizes, popularity and element type go to the PyTorch layer too.
+same=()
+torch_layer=1
+for ((i = 0; i < ${#EXTRA[@]}; i++)); do
+  case "${EXTRA[$i]}" in
+    --tokens|--hidden|--ffn|--experts|--top-k|--popularity|--dtype) same+=("${EXTRA[$i]}" "${EXTRA[$((i + 1))]:-}") ;;
+    --tokens=*|--hidden=*|--ffn=*|--experts=*|--top-k=*|--popularity=*|--dtype=*) same+=("${EXTRA[$i]%%=*}" "${EXTRA[$i]#*=}") ;;
+    --capacity-factor|--capacity-factor=*|--prototypes|--prototypes=*|--reference|--reference=*) torch_layer=0 ;;
+  esac
+done
+reference=()
+if [ "$torch_layer" = 1 ]; then
+  status=0
+  "$py" "$MOEBENCH_ROOT/experiments/moe/torch_layer.py" --scale "$SCALE" --device "$BACKEND" \
+    --out "$MOEBENCH_RESULTS/moe/torch_layer.csv" ${same[@]+"${same[@]}"} || status=$?
+  case "$status" in
+    0) reference=(--reference "$MOEBENCH_RESULTS/moe/torch_layer.csv") ;;
+    77) echo "$MOEBENCH_SCRIPT: no PyTorch here: our layer alone (the CSVs say so)" ;;
+    *) exit "$status" ;;
+  esac
+else
+  echo "$MOEBENCH_SCRIPT: PyTorch's layer left out: it is the dropless plain top-k layer (no --capacity-factor or --prototypes), or --reference was given"
+fi
+moebench_roofline_args
+moebench_launch "$MOEBENCH_RESULTS/moe" "$bin" --scale "$SCALE" --backend "$BACKEND" --out "$MOEBENCH_RESULTS" \
+  ${reference[@]+"${reference[@]}"} ${ROOFLINE[@]+"${ROOFLINE[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
+"$py" "$MOEBENCH_ROOT/plots/moe_layer.py" "$MOEBENCH_RESULTS/moe"

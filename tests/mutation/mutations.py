@@ -239,6 +239,24 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^AssumptionSensitivity\.",
     },
+    # The roofline and the routing workload (models/roofline.cpp, moe/routing_workload.cpp)
+    {
+        "id": "roofline_floor_ignores_bytes",
+        "mechanism": "the floor is the compute term alone: a memory-bound layer looks far from its floor",
+        "file": "models/roofline.cpp",
+        "edits": [("  r.floor_ms = 1e3 * std::max(compute, memory);", "  r.floor_ms = 1e3 * compute;")],
+        "targets": [UNIT],
+        "tests": r"^Roofline\.",
+    },
+    {
+        "id": "popularity_not_steered",
+        "mechanism": "--popularity draws each token's expert but never pushes the token: routing stays the gate's own",
+        "file": "moe/routing_workload.cpp",
+        "edits": [("x[std::size_t(t) * hidden + k] += float(kSteer * token_std * unit[e][k]);",
+                   "(void)x; (void)unit[e][k];")],
+        "targets": [UNIT],
+        "tests": r"^RoutingWorkload\.",
+    },
     # Mixed precision: each tensor against its own bound
     {
         "id": "sixteen_bit_layernorm_beta_grad",

@@ -1,0 +1,118 @@
+#include "models/roofline.h"
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include "kernels/exec.h"
+#include "models/csv_rows.h"
+
+namespace moebench {
+
+Work moe_layer_work(double tokens, int hidden, int ffn, int experts, int local_experts, double rows, int element_bytes) {
+  const double h = hidden, f = ffn, es = element_bytes;
+  Work w;
+  w.flops = 6 * tokens * h * experts + 12 * rows * h * f;
+  const double expert_weights = 2.0 * local_experts * h * f * es, gate_weights = h * experts * 4.0;  // fp32 gate
+  w.bytes = 3 * (expert_weights + gate_weights) + 4 * tokens * h * es + 2 * rows * f * es;
+  return w;
+}
+
+Work gpt_step_work(const ModelShape& m, int sequences, int element_bytes) {
+  const double h = m.hidden, f = m.ffn, S = m.seq, V = m.vocab, tokens = double(sequences) * S, es = element_bytes;
+  const int routed = m.top_k * m.prototypes;
+  double forward = 2 * tokens * h * V + 2 * double(sequences) * m.layers * S * S * h;  // logits; causal attention
+  double weights = V * h + S * h;                                                     // tied embedding, positions
+  for (int l = 0; l < m.layers; ++l) {
+    forward += 2 * tokens * 4 * h * h;  // q, k, v, projection
+    weights += 4 * h * h;
+    if (m.is_moe(l)) {
+      forward += 2 * tokens * (routed * 2 * h * f + h * m.experts);
+      weights += m.experts * 2 * h * f + h * m.experts;
+    } else {
+      forward += 2 * tokens * 2 * h * f;
+      weights += 2 * h * f;
+    }
+  }
+  Work w;
+  w.flops = 3 * forward;
+  const double activations = 2 * tokens * m.layers * (7 * h + 2 * f) * es + 2 * tokens * V * 4;
+  // AdamW: the gradient read, m and v read and written in fp32, and the weight read and written
+  // -- in fp32 it is its own master; a 16-bit weight has an fp32 master beside it.
+  const double optimizer = element_bytes == 4 ? 4 + 2 * 2 * 4 + 2 * 4 : es + 2 * 3 * 4 + es;
+  w.bytes = 3 * weights * es + weights * optimizer + activations;
+  return w;
+}
+
+double rank_rate_scale(const HardwareProfile& hw, bool gpu, int ranks, int cores) {
+  if (gpu || cores <= 0) return 1;
+  const double p = std::max(1, hw.gpus_per_node), c = cores, r = std::max(1, ranks);
+  return std::max(1.0, p / c) * std::min(1.0, c / r);
+}
+
+Roofline roofline(const Work& w, const HardwareProfile& hw, bool half, double rate_scale, double measured_ms) {
+  Roofline r;
+  r.flops = w.flops;
+  r.bytes = w.bytes;
+  double best = 0;
+  for (const auto& [flops, eff] : hw.gemm_efficiency) best = std::max(best, eff);
+  r.gemm_flops_per_s = hw.peak_flops(half) * best * rate_scale;
+  r.bytes_per_s = hw.memory_bw * rate_scale;
+  const double compute = w.flops / r.gemm_flops_per_s, memory = w.bytes / r.bytes_per_s;
+  r.floor_ms = 1e3 * std::max(compute, memory);
+  r.bound = compute >= memory ? "compute" : "memory";
+  r.achieved_tflops = measured_ms > 0 ? w.flops / (measured_ms * 1e-3) / 1e12 : 0;
+  r.time_over_floor = r.floor_ms > 0 ? measured_ms / r.floor_ms : 0;
+  return r;
+}
+
+RooflineProfile load_roofline_profile(const std::string& option, const std::string& path, const std::string& backend,
+                                      const std::string& device, int ranks, int cores) {
+  RooflineProfile p;
+  if (path.empty()) {
+    p.note = "none: no profile of this device given (experiments/models/profile.sh measures one)";
+    return p;
+  }
+  HardwareProfile hw;
+  std::string measured_backend, measured_device;
+  try {
+    hw = load_hardware_profile(path);
+    const CsvRows t = CsvRows::read(path);
+    if (t.size() > 0 && t.has("backend")) measured_backend = t.cell(0, "backend");
+    if (t.size() > 0 && t.has("device")) measured_device = t.cell(0, "device");
+  } catch (const Error& e) {
+    throw Error(option + ": " + e.what());
+  }
+  if (measured_backend != backend || measured_device != device) {
+    p.note = "none: " + std::filesystem::path(path).filename().string() + " was measured on " + (measured_backend.empty() ? "no named device (a shipped profile)"
+                                                                              : measured_backend + " " + measured_device) +
+             ", this run is " + backend + " " + device + " (experiments/models/profile.sh measures this one)";
+    return p;
+  }
+  p.rate_scale = rank_rate_scale(hw, backend == "cuda", ranks, cores);
+  char scale[64];
+  std::snprintf(scale, sizeof scale, "%.3g", p.rate_scale);
+  const std::filesystem::path f(path);
+  const std::string shown = (f.parent_path().filename() / f.filename()).string();  // not the checkout's own path
+  p.note = shown + " (" + hw.name + (p.rate_scale != 1 ? "; its per-rank rates x " + std::string(scale) + " for this run's ranks" : "") + ")";
+  p.hw = std::move(hw);
+  return p;
+}
+
+const std::vector<std::string>& roofline_columns() {
+  static const std::vector<std::string> c = {"flops", "min_bytes", "floor_ms", "floor_bound", "achieved_tflops",
+                                             "time_over_floor", "roofline_profile"};
+  return c;
+}
+
+std::vector<std::string> roofline_cells(const RooflineProfile& p, const Work& w, bool half, double measured_ms) {
+  auto g = [](double v, int digits) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*g", digits, v);
+    return std::string(b);
+  };
+  const double achieved = measured_ms > 0 ? w.flops / (measured_ms * 1e-3) / 1e12 : 0;
+  if (!p.hw) return {g(w.flops, 6), g(w.bytes, 6), "n/a", "n/a", g(achieved, 4), "n/a", p.note};
+  const Roofline r = roofline(w, *p.hw, half, p.rate_scale, measured_ms);
+  return {g(r.flops, 6), g(r.bytes, 6), g(r.floor_ms, 5), r.bound, g(r.achieved_tflops, 4), g(r.time_over_floor, 4), p.note};
+}
+
+}  // namespace moebench

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The first command to run on a GPU node or cluster (or on CPU ranks): the suite's multi-rank
+# checks at N ranks, each against a reference, one line per check, and what N ranks or the
+# backend cannot check. Exit 0 when every check that ran passed, 1 when one failed, 2 for a bad
+# option.
+#   scripts/cluster_check.sh [--ranks N] [--backend cpu|cuda] [--launcher mpirun|srun] [--build DIR]
+# The checks:
+#   collectives   every collective of the comm bench (all-reduce, all-gather, reduce-scatter,
+#                 all-to-all, send/recv) checked element by element (its #wrong column) -- NCCL
+#                 on cuda, MPI on cpu;
+#   dispatchers   one MoE layer per dispatcher (local, expert parallel = DPMoE, PPMoE over a
+#                 split TP communicator) dumped and recomputed independently in numpy
+#                 (tests/cli/check_dump.py): routing, output, input and weight gradients;
+#   watchdog      a rank that stops inside a collective ends the whole job with its message
+#                 within the comm timeout;
+#   mpi tests     on the cpu backend: the multi-rank test suites (the communicator with split and
+#                 dup, dispatchers, micro-batches, the pipelined layer and its strategies, the
+#                 pipeline schedules GPipe / 1F1B / ZB-H1, TP, DP and ZeRO-1, the GPT pipeline,
+#                 PPMoE layouts), each against its single-rank reference.
+# Environment: MOEBENCH_BUILD (default build/), MPIRUN_FLAGS (extra mpirun flags, e.g. --oversubscribe).
+source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${MOEBENCH_BUILD:-$root/build}"
+ranks=2
+backend=""
+launcher=mpirun
+die() { echo "cluster_check: error: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ranks|--backend|--launcher|--build)
+      [ $# -ge 2 ] && [ -n "$2" ] || die "$1: needs a value"
+      case "$1" in --ranks) ranks="$2" ;; --backend) backend="$2" ;; --launcher) launcher="$2" ;; --build) build="$2" ;; esac
+      shift 2 ;;
+    *) die "unknown option '$1'; allowed: --ranks N, --backend cpu|cuda, --launcher mpirun|srun, --build DIR" ;;
+  esac
+done
+[[ "$ranks" =~ ^[1-9][0-9]*$ ]] || die "--ranks: '$ranks' is not a whole number >= 1"
+case "$launcher" in mpirun|srun) ;; *) die "--launcher: '$launcher'; allowed: mpirun, srun" ;; esac
+if [ -z "$backend" ]; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then backend=cuda; else backend=cpu; fi
+  echo "cluster_check: --backend $backend (not given: $( [ "$backend" = cuda ] && echo "nvidia-smi lists a GPU" || echo "no GPU listed"))"
+fi
+case "$backend" in cpu|cuda) ;; *) die "--backend: '$backend'; allowed: cpu, cuda" ;; esac
+for b in bench/moebench_comm bench/moebench_moe_layer; do
+  [ -x "$build/$b" ] || die "$build/$b is not built; run scripts/build.sh (or scripts/gpu_box.sh build on a GPU box)"
+done
+py=python3
+"$py" -c "import numpy" 2>/dev/null || py=/usr/bin/python3
+"$py" -c "import numpy" 2>/dev/null || die "no python3 with numpy (check_dump.py needs it)"
+export OMPI_ALLOW_RUN_AS_ROOT="${OMPI_ALLOW_RUN_AS_ROOT:-1}" OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}"
+launch() {
+  if [ "$launcher" = srun ]; then srun --ntasks "$ranks" "$@"; else mpirun ${MPIRUN_FLAGS:-} -np "$ranks" "$@"; fi
+}
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+line() { printf 'cluster_check: %-12s %-34s %s\n' "$1" "$2" "$3"; }
+fail() { failed=1; line "$1" "$2" "FAILED: $3"; }
+
+echo "cluster_check: $ranks rank(s), $backend backend, $launcher; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+
+# Collectives: the comm bench checks every element it receives.
+if launch "$build/bench/moebench_comm" --scale tiny --backend "$backend" --repetitions 1 --out "$tmp/comm" \
+    > "$tmp/comm.log" 2>&1; then
+  for f in "$tmp"/comm/comm/*.csv; do
+    name="$(basename "$f" .csv)"
+    wrong="$("$py" -c "import csv,sys; print(sum(int(r['wrong']) for r in csv.DictReader(open(sys.argv[1]))))" "$f")"
+    sizes="$("$py" -c "import csv,sys; print(len(list(csv.DictReader(open(sys.argv[1])))))" "$f")"
+    if [ "$wrong" = 0 ]; then line collectives "$name" "ok ($sizes sizes, every element checked)"; else fail collectives "$name" "$wrong wrong elements"; fi
+  done
+else
+  fail collectives "moebench_comm" "exit $? ($(tail -1 "$tmp/comm.log"))"
+fi
+
+# Dispatchers: each layer's state recomputed independently.
+tp=()
+if [ $((ranks % 2)) = 0 ] && [ "$ranks" -ge 4 ]; then tp=(--tp 2); fi
+if launch "$build/bench/moebench_moe_layer" --scale tiny --backend "$backend" --repetitions 1 --iters 1 \
+    --dump "$tmp/dump" ${tp[@]+"${tp[@]}"} --out "$tmp/moe" > "$tmp/moe.log" 2>&1; then
+  for d in local expert_parallel ppmoe; do
+    label="$d"
+    if [ "$d" = ppmoe ] && [ -n "${tp[*]:-}" ]; then label="ppmoe, TP 2 (split)"; fi
+    if out="$("$py" "$root/tests/cli/check_dump.py" "$tmp/dump/$d" 2>&1)"; then
+      line dispatchers "$label" "ok (numpy's recomputation: $(tail -1 <<<"$out" | sed 's/.*: routing/routing/'))"
+    else
+      fail dispatchers "$d" "$(tail -1 <<<"$out")"
+    fi
+  done
+else
+  fail dispatchers "moebench_moe_layer" "exit $? ($(tail -1 "$tmp/moe.log"))"
+fi
+
+# Watchdog: rank 1 stops inside a collective; the job must end with the message within the timeout.
+if [ "$ranks" -ge 2 ]; then
+  start=$SECONDS
+  launch "$build/bench/moebench_comm" --scale tiny --backend "$backend" --stall-rank 1 --comm-timeout 5 \
+    --out "$tmp/stall" > "$tmp/stall.log" 2>&1
+  status=$?
+  took=$((SECONDS - start))
+  if [ "$status" != 0 ] && grep -q "did not complete within 5 s" "$tmp/stall.log" && [ "$took" -lt 60 ]; then
+    line watchdog "a stopped rank" "ok (the job ended in ${took} s, exit $status, with the rank's message)"
+  else
+    fail watchdog "a stopped rank" "exit $status after ${took} s; $(grep -m1 "error" "$tmp/stall.log" || tail -1 "$tmp/stall.log")"
+  fi
+else
+  line watchdog "a stopped rank" "not run: needs 2 ranks or more"
+fi
+
+# The multi-rank test suites (the CPU backend: they build their own reference on one rank).
+if [ "$backend" = cpu ]; then
+  for t in moebench_mpi_tests moebench_mpi_pipeline_tests; do
+    [ -x "$build/tests/$t" ] || { line "mpi tests" "$t" "not run: not built (a build with tests)"; continue; }
+    launch bash -c 'exec "$0" --gtest_output=json:"$1/$(basename "$0")_${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-0}}.json"' \
+      "$build/tests/$t" "$tmp" > "$tmp/$t.log" 2>&1
+    "$py" - "$tmp" "$t" <<'PY' || failed=1
+import glob, json, sys
+tmp, binary = sys.argv[1], sys.argv[2]
+suites = {}
+for path in sorted(glob.glob(f"{tmp}/{binary}_*.json")):
+    for s in json.load(open(path)).get("testsuites", []):
+        for t in s.get("testsuite", []):
+            entry = suites.setdefault(s["name"], {})
+            r = entry.setdefault(t["name"], {"failed": False, "skipped": None})
+            r["failed"] |= bool(t.get("failures"))
+            if t.get("result") == "SKIPPED":
+                r["skipped"] = (t.get("skipped") or [{}])[0].get("message", "skipped").strip().splitlines()[-1]
+if not suites:
+    print(f"cluster_check: mpi tests    {binary:34s} FAILED: no results (see the launcher's output)")
+    sys.exit(1)
+bad = False
+for name, tests in suites.items():
+    failed = [t for t, r in tests.items() if r["failed"]]
+    skipped = {t: r["skipped"] for t, r in tests.items() if r["skipped"] and not r["failed"]}
+    ran = len(tests) - len(skipped)
+    if failed:
+        bad = True
+        print(f"cluster_check: mpi tests    {name:34s} FAILED: {', '.join(failed)}")
+    else:
+        extra = f"; not run here: {'; '.join(f'{t} ({why})' for t, why in skipped.items())}" if skipped else ""
+        print(f"cluster_check: mpi tests    {name:34s} ok ({ran} of {len(tests)}{extra})")
+sys.exit(1 if bad else 0)
+PY
+  done
+else
+  line "mpi tests" "schedules, TP, DP, ZeRO-1, ..." "not run on cuda: these suites build CPU layers (run --backend cpu on the same ranks)"
+fi
+
+if [ "$failed" = 0 ]; then echo "cluster_check: every check that ran passed"; else echo "cluster_check: a check FAILED"; fi
+exit "$failed"

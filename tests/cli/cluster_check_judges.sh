@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# scripts/cluster_check.sh judges what it runs: beside stub benches that report a wrong element
+# in one collective, a layer dump numpy disagrees with, and a stopped rank that never ends the
+# job with its message, it prints FAILED for each and exits 1; with the real benches at 2 CPU
+# ranks every check passes. Prints "cluster_check judges as expected" or what went wrong.
+set -euo pipefail
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+build="$1"
+root="$(mktemp -d)"
+trap 'rm -rf "$root"' EXIT
+fail() { echo "cluster_check judges: $*"; exit 1; }
+export MPIRUN_FLAGS=--oversubscribe
+out="$("$src/scripts/cluster_check.sh" --ranks 2 --backend cpu --build "$build" 2>&1)" || fail "the real run failed: $out"
+grep -q "every check that ran passed" <<<"$out" || fail "no closing line: $out"
+for c in all_reduce all_to_all expert_parallel ppmoe "a stopped rank" MoEDistributed PipelineMechanism DataParallel; do
+  grep -q "$c .*ok" <<<"$out" || fail "no ok line for $c: $out"
+done
+# Stubs: the comm bench writes one wrong element and never stalls; the layer dumps nothing.
+mkdir -p "$root/bench"
+cat > "$root/bench/moebench_comm" <<'STUB'
+#!/usr/bin/env bash
+out=""; while [ $# -gt 0 ]; do [ "$1" = --out ] && out="$2"; shift; done
+mkdir -p "$out/comm"
+printf 'collective,wrong\nall_reduce,0\nall_reduce,1\n' > "$out/comm/all_reduce.csv"
+STUB
+printf '#!/usr/bin/env bash\nexit 0\n' > "$root/bench/moebench_moe_layer"
+chmod +x "$root/bench/"*
+status=0
+out="$("$src/scripts/cluster_check.sh" --ranks 2 --backend cpu --build "$root" 2>&1)" || status=$?
+[ "$status" = 1 ] || fail "exit $status with failing checks, not 1: $out"
+grep -q "collectives  all_reduce .*FAILED: 1 wrong elements" <<<"$out" || fail "the wrong element was not reported: $out"
+grep -q "dispatchers  local .*FAILED" <<<"$out" || fail "a layer without a dump passed: $out"
+grep -q "watchdog .*FAILED" <<<"$out" || fail "a job that did not end with the rank's message passed: $out"
+grep -q "mpi tests .*not run: not built" <<<"$out" || fail "missing test binaries were not named: $out"
+grep -q "a check FAILED" <<<"$out" || fail "no closing line for a failure: $out"
+echo "cluster_check judges as expected"
