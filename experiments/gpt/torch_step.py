@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """gpt.step's reference: the same GPT model as moebench's transformer, written in plain PyTorch --
-token and position embeddings, pre-norm blocks of causal multi-head attention (explicit
-scores, mask, softmax) and a tanh-GeLU MLP without biases, a final LayerNorm, the output layer
-tied to the token embedding, next-token cross-entropy; the MoE model swaps every other MLP for
-a top-1, dropless mixture of experts with an fp32 gate and the load-balancing loss -- and one
-AdamW step, timed the way moebench times its own (median of repetitions, with min and max).
+token and position embeddings, pre-norm blocks of causal multi-head attention and a tanh-GeLU
+MLP without biases, a final LayerNorm, the output layer tied to the token embedding, next-token
+cross-entropy; the MoE model swaps every other MLP for a top-1, dropless mixture of experts with
+an fp32 gate and the load-balancing loss -- and one AdamW step, timed the way moebench times its
+own (median of repetitions, with min and max). Variants, each a row (one this PyTorch lacks is a
+row saying so):
+  eager     attention as explicit scores, mask and softmax (moebench's own math);
+  sdpa      attention through scaled_dot_product_attention (causal), the fused AdamW where the
+            device has it (CUDA), bf16/fp16 autocast with --dtype;
+  compiled  the sdpa model through torch.compile.
+The CSV names each variant's attention and optimizer; the bench compares with the fastest.
 
   torch_step.py --scale tiny|local|paper --device cpu|cuda --out CSV [--sequences N]
                 [--repetitions R] [--threads T]
@@ -47,7 +53,7 @@ def parse():
     return args
 
 
-def build(torch, vocab, seq, hidden, heads, ffn, layers, experts, device):
+def build(torch, vocab, seq, hidden, heads, ffn, layers, experts, device, sdpa=False):
     nn, F = torch.nn, torch.nn.functional
 
     class Attention(nn.Module):
@@ -61,6 +67,8 @@ def build(torch, vocab, seq, hidden, heads, ffn, layers, experts, device):
             d = h // heads
             q, k, v = self.qkv(x).split(h, dim=2)
             q, k, v = (t.view(b, s, heads, d).transpose(1, 2) for t in (q, k, v))
+            if sdpa:
+                return self.out(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, h))
             scores = q @ k.transpose(2, 3) / math.sqrt(d)
             mask = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
             p = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)
@@ -168,47 +176,82 @@ def main():
     gen = torch.Generator().manual_seed(7)
     tokens = torch.randint(vocab, (sequences, seq), generator=gen).to(args.device)
     targets = torch.randint(vocab, (sequences, seq), generator=gen).to(args.device)
+    has_sdpa = hasattr(torch.nn.functional, "scaled_dot_product_attention")
+    has_compile = hasattr(torch, "compile")
+    fused_adamw = args.device == "cuda" and "fused" in torch.optim.AdamW.__init__.__code__.co_varnames
+    if args.device == "cuda" and has_sdpa:
+        enabled = [n for n, on in (("flash", torch.backends.cuda.flash_sdp_enabled()),
+                                    ("mem-efficient", torch.backends.cuda.mem_efficient_sdp_enabled()),
+                                    ("math", torch.backends.cuda.math_sdp_enabled())) if on]
+        sdpa_name = f"sdpa, causal (PyTorch picks among: {', '.join(enabled)})"
+    else:
+        sdpa_name = "sdpa, causal (CPU kernels)"
+    variants = [("eager", False, False, None, "explicit scores, mask, softmax"),
+                ("sdpa", True, False, None if has_sdpa else f"scaled_dot_product_attention is not in PyTorch {torch.__version__}",
+                 sdpa_name),
+                ("compiled", True, True,
+                 None if has_sdpa and has_compile else f"torch.compile is not in PyTorch {torch.__version__}",
+                 sdpa_name + " under torch.compile")]
     rows = []
     for name, n_experts in (("dense", 0), ("moe", experts)):
-        torch.manual_seed(1)
-        model = build(torch, vocab, seq, hidden, heads, ffn, layers, n_experts, args.device)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+        for variant, sdpa, compiled, skip, attention in variants:
+            row = {"model": name, "variant": variant, "layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn,
+                   "seq": seq, "vocab": vocab, "experts": n_experts, "sequences": sequences,
+                   "ms_per_step": "n/a", "ms_per_step_min": "n/a", "ms_per_step_max": "n/a", "repetitions": 0,
+                   "status": "ok", "attention": attention,
+                   "optimizer": "AdamW, fused" if sdpa and fused_adamw else "AdamW (PyTorch's default implementation)",
+                   "torch": torch.__version__,
+                   "torch_device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
+                   "math": math_kind,
+                   "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            if skip:
+                row["status"] = f"skipped: {skip}"
+                rows.append(row)
+                print(f"torch_step {name:5s} {variant:8s} skipped: {skip}")
+                continue
+            torch.manual_seed(1)
+            model = build(torch, vocab, seq, hidden, heads, ffn, layers, n_experts, args.device, sdpa)
+            extra = {"fused": True} if sdpa and fused_adamw else {}
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, **extra)
+            run = torch.compile(model) if compiled else model
+            scaler = torch.cuda.amp.GradScaler() if autocast == torch.float16 else None
 
-        scaler = torch.cuda.amp.GradScaler() if autocast == torch.float16 else None
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            if autocast is None:
-                model(tokens, targets).backward()
-                opt.step()
-            else:
-                with torch.autocast(device_type="cuda", dtype=autocast):
-                    loss = model(tokens, targets)
-                if scaler:  # fp16 needs loss scaling in PyTorch's AMP
-                    scaler.scale(loss).backward()
-                    scaler.step(opt)
-                    scaler.update()
-                else:
-                    loss.backward()
+            def step():
+                opt.zero_grad(set_to_none=True)
+                if autocast is None:
+                    run(tokens, targets).backward()
                     opt.step()
-            if args.device == "cuda":
-                torch.cuda.synchronize()
+                else:
+                    with torch.autocast(device_type="cuda", dtype=autocast):
+                        loss = run(tokens, targets)
+                    if scaler:  # fp16 needs loss scaling in PyTorch's AMP
+                        scaler.scale(loss).backward()
+                        scaler.step(opt)
+                        scaler.update()
+                    else:
+                        loss.backward()
+                        opt.step()
+                if args.device == "cuda":
+                    torch.cuda.synchronize()
 
-        step()  # warm-up
-        times = []
-        for _ in range(args.repetitions):
-            start = time.perf_counter()
-            step()
-            times.append((time.perf_counter() - start) * 1e3)
-        rows.append({"model": name, "layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn, "seq": seq,
-                     "vocab": vocab, "experts": n_experts, "sequences": sequences,
-                     "ms_per_step": f"{statistics.median(times):.6g}", "ms_per_step_min": f"{min(times):.6g}",
-                     "ms_per_step_max": f"{max(times):.6g}", "repetitions": args.repetitions,
-                     "torch": torch.__version__,
-                     "torch_device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
-                     "math": math_kind, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
-        print(f"torch_step {name:5s} {statistics.median(times):9.2f} ms/step ({args.device}, torch {torch.__version__})")
-        del model, opt
+            try:
+                step()  # warm-up (and compilation)
+            except Exception as e:  # a compiler or kernel this machine lacks: said, not hidden
+                row["status"] = f"skipped: {variant} failed here: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+                rows.append(row)
+                print(f"torch_step {name:5s} {variant:8s} {row['status']}")
+                del model, opt, run
+                continue
+            times = []
+            for _ in range(args.repetitions):
+                start = time.perf_counter()
+                step()
+                times.append((time.perf_counter() - start) * 1e3)
+            row.update({"ms_per_step": f"{statistics.median(times):.6g}", "ms_per_step_min": f"{min(times):.6g}",
+                        "ms_per_step_max": f"{max(times):.6g}", "repetitions": args.repetitions})
+            rows.append(row)
+            print(f"torch_step {name:5s} {variant:8s} {statistics.median(times):9.2f} ms/step ({args.device}, torch {torch.__version__})")
+            del model, opt, run
     tmp = out.with_suffix(out.suffix + ".tmp")
     with tmp.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -253,7 +253,7 @@ MUTATIONS = [
         "mechanism": "--popularity draws each token's expert but never pushes the token: routing stays the gate's own",
         "file": "moe/routing_workload.cpp",
         "edits": [("x[std::size_t(t) * hidden + k] += float(kSteer * token_std * unit[e][k]);",
-                   "(void)x; (void)unit[e][k];")],
+                   "x[std::size_t(t) * hidden + k] += 0.f * float(kSteer * token_std * unit[e][k]);")],
         "targets": [UNIT],
         "tests": r"^RoutingWorkload\.",
     },
