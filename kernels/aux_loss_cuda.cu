@@ -3,19 +3,37 @@
 
 namespace moebench {
 
-// One thread per (group, expert): adjacent threads read adjacent columns of a probs row.
+// A block per (32 experts, group): thread (x, y) sums expert x's column over the group's tokens
+// y, y + kLanes, ... (adjacent x read adjacent columns of a probs row), then the lanes' partial
+// sums are added in a fixed tree order -- parallel over the tokens, and the same result every run.
+constexpr int kLanes = 32;
 __global__ void aux_loss_stats_kernel(GateShape g, int groups, const float* probs, const int* expert, float* density,
                                       float* proxy) {
-  const int e = blockIdx.x * blockDim.x + threadIdx.x, gr = blockIdx.y;
-  if (e >= g.experts) return;
-  const int F = g.experts / g.prototypes, z = e / F, S = g.prototypes * g.k, per_group = g.tokens / groups;
+  __shared__ float part_p[kLanes][33], part_d[kLanes][33];
+  const int x = threadIdx.x, lane = threadIdx.y, e = blockIdx.x * 32 + x, gr = blockIdx.y;
+  const int F = g.experts / g.prototypes, S = g.prototypes * g.k, per_group = g.tokens / groups;
   float p = 0.f, d = 0.f;
-  for (int t = gr * per_group; t < (gr + 1) * per_group; ++t) {
-    p += probs[size_t(t) * g.experts + e];
-    d += expert[size_t(t) * S + size_t(z) * g.k] == e ? 1.f : 0.f;
+  if (e < g.experts) {
+    const int z = e / F;
+    for (int t = gr * per_group + lane; t < (gr + 1) * per_group; t += kLanes) {
+      p += probs[size_t(t) * g.experts + e];
+      d += expert[size_t(t) * S + size_t(z) * g.k] == e ? 1.f : 0.f;
+    }
   }
-  density[size_t(gr) * g.experts + e] = d / float(per_group);
-  proxy[size_t(gr) * g.experts + e] = p / float(per_group);
+  part_p[lane][x] = p;
+  part_d[lane][x] = d;
+  __syncthreads();
+  for (int half = kLanes / 2; half > 0; half /= 2) {
+    if (lane < half) {
+      part_p[lane][x] += part_p[lane + half][x];
+      part_d[lane][x] += part_d[lane + half][x];
+    }
+    __syncthreads();
+  }
+  if (lane == 0 && e < g.experts) {
+    density[size_t(gr) * g.experts + e] = part_d[0][x] / float(per_group);
+    proxy[size_t(gr) * g.experts + e] = part_p[0][x] / float(per_group);
+  }
 }
 
 __global__ void add_group_bias_kernel(int tokens, int experts, int groups, const float* bias, float* x) {
@@ -29,7 +47,7 @@ __global__ void add_group_bias_kernel(int tokens, int experts, int groups, const
 
 void aux_loss_stats_cuda(const GateShape& g, int groups, const float* probs, const std::int32_t* expert,
                          float* density, float* proxy, void* stream) {
-  aux_loss_stats_kernel<<<dim3((g.experts + 127) / 128, groups), 128, 0, static_cast<cudaStream_t>(stream)>>>(
+  aux_loss_stats_kernel<<<dim3((g.experts + 31) / 32, groups), dim3(32, kLanes), 0, static_cast<cudaStream_t>(stream)>>>(
       g, groups, probs, expert, density, proxy);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }

@@ -10,25 +10,6 @@
 namespace moebench {
 namespace {
 
-struct Scalar {
-  const char* field;
-  const char* unit;
-  double scale;  // to SI
-  double HardwareProfile::* member;
-};
-const Scalar kScalars[] = {
-    {"peak_fp16", "TFLOP/s", 1e12, &HardwareProfile::peak_fp16_flops},
-    {"peak_fp32", "TFLOP/s", 1e12, &HardwareProfile::peak_fp32_flops},
-    {"memory", "GB", 1e9, &HardwareProfile::memory_bytes},
-    {"memory_bw", "GB/s", 1e9, &HardwareProfile::memory_bw},
-    {"elementwise_bw", "GB/s", 1e9, &HardwareProfile::elementwise_bw},
-    {"intra_bw", "GB/s", 1e9, &HardwareProfile::intra_bw},
-    {"intra_latency", "us", 1e-6, &HardwareProfile::intra_latency},
-    {"inter_bw", "GB/s", 1e9, &HardwareProfile::inter_bw},
-    {"inter_latency", "us", 1e-6, &HardwareProfile::inter_latency},
-    {"pcie_bw", "GB/s", 1e9, &HardwareProfile::pcie_bw},
-};
-
 double number(const std::string& where, const std::string& field, const std::string& text) {
   std::size_t used = 0;
   double v = 0;
@@ -44,6 +25,22 @@ double number(const std::string& where, const std::string& field, const std::str
 }
 
 }  // namespace
+
+const std::vector<ProfileScalar>& profile_scalars() {
+  static const std::vector<ProfileScalar> scalars = {
+      {"peak_fp16", "TFLOP/s", 1e12, &HardwareProfile::peak_fp16_flops},
+      {"peak_fp32", "TFLOP/s", 1e12, &HardwareProfile::peak_fp32_flops},
+      {"memory", "GB", 1e9, &HardwareProfile::memory_bytes},
+      {"memory_bw", "GB/s", 1e9, &HardwareProfile::memory_bw},
+      {"elementwise_bw", "GB/s", 1e9, &HardwareProfile::elementwise_bw},
+      {"intra_bw", "GB/s", 1e9, &HardwareProfile::intra_bw},
+      {"intra_latency", "us", 1e-6, &HardwareProfile::intra_latency},
+      {"inter_bw", "GB/s", 1e9, &HardwareProfile::inter_bw},
+      {"inter_latency", "us", 1e-6, &HardwareProfile::inter_latency},
+      {"pcie_bw", "GB/s", 1e9, &HardwareProfile::pcie_bw},
+  };
+  return scalars;
+}
 
 double HardwareProfile::gemm_efficiency_at(double flops) const {
   const auto& c = gemm_efficiency;
@@ -125,8 +122,8 @@ HardwareProfile load_hardware_profile(const std::string& path) {
         p.gpus_per_node = int(n);
         continue;
       }
-      const Scalar* s = nullptr;
-      for (const Scalar& k : kScalars)
+      const ProfileScalar* s = nullptr;
+      for (const ProfileScalar& k : profile_scalars())
         if (field == k.field) s = &k;
       if (!s) throw Error(where + ": unknown field '" + field + "'");
       if (unit != s->unit) throw Error(where + ": field '" + field + "': unit '" + unit + "'; allowed: " + s->unit);
@@ -137,7 +134,7 @@ HardwareProfile load_hardware_profile(const std::string& path) {
   }
   for (const char* f : {"name", "gpus_per_node", "gemm_efficiency"})
     if (!seen.count(f)) throw Error(where + ": field '" + std::string(f) + "' is missing");
-  for (const Scalar& k : kScalars)
+  for (const ProfileScalar& k : profile_scalars())
     if (!seen.count(k.field)) throw Error(where + ": field '" + std::string(k.field) + "' is missing");
   std::sort(p.gemm_efficiency.begin(), p.gemm_efficiency.end());
   for (std::size_t i = 1; i < p.gemm_efficiency.size(); ++i)

@@ -57,6 +57,15 @@ struct HardwareProfile {
   double gemm_seconds(double flops, bool half) const;
 };
 
+// The profile's scalar fields: name, unit in the file, factor to SI, member.
+struct ProfileScalar {
+  const char* field;
+  const char* unit;
+  double scale;
+  double HardwareProfile::* member;
+};
+const std::vector<ProfileScalar>& profile_scalars();
+
 // Reads and checks a profile file; throws Error naming the file and the field at fault
 // ("profile F: field 'inter_bw_GBps' is missing", "... must be > 0, got -3").
 HardwareProfile load_hardware_profile(const std::string& path);

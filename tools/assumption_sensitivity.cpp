@@ -8,22 +8,8 @@
 namespace moebench {
 namespace {
 
-struct ScalarInput {
-  const char* field;
-  const char* unit;
-  double scale;  // unit to SI
-  double HardwareProfile::* member;
-};
-const ScalarInput kScalarInputs[] = {
-    {"elementwise_bw", "GB/s", 1e9, &HardwareProfile::elementwise_bw},
-    {"intra_bw", "GB/s", 1e9, &HardwareProfile::intra_bw},
-    {"intra_latency", "us", 1e-6, &HardwareProfile::intra_latency},
-    {"inter_bw", "GB/s", 1e9, &HardwareProfile::inter_bw},
-    {"inter_latency", "us", 1e-6, &HardwareProfile::inter_latency},
-    {"pcie_bw", "GB/s", 1e9, &HardwareProfile::pcie_bw},
-};
-const ScalarInput* scalar_input(const std::string& field) {
-  for (const ScalarInput& s : kScalarInputs)
+const ProfileScalar* scalar_input(const std::string& field) {
+  for (const ProfileScalar& s : profile_scalars())
     if (field == s.field) return &s;
   return nullptr;
 }
@@ -31,7 +17,7 @@ const char* const kScales[] = {"gemm_efficiency", "overlap_slowdown"};
 
 std::string allowed_inputs() {
   std::string s = "gpus_per_node (count)";
-  for (const ScalarInput& k : kScalarInputs) s += std::string(", ") + k.field + " (" + k.unit + ")";
+  for (const ProfileScalar& k : profile_scalars()) s += std::string(", ") + k.field + " (" + k.unit + ")";
   for (const char* k : kScales) s += std::string(", ") + k + " (x)";
   return s;
 }
@@ -39,7 +25,7 @@ std::string allowed_inputs() {
 // The unit an input must be given in.
 std::string unit_of(const std::string& input) {
   if (input == "gpus_per_node") return "count";
-  if (const ScalarInput* s = scalar_input(input)) return s->unit;
+  if (const ProfileScalar* s = scalar_input(input)) return s->unit;
   for (const char* k : kScales)
     if (input == k) return "x";
   return "";
@@ -101,7 +87,7 @@ std::vector<AssumedInput> read_assumed_inputs(const std::string& path) {
 
 double input_value(const HardwareProfile& hw, const AssumedInput& in) {
   if (in.input == "gpus_per_node") return hw.gpus_per_node;
-  if (const ScalarInput* s = scalar_input(in.input)) return hw.*(s->member) / s->scale;
+  if (const ProfileScalar* s = scalar_input(in.input)) return hw.*(s->member) / s->scale;
   return 1;
 }
 
@@ -109,7 +95,7 @@ HardwareProfile with_input(HardwareProfile hw, const AssumedInput& in, double va
   if (in.input == "gpus_per_node") {
     if (value != std::floor(value)) throw Error(in.profile + " gpus_per_node: a whole number, got " + value_text(value));
     hw.gpus_per_node = int(value);
-  } else if (const ScalarInput* s = scalar_input(in.input)) {
+  } else if (const ProfileScalar* s = scalar_input(in.input)) {
     hw.*(s->member) = value * s->scale;
   } else if (in.input == "gemm_efficiency") {
     for (auto& [flops, eff] : hw.gemm_efficiency) eff = std::min(1.0, eff * value);

@@ -23,8 +23,7 @@ std::vector<ProjectionFile> project_papers(const PaperProfiles& p) {
   auto at = [](const HardwareProfile& hw, int gpus) { return model_provenance(hw, gpus, "paper", "fp16"); };
   Provenance counts = model_provenance(p.ppmoe, 1, "paper", "-");  // arithmetic on the specs: no hardware behind it
   counts.device = "none (arithmetic on models/'s specs)";
-  counts.link = "-";
-  counts.ranks = "-";
+  counts.link = counts.ranks = std::string(1, '-');  // not a literal: GCC 12 misreads its copy (-Wrestrict)
   std::vector<ProjectionFile> v;
   v.push_back({"param_counts.csv", project_parameter_counts(), counts});
   v.push_back({"m6t_flops.csv", project_m6t_layer_flops(), counts});

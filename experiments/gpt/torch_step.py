@@ -17,14 +17,14 @@ The CSV names each variant's attention and optimizer; the bench compares with th
 
 Exit 77 when PyTorch is not installed (the caller skips the comparison); 2 for a bad option."""
 import argparse
-import csv
 import datetime
 import math
 import os
 import pathlib
-import statistics
 import sys
-import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from torch_reference import import_torch, timed, writable_out, write_rows  # noqa: E402
 
 SIZES = {  # the same as bench/gpt_step.cpp's: vocab, seq, hidden, heads, ffn, layers, experts, sequences
     "tiny": (64, 16, 32, 4, 128, 2, 4, 2),
@@ -145,22 +145,11 @@ def main():
     # One BLAS thread per moebench rank: PyTorch's BLAS would otherwise use every core.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
-    try:
-        import torch
-    except ImportError:
-        print(f"{sys.argv[0]}: PyTorch is not installed: no reference (install python3-torch)", file=sys.stderr)
-        return 77
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print(f"{sys.argv[0]}: error: --device cuda: PyTorch sees no usable GPU", file=sys.stderr)
-        return 2
-    out = pathlib.Path(args.out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        probe = out.parent / f".probe.{id(out)}"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        print(f"{sys.argv[0]}: error: --out: {out.parent} is not writable ({e.strerror})", file=sys.stderr)
+    torch = import_torch(args.device)
+    if isinstance(torch, int):
+        return torch
+    out = writable_out(args.out)
+    if out is None:
         return 2
     vocab, seq, hidden, heads, ffn, layers, experts, sequences = SIZES[args.scale]
     sequences = args.sequences or sequences
@@ -242,23 +231,13 @@ def main():
                 print(f"torch_step {name:5s} {variant:8s} {row['status']}")
                 del model, opt, run
                 continue
-            times = []
-            for _ in range(args.repetitions):
-                start = time.perf_counter()
-                step()
-                times.append((time.perf_counter() - start) * 1e3)
-            row.update({"ms_per_step": f"{statistics.median(times):.6g}", "ms_per_step_min": f"{min(times):.6g}",
-                        "ms_per_step_max": f"{max(times):.6g}", "repetitions": args.repetitions})
+            median, fastest, slowest = timed(step, args.repetitions)
+            row.update({"ms_per_step": f"{median:.6g}", "ms_per_step_min": f"{fastest:.6g}",
+                        "ms_per_step_max": f"{slowest:.6g}", "repetitions": args.repetitions})
             rows.append(row)
-            print(f"torch_step {name:5s} {variant:8s} {statistics.median(times):9.2f} ms/step ({args.device}, torch {torch.__version__})")
+            print(f"torch_step {name:5s} {variant:8s} {median:9.2f} ms/step ({args.device}, torch {torch.__version__})")
             del model, opt, run
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    tmp.replace(out)
-    print(f"wrote {out}")
+    write_rows(out, rows)
     return 0
 
 

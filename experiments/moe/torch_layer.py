@@ -18,15 +18,14 @@ can be compared.
 
 Exit 77 when PyTorch is not installed (the caller skips the comparison); 2 for a bad option."""
 import argparse
-import csv
 import datetime
-import math
 import os
 import pathlib
 import re
-import statistics
 import sys
-import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from torch_reference import import_torch, timed, writable_out, write_rows  # noqa: E402
 
 SIZES = {  # the same as bench/moe_layer.cpp's: tokens per rank, hidden, ffn, experts (top-1)
     "tiny": (128, 64, 256, 8),
@@ -86,23 +85,12 @@ def main():
     args = parse()
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
-    try:
-        import torch
-    except ImportError:
-        print(f"{sys.argv[0]}: PyTorch is not installed: no reference (install python3-torch)", file=sys.stderr)
-        return 77
+    torch = import_torch(args.device)
+    if isinstance(torch, int):
+        return torch
     F = torch.nn.functional
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print(f"{sys.argv[0]}: error: --device cuda: PyTorch sees no usable GPU", file=sys.stderr)
-        return 2
-    out = pathlib.Path(args.out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        probe = out.parent / f".probe.{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        print(f"{sys.argv[0]}: error: --out: {out.parent} is not writable ({e.strerror})", file=sys.stderr)
+    out = writable_out(args.out)
+    if out is None:
         return 2
     tokens, hidden, ffn, experts = SIZES[args.scale]
     tokens, hidden, experts = args.tokens or tokens, args.hidden or hidden, args.experts or experts
@@ -198,22 +186,12 @@ def main():
             continue
         counts = torch.bincount(index.reshape(-1), minlength=experts).double()
         row["busiest_over_mean_load"] = f"{(counts.max() / counts.mean()).item():.6g}"
-        times = []
-        for _ in range(args.repetitions):
-            start = time.perf_counter()
-            step()
-            times.append((time.perf_counter() - start) * 1e3)
-        row.update({"ms": f"{statistics.median(times):.6g}", "ms_min": f"{min(times):.6g}",
-                    "ms_max": f"{max(times):.6g}", "repetitions": args.repetitions})
+        median, fastest, slowest = timed(step, args.repetitions)
+        row.update({"ms": f"{median:.6g}", "ms_min": f"{fastest:.6g}", "ms_max": f"{slowest:.6g}",
+                    "repetitions": args.repetitions})
         rows.append(row)
-        print(f"torch_layer {name:10s} {statistics.median(times):9.3f} ms forward + backward ({dev}, torch {torch.__version__})")
-    tmp = out.with_suffix(out.suffix + f".tmp.{os.getpid()}")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    tmp.replace(out)
-    print(f"wrote {out}")
+        print(f"torch_layer {name:10s} {median:9.3f} ms forward + backward ({dev}, torch {torch.__version__})")
+    write_rows(out, rows)
     return 0
 
 

@@ -271,6 +271,18 @@ TEST(GpuAuxAndAxpy, MatchCpu) {
   aux_loss_stats(ex, g, 3, dp.as<float>(), de.as<std::int32_t>(), dd.as<float>(), dq.as<float>());
   EXPECT_EQ(to_host<float>(dev, dd, density.size()), density);
   EXPECT_LT(rel_l2(to_host<float>(dev, dq, proxy.size()), proxy), 1e-6);
+  {  // the paper's layer: 8192 tokens over 64 experts in one group, each expert's column summed in parallel
+    GateShape big{8192, 64, 1, 1};
+    std::vector<float> bl = random_rounded(8192 * 64, DType::f32, 16), bp(8192 * 64), bw(8192), bd(64), bq(64);
+    std::vector<std::int32_t> be(8192);
+    softmax_topk_cpu(big, bl.data(), bp.data(), be.data(), bw.data());
+    aux_loss_stats_cpu(big, 1, bp.data(), be.data(), bd.data(), bq.data());
+    Buffer gp = to_device(dev, alloc, bp), ge = to_device(dev, alloc, be);
+    Buffer gd = alloc.allocate(64 * 4, MemTag::temporary), gq = alloc.allocate(64 * 4, MemTag::temporary);
+    aux_loss_stats(ex, big, 1, gp.as<float>(), ge.as<std::int32_t>(), gd.as<float>(), gq.as<float>());
+    EXPECT_EQ(to_host<float>(dev, gd, 64), bd) << "a count is exact in any order";
+    EXPECT_LT(rel_l2(to_host<float>(dev, gq, 64), bq), 1e-5);
+  }
   add_group_bias_cpu(96, 32, 3, density.data(), probs.data());
   add_group_bias(ex, 96, 32, 3, dd.as<float>(), dp.as<float>());
   EXPECT_LT(rel_l2(to_host<float>(dev, dp, te), probs), 1e-6);

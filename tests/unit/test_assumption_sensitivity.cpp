@@ -83,7 +83,7 @@ TEST(AssumptionSensitivity, ABadRangesFileIsRefusedNamingWhatIsAllowed) {
   };
   refused("adira,inter_latency,20,2,us,x", "0 < low < high");
   refused("adira,inter_latency,2,20,ms,x", "allowed: us");
-  refused("adira,peak_fp16,1,2,TFLOP/s,x", "allowed: gpus_per_node (count)");
+  refused("adira,nvlink,1,2,GB/s,x", "allowed: gpus_per_node (count)");
   refused("cluster,inter_latency,2,20,us,x", "there are: ppmoe, m6t, adira, valor");
   refused("adira,inter_latency,2,20,us,", "no why");
   fs::remove(f);
