@@ -1,6 +1,7 @@
 #include "moe/gate.h"
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include "kernels/aux_loss.h"
 #include "kernels/axpy.h"
 #include "kernels/convert.h"
@@ -73,8 +74,8 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s) {
   r.expert = alloc_.allocate(ts * 4, MemTag::activations, s);
   r.position = alloc_.allocate(ts * 4, MemTag::activations, s);
   r.weight = alloc_.allocate(ts * 4, MemTag::activations, s);
-  r.routed_dev = alloc_.allocate(ge * 4, MemTag::buffers, s);
-  r.kept_dev = alloc_.allocate(ge * 4, MemTag::buffers, s);
+  const std::size_t host_words = (cfg_.aux_loss ? 4 : 2) * ge;
+  r.host_read_dev = alloc_.allocate(host_words * 4, MemTag::buffers, s);
 
   const float* x32 = static_cast<const float*>(x);
   if (cfg_.dtype != DType::f32) {
@@ -87,21 +88,21 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s) {
     route_looped(r, s);
   else
     route_fused(r, s);
-  r.routed.resize(ge);
-  r.kept.resize(ge);
-  dev_.copy_to_host(r.routed.data(), r.routed_dev.data(), ge * 4, s);
-  dev_.copy_to_host(r.kept.data(), r.kept_dev.data(), ge * 4, s);
+  float* density = reinterpret_cast<float*>(r.kept_dev() + ge);  // the aux statistics after the counts
+  if (cfg_.aux_loss)
+    aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
+  // The forward's one copy to the host (it waits for the stream: the counts size the dispatch).
+  std::vector<std::int32_t> host(host_words);
+  dev_.copy_to_host(host.data(), r.host_read_dev.data(), host_words * 4, s);
+  r.routed.assign(host.begin(), host.begin() + ge);
+  r.kept.assign(host.begin() + ge, host.begin() + 2 * ge);
 
   r.aux_loss = 0.0;
   if (cfg_.aux_loss) {
-    Buffer stats = alloc_.allocate(2 * ge * 4, MemTag::temporary, s);
-    float* density = stats.as<float>();
-    float* proxy = density + ge;
-    aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, proxy);
     r.density.resize(ge);
     r.proxy.resize(ge);
-    dev_.copy_to_host(r.density.data(), density, ge * 4, s);
-    dev_.copy_to_host(r.proxy.data(), proxy, ge * 4, s);
+    std::memcpy(r.density.data(), host.data() + 2 * ge, ge * 4);
+    std::memcpy(r.proxy.data(), host.data() + 3 * ge, ge * 4);
     const double scale = double(cfg_.aux_coef) * g.per_prototype() / g.prototypes;
     for (std::size_t i = 0; i < ge; ++i) r.aux_loss += scale * r.density[i] * r.proxy[i];
     r.aux_loss /= groups;
@@ -115,7 +116,7 @@ void Gate::route_fused(Routing& r, const Stream& s) {
                r.weight.as<float>());
   Buffer workspace = alloc_.allocate(assign_positions_workspace_bytes(ex, r.shape), MemTag::temporary, s);
   assign_positions(ex, r.shape, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(),
-                   r.routed_dev.as<std::int32_t>(), r.kept_dev.as<std::int32_t>(), workspace.data(), workspace.bytes());
+                   r.routed_dev(), r.kept_dev(), workspace.data(), workspace.bytes());
 }
 
 void Gate::route_looped(Routing& r, const Stream& s) {
@@ -127,15 +128,15 @@ void Gate::route_looped(Routing& r, const Stream& s) {
   Buffer one_hot = alloc_.allocate(te * 4, MemTag::temporary, s);
   Buffer position_dense = alloc_.allocate(te * 4, MemTag::temporary, s);
   dev_.copy(remaining.data(), r.probs.data(), te * 4, s);
-  dev_.fill_zero(r.routed_dev.data(), r.routed_dev.bytes(), s);
+  dev_.fill_zero(r.routed_dev(), 2 * r.group_experts() * 4, s);  // routed and kept
   r.combine = alloc_.allocate(std::max<std::size_t>(tec, 1) * 4, MemTag::activations, s);
   r.dispatch = alloc_.allocate(std::max<std::size_t>(tec, 1) * 4, MemTag::activations, s);
   dev_.fill_zero(r.combine.data(), tec * 4, s);
   for (int j = 0; j < g.k; ++j) {
     argmax_round(ex, g, j, r.probs.as<float>(), remaining.as<float>(), r.expert.as<std::int32_t>(),
                  r.weight.as<float>(), one_hot.as<float>());
-    cumsum_positions_round(ex, r.shape, j, one_hot.as<float>(), r.routed_dev.as<std::int32_t>(),
-                           r.kept_dev.as<std::int32_t>(), position_dense.as<std::int32_t>(),
+    cumsum_positions_round(ex, r.shape, j, one_hot.as<float>(), r.routed_dev(), r.kept_dev(),
+                           position_dense.as<std::int32_t>(),
                            r.expert.as<std::int32_t>(), r.position.as<std::int32_t>());
     combine_round(ex, r.shape, j, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(), r.weight.as<float>(),
                   r.combine.as<float>(), r.dispatch.as<float>());

@@ -22,7 +22,10 @@ struct Routing {
   Buffer logits, probs;            // [T, E] fp32
   Buffer expert, position;         // [T, S] int32: global expert id; position in its expert or -1
   Buffer weight;                   // [T, S] fp32 combine weights
-  Buffer routed_dev, kept_dev;     // [G, E] int32
+  // On the device, one buffer the host reads in one copy per forward: [G, E] int32 routed and
+  // kept counts (the host sizes the dispatch with them), then with the aux loss on [G, E] fp32
+  // density and proxy.
+  Buffer host_read_dev;
   std::vector<std::int32_t> routed, kept;  // host copies [G, E]
   std::vector<float> density, proxy;       // host [G, E], with the aux loss on
   // The paper gate's dense tensors (GateImpl::paper), [T, E, C] fp32: combine weights at
@@ -33,6 +36,9 @@ struct Routing {
   // slots are -1 here and belong to other slices): the dispatcher adds the combine into y and
   // the dispatch backward into dx, and writes this slice's combine-weight gradients only.
   bool expert_slice = false;
+  std::size_t group_experts() const { return std::size_t(shape.groups) * shape.gate.experts; }
+  std::int32_t* routed_dev() const { return host_read_dev.as<std::int32_t>(); }
+  std::int32_t* kept_dev() const { return routed_dev() + group_experts(); }
   int tokens() const { return shape.gate.tokens; }
   int groups() const { return shape.groups; }
   int slots() const { return shape.gate.slots(); }

@@ -36,10 +36,11 @@ void explain(CaseResult& c, LayerRunner& r) {
   for (const auto& [k, v] : t) sum += v;
   t["unexplained"] = m.local_peak[int(MemTag::temporary)] - sum;
   // Communication buffers at their peak, the combine's backward exchange: its send and receive
-  // rows, the row permutation, the counts and bases.
+  // rows, the row permutation, the counts and bases, and what the gate reads back to the host in
+  // its one copy (routed and kept counts, with the aux loss its density and proxy).
   auto& b = c.explained_buffers;
   b["send_and_receive"] = (sent + R) * M * es;
-  b["maps_and_counts"] = R * 8 + 3 * E * 4;
+  b["maps_and_counts"] = R * 8 + (c.cfg.aux_loss ? 5 : 3) * E * 4;
   sum = 0;
   for (const auto& [k, v] : b) sum += v;
   b["unexplained"] = m.local_peak[int(MemTag::buffers)] - sum;

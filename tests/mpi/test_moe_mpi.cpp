@@ -110,6 +110,33 @@ TEST_F(MoEDistributed, PpmoeEqualsSingleRankReference) {
   }
 }
 
+// The gate reads its counts (and the aux-loss statistics) back in one copy per forward: every
+// copy to the host waits for the stream, so each more one is a stall in the middle of the layer.
+TEST_F(MoEDistributed, TheGateCopiesToTheHostOncePerForward) {
+  for (const Case& c : {kCases[0], kCases[3], kCases[6]}) {  // with and without the aux loss; M6-T's gate
+    SCOPED_TRACE(c.name);
+    CpuLayer layer(config_for(c), [&](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *comm); });
+    const Stream s = layer.dev.create_stream("layer");  // a queued stream: its ops are on the timeline
+    const std::vector<float> x = tokens(12, 16, 1, r * 12);
+    std::vector<float> y(x.size());
+    std::vector<TimelineEntry> all;
+    std::size_t group_experts = 0;
+    {
+      RecordedTimeline timeline(r);
+      const MoEContext ctx = layer.layer->forward(x.data(), 12, y.data(), s);
+      s.synchronize();
+      all = timeline.entries();
+      group_experts = ctx.routing.group_experts();
+    }
+    const auto gating = ranges_named(all, "moe.gating");
+    ASSERT_EQ(gating.size(), 1u);
+    const auto copies = ops_inside(all, gating[0], "copy to host");
+    ASSERT_EQ(copies.size(), 1u) << "copies to the host in the gate's forward";
+    // [routed | kept (| density | proxy)], [groups, experts] each
+    EXPECT_EQ(number_arg(copies[0], "bytes"), 4.0 * (c.aux ? 4 : 2) * double(group_experts));
+  }
+}
+
 // 000 Sec. 3.3.4: PPMoE's backward sums the input gradient (b s h) over the TP group like tensor
 // parallelism, and the gate weights' gradient (h x E) besides, which the paper calls negligible.
 // Each is one all-reduce in a range of its own (moe.sync.bwd, moe.gate_sync.bwd), their bytes in

@@ -257,6 +257,16 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^RoutingWorkload\.",
     },
+    {
+        "id": "gate_reads_back_twice",
+        "mechanism": "the gate reads its counts and its aux statistics back in two host copies (two stalls)",
+        "file": "moe/gate.cpp",
+        "edits": [("  dev_.copy_to_host(host.data(), r.host_read_dev.data(), host_words * 4, s);",
+                   "  dev_.copy_to_host(host.data(), r.host_read_dev.data(), 2 * ge * 4, s);\n"
+                   "  dev_.copy_to_host(host.data() + 2 * ge, r.kept_dev() + ge, (host_words - 2 * ge) * 4, s);")],
+        "targets": [MPI],
+        "tests": COMM_TESTS,
+    },
     # Mixed precision: each tensor against its own bound
     {
         "id": "sixteen_bit_layernorm_beta_grad",
