@@ -209,6 +209,22 @@ moebench_python() {
 # moebench_experiment [--single-rank] SUBDIR BENCH PLOT ARGS...: the whole of a one-bench
 # experiment script -- parse ARGS, run BENCH on $RANKS ranks writing results/SUBDIR, then
 # draw plots/PLOT.
+# moebench_torch_reference SCRIPT CSV ARGS...: PyTorch's run of the same work (experiments/*/
+# torch_*.py) into CSV; REFERENCE=(--reference CSV) for the bench when it ran, empty (and said so)
+# where PyTorch is not installed; any other failure ends the script with its code.
+moebench_torch_reference() {
+  local script="$1" csv="$2" py status=0
+  shift 2
+  REFERENCE=()
+  py="$(moebench_python)" || exit 2
+  "$py" "$script" --out "$csv" "$@" || status=$?
+  case "$status" in
+    0) REFERENCE=(--reference "$csv") ;;
+    77) echo "$MOEBENCH_SCRIPT: no PyTorch here: ours alone (the CSV says so)" ;;
+    *) exit "$status" ;;
+  esac
+}
+
 # ROOFLINE: --roofline-profile with this results folder's profile of the machine
 # (models/profile_this_machine.csv, experiments/models/profile.sh), unless the arguments give one
 # or there is none; the bench leaves its roofline columns n/a, and says why, for a profile of

@@ -12,8 +12,12 @@ import time
 NO_TORCH = 77
 
 
-def import_torch(device):
-    """torch, or an exit code: 77 without PyTorch, 2 for a cuda device PyTorch cannot see."""
+def import_torch(device, threads):
+    """torch with `threads` CPU threads, or an exit code: 77 without PyTorch, 2 for a cuda device
+    PyTorch cannot see. One BLAS thread per moebench rank by default: PyTorch's BLAS would
+    otherwise take every core."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)
     try:
         import torch
     except ImportError:
@@ -22,6 +26,7 @@ def import_torch(device):
     if device == "cuda" and not torch.cuda.is_available():
         print(f"{sys.argv[0]}: error: --device cuda: PyTorch sees no usable GPU", file=sys.stderr)
         return 2
+    torch.set_num_threads(threads)
     return torch
 
 

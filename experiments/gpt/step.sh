@@ -19,16 +19,9 @@ for ((i = 0; i < ${#EXTRA[@]}; i++)); do
     --sequences=*|--dtype=*) sequences+=("${EXTRA[$i]%%=*}" "${EXTRA[$i]#*=}") ;;
   esac
 done
-reference=()
-status=0
-"$py" "$MOEBENCH_ROOT/experiments/gpt/torch_step.py" --scale "$SCALE" --device "$BACKEND" \
-  --out "$MOEBENCH_RESULTS/gpt/torch_step.csv" ${sequences[@]+"${sequences[@]}"} || status=$?
-case "$status" in
-  0) reference=(--reference "$MOEBENCH_RESULTS/gpt/torch_step.csv") ;;
-  77) echo "$MOEBENCH_SCRIPT: no PyTorch here: our step alone (step.csv says so)" ;;
-  *) exit "$status" ;;
-esac
+moebench_torch_reference "$MOEBENCH_ROOT/experiments/gpt/torch_step.py" "$MOEBENCH_RESULTS/gpt/torch_step.csv" \
+  --scale "$SCALE" --device "$BACKEND" ${sequences[@]+"${sequences[@]}"}
 moebench_roofline_args
 moebench_launch "$MOEBENCH_RESULTS/gpt" "$bin" --scale "$SCALE" --backend "$BACKEND" --out "$MOEBENCH_RESULTS" \
-  ${reference[@]+"${reference[@]}"} ${ROOFLINE[@]+"${ROOFLINE[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
+  ${REFERENCE[@]+"${REFERENCE[@]}"} ${ROOFLINE[@]+"${ROOFLINE[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
 "$py" "$MOEBENCH_ROOT/plots/gpt_step.py" "$MOEBENCH_RESULTS/gpt"

@@ -19,7 +19,6 @@ Exit 77 when PyTorch is not installed (the caller skips the comparison); 2 for a
 import argparse
 import datetime
 import math
-import os
 import pathlib
 import sys
 
@@ -142,10 +141,7 @@ def build(torch, vocab, seq, hidden, heads, ffn, layers, experts, device, sdpa=F
 
 def main():
     args = parse()
-    # One BLAS thread per moebench rank: PyTorch's BLAS would otherwise use every core.
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
-    torch = import_torch(args.device)
+    torch = import_torch(args.device, args.threads)
     if isinstance(torch, int):
         return torch
     out = writable_out(args.out)
@@ -153,7 +149,6 @@ def main():
         return 2
     vocab, seq, hidden, heads, ffn, layers, experts, sequences = SIZES[args.scale]
     sequences = args.sequences or sequences
-    torch.set_num_threads(args.threads)
     if args.device == "cuda":  # as moebench's default: tensor cores (TF32) for fp32 GEMMs
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True

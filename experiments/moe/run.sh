@@ -26,20 +26,14 @@ for ((i = 0; i < ${#EXTRA[@]}; i++)); do
     --capacity-factor|--capacity-factor=*|--prototypes|--prototypes=*|--reference|--reference=*) torch_layer=0 ;;
   esac
 done
-reference=()
+REFERENCE=()
 if [ "$torch_layer" = 1 ]; then
-  status=0
-  "$py" "$MOEBENCH_ROOT/experiments/moe/torch_layer.py" --scale "$SCALE" --device "$BACKEND" \
-    --out "$MOEBENCH_RESULTS/moe/torch_layer.csv" ${same[@]+"${same[@]}"} || status=$?
-  case "$status" in
-    0) reference=(--reference "$MOEBENCH_RESULTS/moe/torch_layer.csv") ;;
-    77) echo "$MOEBENCH_SCRIPT: no PyTorch here: our layer alone (the CSVs say so)" ;;
-    *) exit "$status" ;;
-  esac
+  moebench_torch_reference "$MOEBENCH_ROOT/experiments/moe/torch_layer.py" "$MOEBENCH_RESULTS/moe/torch_layer.csv" \
+    --scale "$SCALE" --device "$BACKEND" ${same[@]+"${same[@]}"}
 else
   echo "$MOEBENCH_SCRIPT: PyTorch's layer left out: it is the dropless plain top-k layer (no --capacity-factor or --prototypes), or --reference was given"
 fi
 moebench_roofline_args
 moebench_launch "$MOEBENCH_RESULTS/moe" "$bin" --scale "$SCALE" --backend "$BACKEND" --out "$MOEBENCH_RESULTS" \
-  ${reference[@]+"${reference[@]}"} ${ROOFLINE[@]+"${ROOFLINE[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
+  ${REFERENCE[@]+"${REFERENCE[@]}"} ${ROOFLINE[@]+"${ROOFLINE[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
 "$py" "$MOEBENCH_ROOT/plots/moe_layer.py" "$MOEBENCH_RESULTS/moe"

@@ -19,7 +19,6 @@ can be compared.
 Exit 77 when PyTorch is not installed (the caller skips the comparison); 2 for a bad option."""
 import argparse
 import datetime
-import os
 import pathlib
 import re
 import sys
@@ -83,9 +82,7 @@ def popularity_weights(text, experts):
 
 def main():
     args = parse()
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
-    torch = import_torch(args.device)
+    torch = import_torch(args.device, args.threads)
     if isinstance(torch, int):
         return torch
     F = torch.nn.functional
@@ -99,7 +96,6 @@ def main():
     if top_k > experts:
         print(f"{sys.argv[0]}: error: --top-k: {top_k} is more than the {experts} experts", file=sys.stderr)
         return 2
-    torch.set_num_threads(args.threads)
     dev = args.device
     dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     gen = torch.Generator().manual_seed(1234)
