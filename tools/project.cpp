@@ -44,7 +44,12 @@ int main(int argc, char** argv) {
                                load_profile_option("--m6t-profile", m6t_profile),
                                load_profile_option("--adira-profile", adira_profile),
                                load_profile_option("--valor-profile", valor_profile)};
-    const std::vector<AssumedInput> inputs = read_assumed_inputs(ranges);
+    std::vector<AssumedInput> inputs;
+    try {
+      inputs = read_assumed_inputs(ranges);
+    } catch (const Error& e) {
+      throw Error("--ranges: " + std::string(e.what()));
+    }
     write_projections(project_papers(papers), out + "/models", true);
     {
       const std::string scratch =

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/cluster_check.sh judges what it runs: beside stub benches that report a wrong element
+# scripts/cluster_check.sh refuses bad options and judges what it runs: beside stub benches that report a wrong element
 # in one collective, a layer dump numpy disagrees with, and a stopped rank that never ends the
 # job with its message, it prints FAILED for each and exits 1; with the real benches at 2 CPU
 # ranks every check passes. Prints "cluster_check judges as expected" or what went wrong.
@@ -10,6 +10,17 @@ root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
 fail() { echo "cluster_check judges: $*"; exit 1; }
 export MPIRUN_FLAGS=--oversubscribe
+# Bad options: exit 2 with one line naming the option and what is allowed, before any check runs.
+for bad in "--ranks 0|--ranks: '0' is not a whole number >= 1" "--backend tpu|--backend: 'tpu'; allowed: cpu, cuda" \
+           "--launcher ssh|--launcher: 'ssh'; allowed: mpirun, srun" "--ranks|--ranks: needs a value" \
+           "--nodes 2|unknown option '--nodes'"; do
+  args="${bad%%|*}" says="${bad#*|}"
+  status=0
+  out="$("$src/scripts/cluster_check.sh" $args 2>&1)" || status=$?
+  [ "$status" = 2 ] || fail "$args: exit $status, not 2: $out"
+  grep -qF "cluster_check: error: $says" <<<"$out" || fail "$args: no line saying \"$says\": $out"
+  ! grep -q "collectives\|dispatchers" <<<"$out" || fail "$args: checks ran before the option was refused"
+done
 out="$("$src/scripts/cluster_check.sh" --ranks 2 --backend cpu --build "$build" 2>&1)" || fail "the real run failed: $out"
 grep -q "every check that ran passed" <<<"$out" || fail "no closing line: $out"
 for c in all_reduce all_to_all expert_parallel ppmoe "a stopped rank" MoEDistributed PipelineMechanism DataParallel; do
