@@ -14,10 +14,14 @@ if(NOT MOEBENCH_CUDA STREQUAL "OFF")
     find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV NCCL_HOME PATH_SUFFIXES include)
   endif()
   if(CUDAToolkit_FOUND AND NCCL_LIBRARY AND NCCL_INCLUDE_DIR)
-    # CUDA 13 dropped sm_70 (V100); older toolkits still build it.
+    # CUDA 13 dropped sm_70 (V100); older toolkits still build it. Hopper gets sm_90a code (the
+    # arch-specific features cuBLAS's and our kernels may use there) and compute_90 PTX, which
+    # newer GPUs compile at load; sm_90a code itself runs on Hopper only.
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       if(CUDAToolkit_VERSION_MAJOR GREATER_EQUAL 13)
-        set(CMAKE_CUDA_ARCHITECTURES "80;90")
+        set(CMAKE_CUDA_ARCHITECTURES "80-real;90a-real;90-virtual")
+      elseif(CUDAToolkit_VERSION VERSION_GREATER_EQUAL 12.0)
+        set(CMAKE_CUDA_ARCHITECTURES "70-real;80-real;90a-real;90-virtual")
       else()
         set(CMAKE_CUDA_ARCHITECTURES "70;80;90")
       endif()

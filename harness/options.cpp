@@ -316,7 +316,7 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_flag("--list-devices", o.list_devices, "Print how many CUDA devices this process can use, and exit");
   app.add_flag("--profile", o.profile,
                "Bracket only the measured iterations with cudaProfilerStart/Stop (nsys --capture-range=cudaProfilerApi; cuda only)");
-  app.add_flag("--no-tensor-cores", o.no_tensor_cores, "GEMMs without tensor cores (pedantic fp32 math; cuda only)");
+  app.add_flag("--no-tensor-cores", o.no_tensor_cores, "GEMMs without tensor cores (fp32 math, pedantic for 16-bit operands; cuda only)");
   add_whole(app, "--warmup", o.warmup, 0, 1000000, "Untimed iterations before each measurement (default: by scale)");
   add_whole(app, "--iters", o.iters, 1, 1000000, "Timed iterations per repetition (default: by scale)");
   add_whole(app, "--blas-threads", o.blas_threads, 1, 1024,

@@ -31,7 +31,8 @@ void assign_positions_cpu(const CapacityShape& c, const std::int32_t* expert, st
 std::size_t assign_positions_workspace_bytes(const Exec& ex, const CapacityShape& c) {
   if (ex.backend != Backend::cuda) return 0;
   const std::size_t per_group = std::size_t(c.gate.tokens / c.groups);
-  const std::size_t tiles = (std::size_t(c.gate.k) * per_group + kCapacityTile - 1) / kCapacityTile;
+  const std::size_t length = std::size_t(c.gate.k) * per_group, tile = std::size_t(capacity_tile(long(length)));
+  const std::size_t tiles = (length + tile - 1) / tile;
   return std::size_t(c.groups) * std::size_t(c.gate.experts) * tiles * sizeof(std::int32_t);
 }
 

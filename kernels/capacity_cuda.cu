@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "kernels/capacity.h"
 #include "kernels/cuda_check.cuh"
 
@@ -7,7 +8,7 @@ namespace moebench {
 // i.e. choice-major, then token. Their experts, relative to the prototype, are the keys.
 struct Sequence {
   GateShape g;
-  int per_group, tiles;
+  int per_group, tile, tiles;  // tile: assignments per tile (capacity_tile)
   __device__ long length() const { return long(g.k) * per_group; }
   __device__ size_t slot(int gr, int z, long q) const {
     const int j = int(q / per_group), t = gr * per_group + int(q % per_group);
@@ -22,26 +23,36 @@ struct Sequence {
 __global__ void tile_histogram_kernel(Sequence sq, const int* expert, int* counts) {
   const int tile = blockIdx.x, z = blockIdx.y, gr = blockIdx.z, F = sq.g.experts / sq.g.prototypes;
   int* row = sq.tile_row(counts, gr, z, tile);
-  const long end = min(sq.length(), long(tile + 1) * kCapacityTile);
-  for (long q = long(tile) * kCapacityTile + threadIdx.x; q < end; q += blockDim.x)
+  const long end = min(sq.length(), long(tile + 1) * sq.tile);
+  for (long q = long(tile) * sq.tile + threadIdx.x; q < end; q += blockDim.x)
     atomicAdd(&row[expert[sq.slot(gr, z, q)] - z * F], 1);  // integer counts: order-free, exact
 }
 
-// (2) One thread per (group, expert): exclusive scan of its counts over the tiles, in place,
-// so each tile row then holds the first position of every expert in that tile.
+// (2) One warp per (group, expert): exclusive scan of its counts over the tiles, in place, 32
+// tiles at a time (a warp-wide inclusive scan, then the chunk's total carried to the next), so
+// each tile row then holds the first position of every expert in that tile.
 __global__ void tile_offsets_kernel(Sequence sq, int capacity, int groups, int* counts, int* routed, int* kept) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x, E = sq.g.experts, F = E / sq.g.prototypes;
-  if (i >= groups * E) return;
+  const int lane = threadIdx.x & 31, i = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int E = sq.g.experts, F = E / sq.g.prototypes;
+  if (i >= groups * E) return;  // whole warps leave together
   const int gr = i / E, e = i % E, z = e / F, key = e % F;
   int running = 0;
-  for (int tile = 0; tile < sq.tiles; ++tile) {
-    int* c = sq.tile_row(counts, gr, z, tile) + key;
-    const int here = *c;
-    *c = running;
-    running += here;
+  for (int first = 0; first < sq.tiles; first += 32) {
+    const int tile = first + lane;
+    int* c = tile < sq.tiles ? sq.tile_row(counts, gr, z, tile) + key : nullptr;
+    const int here = c ? *c : 0;
+    int inclusive = here;
+    for (int d = 1; d < 32; d <<= 1) {
+      const int below = __shfl_up_sync(0xffffffffu, inclusive, d);
+      if (lane >= d) inclusive += below;
+    }
+    if (c) *c = running + inclusive - here;
+    running += __shfl_sync(0xffffffffu, inclusive, 31);
   }
-  routed[i] = running;
-  kept[i] = capacity < 0 ? running : min(running, capacity);
+  if (lane == 0) {
+    routed[i] = running;
+    kept[i] = capacity < 0 ? running : min(running, capacity);
+  }
 }
 
 // (3) One warp per tile walks it 32 assignments at a time, in order: lanes naming the same
@@ -54,7 +65,7 @@ __global__ void tile_positions_kernel(Sequence sq, int capacity, int warps_total
   const int tile = w % sq.tiles, z = (w / sq.tiles) % sq.g.prototypes, gr = w / sq.tiles / sq.g.prototypes;
   const int F = sq.g.experts / sq.g.prototypes;
   int* start = sq.tile_row(counts, gr, z, tile);
-  const long begin = long(tile) * kCapacityTile, end = min(sq.length(), begin + kCapacityTile);
+  const long begin = long(tile) * sq.tile, end = min(sq.length(), begin + sq.tile);
   for (long q0 = begin; q0 < end; q0 += 32) {
     const long q = q0 + lane;
     const bool valid = q < end;
@@ -81,18 +92,21 @@ void assign_positions_cuda(const CapacityShape& c, const std::int32_t* expert, s
   const auto s = static_cast<cudaStream_t>(stream);
   const int per_group = g.tokens / c.groups;
   const long length = long(g.k) * per_group;
-  Sequence sq{g, per_group, int((length + kCapacityTile - 1) / kCapacityTile)};
+  const int tile = capacity_tile(length);
+  Sequence sq{g, per_group, tile, int((length + tile - 1) / tile)};
   const std::size_t need = assign_positions_workspace_bytes(Exec{Backend::cuda}, c);
   if (need > workspace_bytes)
     throw Error("assign_positions: workspace of " + std::to_string(workspace_bytes) + " bytes, needs " + std::to_string(need));
   int* counts = static_cast<int*>(workspace);
   if (need) MOEBENCH_CUDA_CHECK(cudaMemsetAsync(counts, 0, need, s));
   if (sq.tiles > 0) {
-    tile_histogram_kernel<<<dim3(sq.tiles, g.prototypes, c.groups), 256, 0, s>>>(sq, expert, counts);
+    tile_histogram_kernel<<<dim3(sq.tiles, g.prototypes, c.groups), std::min(tile, 256), 0, s>>>(sq, expert, counts);
     MOEBENCH_CUDA_LAUNCH_CHECK();
   }
   const int pairs = c.groups * g.experts;
-  tile_offsets_kernel<<<(pairs + 127) / 128, 128, 0, s>>>(sq, c.capacity, c.groups, counts, routed, kept);
+  const int warps_per_block = 4;
+  tile_offsets_kernel<<<(pairs + warps_per_block - 1) / warps_per_block, 32 * warps_per_block, 0, s>>>(
+      sq, c.capacity, c.groups, counts, routed, kept);
   MOEBENCH_CUDA_LAUNCH_CHECK();
   if (sq.tiles > 0) {
     const int warps = sq.tiles * g.prototypes * c.groups, per_block = 4;

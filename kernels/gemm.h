@@ -1,6 +1,7 @@
 // GEMM, row-major: C = alpha * op(A) * op(B) + beta * C, with op(X) = X or X^T.
 // CPU: OpenBLAS sgemm (fp32; 16-bit operands widened, kernels/host_widen.h). CUDA: cublasGemmEx in fp32/fp16/bf16 with fp32 accumulation;
-// Exec::tensor_cores selects tensor-core (TF32 for fp32) or pedantic fp32 math.
+// Exec::tensor_cores selects tensor-core math (TF32 for fp32 operands) or none: plain fp32 for fp32
+// operands, pedantic fp32 for 16-bit ones. The cuBLAS handle comes bound to the Exec's stream.
 #pragma once
 #include <cstdint>
 #include <string>

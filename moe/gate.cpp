@@ -91,18 +91,22 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s) {
   float* density = reinterpret_cast<float*>(r.kept_dev() + ge);  // the aux statistics after the counts
   if (cfg_.aux_loss)
     aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
-  // The forward's one copy to the host (it waits for the stream: the counts size the dispatch).
-  std::vector<std::int32_t> host(host_words);
-  dev_.copy_to_host(host.data(), r.host_read_dev.data(), host_words * 4, s);
-  r.routed.assign(host.begin(), host.begin() + ge);
-  r.kept.assign(host.begin() + ge, host.begin() + 2 * ge);
+  // The forward's one copy to the host, into pinned memory so that it is asynchronous; the host
+  // waits for it once, because the counts size the dispatch.
+  if (host_read_pinned_.bytes() < host_words * 4)
+    host_read_pinned_ = alloc_.allocate_pinned(host_words * 4, MemTag::buffers, s);
+  dev_.copy_to_pinned_host(host_read_pinned_.data(), r.host_read_dev.data(), host_words * 4, s);
+  s.synchronize();
+  const std::int32_t* host = host_read_pinned_.as<std::int32_t>();
+  r.routed.assign(host, host + ge);
+  r.kept.assign(host + ge, host + 2 * ge);
 
   r.aux_loss = 0.0;
   if (cfg_.aux_loss) {
     r.density.resize(ge);
     r.proxy.resize(ge);
-    std::memcpy(r.density.data(), host.data() + 2 * ge, ge * 4);
-    std::memcpy(r.proxy.data(), host.data() + 3 * ge, ge * 4);
+    std::memcpy(r.density.data(), host + 2 * ge, ge * 4);
+    std::memcpy(r.proxy.data(), host + 3 * ge, ge * 4);
     const double scale = double(cfg_.aux_coef) * g.per_prototype() / g.prototypes;
     for (std::size_t i = 0; i < ge; ++i) r.aux_loss += scale * r.density[i] * r.proxy[i];
     r.aux_loss /= groups;

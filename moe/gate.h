@@ -84,6 +84,7 @@ class Gate {
   TrackingAllocator& alloc_;
   Buffer weight_, grad_;
   HostStaging bias_upload_;
+  Buffer host_read_pinned_;  // where the forward's one copy of Routing::host_read_dev lands
   float loss_scale_ = 1.f;
 };
 

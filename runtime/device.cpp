@@ -49,7 +49,10 @@ Exec Device::exec(const Stream& s) const {
   Exec e;
   e.backend = backend_;
   e.stream = s.handle;
-  e.blas = s.blas ? s.blas : (backend_ == Backend::cuda ? cuda_blas() : nullptr);
+  // Each CUDA stream's cuBLAS handle is bound to it once, at creation; the GEMMs do not rebind it.
+  if (backend_ == Backend::cuda && !s.blas)
+    throw Error("Device::exec: a CUDA stream this device did not create (it has no cuBLAS handle of its own)");
+  e.blas = s.blas;
   e.tensor_cores = tensor_cores_;
   e.queue = s.queue;
   return e;
@@ -82,6 +85,12 @@ void Device::copy_to_host(void* dst, const void* src, std::size_t bytes, const S
   if (!bytes) return;
   run_on(s, "copy to host", [=] { std::memcpy(dst, src, bytes); }, copy_details(bytes, s));
   s.synchronize();
+}
+
+void Device::copy_to_pinned_host(void* dst, const void* src, std::size_t bytes, const Stream& s) const {
+  if (backend_ == Backend::cuda) return cuda_copy(dst, src, bytes, 3, s);
+  if (!bytes) return;
+  run_on(s, "copy to host", [=] { std::memcpy(dst, src, bytes); }, copy_details(bytes, s));
 }
 
 void Device::copy(void* dst, const void* src, std::size_t bytes, const Stream& s) const {

@@ -52,6 +52,9 @@ class Device {
   // To the host: returns when the bytes are there (the host reads them next).
   void copy_to_device(void* dst, const void* src, std::size_t bytes, const Stream& s) const;
   void copy_to_host(void* dst, const void* src, std::size_t bytes, const Stream& s) const;
+  // To pinned host memory (TrackingAllocator::allocate_pinned) without waiting: the host reads
+  // `dst` once `s` is synchronised. On the timeline it is a "copy to host" like the one above.
+  void copy_to_pinned_host(void* dst, const void* src, std::size_t bytes, const Stream& s) const;
   // Device to device, or between the device and pinned host memory, asynchronously.
   void copy(void* dst, const void* src, std::size_t bytes, const Stream& s) const;
   void fill_zero(void* dst, std::size_t bytes, const Stream& s) const;
@@ -66,10 +69,9 @@ class Device {
   void open_cpu();                                    // device_cpu.cpp
   void open_cuda(int local_rank);                     // device_cuda.cpp
   Stream create_cuda_stream(int id);
-  void* cuda_blas() const;                            // the default stream's cuBLAS handle
   void cuda_memory(std::size_t* free_bytes, std::size_t* total_bytes) const;
   void cuda_synchronize() const;
-  // kind: 0 host->device, 1 device->host (waits), 2 any (cudaMemcpyDefault)
+  // kind: 0 host->device, 1 device->host (waits), 2 any (cudaMemcpyDefault), 3 device->pinned host
   void cuda_copy(void* dst, const void* src, std::size_t bytes, int kind, const Stream& s) const;
   void cuda_fill_zero(void* dst, std::size_t bytes, const Stream& s) const;
 

@@ -111,7 +111,6 @@ Stream Device::create_cuda_stream(int id) {
   return s;
 }
 
-void* Device::cuda_blas() const { return cuda_ ? cuda_->streams.front().blas : nullptr; }
 
 void Device::cuda_memory(std::size_t* free_bytes, std::size_t* total_bytes) const {
   MOEBENCH_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
@@ -121,7 +120,9 @@ void Device::cuda_synchronize() const { MOEBENCH_CUDA_CHECK(cudaDeviceSynchroniz
 
 void Device::cuda_copy(void* dst, const void* src, std::size_t bytes, int kind, const Stream& s) const {
   if (!bytes) return;
-  const cudaMemcpyKind k = kind == 0 ? cudaMemcpyHostToDevice : kind == 1 ? cudaMemcpyDeviceToHost : cudaMemcpyDefault;
+  const cudaMemcpyKind k = kind == 0   ? cudaMemcpyHostToDevice
+                           : kind == 2 ? cudaMemcpyDefault
+                                       : cudaMemcpyDeviceToHost;
   MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, k, cs(s)));
   if (kind == 1) MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(cs(s)));
 }
@@ -149,7 +150,6 @@ int Device::cuda_device_count(std::string* why) {
 }
 void Device::open_cuda(int) { cuda_not_built("--backend cuda"); }
 Stream Device::create_cuda_stream(int) { cuda_not_built("stream"); }
-void* Device::cuda_blas() const { return nullptr; }
 void Device::cuda_memory(std::size_t*, std::size_t*) const { cuda_not_built("memory"); }
 void Device::cuda_synchronize() const {}
 void Device::cuda_copy(void*, const void*, std::size_t, int, const Stream&) const { cuda_not_built("copy"); }

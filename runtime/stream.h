@@ -16,7 +16,7 @@ namespace moebench {
 struct Stream {
   Backend backend = Backend::cpu;
   void* handle = nullptr;      // cudaStream_t
-  void* blas = nullptr;        // cublasHandle_t bound to this stream (nullptr: the device's)
+  void* blas = nullptr;        // cublasHandle_t bound to this stream once, at creation (cuda)
   HostQueue* queue = nullptr;  // cpu: the stream's worker queue; nullptr runs inline
   int id = 0;                  // 0: the default stream; the timeline track of this stream
   // The host waits for everything enqueued on the stream so far; a failed op's error is thrown.

@@ -111,7 +111,9 @@ TEST(GpuCapacity, ParallelPositionsMatchCpuAtLargeTokenAndExpertCounts) {
   TrackingAllocator alloc(Backend::cuda);
   for (const CapacityShape& base : {CapacityShape{GateShape{16384, 1024, 2, 4}, 2, -1},
                                     CapacityShape{GateShape{32768, 4096, 1, 1}, 1, -1},
-                                    CapacityShape{GateShape{4097, 64, 1, 16}, 1, -1}}) {
+                                    CapacityShape{GateShape{4097, 64, 1, 16}, 1, -1},
+                                    CapacityShape{GateShape{8192, 64, 1, 1}, 1, -1},       // the layer: 128 tiles of 64
+                                    CapacityShape{GateShape{200003, 16, 1, 1}, 1, -1}}) {  // tiles of 1024, a ragged last scan chunk
     const GateShape& g = base.gate;
     const int F = g.per_prototype(), S = g.slots();
     const std::size_t ts = std::size_t(g.tokens) * S, ge = std::size_t(base.groups) * g.experts;

@@ -117,6 +117,20 @@ TEST(Capacity, GroupsHaveTheirOwnCapacity) {
   EXPECT_EQ(routed[3], 1);
 }
 
+// The GPU's counting sort spreads a layer's assignments over ~128 tiles (a GPU's SMs), not a few
+// tiles of 1024: 8192 top-1 tokens make 128 tiles of 64, and the workspace holds them all.
+TEST(Capacity, TilesAreSizedToSpreadOverTheGpu) {
+  EXPECT_EQ(capacity_tile(8192), 64);
+  EXPECT_EQ(capacity_tile(32768), 256);
+  EXPECT_EQ(capacity_tile(4097 * 16), 544);  // ceil(65552 / 128) = 513, up to the warp
+  EXPECT_EQ(capacity_tile(1), kCapacityMinTile);
+  EXPECT_EQ(capacity_tile(200003), kCapacityMaxTile);
+  for (long n : {1L, 100L, 8192L, 65552L, 1L << 20}) EXPECT_EQ(capacity_tile(n) % 32, 0) << n;
+  const CapacityShape c{GateShape{8192, 64, 1, 1}, 1, -1};
+  EXPECT_EQ(assign_positions_workspace_bytes(Exec{Backend::cuda}, c), std::size_t(128) * 64 * 4);
+  EXPECT_EQ(assign_positions_workspace_bytes(Exec{Backend::cpu}, c), 0u);
+}
+
 TEST(LoadStats, CoefficientOfVariationAndDropsOnFixedRouting) {
   // routed [4, 1, 1], kept [2, 1, 1]: cv of kept = sqrt(var) / mean with mean 4/3.
   const auto s = load_stats({4, 1, 1}, {2, 1, 1}, 3);
