@@ -1,41 +1,57 @@
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <vector>
+#include <cstdint>
 #include "kernels/adam.h"
 #include "kernels/convert.h"
 
 namespace moebench {
 
+namespace {
+// One value's update, with the bias corrections c1 = 1 - beta1^t and c2 = 1 - beta2^t.
+inline void adam_value(const AdamStep& a, float c1, float c2, float grad, float& master, float& m, float& v) {
+  const float g = grad * a.grad_scale;
+  m = a.beta1 * m + (1.f - a.beta1) * g;
+  v = a.beta2 * v + (1.f - a.beta2) * g * g;
+  master -= a.lr * ((m / c1) / (std::sqrt(v / c2) + a.eps) + a.weight_decay * master);
+}
+float bias_correction(float beta, int step) { return 1.f - std::pow(beta, float(step)); }
+}  // namespace
+
 void adam_step_cpu(std::size_t n, const AdamStep& a, float* master, float* m, float* v, const float* grad) {
-  const float c1 = 1.f - std::pow(a.beta1, float(a.step)), c2 = 1.f - std::pow(a.beta2, float(a.step));
-  for (std::size_t i = 0; i < n; ++i) {
-    m[i] = a.beta1 * m[i] + (1.f - a.beta1) * grad[i];
-    v[i] = a.beta2 * v[i] + (1.f - a.beta2) * grad[i] * grad[i];
-    master[i] -= a.lr * ((m[i] / c1) / (std::sqrt(v[i] / c2) + a.eps) + a.weight_decay * master[i]);
-  }
+  const float c1 = bias_correction(a.beta1, a.step), c2 = bias_correction(a.beta2, a.step);
+  for (std::size_t i = 0; i < n; ++i) adam_value(a, c1, c2, grad[i], master[i], m[i], v[i]);
 }
 
+namespace {
+float load(const void* p, DType t, std::size_t i) {
+  if (t == DType::f32) return static_cast<const float*>(p)[i];
+  return from_bits16(t, static_cast<const std::uint16_t*>(p)[i]);
+}
+}  // namespace
+
 void adam_step(const Exec& ex, std::size_t n, const AdamStep& a, float* master, float* m, float* v, const void* grad,
-               void* weights, DType t) {
-  if (ex.backend == Backend::cuda) return adam_step_cuda(n, a, master, m, v, grad, weights, t, ex.stream);
-  if (!is_float(t)) throw Error("adam_step: " + std::string(dtype_name(t)) + " weights; allowed: fp32, fp16 and bf16");
+               DType grad_t, void* weights, DType t) {
+  for (DType d : {grad_t, t})
+    if (!is_float(d)) throw Error("adam_step: " + std::string(dtype_name(d)) + " values; allowed: fp32, fp16 and bf16");
   if (t != DType::f32 && weights == master) throw Error("adam_step: 16-bit weights need fp32 masters of their own");
+  if (ex.backend == Backend::cuda) return adam_step_cuda(n, a, master, m, v, grad, grad_t, weights, t, ex.stream);
   run_host(ex, "adam_step", [=] {
-    if (t == DType::f32) {
-      adam_step_cpu(n, a, master, m, v, static_cast<const float*>(grad));
-      if (weights != master) std::memcpy(weights, master, n * sizeof(float));
-      return;
+    // One pass, element by element, as the GPU kernel: widen and scale the gradient, update, round.
+    const float c1 = bias_correction(a.beta1, a.step), c2 = bias_correction(a.beta2, a.step);
+    for (std::size_t i = 0; i < n; ++i) {
+      adam_value(a, c1, c2, load(grad, grad_t, i), master[i], m[i], v[i]);
+      if (weights == master || !weights) continue;
+      if (t == DType::f32)
+        static_cast<float*>(weights)[i] = master[i];
+      else
+        static_cast<std::uint16_t*>(weights)[i] = to_bits16(t, master[i]);
     }
-    std::vector<float> g(n);  // the 16-bit gradient widened; the update in fp32, the weights rounded
-    convert_cpu(grad, t, g.data(), DType::f32, n);
-    adam_step_cpu(n, a, master, m, v, g.data());
-    convert_cpu(master, DType::f32, weights, t, n);
   });
 }
 
 #if !MOEBENCH_WITH_CUDA
-void adam_step_cuda(std::size_t, const AdamStep&, float*, float*, float*, const void*, void*, DType, void*) {
+void adam_step_cuda(std::size_t, const AdamStep&, float*, float*, float*, const void*, DType, void*, DType, void*) {
   cuda_not_built("adam_step");
 }
 #endif

@@ -5,11 +5,11 @@
 
 namespace moebench {
 
-template <class T>
-__global__ void adam_step_kernel(size_t n, AdamStep a, float c1, float c2, float* master, float* m, float* v, const T* grad,
+template <class G, class T>
+__global__ void adam_step_kernel(size_t n, AdamStep a, float c1, float c2, float* master, float* m, float* v, const G* grad,
                                  T* weights) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const float g = cuda::load(grad, i);
+    const float g = cuda::load(grad, i) * a.grad_scale;
     const float mi = a.beta1 * m[i] + (1.f - a.beta1) * g, vi = a.beta2 * v[i] + (1.f - a.beta2) * g * g;
     m[i] = mi;
     v[i] = vi;
@@ -19,15 +19,18 @@ __global__ void adam_step_kernel(size_t n, AdamStep a, float c1, float c2, float
   }
 }
 
-void adam_step_cuda(size_t n, const AdamStep& a, float* master, float* m, float* v, const void* grad, void* weights, DType t,
-                    void* stream) {
+void adam_step_cuda(size_t n, const AdamStep& a, float* master, float* m, float* v, const void* grad, DType grad_t,
+                    void* weights, DType t, void* stream) {
   if (n == 0) return;
   const float c1 = 1.f - std::pow(a.beta1, float(a.step)), c2 = 1.f - std::pow(a.beta2, float(a.step));
-  cuda::dispatch_float(t, "adam_step", [&](auto tag) {
-    using T = decltype(tag);
-    T* out = weights == master ? nullptr : static_cast<T*>(weights);  // fp32: the master is the model copy
-    adam_step_kernel<T><<<cuda::grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-        n, a, c1, c2, master, m, v, static_cast<const T*>(grad), out);
+  cuda::dispatch_float(grad_t, "adam_step", [&](auto grad_tag) {
+    using G = decltype(grad_tag);
+    cuda::dispatch_float(t, "adam_step", [&](auto weight_tag) {
+      using T = decltype(weight_tag);
+      T* out = weights == master ? nullptr : static_cast<T*>(weights);  // fp32: the master is the model copy
+      adam_step_kernel<G, T><<<cuda::grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+          n, a, c1, c2, master, m, v, static_cast<const G*>(grad), out);
+    });
   });
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }

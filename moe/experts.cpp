@@ -31,14 +31,13 @@ void Experts::init(std::uint64_t seed, const Stream& s) {
       }
     }
   }
+  dev_.fill_zero(w1_grad_.data(), w1_grad_.bytes(), s);  // readable zeros before any backward
+  dev_.fill_zero(w2_grad_.data(), w2_grad_.bytes(), s);
   zero_grad(s);
   s.synchronize();
 }
 
-void Experts::zero_grad(const Stream& s) {
-  dev_.fill_zero(w1_grad_.data(), w1_grad_.bytes(), s);
-  dev_.fill_zero(w2_grad_.data(), w2_grad_.bytes(), s);
-}
+void Experts::zero_grad(const Stream&) { overwrite_grads_ = true; }
 
 const char* Experts::w1_at(int e) const { return static_cast<const char*>(w1_.data()) + std::size_t(e) * cfg_.hidden * cfg_.ffn * es_; }
 const char* Experts::w2_at(int e) const { return static_cast<const char*>(w2_.data()) + std::size_t(e) * cfg_.hidden * cfg_.ffn * es_; }
@@ -106,13 +105,15 @@ void Experts::backward(const ExpertsContext& c, const void* dy, void* dx, const 
   Buffer da = alloc_.allocate(std::max<std::size_t>(R, 1) * f * es_, MemTag::temporary, s);
   char* g1 = static_cast<char*>(w1_grad_.data());
   char* g2 = static_cast<char*>(w2_grad_.data());
+  const float beta = overwrite_grads_ ? 0.f : 1.f;  // the stream runs this backward's GEMMs in order
+  overwrite_grads_ = false;
   // dA = dY W2^T and dW2 += A^T dY are independent: one grouped call.
   std::vector<GemmArgs> p;
   for (int e = 0; e < count_; ++e) {
     p.push_back(dense_gemm(false, true, c.rows[e], f, h, row_at(dy, c.offset[e], h, es_), w2_at(e),
                            row_at(da.data(), c.offset[e], f, es_), t));
     p.push_back(dense_gemm(true, false, f, h, c.rows[e], row_at(act.data(), c.offset[e], f, es_),
-                           row_at(dy, c.offset[e], h, es_), g2 + e * per, t, 1.f, 1.f));
+                           row_at(dy, c.offset[e], h, es_), g2 + e * per, t, 1.f, beta));
   }
   run(p, s);
   recomputed.release();
@@ -121,7 +122,7 @@ void Experts::backward(const ExpertsContext& c, const void* dy, void* dx, const 
   p.clear();
   for (int e = 0; e < count_; ++e) {
     p.push_back(dense_gemm(true, false, h, f, c.rows[e], row_at(c.x, c.offset[e], h, es_),
-                           row_at(da.data(), c.offset[e], f, es_), g1 + e * per, t, 1.f, 1.f));
+                           row_at(da.data(), c.offset[e], f, es_), g1 + e * per, t, 1.f, beta));
     p.push_back(dense_gemm(false, true, c.rows[e], h, f, row_at(da.data(), c.offset[e], f, es_), w1_at(e),
                            row_at(dx, c.offset[e], h, es_), t));
   }
@@ -149,17 +150,19 @@ void Experts::gemms_only(const ExpertsContext& c, TrackingAllocator& scratch_all
                            row_at(out, c.offset[e], h, es_), t));
   run(p, s);
   p.clear();
-  for (int e = 0; e < count_; ++e) {  // dA = dY W2^T, dW2 += A^T dY (x stands in for dY)
+  // The weight gradients as a layer's one backward after zero_grad() computes them: overwritten
+  // (beta 0), the second call's as the first's.
+  for (int e = 0; e < count_; ++e) {  // dA = dY W2^T, dW2 = A^T dY (x stands in for dY)
     p.push_back(dense_gemm(false, true, c.rows[e], f, h, row_at(c.x, c.offset[e], h, es_), w2_at(e),
                            row_at(out, c.offset[e], f, es_), t));
     p.push_back(dense_gemm(true, false, f, h, c.rows[e], row_at(act, c.offset[e], f, es_),
-                           row_at(c.x, c.offset[e], h, es_), g + e * per, t, 1.f, 1.f));
+                           row_at(c.x, c.offset[e], h, es_), g + e * per, t, 1.f, 0.f));
   }
   run(p, s);
   p.clear();
-  for (int e = 0; e < count_; ++e) {  // dW1 += X^T dH, dX = dH W1^T (a stands in for dH)
+  for (int e = 0; e < count_; ++e) {  // dW1 = X^T dH, dX = dH W1^T (a stands in for dH)
     p.push_back(dense_gemm(true, false, h, f, c.rows[e], row_at(c.x, c.offset[e], h, es_),
-                           row_at(act, c.offset[e], f, es_), g + e * per, t, 1.f, 1.f));
+                           row_at(act, c.offset[e], f, es_), g + e * per, t, 1.f, 0.f));
     p.push_back(dense_gemm(false, true, c.rows[e], h, f, row_at(act, c.offset[e], f, es_), w1_at(e),
                            row_at(out, c.offset[e], h, es_), t));
   }

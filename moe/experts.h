@@ -3,7 +3,9 @@
 // and all experts run through one grouped GEMM call per step, or one GEMM after another
 // (cfg.expert_gemm). The module keeps weights and their gradients only: forward returns the
 // micro-batch's context (its rows, saved activations) that backward consumes, so several
-// micro-batches may be in flight. Backward adds into the weight gradients. With
+// micro-batches may be in flight. Backward adds into the weight gradients; the first backward
+// after zero_grad() writes them instead (beta 0: the weight-gradient GEMMs do not read what
+// they overwrite, and zero_grad() clears nothing on the device). With
 // cfg.keep_expert_activation off, a context holds the pre-activation h alone (MPMoE's T_M) and
 // backward recomputes GeLU(h); a pipelined layer that shares T_M among partitions drops h after
 // forward and brings it back before backward (compute_middle again, or a copy from the host).
@@ -39,6 +41,7 @@ class Experts {
   void backward(const ExpertsContext& c, const void* dy, void* dx, const Stream& s, Buffer* keep_grad_h = nullptr);
   // c.h = c.x W1: forward's first GEMM; MPMoE S3 / S4 run it again in backward to restore T_M.
   void compute_middle(ExpertsContext& c, const Stream& s);
+  // The next backward overwrites the weight gradients (they hold stale values until it has run).
   void zero_grad(const Stream& s);
   // Only the GEMMs of forward + backward, in the same grouped calls, on the rows of `c` (for
   // the overhead ratio). Every output, weight gradients included, goes to scratch taken from
@@ -63,6 +66,7 @@ class Experts {
   TrackingAllocator& alloc_;
   int first_, count_;
   std::size_t es_;  // element size
+  bool overwrite_grads_ = true;  // zero_grad() since the last backward: its GEMMs take beta 0
   Buffer w1_, w2_, w1_grad_, w2_grad_;
   Buffer scratch_rows_, scratch_weights_;  // gemms_only outputs
 };

@@ -2,9 +2,10 @@
 // parameter, its two fp32 moments and, for a 16-bit parameter, its fp32 master -- read from
 // the weight when the parameter is added, kept from then on, rounded into the weight after
 // every update, so updates below the 16-bit spacing still add up; an fp32 weight is its own
-// master. All of it comes from the tracking allocator as model states. The data-parallel
-// optimizer (pipeline/data_parallel.h, over its flat fp32 buffer or ZeRO-1 shard), MPMoE's layer
-// runner and m6t.cv's training hold their parameters here.
+// master; a caller may hold a 16-bit parameter's master itself. Each update is one pass
+// (kernels/adam.h). All of it comes from the tracking allocator as model states. The
+// data-parallel optimizer (pipeline/data_parallel.h: per parameter, or over its ZeRO-1 shard),
+// MPMoE's layer runner and m6t.cv's training hold their parameters here.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -21,10 +22,16 @@ class AdamW {
   AdamW(AdamStep hyper, Device& dev, TrackingAllocator& alloc);
   // `count` values of `dtype` at `weight` (device memory that outlives this); returns its index.
   std::size_t add(void* weight, std::size_t count, DType dtype, const Stream& s);
+  // A 16-bit parameter whose fp32 master the caller holds (and fills before the first update):
+  // each update writes `master` and rounds it into `weight` in the same pass.
+  std::size_t add(void* weight, std::size_t count, DType dtype, float* master);
   // Counts one more step (the bias corrections'); then update() each parameter once.
   void next_step() { ++hyper_.step; }
-  // Parameter i from `grad` (its count values, in its dtype) on `s`.
+  // Parameter i from `grad` (its count values, in its dtype, or in `grad_dtype`) on `s`.
   void update(std::size_t i, const void* grad, const Stream& s);
+  void update(std::size_t i, const void* grad, DType grad_dtype, const Stream& s);
+  // Every gradient is multiplied by `scale` in the update (default 1).
+  void set_gradient_scale(float scale) { hyper_.grad_scale = scale; }
   // Parameter i's fp32 master: a 16-bit parameter's own, an fp32 parameter's weight.
   const float* master(std::size_t i) const;
   // Bytes of moments held (8 per parameter value) and of fp32 masters (4 per 16-bit value).
@@ -36,8 +43,11 @@ class AdamW {
     void* weight;
     std::size_t count;
     DType dtype;
-    Buffer master, m, v;  // master: 16-bit parameters only
+    float* master;        // the weight itself (fp32), own_master or the caller's
+    Buffer own_master;    // 16-bit parameters added without a master
+    Buffer m, v;
   };
+  std::size_t add_moments(Parameter p, const Stream& s);
   AdamStep hyper_;
   Device& dev_;
   TrackingAllocator& alloc_;

@@ -100,23 +100,28 @@ TEST(GpuNccl, WorldOfOneCollectivesAndEventsWork) {
   EXPECT_EQ(comm->split(0, 0)->size(), 1);
 }
 
-// AdamW on the GPU: fp32 master, moments and the model copy in each dtype, against the CPU step.
+// AdamW on the GPU: fp32 master, moments and the model copy in each dtype, the gradient in the
+// model's dtype or in fp32 (summed over a data-parallel group) and scaled, against the CPU step.
 TEST(GpuAdam, MatchesCpuWithAModelCopyInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
   TrackingAllocator alloc(Backend::cuda);
   const std::size_t n = 70001;
-  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16})
+  for (DType grad_t : {t, DType::f32}) {
+    SCOPED_TRACE(std::string(dtype_name(t)) + " weights, " + std::string(dtype_name(grad_t)) + " gradient");
     auto master = random_rounded(n, t, 31), m = random_rounded(n, DType::f32, 32, 0.1f);
     auto v = random_rounded(n, DType::f32, 33, 0.1f);
     for (auto& x : v) x = x * x;
-    const auto g = random_rounded(n, t, 34);
+    const auto g = random_rounded(n, grad_t, 34);
     AdamStep a;
     a.lr = 1e-2f; a.step = 7;
+    a.grad_scale = grad_t == t ? 1.f : 0.25f;
     Buffer dmaster = upload(dev, alloc, master, DType::f32), dm = upload(dev, alloc, m, DType::f32),
-           dv = upload(dev, alloc, v, DType::f32), dg = upload(dev, alloc, g, t);
+           dv = upload(dev, alloc, v, DType::f32), dg = upload(dev, alloc, g, grad_t);
     Buffer model = t == DType::f32 ? Buffer{} : upload(dev, alloc, std::vector<float>(n, NAN), t);
     void* out = t == DType::f32 ? dmaster.data() : model.data();
-    adam_step(dev.exec(dev.default_stream()), n, a, dmaster.as<float>(), dm.as<float>(), dv.as<float>(), dg.data(), out, t);
+    adam_step(dev.exec(dev.default_stream()), n, a, dmaster.as<float>(), dm.as<float>(), dv.as<float>(), dg.data(), grad_t,
+              out, t);
     adam_step_cpu(n, a, master.data(), m.data(), v.data(), g.data());
     EXPECT_LT(rel_l2(download(dev, alloc, dmaster, n, DType::f32), master), 1e-6) << dtype_name(t);
     EXPECT_LT(rel_l2(download(dev, alloc, dm, n, DType::f32), m), 1e-6) << dtype_name(t);

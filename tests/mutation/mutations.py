@@ -278,6 +278,35 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^SixteenBitOnTheCpu\.",
     },
+    # The experts' weight gradients (moe/experts.cpp)
+    {
+        "id": "expert_grads_cleared_then_read",
+        "mechanism": "zero_grad clears the expert weight gradients on the device and the first backward reads them (beta 1)",
+        "file": "moe/experts.cpp",
+        "edits": [("void Experts::zero_grad(const Stream&) { overwrite_grads_ = true; }",
+                   "void Experts::zero_grad(const Stream& s) {\n"
+                   "  overwrite_grads_ = true;\n"
+                   "  dev_.fill_zero(w1_grad_.data(), w1_grad_.bytes(), s);\n"
+                   "  dev_.fill_zero(w2_grad_.data(), w2_grad_.bytes(), s);\n}"),
+                  ("  const float beta = overwrite_grads_ ? 0.f : 1.f;", "  const float beta = 1.f;")],
+        "targets": [UNIT],
+        "tests": r"^Experts\.",
+    },
+    # The optimizer's one pass (pipeline/data_parallel.cpp)
+    {
+        "id": "optimizer_rounds_in_a_second_pass",
+        "mechanism": "a 16-bit parameter's step writes its master only and rounds it into the weight in a pass of its own",
+        "file": "pipeline/data_parallel.cpp",
+        "edits": [("    for (std::size_t i = 0; i < params_.size(); ++i) adam_.update(i, params_[i].grad->data(), params_[i].dtype, s);\n    return;",
+                   "    for (std::size_t i = 0; i < params_.size(); ++i) {\n"
+                   "      adam_.update(i, params_[i].grad->data(), params_[i].dtype, s);\n"
+                   "      if (params_[i].dtype != DType::f32)\n"
+                   "        convert(ex, flat_w_.as<float>() + master_offset_[i], DType::f32, params_[i].weight->data(), params_[i].dtype,\n"
+                   "                params_[i].weight->bytes() / 2);\n"
+                   "    }\n    return;")],
+        "targets": [UNIT],
+        "tests": r"^DataParallelAdam\.",
+    },
     # GPU tests that cannot hide (checked here with every GPU hidden)
     {
         "id": "gpu_tests_ignore_required",

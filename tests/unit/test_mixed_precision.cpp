@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 #include "kernels/adam.h"
 #include "kernels/axpy.h"
@@ -16,6 +17,7 @@
 #include "kernels/permute.h"
 #include "moe_test_util.h"
 #include "pipeline/data_parallel.h"
+#include "timeline_util.h"
 #include "runtime/adamw.h"
 #include "pipeline/gpt_model.h"
 
@@ -417,6 +419,55 @@ TEST(SixteenBitOnTheCpu, TheFp32OnlyPaperGateIsRefusedInSixteenBitModels) {
             "--gate paper: its dense dispatch and combine tensors are fp32; allowed --dtype fp32");
   c.dtype = DType::i32;
   EXPECT_EQ(GptStage::validate(c, 1, 1).value(), "--dtype: int32; allowed: fp32, fp16 and bf16");
+}
+
+// Without ZeRO-1 and without a group, a step is one AdamW pass per parameter: it reads the
+// gradient in the parameter's dtype, scales it, and writes the fp32 master and the rounded
+// weight. After the first step (which reads the 16-bit masters once) nothing else runs: no
+// gradient widened into a flat buffer, no scaling pass, no rounding pass, no copy.
+TEST(DataParallelAdam, WithoutAGroupEachParameterStepsInOnePass) {
+  Device dev = Device::open(Backend::cpu);
+  const Stream s = dev.create_stream("optimizer");  // queued: its ops are on the timeline
+  TrackingAllocator alloc(Backend::cpu);
+  Buffer w32 = alloc.allocate(8, MemTag::model_states), g32 = alloc.allocate(8, MemTag::model_states);
+  Buffer w16 = alloc.allocate(6, MemTag::model_states), g16 = alloc.allocate(6, MemTag::model_states);
+  const std::vector<float> g32_val = {0.25f, 1.f}, g16_val = {0.5f, -1.f, 1.5f};
+  for (int i = 0; i < 2; ++i) w32.as<float>()[i] = 0.5f * float(i), g32.as<float>()[i] = g32_val[i];
+  for (int i = 0; i < 3; ++i) {
+    w16.as<std::uint16_t>()[i] = to_bits16(DType::bf16, 1.f);
+    g16.as<std::uint16_t>()[i] = to_bits16(DType::bf16, g16_val[i]);
+  }
+  DataParallelAdam opt({{&w32, &g32, DType::f32}, {&w16, &g16, DType::bf16}}, nullptr, false, AdamStep{}, dev, alloc);
+  EXPECT_EQ(opt.optimizer_state_bytes(), 8u * 5);
+  opt.set_gradient_scale(0.5f);
+  std::vector<float> want32 = {0.f, 0.5f}, want16(3, 1.f), m(5, 0.f), v(5, 0.f);
+  for (int step = 1; step <= 2; ++step) {
+    std::vector<TimelineEntry> ops;
+    {
+      testing_util::RecordedTimeline timeline;
+      opt.step(s);
+      s.synchronize();
+      for (const TimelineEntry& e : timeline.entries())
+        if (!e.range) ops.push_back(e);
+    }
+    std::vector<std::string> names;
+    for (const TimelineEntry& e : ops) names.push_back(e.name);
+    std::vector<std::string> want_names = {"adam_step", "adam_step"};
+    if (step == 1) want_names.insert(want_names.begin(), "convert");  // the bf16 master, read once
+    EXPECT_EQ(names, want_names) << "step " << step;
+    AdamStep a;
+    a.step = step;
+    std::vector<float> scaled32 = g32_val, scaled16 = g16_val;
+    for (float& g : scaled32) g *= 0.5f;
+    for (float& g : scaled16) g *= 0.5f;
+    adam_step_cpu(2, a, want32.data(), m.data(), v.data(), scaled32.data());
+    adam_step_cpu(3, a, want16.data(), m.data() + 2, v.data() + 2, scaled16.data());
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(w32.as<float>()[i], want32[i]) << "step " << step;
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(opt.master_of(w16)[i], want16[i]) << "step " << step;
+      EXPECT_EQ(w16.as<std::uint16_t>()[i], to_bits16(DType::bf16, want16[i])) << "step " << step;
+    }
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <numeric>
 #include "kernels/gelu_math.h"
 #include "moe_test_util.h"
+#include "timeline_util.h"
 
 namespace moebench {
 using namespace testing_util;
@@ -267,6 +268,53 @@ TEST(Experts, RecomputingTheActivationInBackwardChangesNothingButMemory) {
   const std::size_t n = 4 * kept.expert_weights();
   EXPECT_EQ(std::vector<float>(recomputed.w1_g(), recomputed.w1_g() + n), std::vector<float>(kept.w1_g(), kept.w1_g() + n));
   EXPECT_EQ(std::vector<float>(recomputed.w2_g(), recomputed.w2_g() + n), std::vector<float>(kept.w2_g(), kept.w2_g() + n));
+}
+
+// The first backward after zero_grad() writes the weight gradients (beta 0; nothing is cleared
+// on the device before): stale values -- NaN here -- do not leak in. Later backwards add (beta 1).
+TEST(Experts, FirstBackwardAfterZeroGradOverwritesTheWeightGradients) {
+  MoEConfig c = small(4, 1, 2);
+  CpuLayer L(c, local);
+  L.forward(tokens(24, c.hidden, 3));
+  Experts& experts = L.layer->experts();
+  const ExpertsContext& ctx = L.ctx->experts;
+  const std::size_t n = 4 * L.expert_weights(), R = ctx.total_rows();
+  const auto dy = tokens(int(R), c.hidden, 5);
+  std::vector<float> dx(R * c.hidden);
+  experts.zero_grad(L.dev.default_stream());
+  experts.backward(ctx, dy.data(), dx.data(), L.dev.default_stream());
+  const std::vector<float> g1(L.w1_g(), L.w1_g() + n), g2(L.w2_g(), L.w2_g() + n);
+  std::fill(L.w1_g(), L.w1_g() + n, NAN);
+  std::fill(L.w2_g(), L.w2_g() + n, NAN);
+  const auto inside = [](std::uintptr_t p, const Buffer& b) {
+    const auto first = reinterpret_cast<std::uintptr_t>(b.data());
+    return p >= first && p < first + b.bytes();
+  };
+  const Stream s = L.dev.create_stream("experts");  // queued: its ops are on the timeline
+  for (int pass = 0; pass < 2; ++pass) {
+    SCOPED_TRACE(pass == 0 ? "after zero_grad" : "accumulating");
+    std::vector<TimelineEntry> all;
+    {
+      RecordedTimeline timeline;
+      if (pass == 0) experts.zero_grad(s);
+      experts.backward(ctx, dy.data(), dx.data(), s);
+      s.synchronize();
+      all = timeline.entries();
+    }
+    int weight_gemms = 0;
+    for (const TimelineEntry& e : all) {
+      EXPECT_NE(e.name, "fill zero");
+      const std::uintptr_t out = pointer_arg(e, "c");
+      if (e.range || e.name != "gemm" || !(inside(out, experts.w1_grad()) || inside(out, experts.w2_grad()))) continue;
+      ++weight_gemms;
+      EXPECT_EQ(number_arg(e, "beta"), pass == 0 ? 0.0 : 1.0);
+    }
+    EXPECT_EQ(weight_gemms, 2 * 4);  // dW1 and dW2 of every expert, an empty one's included
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(L.w1_g()[i], (pass + 1) * g1[i], 1e-6 * (1 + std::fabs(g1[i]))) << i;
+      ASSERT_NEAR(L.w2_g()[i], (pass + 1) * g2[i], 1e-6 * (1 + std::fabs(g2[i]))) << i;
+    }
+  }
 }
 
 }  // namespace moebench
