@@ -145,7 +145,7 @@ class MoELayerBench final : public BenchProgram {
            {"expert_gemms_ms", "expert_gemms_ms_min", "expert_gemms_ms_max", "overhead_ratio", "overhead_ratio_min",
             "overhead_ratio_max", "overhead_status", "target_ratio", "tokens_per_s", "peak_model_states_bytes",
             "peak_activations_bytes", "peak_buffers_bytes", "peak_temporary_bytes", "tokens_dropped_fraction", "load_cv",
-            "popularity", "busiest_over_mean_load", "repetitions", "iterations"})
+            "popularity", "busiest_over_mean_load", "computed_rows_over_routed", "repetitions", "iterations"})
         cols.push_back(extra);
       for (const char* col : {"torch_variant", "torch_ms", "torch_ms_min", "torch_ms_max", "torch_busiest_over_mean_load",
                               "speed_vs_torch", "torch", "torch_device"})
@@ -171,6 +171,7 @@ class MoELayerBench final : public BenchProgram {
       row.push_back(fmt(r.counter("load_cv").median, 8));
       row.push_back(popularity_.text);
       row.push_back(fmt(r.counter("busiest_over_mean").median, 6));
+      row.push_back(fmt(r.counter("computed_over_routed_rows").median, 6));
       row.push_back(std::to_string(r.repetitions()));
       row.push_back(std::to_string(r.iterations));
       for (auto& cell : torch_cells(d, total.median)) row.push_back(cell);
@@ -340,6 +341,11 @@ class MoELayerBench final : public BenchProgram {
     st.counters["dropped_fraction"] = load.dropped_fraction;
     st.counters["load_cv"] = load.cv;
     st.counters["busiest_over_mean"] = busiest_over_mean(load.routed);
+    // What padding costs (--expert-gemm padded): rows the expert GEMMs compute over rows routed, on
+    // the rank where it is largest; 1 for the routes that compute the rows alone.
+    const ExpertsContext& ec = f.last->experts;
+    st.counters["computed_over_routed_rows"] =
+        ctx.rt.max(ec.total_rows() ? double(ec.computed_rows()) / double(ec.total_rows()) : 1.0);
     for (MemTag tag : {MemTag::model_states, MemTag::activations, MemTag::buffers, MemTag::temporary})
       st.counters[std::string("peak_") + mem_tag_name(tag)] = ctx.rt.max(double(f.alloc.peak(tag)));
   }

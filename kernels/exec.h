@@ -2,6 +2,7 @@
 // stream's work queue (ops run in order on its worker thread) or none (they run inline on the
 // calling thread). Handles are opaque pointers so that CPU-only code never includes CUDA headers.
 #pragma once
+#include <cstddef>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,9 @@ struct Exec {
   Backend backend = Backend::cpu;
   void* stream = nullptr;     // cudaStream_t
   void* blas = nullptr;       // cublasHandle_t of this stream
+  void* blas_lt = nullptr;    // cublasLtHandle_t of this stream
+  void* workspace = nullptr;  // the stream's GEMM workspace (cuBLAS's, lent to cuBLASLt calls)
+  std::size_t workspace_bytes = 0;
   bool tensor_cores = true;   // GEMMs may use tensor cores (TF32 for fp32 inputs)
   HostQueue* queue = nullptr; // cpu: the stream's queue; nullptr runs ops inline
 };

@@ -9,7 +9,9 @@
 
 namespace moebench {
 
-enum class ExpertGemm { serial, grouped };
+// padded: the experts' rows padded to the busiest expert's and one strided-batched GEMM per
+// step, GeLU in the GEMMs' epilogues (moe/experts_padded.cpp); grouped_gemm does not take it.
+enum class ExpertGemm { serial, grouped, padded };
 
 // Bytes of device pointer arrays grouped_gemm needs for `problems` problems.
 inline std::size_t grouped_gemm_workspace_bytes(std::size_t problems) { return 3 * problems * sizeof(void*); }

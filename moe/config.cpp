@@ -28,6 +28,10 @@ std::optional<std::string> MoEConfig::validate(int tokens, int expert_ranks) con
 }
 
 std::optional<std::string> MoEConfig::validate_for(Backend backend) const {
+  if (backend == Backend::cuda && expert_gemm == ExpertGemm::padded && ffn % 8 != 0)
+    return "--ffn: " + std::to_string(ffn) + " is not a multiple of 8, which --expert-gemm padded needs on the GPU "
+           "(cuBLASLt's GeLU epilogue stores its input with a leading dimension in multiples of 8); use a multiple of 8 "
+           "or --expert-gemm grouped";
   if (backend != Backend::cuda || dtype == DType::f32 || expert_gemm != ExpertGemm::grouped) return std::nullopt;
   for (const auto& [option, v] : {std::pair{"--hidden", hidden}, std::pair{"--ffn", ffn}})
     if (v % 8 != 0)

@@ -67,6 +67,10 @@ ExpertsContext Experts::forward(const void* x, const std::vector<int>& rows, voi
   c.rows = rows;
   c.offset.assign(count_ + 1, 0);
   for (int e = 0; e < count_; ++e) c.offset[e + 1] = c.offset[e] + std::size_t(rows[e]);
+  if (cfg_.expert_gemm == ExpertGemm::padded) {
+    forward_padded(c, y, s);
+    return c;
+  }
   const std::size_t R = c.total_rows();
   compute_middle(c, s);
   // Not kept: a temporary, released once the second GEMM has it (stream order).
@@ -83,6 +87,7 @@ ExpertsContext Experts::forward(const void* x, const std::vector<int>& rows, voi
 }
 
 void Experts::compute_middle(ExpertsContext& c, const Stream& s) {
+  if (cfg_.expert_gemm == ExpertGemm::padded) return compute_middle_padded(c, s);
   const int h = cfg_.hidden, f = cfg_.ffn;
   c.h = alloc_.allocate(std::max<std::size_t>(c.total_rows(), 1) * f * es_, MemTag::activations, s);
   std::vector<GemmArgs> p;
@@ -95,6 +100,9 @@ void Experts::compute_middle(ExpertsContext& c, const Stream& s) {
 void Experts::backward(const ExpertsContext& c, const void* dy, void* dx, const Stream& s, Buffer* keep_grad_h) {
   const int h = cfg_.hidden, f = cfg_.ffn;
   const DType t = cfg_.dtype;
+  const float beta = overwrite_grads_ ? 0.f : 1.f;  // the stream runs this backward's GEMMs in order
+  overwrite_grads_ = false;
+  if (cfg_.expert_gemm == ExpertGemm::padded) return backward_padded(c, dy, dx, beta, s, keep_grad_h);
   const std::size_t R = c.total_rows(), per = std::size_t(h) * f * es_;
   Buffer recomputed;  // GeLU(h) when forward did not keep it
   if (!c.a) {
@@ -105,8 +113,6 @@ void Experts::backward(const ExpertsContext& c, const void* dy, void* dx, const 
   Buffer da = alloc_.allocate(std::max<std::size_t>(R, 1) * f * es_, MemTag::temporary, s);
   char* g1 = static_cast<char*>(w1_grad_.data());
   char* g2 = static_cast<char*>(w2_grad_.data());
-  const float beta = overwrite_grads_ ? 0.f : 1.f;  // the stream runs this backward's GEMMs in order
-  overwrite_grads_ = false;
   // dA = dY W2^T and dW2 += A^T dY are independent: one grouped call.
   std::vector<GemmArgs> p;
   for (int e = 0; e < count_; ++e) {
@@ -131,6 +137,7 @@ void Experts::backward(const ExpertsContext& c, const void* dy, void* dx, const 
 }
 
 void Experts::gemms_only(const ExpertsContext& c, TrackingAllocator& scratch_alloc, const Stream& s) {
+  if (c.padded) return gemms_only_padded(c, scratch_alloc, s);
   const int h = cfg_.hidden, f = cfg_.ffn;
   const DType t = cfg_.dtype;
   const std::size_t per = std::size_t(h) * f * es_, R = std::max<std::size_t>(c.total_rows(), 1);

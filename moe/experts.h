@@ -1,7 +1,8 @@
 // The local experts: FFN h -> f -> h with GeLU, no biases (as the M6-T pseudo code), one
 // weight pair per expert. Rows arrive expert-major ([rows of expert 0][rows of expert 1]...)
-// and all experts run through one grouped GEMM call per step, or one GEMM after another
-// (cfg.expert_gemm). The module keeps weights and their gradients only: forward returns the
+// and all experts run through one grouped GEMM call per step, one GEMM after another, or --
+// padded to the busiest expert's rows -- one strided-batched GEMM per step with GeLU and its
+// gradient in the epilogues (cfg.expert_gemm; the padded route is moe/experts_padded.cpp). The module keeps weights and their gradients only: forward returns the
 // micro-batch's context (its rows, saved activations) that backward consumes, so several
 // micro-batches may be in flight. Backward adds into the weight gradients; the first backward
 // after zero_grad() writes them instead (beta 0: the weight-gradient GEMMs do not read what
@@ -24,7 +25,10 @@ struct ExpertsContext {
   std::vector<int> rows;             // per local expert
   std::vector<std::size_t> offset;   // first row of each expert, and R at the end
   Buffer h, a;                       // pre-activation and activation [R, f]; a only if kept
+  int padded = 0;                    // --expert-gemm padded: rows per expert block; h and a are [E, padded, f]
   std::size_t total_rows() const { return offset.empty() ? 0 : offset.back(); }
+  // Rows the GEMMs compute: the padded blocks, or the rows themselves.
+  std::size_t computed_rows() const { return padded ? (offset.size() - 1) * std::size_t(padded) : total_rows(); }
 };
 
 class Experts {
@@ -59,6 +63,12 @@ class Experts {
 
  private:
   void run(std::vector<GemmArgs>& problems, const Stream& s);
+  // The padded route (experts_padded.cpp).
+  void forward_padded(ExpertsContext& c, void* y, const Stream& s);
+  void compute_middle_padded(ExpertsContext& c, const Stream& s);
+  void backward_padded(const ExpertsContext& c, const void* dy, void* dx, float beta, const Stream& s, Buffer* keep_grad_h);
+  void gemms_only_padded(const ExpertsContext& c, TrackingAllocator& scratch_alloc, const Stream& s);
+  Buffer pad(const ExpertsContext& c, const void* packed, int width, const Stream& s);  // [E, padded, width]
   const char* w1_at(int e) const;
   const char* w2_at(int e) const;
   const MoEConfig& cfg_;
@@ -69,6 +79,7 @@ class Experts {
   bool overwrite_grads_ = true;  // zero_grad() since the last backward: its GEMMs take beta 0
   Buffer w1_, w2_, w1_grad_, w2_grad_;
   Buffer scratch_rows_, scratch_weights_;  // gemms_only outputs
+  Buffer scratch_inputs_;                  // gemms_only_padded's zeroed stand-in inputs
 };
 
 }  // namespace moebench

@@ -53,6 +53,9 @@ Exec Device::exec(const Stream& s) const {
   if (backend_ == Backend::cuda && !s.blas)
     throw Error("Device::exec: a CUDA stream this device did not create (it has no cuBLAS handle of its own)");
   e.blas = s.blas;
+  e.blas_lt = s.blas_lt;
+  e.workspace = s.blas_workspace;
+  e.workspace_bytes = s.blas_workspace_bytes;
   e.tensor_cores = tensor_cores_;
   e.queue = s.queue;
   return e;

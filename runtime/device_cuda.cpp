@@ -6,6 +6,7 @@
 #include <sstream>
 #include "runtime/device.h"
 #if MOEBENCH_WITH_CUDA
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
@@ -23,7 +24,16 @@ struct Device::Cuda {
   struct StreamResources {
     cudaStream_t stream = nullptr;
     cublasHandle_t blas = nullptr;
+    cublasLtHandle_t blas_lt = nullptr;
     void* workspace = nullptr;
+    // What the stream's Stream carries.
+    void fill(Stream& s) const {
+      s.handle = stream;
+      s.blas = blas;
+      s.blas_lt = blas_lt;
+      s.blas_workspace = workspace;
+      s.blas_workspace_bytes = kBlasWorkspaceBytes;
+    }
   };
   std::vector<StreamResources> streams;  // [0] is the default stream's
 
@@ -34,11 +44,13 @@ struct Device::Cuda {
     MOEBENCH_CUBLAS_CHECK(cublasSetStream(r.blas, r.stream));
     MOEBENCH_CUDA_CHECK(cudaMalloc(&r.workspace, kBlasWorkspaceBytes));
     MOEBENCH_CUBLAS_CHECK(cublasSetWorkspace(r.blas, r.workspace, kBlasWorkspaceBytes));
+    MOEBENCH_CUBLAS_CHECK(cublasLtCreate(&r.blas_lt));
     streams.push_back(r);
     return r;
   }
   ~Cuda() {
     for (auto& r : streams) {
+      if (r.blas_lt) cublasLtDestroy(r.blas_lt);
       if (r.blas) cublasDestroy(r.blas);
       if (r.workspace) cudaFree(r.workspace);
       if (r.stream) cudaStreamDestroy(r.stream);
@@ -96,17 +108,13 @@ void Device::open_cuda(int local_rank) {
   info_.cuda = std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10);
   MOEBENCH_CUDA_CHECK(cudaMemGetInfo(&info_.free_bytes, &info_.total_bytes));
   cuda_.reset(new Cuda);
-  const auto r = cuda_->make();
-  default_stream_.handle = r.stream;
-  default_stream_.blas = r.blas;
+  cuda_->make().fill(default_stream_);
 }
 
 Stream Device::create_cuda_stream(int id) {
-  const auto r = cuda_->make();
   Stream s;
   s.backend = Backend::cuda;
-  s.handle = r.stream;
-  s.blas = r.blas;
+  cuda_->make().fill(s);
   s.id = id;
   return s;
 }

@@ -17,6 +17,9 @@ struct Stream {
   Backend backend = Backend::cpu;
   void* handle = nullptr;      // cudaStream_t
   void* blas = nullptr;        // cublasHandle_t bound to this stream once, at creation (cuda)
+  void* blas_lt = nullptr;     // cublasLtHandle_t (cuda)
+  void* blas_workspace = nullptr;  // the cuBLAS handle's workspace, lent to cuBLASLt calls in stream order
+  std::size_t blas_workspace_bytes = 0;
   HostQueue* queue = nullptr;  // cpu: the stream's worker queue; nullptr runs inline
   int id = 0;                  // 0: the default stream; the timeline track of this stream
   // The host waits for everything enqueued on the stream so far; a failed op's error is thrown.

@@ -292,6 +292,26 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^Experts\.",
     },
+    # The experts' padded route (moe/experts_padded.cpp, kernels/pad_rows_cpu.cpp)
+    {
+        "id": "padded_route_is_grouped",
+        "mechanism": "--expert-gemm padded runs the grouped per-expert GEMMs and GeLU kernels",
+        "file": "moe/experts.cpp",
+        "edits": [("  if (cfg_.expert_gemm == ExpertGemm::padded) {\n    forward_padded(c, y, s);",
+                   "  if (false) {\n    forward_padded(c, y, s);"),
+                  ("  if (cfg_.expert_gemm == ExpertGemm::padded) return compute_middle_padded(c, s);", ""),
+                  ("  if (cfg_.expert_gemm == ExpertGemm::padded) return backward_padded(c, dy, dx, beta, s, keep_grad_h);", "")],
+        "targets": [UNIT],
+        "tests": r"^PaddedExperts\.",
+    },
+    {
+        "id": "padding_rows_left_stale",
+        "mechanism": "the padded blocks' padding rows keep what the buffer held instead of zeros",
+        "file": "kernels/pad_rows_cpu.cpp",
+        "edits": [("    std::memset(block + rows * row, 0, (std::size_t(p.padded) - rows) * row);\n", "")],
+        "targets": [UNIT],
+        "tests": r"^(PadRows|PaddedExperts)\.",
+    },
     # The optimizer's one pass (pipeline/data_parallel.cpp)
     {
         "id": "optimizer_rounds_in_a_second_pass",

@@ -1,0 +1,32 @@
+// A strided batch of GEMMs of one shape (the experts' rows padded to the busiest expert's), with
+// an optional elementwise epilogue applied to the fp32 product before the one rounding to C:
+//   gelu_aux: aux = AB (GeLU's input, stored in C's dtype and layout), C = GeLU(AB)
+//   dgelu:    C = AB * GeLU'(aux)  (GeLU's gradient from the stored input)
+// GeLU is the tanh approximation (kernels/gelu_math.h), as cuBLASLt's epilogues compute it.
+// CPU: one sgemm per entry on widened operands, the epilogue in fp32. CUDA: one cublasLtMatmul
+// with strided batch layouts and the GELU_AUX / DGELU epilogues; its aux leading dimension and
+// batch stride (C's) must be multiples of 8.
+#pragma once
+#include <string>
+#include "kernels/gemm.h"
+
+namespace moebench {
+
+enum class Epilogue { none, gelu_aux, dgelu };
+
+struct BatchedGemmArgs {
+  GemmArgs g;  // entry 0, and every entry's shape, leading dimensions, alpha, beta and dtype
+  int batch = 1;
+  long long stride_a = 0, stride_b = 0, stride_c = 0;  // elements from one entry to the next
+  Epilogue epilogue = Epilogue::none;                   // with beta 0 only
+  void* aux = nullptr;                                  // ld g.ldc, batch stride stride_c
+};
+
+void batched_gemm_cpu(const BatchedGemmArgs& b);
+void batched_gemm_cuda(const BatchedGemmArgs& b, const Exec& ex);
+void batched_gemm(const Exec& ex, const BatchedGemmArgs& b);
+// Its shape, batch, epilogue, beta and operand addresses as a JSON object body (the timeline's).
+std::string describe_batched_gemm(const BatchedGemmArgs& b);
+const char* epilogue_name(Epilogue e);
+
+}  // namespace moebench

@@ -1,0 +1,103 @@
+#include "kernels/batched_gemm.h"
+#include <cstdio>
+#include <cstring>
+#include <vector>
+#include "kernels/gelu_math.h"
+#include "kernels/host_widen.h"
+
+namespace moebench {
+
+const char* epilogue_name(Epilogue e) {
+  switch (e) {
+    case Epilogue::none: return "none";
+    case Epilogue::gelu_aux: return "gelu_aux";
+    case Epilogue::dgelu: return "dgelu";
+  }
+  return "?";
+}
+
+static void check_batched(const BatchedGemmArgs& b) {
+  if (b.batch < 0) throw Error("batched_gemm: negative batch " + std::to_string(b.batch));
+  if (b.g.k == 0 && b.g.beta != 0.f && b.g.beta != 1.f) throw Error("batched_gemm: k = 0 supports beta 0 or 1");
+  if (b.epilogue != Epilogue::none && (b.g.beta != 0.f || !b.aux))
+    throw Error(std::string("batched_gemm: the ") + epilogue_name(b.epilogue) + " epilogue needs beta 0 and an aux matrix");
+}
+
+static void* at(const void* base, long long elements, DType t) {
+  return static_cast<char*>(const_cast<void*>(base)) + elements * (long long)dtype_size(t);
+}
+
+// One entry with an epilogue: the product in fp32, the epilogue, then the one rounding into C
+// (and into aux for gelu_aux), as the GPU's epilogue does on its accumulators.
+static void entry_with_epilogue(const GemmArgs& g, Epilogue e, void* aux) {
+  std::vector<float> product(std::size_t(g.m) * g.n);
+  const std::size_t ar = g.trans_a ? g.k : g.m, ac = g.trans_a ? g.m : g.k;
+  const std::size_t br = g.trans_b ? g.n : g.k, bc = g.trans_b ? g.k : g.n;
+  WidenedView a(g.a, g.dtype, ar, ac, g.lda, true), b(g.b, g.dtype, br, bc, g.ldb, true);
+  GemmArgs f = g;
+  f.a = a.data();
+  f.b = b.data();
+  f.c = product.data();
+  f.ldc = g.n;
+  f.beta = 0.f;
+  f.dtype = DType::f32;
+  gemm_cpu(f);
+  WidenedView c(g.c, g.dtype, g.m, g.n, g.ldc, false), x(aux, g.dtype, g.m, g.n, g.ldc, e == Epilogue::dgelu);
+  for (int i = 0; i < g.m; ++i)
+    for (int j = 0; j < g.n; ++j) {
+      const float p = product[std::size_t(i) * g.n + j];
+      const std::size_t o = std::size_t(i) * g.ldc + j;
+      if (e == Epilogue::gelu_aux) {
+        x.data()[o] = p;
+        c.data()[o] = gelu_math::forward(p);
+      } else {
+        c.data()[o] = p * gelu_math::derivative(x.data()[o]);
+      }
+    }
+  c.narrow();
+  if (e == Epilogue::gelu_aux) x.narrow();
+}
+
+void batched_gemm_cpu(const BatchedGemmArgs& b) {
+  check_batched(b);
+  for (int i = 0; i < b.batch; ++i) {
+    GemmArgs g = b.g;
+    g.a = at(b.g.a, i * b.stride_a, g.dtype);
+    g.b = at(b.g.b, i * b.stride_b, g.dtype);
+    g.c = at(b.g.c, i * b.stride_c, g.dtype);
+    if (g.m == 0 || g.n == 0) continue;
+    if (g.k == 0) {  // C = beta C with beta 0 or 1; an epilogue of a zero product is zero too
+      if (g.beta != 0.f) continue;
+      for (void* out : {g.c, b.epilogue == Epilogue::gelu_aux ? at(b.aux, i * b.stride_c, g.dtype) : nullptr})
+        for (int r = 0; out && r < g.m; ++r) std::memset(at(out, (long long)r * g.ldc, g.dtype), 0, std::size_t(g.n) * dtype_size(g.dtype));
+      continue;
+    }
+    if (b.epilogue == Epilogue::none)
+      gemm_cpu(g);
+    else
+      entry_with_epilogue(g, b.epilogue, at(b.aux, i * b.stride_c, g.dtype));
+  }
+}
+
+std::string describe_batched_gemm(const BatchedGemmArgs& b) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "\"m\": %d, \"n\": %d, \"k\": %d, \"batch\": %d, \"trans_a\": %d, \"trans_b\": %d, \"beta\": %g, "
+                "\"epilogue\": \"%s\", \"a\": \"%p\", \"b\": \"%p\", \"c\": \"%p\"",
+                b.g.m, b.g.n, b.g.k, b.batch, int(b.g.trans_a), int(b.g.trans_b), double(b.g.beta),
+                epilogue_name(b.epilogue), b.g.a, b.g.b, static_cast<const void*>(b.g.c));
+  return buf;
+}
+
+void batched_gemm(const Exec& ex, const BatchedGemmArgs& b) {
+  check_batched(b);
+  if (b.batch == 0 || b.g.m == 0 || b.g.n == 0) return;
+  if (ex.backend == Backend::cuda) return batched_gemm_cuda(b, ex);
+  run_host(ex, "batched_gemm", [b] { batched_gemm_cpu(b); }, records_details(ex) ? describe_batched_gemm(b) : std::string());
+}
+
+#if !MOEBENCH_WITH_CUDA
+void batched_gemm_cuda(const BatchedGemmArgs&, const Exec&) { cuda_not_built("batched_gemm"); }
+#endif
+
+}  // namespace moebench

@@ -1,0 +1,121 @@
+// The experts' padded route (--expert-gemm padded): each expert's rows are copied into a block of
+// as many rows as the busiest expert has, padding rows zero, so that every step of the FFN is one
+// strided-batched GEMM over the experts (kernels/batched_gemm.h) -- on the GPU one cublasLtMatmul
+// with GeLU in the forward's epilogue (its input kept as the aux matrix, T_M) and GeLU's gradient
+// in the backward's. Zero padding rows add nothing to the weight gradients. What it costs under
+// skew is the padding: ExpertsContext::computed_rows() against total_rows().
+#include <algorithm>
+#include "kernels/batched_gemm.h"
+#include "kernels/gelu.h"
+#include "kernels/pad_rows.h"
+#include "moe/experts.h"
+
+namespace moebench {
+
+namespace {
+// One GEMM per expert as a strided batch: `entry` is expert 0's, the strides in elements.
+BatchedGemmArgs over_experts(const GemmArgs& entry, int experts, long long stride_a, long long stride_b,
+                             long long stride_c, Epilogue epilogue = Epilogue::none, void* aux = nullptr) {
+  BatchedGemmArgs b;
+  b.g = entry;
+  b.batch = experts;
+  b.stride_a = stride_a;
+  b.stride_b = stride_b;
+  b.stride_c = stride_c;
+  b.epilogue = epilogue;
+  b.aux = aux;
+  return b;
+}
+}  // namespace
+
+Buffer Experts::pad(const ExpertsContext& c, const void* packed, int width, const Stream& s) {
+  Buffer out = alloc_.allocate(std::max<std::size_t>(c.computed_rows(), 1) * width * es_, MemTag::temporary, s);
+  pad_rows(dev_.exec(s), RowPadding{c.offset, c.padded, width, cfg_.dtype}, packed, out.data());
+  return out;
+}
+
+void Experts::forward_padded(ExpertsContext& c, void* y, const Stream& s) {
+  const int h = cfg_.hidden, f = cfg_.ffn, P = c.rows.empty() ? 0 : *std::max_element(c.rows.begin(), c.rows.end());
+  const DType t = cfg_.dtype;
+  const long long Ph = (long long)P * h, Pf = (long long)P * f, hf = (long long)h * f;
+  c.padded = P;
+  const std::size_t rows = std::max<std::size_t>(c.computed_rows(), 1);
+  Buffer xp = pad(c, c.x, h, s);
+  c.h = alloc_.allocate(rows * f * es_, MemTag::activations, s);
+  Buffer a = alloc_.allocate(rows * f * es_, cfg_.keep_expert_activation ? MemTag::activations : MemTag::temporary, s);
+  const Exec ex = dev_.exec(s);
+  // A = GeLU(X W1), H = X W1 kept as the epilogue's aux matrix.
+  batched_gemm(ex, over_experts(dense_gemm(false, false, P, f, h, xp.data(), w1_.data(), a.data(), t), count_, Ph, hf, Pf,
+                                Epilogue::gelu_aux, c.h.data()));
+  // Y = A W2, into xp's memory (the stream has finished reading X by then).
+  batched_gemm(ex, over_experts(dense_gemm(false, false, P, h, f, a.data(), w2_.data(), xp.data(), t), count_, Pf, hf, Ph));
+  unpad_rows(ex, RowPadding{c.offset, P, h, t}, xp.data(), y);
+  if (cfg_.keep_expert_activation) c.a = std::move(a);
+}
+
+void Experts::compute_middle_padded(ExpertsContext& c, const Stream& s) {
+  const int h = cfg_.hidden, f = cfg_.ffn, P = c.padded;
+  c.h = alloc_.allocate(std::max<std::size_t>(c.computed_rows(), 1) * f * es_, MemTag::activations, s);
+  Buffer xp = pad(c, c.x, h, s);
+  batched_gemm(dev_.exec(s), over_experts(dense_gemm(false, false, P, f, h, xp.data(), w1_.data(), c.h.data(), cfg_.dtype),
+                                          count_, (long long)P * h, (long long)h * f, (long long)P * f));
+}
+
+void Experts::backward_padded(const ExpertsContext& c, const void* dy, void* dx, float beta, const Stream& s,
+                              Buffer* keep_grad_h) {
+  const int h = cfg_.hidden, f = cfg_.ffn, P = c.padded;
+  const DType t = cfg_.dtype;
+  const long long Ph = (long long)P * h, Pf = (long long)P * f, hf = (long long)h * f;
+  const std::size_t rows = std::max<std::size_t>(c.computed_rows(), 1);
+  const Exec ex = dev_.exec(s);
+  Buffer recomputed;  // GeLU(H) when forward did not keep it
+  if (!c.a) {
+    recomputed = alloc_.allocate(rows * f * es_, MemTag::temporary, s);
+    gelu_forward(ex, c.h.data(), recomputed.data(), c.computed_rows() * f, t);
+  }
+  const Buffer& act = c.a ? c.a : recomputed;
+  Buffer dyp = pad(c, dy, h, s);
+  Buffer dh = alloc_.allocate(rows * f * es_, MemTag::temporary, s);
+  // dH = (dY W2^T) * GeLU'(H), GeLU's gradient in the epilogue; dW2 (+)= A^T dY.
+  batched_gemm(ex, over_experts(dense_gemm(false, true, P, f, h, dyp.data(), w2_.data(), dh.data(), t), count_, Ph, hf, Pf,
+                                Epilogue::dgelu, c.h.data()));
+  batched_gemm(ex, over_experts(dense_gemm(true, false, f, h, P, act.data(), dyp.data(), w2_grad_.data(), t, 1.f, beta),
+                                count_, Pf, Ph, hf));
+  recomputed.release();
+  // dW1 (+)= X^T dH; dX = dH W1^T, into dY's padded memory (read by then).
+  Buffer xp = pad(c, c.x, h, s);
+  batched_gemm(ex, over_experts(dense_gemm(true, false, h, f, P, xp.data(), dh.data(), w1_grad_.data(), t, 1.f, beta),
+                                count_, Ph, Pf, hf));
+  batched_gemm(ex, over_experts(dense_gemm(false, true, P, h, f, dh.data(), w1_.data(), dyp.data(), t), count_, Pf, hf, Ph));
+  unpad_rows(ex, RowPadding{c.offset, P, h, t}, dyp.data(), dx);
+  if (keep_grad_h) *keep_grad_h = std::move(dh);
+}
+
+// The six batched GEMMs of forward + backward on the context's padded shapes, every operand and
+// output in scratch (inputs zeroed once, when the scratch is taken): the layer's state stays.
+void Experts::gemms_only_padded(const ExpertsContext& c, TrackingAllocator& scratch_alloc, const Stream& s) {
+  const int h = cfg_.hidden, f = cfg_.ffn, P = c.padded, wide = std::max(h, f);
+  const DType t = cfg_.dtype;
+  const long long Ph = (long long)P * h, Pf = (long long)P * f, hf = (long long)h * f;
+  const std::size_t rows = std::max<std::size_t>(c.computed_rows(), 1), block = rows * wide * es_;
+  const void* before = scratch_inputs_.data();
+  scratch_alloc.reserve(scratch_inputs_, block, MemTag::temporary, s);
+  if (scratch_inputs_.data() != before) dev_.fill_zero(scratch_inputs_.data(), scratch_inputs_.bytes(), s);
+  scratch_alloc.reserve(scratch_rows_, 2 * block, MemTag::temporary, s);
+  scratch_alloc.reserve(scratch_weights_, std::size_t(count_) * hf * es_, MemTag::temporary, s);
+  void* in = scratch_inputs_.data();
+  void* out = scratch_rows_.data();
+  void* aux = static_cast<char*>(scratch_rows_.data()) + block;
+  void* g = scratch_weights_.data();
+  const Exec ex = dev_.exec(s);
+  batched_gemm(ex, over_experts(dense_gemm(false, false, P, f, h, in, w1_.data(), out, t), count_, Ph, hf, Pf,
+                                Epilogue::gelu_aux, aux));
+  batched_gemm(ex, over_experts(dense_gemm(false, false, P, h, f, in, w2_.data(), out, t), count_, Pf, hf, Ph));
+  batched_gemm(ex, over_experts(dense_gemm(false, true, P, f, h, in, w2_.data(), out, t), count_, Ph, hf, Pf,
+                                Epilogue::dgelu, aux));
+  batched_gemm(ex, over_experts(dense_gemm(true, false, f, h, P, in, in, g, t), count_, Pf, Ph, hf));
+  batched_gemm(ex, over_experts(dense_gemm(true, false, h, f, P, in, in, g, t), count_, Ph, Pf, hf));
+  batched_gemm(ex, over_experts(dense_gemm(false, true, P, h, f, in, w1_.data(), out, t), count_, Pf, hf, Ph));
+}
+
+}  // namespace moebench

@@ -1,0 +1,200 @@
+// The experts' padded route (--expert-gemm padded) against the grouped one, and its parts: the
+// strided-batched GEMM with GeLU epilogues and the row padding. The route must compute the same
+// layer -- empty experts and one far busier than the mean included -- and do it as one batched
+// GEMM per step with GeLU inside the GEMMs, not per expert nor with GeLU kernels of its own.
+#include <gtest/gtest.h>
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+#include "kernels/batched_gemm.h"
+#include "kernels/gelu_math.h"
+#include "kernels/pad_rows.h"
+#include "moe_test_util.h"
+#include "timeline_util.h"
+
+namespace moebench {
+using namespace testing_util;
+
+namespace {
+std::vector<float> product(const std::vector<float>& a, const std::vector<float>& b, int m, int n, int k, int entry) {
+  std::vector<float> c(std::size_t(m) * n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int q = 0; q < k; ++q) s += double(a[entry * m * k + i * k + q]) * b[entry * k * n + q * n + j];
+      c[i * n + j] = float(s);
+    }
+  return c;
+}
+}  // namespace
+
+TEST(BatchedGemm, GeluEpiloguesPerEntryAndEmptyProducts) {
+  const int batch = 3, m = 5, n = 8, k = 4;
+  const auto a = tokens(batch * m, k, 1), b = tokens(batch * k, n, 2);
+  std::vector<float> c(batch * m * n, NAN), aux(batch * m * n, NAN);
+  BatchedGemmArgs args;
+  args.g = dense_gemm(false, false, m, n, k, a.data(), b.data(), c.data());
+  args.batch = batch;
+  args.stride_a = m * k, args.stride_b = k * n, args.stride_c = m * n;
+  args.epilogue = Epilogue::gelu_aux;
+  args.aux = aux.data();
+  batched_gemm(Exec{}, args);
+  for (int e = 0; e < batch; ++e) {
+    const auto p = product(a, b, m, n, k, e);
+    for (int i = 0; i < m * n; ++i) {
+      EXPECT_NEAR(aux[e * m * n + i], p[i], 1e-5f) << "entry " << e;
+      EXPECT_NEAR(c[e * m * n + i], gelu_math::forward(p[i]), 1e-5f) << "entry " << e;
+    }
+  }
+  // dgelu: C = AB * GeLU'(aux), aux now read
+  std::vector<float> dc(batch * m * n, NAN);
+  args.g.c = dc.data();
+  args.epilogue = Epilogue::dgelu;
+  batched_gemm(Exec{}, args);
+  for (int e = 0; e < batch; ++e) {
+    const auto p = product(a, b, m, n, k, e);
+    for (int i = 0; i < m * n; ++i)
+      EXPECT_NEAR(dc[e * m * n + i], p[i] * gelu_math::derivative(aux[e * m * n + i]), 1e-5f) << "entry " << e;
+  }
+  // k = 0: C = beta C; with beta 0 (and an epilogue's aux) zero, whatever they held.
+  std::fill(c.begin(), c.end(), NAN);
+  std::fill(aux.begin(), aux.end(), NAN);
+  args.g = dense_gemm(false, false, m, n, 0, a.data(), b.data(), c.data());
+  args.epilogue = Epilogue::gelu_aux;
+  batched_gemm(Exec{}, args);
+  EXPECT_TRUE(std::all_of(c.begin(), c.end(), [](float v) { return v == 0.f; }));
+  EXPECT_TRUE(std::all_of(aux.begin(), aux.end(), [](float v) { return v == 0.f; }));
+  args.g.beta = 1.f;  // an epilogue needs beta 0
+  EXPECT_THROW(batched_gemm(Exec{}, args), Error);
+}
+
+TEST(PadRows, BlocksOfTheBusiestExpertsRowsZeroPaddedAndBack) {
+  const int width = 3;
+  const RowPadding p{{0, 2, 2, 5}, 3, width, DType::f32};  // experts of 2, 0 and 3 rows
+  std::vector<float> packed(5 * width), padded(3 * 3 * width, NAN), back(5 * width, NAN);
+  for (std::size_t i = 0; i < packed.size(); ++i) packed[i] = float(i + 1);
+  pad_rows(Exec{}, p, packed.data(), padded.data());
+  const std::vector<int> block_row_of_packed = {0, 1, 6, 7, 8};  // expert 0: rows 0-1; expert 2: rows 6-8
+  for (int r = 0; r < 5; ++r)
+    for (int j = 0; j < width; ++j) EXPECT_EQ(padded[block_row_of_packed[r] * width + j], packed[r * width + j]);
+  for (int r : {2, 3, 4, 5})
+    for (int j = 0; j < width; ++j) EXPECT_EQ(padded[r * width + j], 0.f) << "padding row " << r;
+  unpad_rows(Exec{}, p, padded.data(), back.data());
+  EXPECT_EQ(back, packed);
+  const RowPadding too_short{{0, 2, 2, 5}, 2, width, DType::f32};
+  EXPECT_THROW(pad_rows(Exec{}, too_short, packed.data(), padded.data()), Error);
+}
+
+namespace {
+MoEConfig route_config(ExpertGemm route, int experts, int k, bool keep_activation = true) {
+  MoEConfig c;
+  c.hidden = 16;
+  c.ffn = 24;
+  c.experts = experts;
+  c.top_k = k;
+  c.expert_gemm = route;
+  c.keep_expert_activation = keep_activation;
+  return c;
+}
+
+auto local = [](const DispatcherEnv& env) { return make_local_dispatcher(env); };
+
+// Tokens whose first feature is 1 go to expert `hot` (its gate column's first weight is large).
+void make_hot(CpuLayer& L, std::vector<float>& x, int tokens, int hot) {
+  const MoEConfig& c = L.cfg();
+  L.gate_w()[hot] = 20.f;  // row 0 of the [h, E] gate weights
+  for (int t = 0; t < tokens - 2; ++t) x[std::size_t(t) * c.hidden] = 1.f;
+}
+}  // namespace
+
+TEST(PaddedExperts, EqualTheGroupedLayerWithEmptyAndHotExperts) {
+  struct Case {
+    const char* name;
+    int experts, k, tokens;
+    bool hot, keep;
+  };
+  for (const Case& cs : {Case{"few tokens: empty experts", 8, 1, 5, false, true},
+                         Case{"a hot expert, top-2", 4, 2, 24, true, true},
+                         Case{"a hot expert, GeLU recomputed", 4, 1, 24, true, false}}) {
+    SCOPED_TRACE(cs.name);
+    CpuLayer grouped(route_config(ExpertGemm::grouped, cs.experts, cs.k, cs.keep), local);
+    CpuLayer padded(route_config(ExpertGemm::padded, cs.experts, cs.k, cs.keep), local);
+    const int h = 16;
+    auto x = tokens(cs.tokens, h, 3);
+    const auto dy = tokens(cs.tokens, h, 4);
+    if (cs.hot) {
+      make_hot(grouped, x, cs.tokens, 2);
+      make_hot(padded, x, cs.tokens, 2);
+    }
+    grouped.forward(x);
+    padded.forward(x);
+    grouped.backward(dy);
+    padded.backward(dy);
+    const ExpertsContext& ec = padded.ctx->experts;
+    const int busiest = *std::max_element(ec.rows.begin(), ec.rows.end());
+    EXPECT_EQ(ec.padded, busiest);
+    EXPECT_EQ(ec.computed_rows(), std::size_t(cs.experts) * busiest);
+    if (cs.hot) EXPECT_GE(busiest, cs.tokens - 2) << "the hot expert takes the steered tokens";
+    else EXPECT_TRUE(std::count(ec.rows.begin(), ec.rows.end(), 0) > 0) << "some expert is empty";
+    const std::size_t n = std::size_t(cs.experts) * grouped.expert_weights();
+    EXPECT_LT(rel_diff(padded.y.data(), grouped.y.data(), x.size()), 1e-5);
+    EXPECT_LT(rel_diff(padded.dx.data(), grouped.dx.data(), x.size()), 1e-5);
+    EXPECT_LT(rel_diff(padded.gate_g(), grouped.gate_g(), std::size_t(h) * cs.experts), 1e-5);
+    EXPECT_LT(rel_diff(padded.w1_g(), grouped.w1_g(), n), 1e-5);
+    EXPECT_LT(rel_diff(padded.w2_g(), grouped.w2_g(), n), 1e-5);
+    // Its GEMMs alone run on scratch and leave the gradients as they were.
+    const std::vector<float> g1(padded.w1_g(), padded.w1_g() + n);
+    TrackingAllocator scratch(Backend::cpu);
+    padded.layer->experts().gemms_only(ec, scratch, padded.dev.default_stream());
+    EXPECT_EQ(std::vector<float>(padded.w1_g(), padded.w1_g() + n), g1);
+    EXPECT_GT(scratch.peak_total(), 0u);
+  }
+}
+
+// Forward is two batched GEMMs (GeLU in the first's epilogue), backward four (GeLU's gradient in
+// the first's): every expert in each, as tall as the busiest expert, and no GeLU kernel.
+TEST(PaddedExperts, OneBatchedGemmPerStepWithGeluInTheEpilogues) {
+  const int E = 4, T = 24, h = 16;
+  CpuLayer L(route_config(ExpertGemm::padded, E, 1), local);
+  auto x = tokens(T, h, 3);
+  make_hot(L, x, T, 1);
+  const auto dy = tokens(T, h, 4);
+  std::vector<float> y(x.size()), dx(x.size());
+  const Stream s = L.dev.create_stream("layer");  // queued: its ops are on the timeline
+  std::vector<TimelineEntry> all;
+  int busiest = 0;
+  {
+    RecordedTimeline timeline;
+    MoEContext ctx = L.layer->forward(x.data(), T, y.data(), s);
+    L.layer->backward(ctx, dy.data(), dx.data(), s);
+    s.synchronize();
+    all = timeline.entries();
+    busiest = ctx.experts.padded;
+  }
+  std::vector<std::string> epilogues;
+  for (const TimelineEntry& e : all) {
+    EXPECT_TRUE(e.name != "gelu_forward" && e.name != "gelu_backward") << e.name;
+    if (e.range || e.name != "batched_gemm") continue;
+    EXPECT_EQ(number_arg(e, "batch"), E);
+    const double m = number_arg(e, "m"), k = number_arg(e, "k");
+    EXPECT_TRUE(m == busiest || k == busiest) << e.args;  // rows, or the reduction over rows
+    epilogues.push_back(arg_text(e, "epilogue"));
+  }
+  EXPECT_GE(busiest, T - 2);
+  const std::vector<std::string> want = {"\"gelu_aux\"", "\"none\"", "\"dgelu\"", "\"none\"", "\"none\"", "\"none\""};
+  EXPECT_EQ(epilogues, want);
+}
+
+TEST(PaddedExperts, TheGpuNeedsAnFfnWidthInMultiplesOfEight) {
+  MoEConfig c = route_config(ExpertGemm::padded, 8, 1);
+  c.ffn = 36;
+  EXPECT_FALSE(c.validate_for(Backend::cpu));
+  const auto e = c.validate_for(Backend::cuda);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->rfind("--ffn: 36 is not a multiple of 8, which --expert-gemm padded needs on the GPU", 0), 0u) << *e;
+  c.ffn = 40;
+  EXPECT_FALSE(c.validate_for(Backend::cuda));
+}
+
+}  // namespace moebench
