@@ -50,7 +50,8 @@ GptTrainer::GptTrainer(Communicator& world, Device& dev, Backend backend, const 
 
 void GptTrainer::step() {
   stage_->zero_grad(compute_);
-  engine_->run(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, layout_.pp, micro_), rows_, {}, {}, {});
+  // Enqueued only: nothing in a step waits on the host (the gate of an MoE block reads its counts).
+  engine_->enqueue_step(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, layout_.pp, micro_), rows_);
   stage_->sync_tied_embedding(*groups_.pp, compute_);
   dense_opt_->step(compute_);
   if (moe_opt_) moe_opt_->step(compute_);

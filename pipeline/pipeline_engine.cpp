@@ -23,6 +23,16 @@ PipelineEngine::PipelineEngine(PipelineStage& stage, Communicator& comm, Device&
 
 PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int rows, const std::vector<const void*>& inputs,
                                        const std::vector<void*>& outputs, const std::vector<const void*>& output_grads) {
+  return run(schedule, rows, inputs, outputs, output_grads, /*record=*/true);
+}
+
+void PipelineEngine::enqueue_step(const PipelineSchedule& schedule, int rows) {
+  run(schedule, rows, {}, {}, {}, /*record=*/false);
+}
+
+PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int rows, const std::vector<const void*>& inputs,
+                                       const std::vector<void*>& outputs, const std::vector<const void*>& output_grads,
+                                       bool record) {
   const int s = comm_.rank(), P = comm_.size(), M = schedule.micro_batches;
   if (schedule.stages != P)
     throw Error("PipelineEngine: a table of " + std::to_string(schedule.stages) + " stages on " + std::to_string(P) + " ranks");
@@ -126,6 +136,15 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
     }
   }
   const auto stop = mark();
+  if (!record) {
+    // No host wait: the compute stream (whose pool the sent buffers return to, in its order)
+    // waits for the last send instead; this step's receives are all enqueued, so it completes.
+    Event sent(dev_.backend());
+    sent.record(send_);
+    sent.make_wait(compute_);
+    in_flight.clear();
+    return {};
+  }
   send_.synchronize();
   compute_.synchronize();
   in_flight.clear();

@@ -35,11 +35,16 @@ class PipelineEngine {
   // Stage 0 reads inputs[j]; the last stage writes outputs[j] and takes output_grads[j] as
   // dL/dy (device pointers, [rows, width]). Either list may be empty: the stage then gets null
   // (a first stage that reads its own tokens, a last stage that starts from its own loss). Gradients accumulate in the stage's weights'
-  // gradients. Collective over `comm`.
+  // gradients. Collective over `comm`. The record (each op's times and the step's makespan over
+  // the stages) waits for the step on the host; enqueue_step() leaves it out and returns once
+  // the step is enqueued, the compute stream ordered after this stage's last send.
   PipelineStepRecord run(const PipelineSchedule& schedule, int rows, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs, const std::vector<const void*>& output_grads);
+  void enqueue_step(const PipelineSchedule& schedule, int rows);
 
  private:
+  PipelineStepRecord run(const PipelineSchedule& schedule, int rows, const std::vector<const void*>& inputs,
+                         const std::vector<void*>& outputs, const std::vector<const void*>& output_grads, bool record);
   PipelineStage& stage_;
   Communicator& comm_;
   Device& dev_;

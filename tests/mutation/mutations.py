@@ -312,6 +312,16 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^(PadRows|PaddedExperts)\.",
     },
+    # A training step without host waits (pipeline/gpt_trainer.cpp)
+    {
+        "id": "gpt_step_waits_on_the_host",
+        "mechanism": "the GPT training step records the pipeline's op times, waiting on the host for its own forwards and backwards",
+        "file": "pipeline/gpt_trainer.cpp",
+        "edits": [("  engine_->enqueue_step(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, layout_.pp, micro_), rows_);",
+                   "  engine_->run(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, layout_.pp, micro_), rows_, {}, {}, {});")],
+        "targets": [UNIT],
+        "tests": r"^GptTrainerStep\.",
+    },
     # The optimizer's one pass (pipeline/data_parallel.cpp)
     {
         "id": "optimizer_rounds_in_a_second_pass",

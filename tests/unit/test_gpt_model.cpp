@@ -3,11 +3,15 @@
 // micro-batches with accumulated gradients equal to the whole mini-batch, and the embedding
 // kernels (forward and the accumulating backward).
 #include <gtest/gtest.h>
+#include <chrono>
 #include <cmath>
+#include <future>
 #include <random>
 #include "kernels/embedding.h"
 #include "moe_test_util.h"
 #include "pipeline/gpt_model.h"
+#include "pipeline/gpt_trainer.h"
+#include "runtime/comm.h"
 
 namespace moebench {
 using testing_util::token_ids;
@@ -107,4 +111,26 @@ TEST(EmbeddingCpu, GathersRowsAddsPositionsAndScattersGradients) {
 }
 
 }  // namespace
+// A training step only enqueues its work -- forwards, backwards, the optimizer -- and never
+// waits on the host: with the compute stream held by an op that waits for this test, step()
+// still returns (a host wait inside it would hang until the timeout below).
+TEST(GptTrainerStep, EnqueuesADenseStepWithoutWaitingOnTheHost) {
+  auto world = make_self_communicator();
+  Device dev = Device::open(Backend::cpu);
+  const ModelShape shape{.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11};
+  const ParallelLayout layout = ParallelLayout::of(LayoutKind::dense, 1, 1, 1);
+  GptTrainer trainer(*world, dev, Backend::cpu, layout, layout_model(shape, layout), 2, 1);
+  trainer.step();  // the first step reads the masters
+  dev.synchronize();
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  run_on(trainer.stream(), "held", [released] { released.wait(); });
+  auto stepping = std::async(std::launch::async, [&] { trainer.step(); });
+  const bool returned = stepping.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  release.set_value();
+  stepping.get();
+  dev.synchronize();
+  EXPECT_TRUE(returned) << "step() waited on the host for its own work";
+}
+
 }  // namespace moebench
