@@ -45,6 +45,9 @@ inline std::vector<float> download(Device& dev, TrackingAllocator& alloc, const 
   return host;
 }
 
+// The unit roundoff of TF32 (10 mantissa bits), fp32 GEMMs' on tensor cores.
+constexpr double kTf32Epsilon = 4.8828125e-04;  // 2^-11
+
 // ||got - want|| / ||want||; NaN anywhere fails.
 inline double rel_l2(const std::vector<float>& got, const std::vector<float>& want) {
   double num = 0, den = 0;

@@ -10,8 +10,6 @@
 namespace moebench {
 using namespace gputest;
 
-constexpr double kTf32Epsilon = 4.8828125e-04;  // 2^-11
-
 TEST(GpuBatchedGemm, EpiloguesTransposesAndBetaMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
   TrackingAllocator alloc(Backend::cuda);

@@ -261,9 +261,10 @@ MUTATIONS = [
         "id": "gate_reads_back_twice",
         "mechanism": "the gate reads its counts and its aux statistics back in two host copies (two stalls)",
         "file": "moe/gate.cpp",
-        "edits": [("  dev_.copy_to_host(host.data(), r.host_read_dev.data(), host_words * 4, s);",
-                   "  dev_.copy_to_host(host.data(), r.host_read_dev.data(), 2 * ge * 4, s);\n"
-                   "  dev_.copy_to_host(host.data() + 2 * ge, r.kept_dev() + ge, (host_words - 2 * ge) * 4, s);")],
+        "edits": [("  dev_.copy_to_pinned_host(host_read_pinned_.data(), r.host_read_dev.data(), host_words * 4, s);\n  s.synchronize();",
+                   "  dev_.copy_to_pinned_host(host_read_pinned_.data(), r.host_read_dev.data(), 2 * ge * 4, s);\n  s.synchronize();\n"
+                   "  dev_.copy_to_pinned_host(host_read_pinned_.as<std::int32_t>() + 2 * ge, r.kept_dev() + ge,\n"
+                   "                           (host_words - 2 * ge) * 4, s);\n  s.synchronize();")],
         "targets": [MPI],
         "tests": COMM_TESTS,
     },
