@@ -13,9 +13,9 @@ void MoEOptions::add(CLI::App& app) {
   add_real(app, "--capacity-factor", capacity_factor, above(0), "Capacity factor gamma of M6-T Eq. 2; default dropless");
   app.add_flag("--no-aux", no_aux, "Switch the load-balancing loss off");
   add_real(app, "--aux-coef", aux_coef, at_least(0), "Load-balancing loss coefficient (default 0.01)");
-  add_choice(app, "--expert-gemm", expert_gemm, {"grouped", "serial", "padded"},
-             "Local experts as one grouped GEMM, serial GEMMs, or one strided-batched GEMM over rows padded to the "
-             "busiest expert's with GeLU in its epilogue (default grouped)");
+  add_choice(app, "--expert-gemm", expert_gemm, {"grouped", "serial", "padded", "streams"},
+             "Local experts as one grouped GEMM, serial GEMMs, one strided-batched GEMM over rows padded to the "
+             "busiest expert's with GeLU in its epilogue, or one GEMM per expert over 4 side streams (default grouped)");
   add_choice(app, "--gate", gate, {"fused", "paper"},
              "Gate: ours (fused softmax + top-k, index dispatch) or M6-T's (k rounds of arg-max, one-hot "
              "dispatch and combine tensors; needs --capacity-factor) (default fused)");
@@ -36,8 +36,9 @@ std::optional<std::string> MoEOptions::resolve(const MoEConfig& d, int default_t
   config.aux_loss = !no_aux;
   if (aux_coef) config.aux_coef = float(*aux_coef);
   config.expert_gemm = expert_gemm == "serial" ? ExpertGemm::serial
-                       : expert_gemm == "padded" ? ExpertGemm::padded
-                                                 : ExpertGemm::grouped;
+                       : expert_gemm == "padded"  ? ExpertGemm::padded
+                       : expert_gemm == "streams" ? ExpertGemm::streams
+                                                  : ExpertGemm::grouped;
   config.gate = gate == "paper" ? GateImpl::paper : GateImpl::fused;
   config.dtype = dtype;
   resolved_tokens = tokens.value_or(default_tokens);

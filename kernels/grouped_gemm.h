@@ -10,8 +10,10 @@
 namespace moebench {
 
 // padded: the experts' rows padded to the busiest expert's and one strided-batched GEMM per
-// step, GeLU in the GEMMs' epilogues (moe/experts_padded.cpp); grouped_gemm does not take it.
-enum class ExpertGemm { serial, grouped, padded };
+// step, GeLU in the GEMMs' epilogues (moe/experts_padded.cpp). streams: one GEMM per expert,
+// spread round-robin over side streams that run at once (moe/expert_streams.cpp). grouped_gemm
+// takes neither.
+enum class ExpertGemm { serial, grouped, padded, streams };
 
 // Bytes of device pointer arrays grouped_gemm needs for `problems` problems.
 inline std::size_t grouped_gemm_workspace_bytes(std::size_t problems) { return 3 * problems * sizeof(void*); }

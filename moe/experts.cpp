@@ -45,6 +45,7 @@ const char* Experts::w2_at(int e) const { return static_cast<const char*>(w2_.da
 // One grouped call; its device pointer arrays are the call's own (pooled, in stream order), so
 // calls on two streams never share them.
 void Experts::run(std::vector<GemmArgs>& problems, const Stream& s) {
+  if (cfg_.expert_gemm == ExpertGemm::streams) return run_on_side_streams(problems, s);
   Buffer pointers = alloc_.allocate(grouped_gemm_workspace_bytes(problems.size()), MemTag::buffers, s);
   grouped_gemm(dev_.exec(s), problems, cfg_.expert_gemm, pointers.data(), pointers.bytes());
 }

@@ -1,8 +1,9 @@
 // The local experts: FFN h -> f -> h with GeLU, no biases (as the M6-T pseudo code), one
 // weight pair per expert. Rows arrive expert-major ([rows of expert 0][rows of expert 1]...)
-// and all experts run through one grouped GEMM call per step, one GEMM after another, or --
-// padded to the busiest expert's rows -- one strided-batched GEMM per step with GeLU and its
-// gradient in the epilogues (cfg.expert_gemm; the padded route is moe/experts_padded.cpp). The module keeps weights and their gradients only: forward returns the
+// and all experts run through one grouped GEMM call per step, one GEMM after another, one GEMM
+// per expert over side streams running at once (moe/expert_streams.cpp), or -- padded to the
+// busiest expert's rows -- one strided-batched GEMM per step with GeLU and its gradient in the
+// epilogues (moe/experts_padded.cpp); cfg.expert_gemm picks. The module keeps weights and their gradients only: forward returns the
 // micro-batch's context (its rows, saved activations) that backward consumes, so several
 // micro-batches may be in flight. Backward adds into the weight gradients; the first backward
 // after zero_grad() writes them instead (beta 0: the weight-gradient GEMMs do not read what
@@ -80,6 +81,8 @@ class Experts {
   Buffer w1_, w2_, w1_grad_, w2_grad_;
   Buffer scratch_rows_, scratch_weights_;  // gemms_only outputs
   Buffer scratch_inputs_;                  // gemms_only_padded's zeroed stand-in inputs
+  std::vector<Stream> side_;               // --expert-gemm streams: made at the first step
+  void run_on_side_streams(const std::vector<GemmArgs>& problems, const Stream& s);
 };
 
 }  // namespace moebench

@@ -313,6 +313,15 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^(PadRows|PaddedExperts)\.",
     },
+    {
+        "id": "streams_route_on_one_stream",
+        "mechanism": "--expert-gemm streams queues every expert GEMM on the layer's own stream",
+        "file": "moe/expert_streams.cpp",
+        "edits": [("    grouped_gemm(dev_.exec(side_[j]), {g}, ExpertGemm::serial, nullptr, 0);",
+                   "    grouped_gemm(dev_.exec(s), {g}, ExpertGemm::serial, nullptr, 0);")],
+        "targets": [UNIT],
+        "tests": r"^StreamsExperts\.",
+    },
     # A training step without host waits (pipeline/gpt_trainer.cpp)
     {
         "id": "gpt_step_waits_on_the_host",

@@ -1,10 +1,12 @@
-// The experts' padded route (--expert-gemm padded) against the grouped one, and its parts: the
-// strided-batched GEMM with GeLU epilogues and the row padding. The route must compute the same
-// layer -- empty experts and one far busier than the mean included -- and do it as one batched
-// GEMM per step with GeLU inside the GEMMs, not per expert nor with GeLU kernels of its own.
+// The experts' padded and streams routes (--expert-gemm) against the grouped one, and the padded
+// route's parts: the strided-batched GEMM with GeLU epilogues and the row padding. Each route must
+// compute the same layer -- empty experts and one far busier than the mean included -- and do it
+// its own way: padded as one batched GEMM per step with GeLU inside the GEMMs, streams as one
+// GEMM per expert spread over side streams.
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 #include "kernels/batched_gemm.h"
@@ -195,6 +197,48 @@ TEST(PaddedExperts, TheGpuNeedsAnFfnWidthInMultiplesOfEight) {
   EXPECT_EQ(e->rfind("--ffn: 36 is not a multiple of 8, which --expert-gemm padded needs on the GPU", 0), 0u) << *e;
   c.ffn = 40;
   EXPECT_FALSE(c.validate_for(Backend::cuda));
+}
+
+// The streams route: the same layer, every expert GEMM of forward and backward on a side stream
+// (more than one of them in use), none on the layer's own stream, which keeps the gate's.
+TEST(StreamsExperts, EqualTheGroupedLayerWithTheirGemmsOnSideStreams) {
+  const int E = 4, T = 24, h = 16;
+  CpuLayer grouped(route_config(ExpertGemm::grouped, E, 2), local), streams(route_config(ExpertGemm::streams, E, 2), local);
+  auto x = tokens(T, h, 3);
+  make_hot(grouped, x, T, 2);
+  make_hot(streams, x, T, 2);
+  const auto dy = tokens(T, h, 4);
+  grouped.forward(x);
+  grouped.backward(dy);
+  std::vector<float> y(x.size()), dx(x.size());
+  const Stream s = streams.dev.create_stream("layer");  // queued: its ops are on the timeline
+  std::vector<TimelineEntry> all;
+  std::vector<int> rows;
+  {
+    RecordedTimeline timeline;
+    streams.layer->zero_grad(s);
+    MoEContext ctx = streams.layer->forward(x.data(), T, y.data(), s);
+    streams.layer->backward(ctx, dy.data(), dx.data(), s);
+    s.synchronize();
+    all = timeline.entries();
+    rows = ctx.experts.rows;
+  }
+  const std::size_t n = std::size_t(E) * grouped.expert_weights();
+  EXPECT_LT(rel_diff(y.data(), grouped.y.data(), x.size()), 1e-5);
+  EXPECT_LT(rel_diff(dx.data(), grouped.dx.data(), x.size()), 1e-5);
+  EXPECT_LT(rel_diff(streams.w1_g(), grouped.w1_g(), n), 1e-5);
+  EXPECT_LT(rel_diff(streams.w2_g(), grouped.w2_g(), n), 1e-5);
+  std::map<int, int> gemms_per_track;
+  for (const TimelineEntry& e : all)
+    if (!e.range && e.name == "gemm") ++gemms_per_track[e.track];
+  const int nonempty = int(std::count_if(rows.begin(), rows.end(), [](int r) { return r > 0; }));
+  EXPECT_EQ(gemms_per_track[s.id], 3) << "the gate's projection forward, its two backward GEMMs";
+  int on_side = 0, side_tracks = 0;
+  for (const auto& [track, count] : gemms_per_track)
+    if (track != s.id) on_side += count, ++side_tracks;
+  // forward X W1, A W2 and backward dA, dX per expert with rows; dW2, dW1 for every expert
+  EXPECT_EQ(on_side, 4 * nonempty + 2 * E);
+  EXPECT_GE(side_tracks, 2);
 }
 
 }  // namespace moebench
