@@ -22,6 +22,11 @@ struct BatchedGemmArgs {
   void* aux = nullptr;                                  // ld g.ldc, batch stride stride_c
 };
 
+// One GEMM with an epilogue (a batch of one).
+BatchedGemmArgs with_epilogue(const GemmArgs& g, Epilogue epilogue, void* aux);
+// Whether `ex` runs an epilogue into a C of leading dimension `ldc` (cuBLASLt: multiples of 8).
+inline bool epilogue_fits(const Exec& ex, int ldc) { return ex.backend == Backend::cpu || ldc % 8 == 0; }
+
 void batched_gemm_cpu(const BatchedGemmArgs& b);
 void batched_gemm_cuda(const BatchedGemmArgs& b, const Exec& ex);
 void batched_gemm(const Exec& ex, const BatchedGemmArgs& b);

@@ -16,6 +16,15 @@ const char* epilogue_name(Epilogue e) {
   return "?";
 }
 
+BatchedGemmArgs with_epilogue(const GemmArgs& g, Epilogue epilogue, void* aux) {
+  BatchedGemmArgs b;
+  b.g = g;
+  b.stride_c = (long long)g.m * g.ldc;  // one entry: the strides are never stepped over
+  b.epilogue = epilogue;
+  b.aux = aux;
+  return b;
+}
+
 static void check_batched(const BatchedGemmArgs& b) {
   if (b.batch < 0) throw Error("batched_gemm: negative batch " + std::to_string(b.batch));
   if (b.g.k == 0 && b.g.beta != 0.f && b.g.beta != 1.f) throw Error("batched_gemm: k = 0 supports beta 0 or 1");

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 #include "kernels/axpy.h"
+#include "kernels/batched_gemm.h"
 #include "kernels/gelu.h"
 #include "kernels/gemm.h"
 #include "kernels/layernorm.h"
@@ -158,8 +159,13 @@ BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, in
   }
   {
     ScopedRange r("ffn.fwd", s, breakdown_);
-    gemm(ex, dense_gemm(false, false, T, F, H, c.ln2.data(), w1_.data(), c.z.data(), t));
-    gelu_forward(ex, c.z.data(), c.a.data(), std::size_t(T) * F, t);
+    const GemmArgs first = dense_gemm(false, false, T, F, H, c.ln2.data(), w1_.data(), c.a.data(), t);
+    if (epilogue_fits(ex, F)) {  // a = GeLU(z) in the GEMM's epilogue, z kept as its aux output
+      batched_gemm(ex, with_epilogue(first, Epilogue::gelu_aux, c.z.data()));
+    } else {
+      gemm(ex, dense_gemm(false, false, T, F, H, c.ln2.data(), w1_.data(), c.z.data(), t));
+      gelu_forward(ex, c.z.data(), c.a.data(), std::size_t(T) * F, t);
+    }
     residual(y, c.h.data());
     gemm(ex, dense_gemm(false, false, T, H, F, c.a.data(), w2_.data(), y, t, 1.f, 1.f));
   }
@@ -184,8 +190,13 @@ void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const
     moe_->backward(c.moe, dy, dln.data(), s);
   } else {  // MLP: dz = GeLU'(z) (dy W2^T); dLN2 = dz W1^T; W: dW2 += a^T dy, dW1 += LN2^T dz
     auto dz = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * F * es, MemTag::activations, s));
-    gemm(ex, dense_gemm(false, true, T, F, H, dy, w2_.data(), dz->data(), t));
-    gelu_backward(ex, c.z.data(), dz->data(), dz->data(), std::size_t(T) * F, t);
+    const GemmArgs da = dense_gemm(false, true, T, F, H, dy, w2_.data(), dz->data(), t);
+    if (epilogue_fits(ex, F)) {  // GeLU's gradient in the GEMM's epilogue, from the kept z
+      batched_gemm(ex, with_epilogue(da, Epilogue::dgelu, c.z.data()));
+    } else {
+      gemm(ex, da);
+      gelu_backward(ex, c.z.data(), dz->data(), dz->data(), std::size_t(T) * F, t);
+    }
     gemm(ex, dense_gemm(false, true, T, H, F, dz->data(), w1_.data(), dln.data(), t));
     reduce(dln.data());
     auto a = std::make_shared<Buffer>(std::move(c.a)), ln2 = std::make_shared<Buffer>(std::move(c.ln2));

@@ -322,6 +322,16 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^StreamsExperts\.",
     },
+    # The transformer MLP's GeLU in its GEMMs' epilogues (pipeline/transformer_block.cpp)
+    {
+        "id": "mlp_gelu_as_kernels",
+        "mechanism": "the transformer MLP runs GeLU and its gradient as kernels of their own after plain GEMMs",
+        "file": "pipeline/transformer_block.cpp",
+        "edits": [("    if (epilogue_fits(ex, F)) {  // a = GeLU(z)", "    if (false) {  // a = GeLU(z)"),
+                  ("    if (epilogue_fits(ex, F)) {  // GeLU's gradient", "    if (false) {  // GeLU's gradient")],
+        "targets": [UNIT],
+        "tests": r"^GptMlp\.",
+    },
     # A training step without host waits (pipeline/gpt_trainer.cpp)
     {
         "id": "gpt_step_waits_on_the_host",

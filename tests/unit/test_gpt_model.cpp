@@ -6,12 +6,15 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <map>
+#include <string>
 #include <random>
 #include "kernels/embedding.h"
 #include "moe_test_util.h"
 #include "pipeline/gpt_model.h"
 #include "pipeline/gpt_trainer.h"
 #include "runtime/comm.h"
+#include "timeline_util.h"
 
 namespace moebench {
 using testing_util::token_ids;
@@ -131,6 +134,30 @@ TEST(GptTrainerStep, EnqueuesADenseStepWithoutWaitingOnTheHost) {
   stepping.get();
   dev.synchronize();
   EXPECT_TRUE(returned) << "step() waited on the host for its own work";
+}
+
+// The MLP's GeLU lives in its GEMMs' epilogues: the first GEMM writes GeLU(z) and keeps z as its
+// aux output, the backward's first GEMM applies GeLU's gradient from it; no GeLU kernel runs.
+TEST(GptMlp, GeluIsInTheGemmEpiloguesNotAKernelOfItsOwn) {
+  Device dev = Device::open(Backend::cpu);
+  TrackingAllocator alloc(Backend::cpu);
+  const Stream s = dev.create_stream("model");  // queued: its ops are on the timeline
+  GptModel model(kTiny, dev, alloc);
+  model.init(3, s);
+  const int sequences = 2, T = sequences * kTiny.seq;
+  const auto tokens = token_ids(T, kTiny.vocab, 1), targets = token_ids(T, kTiny.vocab, 2);
+  std::map<std::string, int> count;
+  {
+    testing_util::RecordedTimeline timeline;
+    model.forward_backward(tokens.data(), targets.data(), sequences, 1.f / T, s);
+    s.synchronize();
+    for (const TimelineEntry& e : timeline.entries())
+      if (!e.range) ++count[e.name == "batched_gemm" ? "batched_gemm " + testing_util::arg_text(e, "epilogue") : e.name];
+  }
+  EXPECT_EQ(count["gelu_forward"], 0);
+  EXPECT_EQ(count["gelu_backward"], 0);
+  EXPECT_EQ(count["batched_gemm \"gelu_aux\""], kTiny.layers);
+  EXPECT_EQ(count["batched_gemm \"dgelu\""], kTiny.layers);
 }
 
 }  // namespace moebench
