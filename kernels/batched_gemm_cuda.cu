@@ -1,6 +1,10 @@
 #include <cublasLt.h>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include "kernels/batched_gemm.h"
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_types.cuh"
@@ -8,19 +12,6 @@
 namespace moebench {
 
 namespace {
-// The descriptors of one call, destroyed with it.
-struct LtDescriptors {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulPreference_t preference = nullptr;
-  ~LtDescriptors() {
-    if (preference) cublasLtMatmulPreferenceDestroy(preference);
-    for (auto* l : {a, b, c})
-      if (l) cublasLtMatrixLayoutDestroy(l);
-    if (op) cublasLtMatmulDescDestroy(op);
-  }
-};
-
 template <class T>
 void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& v) {
   MOEBENCH_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, attr, &v, sizeof v));
@@ -38,11 +29,87 @@ cublasLtMatrixLayout_t layout(cudaDataType_t t, std::uint64_t rows, std::uint64_
       cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof offset));
   return l;
 }
-}  // namespace
+
+// A call's descriptors and the algorithm cuBLASLt's heuristic picked for them. A layer makes the
+// same few calls every step, so plans are kept per shape (and handle, and operand alignment,
+// which the heuristic's choice depends on): a step pays for the descriptors and the heuristic
+// once, not at every GEMM. Only the aux pointer changes between calls.
+struct Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+// The 16-byte alignment class of each operand: 16 if aligned, else its remainder.
+int alignment(const void* p) { return int(reinterpret_cast<std::uintptr_t>(p) % 16); }
+
+std::string plan_key(const BatchedGemmArgs& args, const Exec& ex) {
+  const GemmArgs& g = args.g;
+  char buf[384];
+  std::snprintf(buf, sizeof buf, "%p|%d|%d|%d%d|%d,%d,%d|%d,%d,%d|%d|%lld,%lld,%lld|%d|%zu|%d,%d,%d,%d", ex.blas_lt,
+                int(g.dtype), int(ex.tensor_cores), int(g.trans_a), int(g.trans_b), g.m, g.n, g.k, g.lda, g.ldb, g.ldc,
+                args.batch, args.stride_a, args.stride_b, args.stride_c, int(args.epilogue), ex.workspace_bytes,
+                alignment(g.a), alignment(g.b), alignment(g.c), alignment(args.aux));
+  return buf;
+}
 
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt's A is our B and its
 // B is our A, as in gemm_cuda. The epilogue is elementwise, so the swap leaves it alone; its aux
 // matrix has C's layout.
+Plan* make_plan(const BatchedGemmArgs& args, const Exec& ex) {
+  const GemmArgs& g = args.g;
+  const cudaDataType_t t = cuda::data_type(g.dtype);
+  const cublasComputeType_t compute =
+      g.dtype == DType::f32 ? (ex.tensor_cores ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F) : CUBLAS_COMPUTE_32F;
+  auto p = std::make_unique<Plan>();
+  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->op, compute, CUDA_R_32F));
+  set(p->op, CUBLASLT_MATMUL_DESC_TRANSA, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N);
+  set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N);
+  if (args.epilogue != Epilogue::none) {
+    set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+        args.epilogue == Epilogue::gelu_aux ? CUBLASLT_EPILOGUE_GELU_AUX : CUBLASLT_EPILOGUE_DGELU);
+    set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux);
+    set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, std::int64_t(g.ldc));
+    set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, std::int64_t(args.stride_c));
+  }
+  // Column-major views: our B (k x n row-major, or n x k transposed) is cuBLASLt's A, and so on.
+  p->a = layout(t, g.trans_b ? g.k : g.n, g.trans_b ? g.n : g.k, g.ldb, args.batch, args.stride_b);
+  p->b = layout(t, g.trans_a ? g.m : g.k, g.trans_a ? g.k : g.m, g.lda, args.batch, args.stride_a);
+  p->c = layout(t, g.n, g.m, g.ldc, args.batch, args.stride_c);
+  cublasLtMatmulPreference_t preference = nullptr;
+  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  const std::uint64_t workspace = ex.workspace_bytes;
+  const cublasStatus_t set_status = cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  cublasLtMatmulHeuristicResult_t best{};
+  int found = 0;
+  const cublasStatus_t heuristic =
+      set_status != CUBLAS_STATUS_SUCCESS
+          ? set_status
+          : cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(ex.blas_lt), p->op, p->a, p->b, p->c, p->c,
+                                           preference, 1, &best, &found);
+  cublasLtMatmulPreferenceDestroy(preference);
+  MOEBENCH_CUBLAS_CHECK(heuristic);
+  if (found == 0)
+    throw Error("batched_gemm: cuBLASLt has no algorithm for " + describe_batched_gemm(args) + " in " +
+                std::string(dtype_name(g.dtype)));
+  p->algo = best.algo;
+  return p.release();  // kept for the process's life (see plan_for)
+}
+
+// Plans live as long as the process: destroying descriptors at exit would race the library's own
+// teardown, and there are a few dozen of them.
+Plan& plan_for(const BatchedGemmArgs& args, const Exec& ex) {
+  static std::mutex mutex;
+  static auto* plans = new std::unordered_map<std::string, Plan*>();
+  const std::string key = plan_key(args, ex);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = plans->find(key);
+  if (it == plans->end()) it = plans->emplace(key, make_plan(args, ex)).first;
+  return *it->second;
+}
+}  // namespace
+
 void batched_gemm_cuda(const BatchedGemmArgs& args, const Exec& ex) {
   const GemmArgs& g = args.g;
   const auto s = static_cast<cudaStream_t>(ex.stream);
@@ -56,40 +123,17 @@ void batched_gemm_cuda(const BatchedGemmArgs& args, const Exec& ex) {
     return;
   }
   if (!ex.blas_lt) throw Error("batched_gemm: the CUDA backend needs a cuBLASLt handle");
-  const cudaDataType_t t = cuda::data_type(g.dtype);
-  const cublasComputeType_t compute =
-      g.dtype == DType::f32 ? (ex.tensor_cores ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F) : CUBLAS_COMPUTE_32F;
-  LtDescriptors d;
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F));
-  set(d.op, CUBLASLT_MATMUL_DESC_TRANSA, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N);
-  set(d.op, CUBLASLT_MATMUL_DESC_TRANSB, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N);
-  if (args.epilogue != Epilogue::none) {
-    if (g.ldc % 8 != 0 || args.stride_c % 8 != 0)
-      throw Error("batched_gemm: the " + std::string(epilogue_name(args.epilogue)) + " epilogue needs C's leading dimension (" +
-                  std::to_string(g.ldc) + ") and batch stride (" + std::to_string(args.stride_c) + ") in multiples of 8");
-    set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
-        args.epilogue == Epilogue::gelu_aux ? CUBLASLT_EPILOGUE_GELU_AUX : CUBLASLT_EPILOGUE_DGELU);
-    set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux);
-    set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, std::int64_t(g.ldc));
-    set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, std::int64_t(args.stride_c));
-  }
-  // Column-major views: our B (k x n row-major, or n x k transposed) is cuBLASLt's A, and so on.
-  d.a = layout(t, g.trans_b ? g.k : g.n, g.trans_b ? g.n : g.k, g.ldb, args.batch, args.stride_b);
-  d.b = layout(t, g.trans_a ? g.m : g.k, g.trans_a ? g.k : g.m, g.lda, args.batch, args.stride_a);
-  d.c = layout(t, g.n, g.m, g.ldc, args.batch, args.stride_c);
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.preference));
-  const std::uint64_t workspace = ex.workspace_bytes;
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                             &workspace, sizeof workspace));
-  cublasLtMatmulHeuristicResult_t best{};
-  int found = 0;
-  const auto lt = static_cast<cublasLtHandle_t>(ex.blas_lt);
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, d.op, d.a, d.b, d.c, d.c, d.preference, 1, &best, &found));
-  if (found == 0)
-    throw Error("batched_gemm: cuBLASLt has no algorithm for " + describe_batched_gemm(args) + " in " +
-                std::string(dtype_name(g.dtype)));
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatmul(lt, d.op, &g.alpha, g.b, d.a, g.a, d.b, &g.beta, g.c, d.c, g.c, d.c, &best.algo,
-                                       ex.workspace, ex.workspace_bytes, s));
+  if (args.epilogue != Epilogue::none && (g.ldc % 8 != 0 || args.stride_c % 8 != 0))
+    throw Error("batched_gemm: the " + std::string(epilogue_name(args.epilogue)) + " epilogue needs C's leading dimension (" +
+                std::to_string(g.ldc) + ") and batch stride (" + std::to_string(args.stride_c) + ") in multiples of 8");
+  Plan& p = plan_for(args, ex);
+  // The plan is shared by every call of its shape; only this host thread's call reads it now
+  // (cuBLASLt copies the descriptor's attributes when the call is enqueued).
+  static std::mutex call;
+  std::lock_guard<std::mutex> lock(call);
+  if (args.epilogue != Epilogue::none) set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux);
+  MOEBENCH_CUBLAS_CHECK(cublasLtMatmul(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, &g.alpha, g.b, p.a, g.a, p.b,
+                                       &g.beta, g.c, p.c, g.c, p.c, &p.algo, ex.workspace, ex.workspace_bytes, s));
 }
 
 }  // namespace moebench
