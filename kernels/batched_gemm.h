@@ -5,7 +5,8 @@
 // GeLU is the tanh approximation (kernels/gelu_math.h), as cuBLASLt's epilogues compute it.
 // CPU: one sgemm per entry on widened operands, the epilogue in fp32. CUDA: one cublasLtMatmul
 // with strided batch layouts and the GELU_AUX / DGELU epilogues; its aux leading dimension and
-// batch stride (C's) must be multiples of 8.
+// batch stride (C's) must be multiples of 8. 16-bit operands with Exec::tensor_cores off run as
+// pedantic GEMMs (kernels/gemm.h) with GeLU kernels after them.
 #pragma once
 #include <string>
 #include "kernels/gemm.h"
@@ -22,7 +23,10 @@ struct BatchedGemmArgs {
   void* aux = nullptr;                                  // ld g.ldc, batch stride stride_c
 };
 
-// One GEMM with an epilogue (a batch of one).
+// `batch` GEMMs shaped as `entry` (entry 0's operands), each operand `stride_*` elements after
+// the last one's; and one GEMM with an epilogue (a batch of one).
+BatchedGemmArgs strided_batch(const GemmArgs& entry, int batch, long long stride_a, long long stride_b,
+                              long long stride_c, Epilogue epilogue = Epilogue::none, void* aux = nullptr);
 BatchedGemmArgs with_epilogue(const GemmArgs& g, Epilogue epilogue, void* aux);
 // Whether `ex` runs an epilogue into a C of leading dimension `ldc` (cuBLASLt: multiples of 8).
 inline bool epilogue_fits(const Exec& ex, int ldc) { return ex.backend == Backend::cpu || ldc % 8 == 0; }

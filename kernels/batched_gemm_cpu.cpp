@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 #include <vector>
+#include "kernels/gelu.h"
 #include "kernels/gelu_math.h"
 #include "kernels/host_widen.h"
 
@@ -16,13 +17,22 @@ const char* epilogue_name(Epilogue e) {
   return "?";
 }
 
-BatchedGemmArgs with_epilogue(const GemmArgs& g, Epilogue epilogue, void* aux) {
+BatchedGemmArgs strided_batch(const GemmArgs& entry, int batch, long long stride_a, long long stride_b,
+                              long long stride_c, Epilogue epilogue, void* aux) {
   BatchedGemmArgs b;
-  b.g = g;
-  b.stride_c = (long long)g.m * g.ldc;  // one entry: the strides are never stepped over
+  b.g = entry;
+  b.batch = batch;
+  b.stride_a = stride_a;
+  b.stride_b = stride_b;
+  b.stride_c = stride_c;
   b.epilogue = epilogue;
   b.aux = aux;
   return b;
+}
+
+BatchedGemmArgs with_epilogue(const GemmArgs& g, Epilogue epilogue, void* aux) {
+  // One entry: the strides are never stepped over; C's is what cuBLASLt's aux batch stride takes.
+  return strided_batch(g, 1, 0, 0, (long long)g.m * g.ldc, epilogue, aux);
 }
 
 static void check_batched(const BatchedGemmArgs& b) {
@@ -98,10 +108,36 @@ std::string describe_batched_gemm(const BatchedGemmArgs& b) {
   return buf;
 }
 
+// 16-bit operands without tensor cores on the GPU: cuBLASLt would put them on the tensor cores,
+// so each entry is a pedantic GEMM (gemm_cuda) and the epilogue a GeLU kernel after them, over
+// C as one contiguous block (what every caller's epilogue writes).
+static void batched_gemm_pedantic(const Exec& ex, const BatchedGemmArgs& b) {
+  const GemmArgs& g = b.g;
+  for (int i = 0; i < b.batch; ++i) {
+    GemmArgs e = g;
+    e.a = at(g.a, i * b.stride_a, g.dtype);
+    e.b = at(g.b, i * b.stride_b, g.dtype);
+    e.c = at(b.epilogue == Epilogue::gelu_aux ? b.aux : g.c, i * b.stride_c, g.dtype);
+    gemm(ex, e);
+  }
+  if (b.epilogue == Epilogue::none) return;
+  if (g.ldc != g.n || (b.batch > 1 && b.stride_c != (long long)g.m * g.n))
+    throw Error("batched_gemm: without tensor cores the " + std::string(epilogue_name(b.epilogue)) +
+                " epilogue needs a contiguous C");
+  const std::size_t n = std::size_t(b.batch) * g.m * g.n;
+  if (b.epilogue == Epilogue::gelu_aux)
+    gelu_forward(ex, b.aux, g.c, n, g.dtype);
+  else
+    gelu_backward(ex, b.aux, g.c, g.c, n, g.dtype);
+}
+
 void batched_gemm(const Exec& ex, const BatchedGemmArgs& b) {
   check_batched(b);
   if (b.batch == 0 || b.g.m == 0 || b.g.n == 0) return;
-  if (ex.backend == Backend::cuda) return batched_gemm_cuda(b, ex);
+  if (ex.backend == Backend::cuda) {
+    if (!ex.tensor_cores && b.g.dtype != DType::f32 && b.g.k > 0) return batched_gemm_pedantic(ex, b);
+    return batched_gemm_cuda(b, ex);
+  }
   run_host(ex, "batched_gemm", [b] { batched_gemm_cpu(b); }, records_details(ex) ? describe_batched_gemm(b) : std::string());
 }
 

@@ -12,21 +12,6 @@
 
 namespace moebench {
 
-namespace {
-// One GEMM per expert as a strided batch: `entry` is expert 0's, the strides in elements.
-BatchedGemmArgs over_experts(const GemmArgs& entry, int experts, long long stride_a, long long stride_b,
-                             long long stride_c, Epilogue epilogue = Epilogue::none, void* aux = nullptr) {
-  BatchedGemmArgs b;
-  b.g = entry;
-  b.batch = experts;
-  b.stride_a = stride_a;
-  b.stride_b = stride_b;
-  b.stride_c = stride_c;
-  b.epilogue = epilogue;
-  b.aux = aux;
-  return b;
-}
-}  // namespace
 
 Buffer Experts::pad(const ExpertsContext& c, const void* packed, int width, const Stream& s) {
   Buffer out = alloc_.allocate(std::max<std::size_t>(c.computed_rows(), 1) * width * es_, MemTag::temporary, s);
@@ -45,10 +30,10 @@ void Experts::forward_padded(ExpertsContext& c, void* y, const Stream& s) {
   Buffer a = alloc_.allocate(rows * f * es_, cfg_.keep_expert_activation ? MemTag::activations : MemTag::temporary, s);
   const Exec ex = dev_.exec(s);
   // A = GeLU(X W1), H = X W1 kept as the epilogue's aux matrix.
-  batched_gemm(ex, over_experts(dense_gemm(false, false, P, f, h, xp.data(), w1_.data(), a.data(), t), count_, Ph, hf, Pf,
+  batched_gemm(ex, strided_batch(dense_gemm(false, false, P, f, h, xp.data(), w1_.data(), a.data(), t), count_, Ph, hf, Pf,
                                 Epilogue::gelu_aux, c.h.data()));
   // Y = A W2, into xp's memory (the stream has finished reading X by then).
-  batched_gemm(ex, over_experts(dense_gemm(false, false, P, h, f, a.data(), w2_.data(), xp.data(), t), count_, Pf, hf, Ph));
+  batched_gemm(ex, strided_batch(dense_gemm(false, false, P, h, f, a.data(), w2_.data(), xp.data(), t), count_, Pf, hf, Ph));
   unpad_rows(ex, RowPadding{c.offset, P, h, t}, xp.data(), y);
   if (cfg_.keep_expert_activation) c.a = std::move(a);
 }
@@ -57,7 +42,7 @@ void Experts::compute_middle_padded(ExpertsContext& c, const Stream& s) {
   const int h = cfg_.hidden, f = cfg_.ffn, P = c.padded;
   c.h = alloc_.allocate(std::max<std::size_t>(c.computed_rows(), 1) * f * es_, MemTag::activations, s);
   Buffer xp = pad(c, c.x, h, s);
-  batched_gemm(dev_.exec(s), over_experts(dense_gemm(false, false, P, f, h, xp.data(), w1_.data(), c.h.data(), cfg_.dtype),
+  batched_gemm(dev_.exec(s), strided_batch(dense_gemm(false, false, P, f, h, xp.data(), w1_.data(), c.h.data(), cfg_.dtype),
                                           count_, (long long)P * h, (long long)h * f, (long long)P * f));
 }
 
@@ -77,16 +62,16 @@ void Experts::backward_padded(const ExpertsContext& c, const void* dy, void* dx,
   Buffer dyp = pad(c, dy, h, s);
   Buffer dh = alloc_.allocate(rows * f * es_, MemTag::temporary, s);
   // dH = (dY W2^T) * GeLU'(H), GeLU's gradient in the epilogue; dW2 (+)= A^T dY.
-  batched_gemm(ex, over_experts(dense_gemm(false, true, P, f, h, dyp.data(), w2_.data(), dh.data(), t), count_, Ph, hf, Pf,
+  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, dyp.data(), w2_.data(), dh.data(), t), count_, Ph, hf, Pf,
                                 Epilogue::dgelu, c.h.data()));
-  batched_gemm(ex, over_experts(dense_gemm(true, false, f, h, P, act.data(), dyp.data(), w2_grad_.data(), t, 1.f, beta),
+  batched_gemm(ex, strided_batch(dense_gemm(true, false, f, h, P, act.data(), dyp.data(), w2_grad_.data(), t, 1.f, beta),
                                 count_, Pf, Ph, hf));
   recomputed.release();
   // dW1 (+)= X^T dH; dX = dH W1^T, into dY's padded memory (read by then).
   Buffer xp = pad(c, c.x, h, s);
-  batched_gemm(ex, over_experts(dense_gemm(true, false, h, f, P, xp.data(), dh.data(), w1_grad_.data(), t, 1.f, beta),
+  batched_gemm(ex, strided_batch(dense_gemm(true, false, h, f, P, xp.data(), dh.data(), w1_grad_.data(), t, 1.f, beta),
                                 count_, Ph, Pf, hf));
-  batched_gemm(ex, over_experts(dense_gemm(false, true, P, h, f, dh.data(), w1_.data(), dyp.data(), t), count_, Pf, hf, Ph));
+  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, h, f, dh.data(), w1_.data(), dyp.data(), t), count_, Pf, hf, Ph));
   unpad_rows(ex, RowPadding{c.offset, P, h, t}, dyp.data(), dx);
   if (keep_grad_h) *keep_grad_h = std::move(dh);
 }
@@ -108,14 +93,14 @@ void Experts::gemms_only_padded(const ExpertsContext& c, TrackingAllocator& scra
   void* aux = static_cast<char*>(scratch_rows_.data()) + block;
   void* g = scratch_weights_.data();
   const Exec ex = dev_.exec(s);
-  batched_gemm(ex, over_experts(dense_gemm(false, false, P, f, h, in, w1_.data(), out, t), count_, Ph, hf, Pf,
+  batched_gemm(ex, strided_batch(dense_gemm(false, false, P, f, h, in, w1_.data(), out, t), count_, Ph, hf, Pf,
                                 Epilogue::gelu_aux, aux));
-  batched_gemm(ex, over_experts(dense_gemm(false, false, P, h, f, in, w2_.data(), out, t), count_, Pf, hf, Ph));
-  batched_gemm(ex, over_experts(dense_gemm(false, true, P, f, h, in, w2_.data(), out, t), count_, Ph, hf, Pf,
+  batched_gemm(ex, strided_batch(dense_gemm(false, false, P, h, f, in, w2_.data(), out, t), count_, Pf, hf, Ph));
+  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, in, w2_.data(), out, t), count_, Ph, hf, Pf,
                                 Epilogue::dgelu, aux));
-  batched_gemm(ex, over_experts(dense_gemm(true, false, f, h, P, in, in, g, t), count_, Pf, Ph, hf));
-  batched_gemm(ex, over_experts(dense_gemm(true, false, h, f, P, in, in, g, t), count_, Ph, Pf, hf));
-  batched_gemm(ex, over_experts(dense_gemm(false, true, P, h, f, in, w1_.data(), out, t), count_, Pf, hf, Ph));
+  batched_gemm(ex, strided_batch(dense_gemm(true, false, f, h, P, in, in, g, t), count_, Pf, Ph, hf));
+  batched_gemm(ex, strided_batch(dense_gemm(true, false, h, f, P, in, in, g, t), count_, Ph, Pf, hf));
+  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, h, f, in, w1_.data(), out, t), count_, Pf, hf, Ph));
 }
 
 }  // namespace moebench

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include "kernels/batched_gemm.h"
 #include "kernels/causal_softmax.h"
 #include "kernels/gemm.h"
 #include "moe/init.h"
@@ -91,22 +92,24 @@ AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequen
   c.probs = alloc_.allocate(std::size_t(sequences) * cfg_.heads * seq * seq * es, MemTag::activations, s);
   c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
   gemm(ex, dense_gemm(false, false, T, W, H, x, wqkv_.data(), c.qkv.data(), t));
-  for (int b = 0; b < sequences; ++b)
-    for (int h = 0; h < cfg_.heads; ++h) {
-      const std::size_t row0 = std::size_t(b) * seq;
-      const View q{at(c.qkv.data(), row0 * W + h * d, es), W}, k{at(c.qkv.data(), row0 * W + in + h * d, es), W};
-      void* scores = at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq, es);
-      gemm(ex, strided(t, false, true, seq, seq, d, q, k, scores, seq));
-    }
-  const CausalSoftmaxShape sm{sequences * cfg_.heads, seq, 1.f / std::sqrt(float(d))};
+  // Per sequence, one strided batch over the heads: head h's Q, K, V columns are h d elements
+  // after head 0's, its [seq, seq] scores seq^2 after.
+  const int heads = cfg_.heads;
+  const long long d_stride = d, square = (long long)seq * seq;
+  for (int b = 0; b < sequences; ++b) {
+    const std::size_t row0 = std::size_t(b) * seq;
+    const View q{at(c.qkv.data(), row0 * W, es), W}, k{at(c.qkv.data(), row0 * W + in, es), W};
+    void* scores = at(c.probs.data(), std::size_t(b) * heads * seq * seq, es);
+    batched_gemm(ex, strided_batch(strided(t, false, true, seq, seq, d, q, k, scores, seq), heads, d_stride, d_stride, square));
+  }
+  const CausalSoftmaxShape sm{sequences * heads, seq, 1.f / std::sqrt(float(d))};
   causal_softmax_forward(ex, sm, c.probs.data(), c.probs.data(), t);
-  for (int b = 0; b < sequences; ++b)
-    for (int h = 0; h < cfg_.heads; ++h) {
-      const std::size_t row0 = std::size_t(b) * seq;
-      const View p{at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq, es), seq},
-          v{at(c.qkv.data(), row0 * W + 2 * in + h * d, es), W};
-      gemm(ex, strided(t, false, false, seq, d, seq, p, v, at(c.ctx.data(), row0 * in + h * d, es), in));
-    }
+  for (int b = 0; b < sequences; ++b) {
+    const std::size_t row0 = std::size_t(b) * seq;
+    const View p{at(c.probs.data(), std::size_t(b) * heads * seq * seq, es), seq}, v{at(c.qkv.data(), row0 * W + 2 * in, es), W};
+    batched_gemm(ex, strided_batch(strided(t, false, false, seq, d, seq, p, v, at(c.ctx.data(), row0 * in, es), in), heads,
+                                   square, d_stride, d_stride));
+  }
   gemm(ex, dense_gemm(false, false, T, H, in, c.ctx.data(), wo_.data(), y, t, 1.f, accumulate ? 1.f : 0.f));
   return c;
 }
@@ -119,25 +122,31 @@ void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx
   const Exec ex = dev_.exec(s);
   Buffer dctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
   auto dqkv = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s));
-  Buffer dp = alloc_.allocate(std::size_t(seq) * seq * es, MemTag::temporary, s);
+  const int heads = cfg_.heads;
+  const long long d_stride = d, square = (long long)seq * seq;
+  // One sequence's score gradients, every head's: [heads, seq, seq].
+  Buffer dp = alloc_.allocate(std::size_t(heads) * seq * seq * es, MemTag::temporary, s);
   gemm(ex, dense_gemm(false, true, T, in, H, dy, wo_.data(), dctx.data(), t));  // dC = dy Wo^T
-  const CausalSoftmaxShape sm{1, seq, 1.f / std::sqrt(float(d))};
-  for (int b = 0; b < c.sequences; ++b)
-    for (int h = 0; h < cfg_.heads; ++h) {
-      const std::size_t row0 = std::size_t(b) * seq;
-      const View p{at(c.probs.data(), (std::size_t(b) * cfg_.heads + h) * seq * seq, es), seq},
-          q{at(c.qkv.data(), row0 * W + h * d, es), W}, k{at(c.qkv.data(), row0 * W + in + h * d, es), W},
-          v{at(c.qkv.data(), row0 * W + 2 * in + h * d, es), W}, dc{at(dctx.data(), row0 * in + h * d, es), in};
-      void* dq = at(dqkv->data(), row0 * W + h * d, es);
-      void* dk = at(dqkv->data(), row0 * W + in + h * d, es);
-      void* dv = at(dqkv->data(), row0 * W + 2 * in + h * d, es);
-      gemm(ex, strided(t, false, true, seq, seq, d, dc, v, dp.data(), seq));  // dP = dC V^T
-      gemm(ex, strided(t, true, false, seq, d, seq, p, dc, dv, W));            // dV = P^T dC
-      causal_softmax_backward(ex, sm, p.p, dp.data(), dp.data(), t);
-      const View ds{dp.data(), seq};
-      gemm(ex, strided(t, false, false, seq, d, seq, ds, k, dq, W));  // dQ = dS K
-      gemm(ex, strided(t, true, false, seq, d, seq, ds, q, dk, W));   // dK = dS^T Q
-    }
+  const CausalSoftmaxShape sm{heads, seq, 1.f / std::sqrt(float(d))};
+  // Per sequence, strided batches over the heads (as in forward).
+  auto over_heads = [&](const GemmArgs& head0, long long stride_a, long long stride_b, long long stride_c) {
+    batched_gemm(ex, strided_batch(head0, heads, stride_a, stride_b, stride_c));
+  };
+  for (int b = 0; b < c.sequences; ++b) {
+    const std::size_t row0 = std::size_t(b) * seq;
+    const View p{at(c.probs.data(), std::size_t(b) * heads * seq * seq, es), seq}, q{at(c.qkv.data(), row0 * W, es), W},
+        k{at(c.qkv.data(), row0 * W + in, es), W}, v{at(c.qkv.data(), row0 * W + 2 * in, es), W},
+        dc{at(dctx.data(), row0 * in, es), in};
+    void* dq = at(dqkv->data(), row0 * W, es);
+    void* dk = at(dqkv->data(), row0 * W + in, es);
+    void* dv = at(dqkv->data(), row0 * W + 2 * in, es);
+    over_heads(strided(t, false, true, seq, seq, d, dc, v, dp.data(), seq), d_stride, d_stride, square);  // dP = dC V^T
+    over_heads(strided(t, true, false, seq, d, seq, p, dc, dv, W), square, d_stride, d_stride);           // dV = P^T dC
+    causal_softmax_backward(ex, sm, p.p, dp.data(), dp.data(), t);
+    const View ds{dp.data(), seq};
+    over_heads(strided(t, false, false, seq, d, seq, ds, k, dq, W), square, d_stride, d_stride);  // dQ = dS K
+    over_heads(strided(t, true, false, seq, d, seq, ds, q, dk, W), square, d_stride, d_stride);   // dK = dS^T Q
+  }
   gemm(ex, dense_gemm(false, true, T, H, W, dqkv->data(), wqkv_.data(), dx, t, 1.f, accumulate ? 1.f : 0.f));
   c.qkv.release();
   c.probs.release();

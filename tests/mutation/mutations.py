@@ -330,7 +330,7 @@ MUTATIONS = [
         "edits": [("    if (epilogue_fits(ex, F)) {  // a = GeLU(z)", "    if (false) {  // a = GeLU(z)"),
                   ("    if (epilogue_fits(ex, F)) {  // GeLU's gradient", "    if (false) {  // GeLU's gradient")],
         "targets": [UNIT],
-        "tests": r"^GptMlp\.",
+        "tests": r"^GptBlock\.",
     },
     # A training step without host waits (pipeline/gpt_trainer.cpp)
     {
