@@ -48,12 +48,16 @@ TEST(GpuLayerNorm, ForwardAndBackwardMatchCpuInEveryDtype) {
   }
 }
 
+// Rows cached in shared memory (77, 2048: forward and backward), the backward's long-row path
+// (3000: its two fp32 rows exceed 16 KiB) and both long-row paths (4200).
 TEST(GpuCausalSoftmax, ForwardAndBackwardMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
   TrackingAllocator alloc(Backend::cuda);
-  const CausalSoftmaxShape s{5, 77, 0.125f};
-  const std::size_t n = std::size_t(s.matrices) * s.seq * s.seq;
+  for (const CausalSoftmaxShape s : {CausalSoftmaxShape{5, 77, 0.125f}, CausalSoftmaxShape{1, 2048, 0.125f},
+                                     CausalSoftmaxShape{1, 3000, 0.125f}, CausalSoftmaxShape{1, 4200, 0.125f}})
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    SCOPED_TRACE("seq " + std::to_string(s.seq));
+    const std::size_t n = std::size_t(s.matrices) * s.seq * s.seq;
     const auto scores = random_rounded(n, t, 21, 8.f), dp = random_rounded(n, t, 22);
     std::vector<float> p(n), ds(n);
     causal_softmax_forward_cpu(s, scores.data(), p.data());
