@@ -2,6 +2,7 @@
 // that are not multiples of the block sizes: LayerNorm (with accumulated parameter gradients),
 // the causal softmax (masked entries exactly 0) and the cross-entropy (in place as well).
 #include <gtest/gtest.h>
+#include <string>
 #include "gpu_test_util.h"
 #include "kernels/causal_softmax.h"
 #include "kernels/cross_entropy.h"
