@@ -1,9 +1,9 @@
 #include "kernels/batched_gemm.h"
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
 #include "kernels/gelu.h"
-#include "kernels/gelu_math.h"
 #include "kernels/host_widen.h"
 
 namespace moebench {
@@ -46,33 +46,44 @@ static void* at(const void* base, long long elements, DType t) {
   return static_cast<char*>(const_cast<void*>(base)) + elements * (long long)dtype_size(t);
 }
 
-// One entry with an epilogue: the product in fp32, the epilogue, then the one rounding into C
-// (and into aux for gelu_aux), as the GPU's epilogue does on its accumulators.
+// One entry with an epilogue: the product in fp32 (straight into C or aux when they are fp32),
+// the epilogue row by row with the GeLU loops (vectorised), then the one rounding into C (and
+// into aux for gelu_aux), as the GPU's epilogue does on its accumulators.
 static void entry_with_epilogue(const GemmArgs& g, Epilogue e, void* aux) {
-  std::vector<float> product(std::size_t(g.m) * g.n);
+  const bool f32 = g.dtype == DType::f32;
+  std::unique_ptr<float[]> scratch;  // 16-bit: the fp32 product
+  float* product = nullptr;
+  int ldp = g.ldc;
+  if (f32) {
+    product = static_cast<float*>(e == Epilogue::gelu_aux ? aux : g.c);
+  } else {
+    scratch.reset(new float[std::size_t(g.m) * g.n]);
+    product = scratch.get();
+    ldp = g.n;
+  }
   const std::size_t ar = g.trans_a ? g.k : g.m, ac = g.trans_a ? g.m : g.k;
   const std::size_t br = g.trans_b ? g.n : g.k, bc = g.trans_b ? g.k : g.n;
   WidenedView a(g.a, g.dtype, ar, ac, g.lda, true), b(g.b, g.dtype, br, bc, g.ldb, true);
   GemmArgs f = g;
   f.a = a.data();
   f.b = b.data();
-  f.c = product.data();
-  f.ldc = g.n;
+  f.c = product;
+  f.ldc = ldp;
   f.beta = 0.f;
   f.dtype = DType::f32;
   gemm_cpu(f);
   WidenedView c(g.c, g.dtype, g.m, g.n, g.ldc, false), x(aux, g.dtype, g.m, g.n, g.ldc, e == Epilogue::dgelu);
-  for (int i = 0; i < g.m; ++i)
-    for (int j = 0; j < g.n; ++j) {
-      const float p = product[std::size_t(i) * g.n + j];
-      const std::size_t o = std::size_t(i) * g.ldc + j;
-      if (e == Epilogue::gelu_aux) {
-        x.data()[o] = p;
-        c.data()[o] = gelu_math::forward(p);
-      } else {
-        c.data()[o] = p * gelu_math::derivative(x.data()[o]);
-      }
+  for (int i = 0; i < g.m; ++i) {
+    const float* p = product + std::size_t(i) * ldp;
+    float* c_row = c.data() + std::size_t(i) * g.ldc;
+    float* x_row = x.data() + std::size_t(i) * g.ldc;
+    if (e == Epilogue::gelu_aux) {
+      if (!f32) std::memcpy(x_row, p, std::size_t(g.n) * sizeof(float));
+      gelu_forward_cpu(p, c_row, std::size_t(g.n));
+    } else {
+      gelu_backward_cpu(x_row, p, c_row, std::size_t(g.n));  // C may be the product itself (fp32)
     }
+  }
   c.narrow();
   if (e == Epilogue::gelu_aux) x.narrow();
 }
