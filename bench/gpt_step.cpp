@@ -35,6 +35,11 @@ class GptStepBench final : public BenchProgram {
     add_path(app, "--reference", reference_, "The PyTorch step's CSV (experiments/gpt/torch_step.py) to compare with");
     add_path(app, "--roofline-profile", roofline_path_,
              "This device's profile (moebench_profile's CSV) for the roofline columns; none: they are n/a");
+    add_choice(app, "--attention", attention_opt_, {"materialized", "blocked"},
+               "Causal attention keeping the whole [seq, seq] probabilities, or computed a panel of query rows at a "
+               "time keeping only each row's softmax statistic (default: blocked on cuda, materialized on cpu)");
+    add_whole(app, "--attention-panel-rows", panel_rows_opt_, 1, 1 << 20,
+              "Blocked attention: query rows per panel (default 512)");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
@@ -56,6 +61,13 @@ class GptStepBench final : public BenchProgram {
         break;
     }
     sequences_ = sequences_opt_.value_or(sequences_);
+    attention_ = attention_opt_.empty()
+                     ? (ctx.backend() == Backend::cuda ? AttentionKernel::blocked : AttentionKernel::materialized)
+                     : *parse_attention_kernel(attention_opt_);
+    if (panel_rows_opt_ && attention_ != AttentionKernel::blocked)
+      return "--attention-panel-rows: sets the blocked attention's panels; this run's attention is " +
+             std::string(attention_kernel_name(attention_)) + " (add --attention blocked)";
+    panel_rows_ = panel_rows_opt_.value_or(GptConfig{}.attention_panel_rows);
     try {
       roofline_ = load_roofline_profile("--roofline-profile", roofline_path_, ctx.provenance.backend, ctx.provenance.device, 1,
                                         int(std::thread::hardware_concurrency()));
@@ -113,7 +125,7 @@ class GptStepBench final : public BenchProgram {
                                      "tokens_per_step", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "tokens_per_s",
                                      "torch_ms_per_step", "torch_ms_per_step_min", "torch_ms_per_step_max",
                                      "torch_tokens_per_s", "speed_vs_torch", "torch_variant", "torch_attention", "torch",
-                                     "torch_device", "torch_math", "repetitions"};
+                                     "torch_device", "torch_math", "attention", "attention_panel_rows", "repetitions"};
     for (const auto& c : roofline_columns()) cols.push_back(c);
     CsvTable t(cols);
     for (bool moe : {false, true}) {
@@ -133,7 +145,9 @@ class GptStepBench final : public BenchProgram {
                  has_ref ? fmt(ref->second.ms / s.median, 4) : "n/a (no --reference)",
                  has_ref ? ref->second.variant : "n/a", has_ref ? ref->second.attention : "n/a",
                  has_ref ? ref->second.torch : "n/a", has_ref ? ref->second.device : "n/a",
-                 has_ref ? ref->second.math : "n/a", std::to_string(s.samples)};
+                 has_ref ? ref->second.math : "n/a", attention_kernel_name(attention_),
+                 attention_ == AttentionKernel::blocked ? std::to_string(panel_rows_) : "n/a",
+                 std::to_string(s.samples)};
       const Work work = gpt_step_work(moe ? shape_ : shape_.dense(), sequences_, int(dtype_size(ctx.dtype())));
       for (auto& cell : roofline_cells(roofline_, work, dtype_size(ctx.dtype()) == 2, s.median)) row.push_back(cell);
       t.add_row(row);
@@ -154,8 +168,10 @@ class GptStepBench final : public BenchProgram {
   void run(benchmark::State& st, BenchContext& ctx, bool moe) {
     if (!trainer_ || trainer_moe_ != moe) {
       trainer_.reset();
-      trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(moe),
-                                              layout_model(shape_, layout(moe), ctx.dtype()), sequences_, 1);
+      GptConfig model = layout_model(shape_, layout(moe), ctx.dtype());
+      model.attention = attention_;
+      model.attention_panel_rows = panel_rows_;
+      trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(moe), model, sequences_, 1);
       trainer_moe_ = moe;
       trainer_->step();  // warm-up
       ctx.device.synchronize();
@@ -165,8 +181,10 @@ class GptStepBench final : public BenchProgram {
     ctx.profile_end();
   }
 
-  std::optional<int> sequences_opt_;
-  std::string reference_, roofline_path_;
+  std::optional<int> sequences_opt_, panel_rows_opt_;
+  std::string reference_, roofline_path_, attention_opt_;
+  AttentionKernel attention_ = AttentionKernel::materialized;
+  int panel_rows_ = 0;
   RooflineProfile roofline_;
   std::map<std::string, Reference> reference_rows_;
   ModelShape shape_;  // its MoE variant: top-1, dropless, an MoE layer on every other FFN

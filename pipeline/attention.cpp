@@ -8,45 +8,47 @@
 #include "kernels/causal_softmax.h"
 #include "kernels/gemm.h"
 #include "moe/init.h"
+#include "pipeline/head_gemms.h"
 #include "pipeline/typed_upload.h"
 
 namespace moebench {
 
+using head_gemms::at;
+using head_gemms::strided;
+using head_gemms::View;
+
 namespace {
-// A row-major operand at `p` with leading dimension `ld`.
-struct View {
-  const void* p;
-  int ld;
-};
-GemmArgs strided(DType t, bool ta, bool tb, int m, int n, int k, View a, View b, void* c, int ldc) {
-  GemmArgs g;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.alpha = 1.f;
-  g.beta = 0.f;
-  g.a = a.p;
-  g.lda = a.ld;
-  g.b = b.p;
-  g.ldb = b.ld;
-  g.c = c;
-  g.ldc = ldc;
-  g.dtype = t;
-  return g;
-}
-// Element i of a buffer of es-byte elements.
-void* at(void* p, std::size_t i, std::size_t es) { return static_cast<char*>(p) + i * es; }
 // Seeds' stream ids: (layer, global head, which of q, k, v, o).
 std::uint64_t weight_id(int layer, int head, int which) { return 100000 + (std::uint64_t(layer) * 4096 + head) * 4 + which; }
 }  // namespace
 
+
+const char* attention_kernel_name(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::by_backend: return "by_backend";
+    case AttentionKernel::materialized: return "materialized";
+    case AttentionKernel::blocked: return "blocked";
+  }
+  return "?";
+}
+
+std::optional<AttentionKernel> parse_attention_kernel(const std::string& name) {
+  for (AttentionKernel k : {AttentionKernel::materialized, AttentionKernel::blocked})
+    if (name == attention_kernel_name(k)) return k;
+  return std::nullopt;
+}
+
 CausalSelfAttention::CausalSelfAttention(const AttentionConfig& cfg, Device& dev, TrackingAllocator& alloc)
-    : cfg_(cfg), dev_(dev), alloc_(alloc) {
-  if (cfg.hidden < 1 || cfg.heads < 1 || cfg.head_dim < 1)
+    : cfg_(cfg),
+      kernel_(cfg.kernel != AttentionKernel::by_backend ? cfg.kernel
+              : dev.backend() == Backend::cuda         ? AttentionKernel::blocked
+                                                       : AttentionKernel::materialized),
+      dev_(dev),
+      alloc_(alloc) {
+  if (cfg.hidden < 1 || cfg.heads < 1 || cfg.head_dim < 1 || cfg.panel_rows < 1)
     throw Error("CausalSelfAttention: hidden " + std::to_string(cfg.hidden) + ", heads " + std::to_string(cfg.heads) +
-                " and head_dim " + std::to_string(cfg.head_dim) + " must be >= 1");
+                ", head_dim " + std::to_string(cfg.head_dim) + " and panel_rows " + std::to_string(cfg.panel_rows) +
+                " must be >= 1");
   const std::size_t es = dtype_size(cfg.dtype);
   const std::size_t qkv = std::size_t(cfg.hidden) * qkv_width() * es, o = std::size_t(inner()) * cfg.hidden * es;
   wqkv_ = alloc_.allocate(qkv, MemTag::model_states);
@@ -80,7 +82,7 @@ void CausalSelfAttention::zero_grad(const Stream& s) {
 }
 
 AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequences, int seq, const Stream& s, bool accumulate) {
-  const int H = cfg_.hidden, d = cfg_.head_dim, in = inner(), W = qkv_width(), T = sequences * seq;
+  const int H = cfg_.hidden, in = inner(), W = qkv_width(), T = sequences * seq;
   const DType t = cfg_.dtype;
   const std::size_t es = dtype_size(t);
   const Exec ex = dev_.exec(s);
@@ -89,9 +91,22 @@ AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequen
   c.seq = seq;
   c.x = x;
   c.qkv = alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s);
-  c.probs = alloc_.allocate(std::size_t(sequences) * cfg_.heads * seq * seq * es, MemTag::activations, s);
   c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
   gemm(ex, dense_gemm(false, false, T, W, H, x, wqkv_.data(), c.qkv.data(), t));
+  if (kernel_ == AttentionKernel::blocked)
+    blocked_forward(c, s);
+  else
+    materialized_forward(c, s);
+  gemm(ex, dense_gemm(false, false, T, H, in, c.ctx.data(), wo_.data(), y, t, 1.f, accumulate ? 1.f : 0.f));
+  return c;
+}
+
+void CausalSelfAttention::materialized_forward(AttentionContext& c, const Stream& s) {
+  const int d = cfg_.head_dim, in = inner(), W = qkv_width(), seq = c.seq, sequences = c.sequences;
+  const DType t = cfg_.dtype;
+  const std::size_t es = dtype_size(t);
+  const Exec ex = dev_.exec(s);
+  c.probs = alloc_.allocate(std::size_t(sequences) * cfg_.heads * seq * seq * es, MemTag::activations, s);
   // Per sequence, one strided batch over the heads: head h's Q, K, V columns are h d elements
   // after head 0's, its [seq, seq] scores seq^2 after.
   const int heads = cfg_.heads;
@@ -110,46 +125,26 @@ AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequen
     batched_gemm(ex, strided_batch(strided(t, false, false, seq, d, seq, p, v, at(c.ctx.data(), row0 * in, es), in), heads,
                                    square, d_stride, d_stride));
   }
-  gemm(ex, dense_gemm(false, false, T, H, in, c.ctx.data(), wo_.data(), y, t, 1.f, accumulate ? 1.f : 0.f));
-  return c;
 }
 
 void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx, const Stream& s, bool accumulate,
                                    std::vector<WeightTask>* deferred) {
-  const int H = cfg_.hidden, d = cfg_.head_dim, in = inner(), W = qkv_width(), seq = c.seq, T = c.sequences * seq;
+  const int H = cfg_.hidden, in = inner(), W = qkv_width(), T = c.sequences * c.seq;
   const DType t = cfg_.dtype;
   const std::size_t es = dtype_size(t);
   const Exec ex = dev_.exec(s);
   Buffer dctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
   auto dqkv = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s));
-  const int heads = cfg_.heads;
-  const long long d_stride = d, square = (long long)seq * seq;
-  // One sequence's score gradients, every head's: [heads, seq, seq].
-  Buffer dp = alloc_.allocate(std::size_t(heads) * seq * seq * es, MemTag::temporary, s);
   gemm(ex, dense_gemm(false, true, T, in, H, dy, wo_.data(), dctx.data(), t));  // dC = dy Wo^T
-  const CausalSoftmaxShape sm{heads, seq, 1.f / std::sqrt(float(d))};
-  // Per sequence, strided batches over the heads (as in forward).
-  auto over_heads = [&](const GemmArgs& head0, long long stride_a, long long stride_b, long long stride_c) {
-    batched_gemm(ex, strided_batch(head0, heads, stride_a, stride_b, stride_c));
-  };
-  for (int b = 0; b < c.sequences; ++b) {
-    const std::size_t row0 = std::size_t(b) * seq;
-    const View p{at(c.probs.data(), std::size_t(b) * heads * seq * seq, es), seq}, q{at(c.qkv.data(), row0 * W, es), W},
-        k{at(c.qkv.data(), row0 * W + in, es), W}, v{at(c.qkv.data(), row0 * W + 2 * in, es), W},
-        dc{at(dctx.data(), row0 * in, es), in};
-    void* dq = at(dqkv->data(), row0 * W, es);
-    void* dk = at(dqkv->data(), row0 * W + in, es);
-    void* dv = at(dqkv->data(), row0 * W + 2 * in, es);
-    over_heads(strided(t, false, true, seq, seq, d, dc, v, dp.data(), seq), d_stride, d_stride, square);  // dP = dC V^T
-    over_heads(strided(t, true, false, seq, d, seq, p, dc, dv, W), square, d_stride, d_stride);           // dV = P^T dC
-    causal_softmax_backward(ex, sm, p.p, dp.data(), dp.data(), t);
-    const View ds{dp.data(), seq};
-    over_heads(strided(t, false, false, seq, d, seq, ds, k, dq, W), square, d_stride, d_stride);  // dQ = dS K
-    over_heads(strided(t, true, false, seq, d, seq, ds, q, dk, W), square, d_stride, d_stride);   // dK = dS^T Q
-  }
+  if (kernel_ == AttentionKernel::blocked)
+    blocked_backward(c, dctx.data(), dqkv->data(), s);
+  else
+    materialized_backward(c, dctx.data(), dqkv->data(), s);
+  dctx.release();
   gemm(ex, dense_gemm(false, true, T, H, W, dqkv->data(), wqkv_.data(), dx, t, 1.f, accumulate ? 1.f : 0.f));
   c.qkv.release();
   c.probs.release();
+  c.stats.release();
   // W: dWo += C^T dy; dWqkv += x^T dQKV. Deferred, it keeps its own copy of dy.
   auto ctx = std::make_shared<Buffer>(std::move(c.ctx));
   std::shared_ptr<Buffer> dy_kept;
@@ -166,6 +161,37 @@ void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx
     deferred->push_back(std::move(w));
   else
     w(s);
+}
+
+void CausalSelfAttention::materialized_backward(AttentionContext& c, const void* dctx, void* dqkv, const Stream& s) {
+  const int d = cfg_.head_dim, in = inner(), W = qkv_width(), seq = c.seq;
+  const DType t = cfg_.dtype;
+  const std::size_t es = dtype_size(t);
+  const Exec ex = dev_.exec(s);
+  const int heads = cfg_.heads;
+  const long long d_stride = d, square = (long long)seq * seq;
+  // One sequence's score gradients, every head's: [heads, seq, seq].
+  Buffer dp = alloc_.allocate(std::size_t(heads) * seq * seq * es, MemTag::temporary, s);
+  const CausalSoftmaxShape sm{heads, seq, 1.f / std::sqrt(float(d))};
+  // Per sequence, strided batches over the heads (as in forward).
+  auto over_heads = [&](const GemmArgs& head0, long long stride_a, long long stride_b, long long stride_c) {
+    batched_gemm(ex, strided_batch(head0, heads, stride_a, stride_b, stride_c));
+  };
+  for (int b = 0; b < c.sequences; ++b) {
+    const std::size_t row0 = std::size_t(b) * seq;
+    const View p{at(c.probs.data(), std::size_t(b) * heads * seq * seq, es), seq}, q{at(c.qkv.data(), row0 * W, es), W},
+        k{at(c.qkv.data(), row0 * W + in, es), W}, v{at(c.qkv.data(), row0 * W + 2 * in, es), W},
+        dc{at(dctx, row0 * in, es), in};
+    void* dq = at(dqkv, row0 * W, es);
+    void* dk = at(dqkv, row0 * W + in, es);
+    void* dv = at(dqkv, row0 * W + 2 * in, es);
+    over_heads(strided(t, false, true, seq, seq, d, dc, v, dp.data(), seq), d_stride, d_stride, square);  // dP = dC V^T
+    over_heads(strided(t, true, false, seq, d, seq, p, dc, dv, W), square, d_stride, d_stride);           // dV = P^T dC
+    causal_softmax_backward(ex, sm, p.p, dp.data(), dp.data(), t);
+    const View ds{dp.data(), seq};
+    over_heads(strided(t, false, false, seq, d, seq, ds, k, dq, W), square, d_stride, d_stride);  // dQ = dS K
+    over_heads(strided(t, true, false, seq, d, seq, ds, q, dk, W), square, d_stride, d_stride);   // dK = dS^T Q
+  }
 }
 
 }  // namespace moebench

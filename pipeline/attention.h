@@ -5,16 +5,31 @@
 // [hidden, hidden] hold `heads` heads of d = hidden / heads columns each (a tensor-parallel rank
 // holds a slice of the heads: `first_head` names its first). Weights, gradients and activations
 // in `dtype` (fp32, or fp16/bf16 with fp32 arithmetic); the head GEMMs read Q, K and V in place
-// from the QKV rows (strided), one GEMM per (sequence, head).
+// from the QKV rows (strided), batched over the heads.
+// Two ways to the same result (AttentionKernel): `materialized` keeps P [heads, seq, seq] per
+// sequence for the backward; `blocked` (attention_blocked.cpp) computes the scores a panel of
+// query rows at a time, skips the panels' keys no row sees, keeps only each row's softmax
+// statistic, and recomputes the panels in the backward.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 #include "kernels/dtype.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 
 namespace moebench {
+
+enum class AttentionKernel {
+  by_backend,    // blocked on CUDA (no S x S tensor kept); materialized on the CPU (the reference)
+  materialized,  // P = softmax(Q K^T) stored whole, as [heads, seq, seq] per sequence
+  blocked,       // panels of panel_rows query rows; per-row statistics kept instead of P
+};
+const char* attention_kernel_name(AttentionKernel k);
+// The kernel `name` selects (materialized, blocked); nullopt for another name.
+std::optional<AttentionKernel> parse_attention_kernel(const std::string& name);
 
 struct AttentionConfig {
   int hidden = 0;      // the model's width (the input's columns)
@@ -23,6 +38,10 @@ struct AttentionConfig {
   int first_head = 0;  // global index of the first (weights depend on (seed, layer, head) alone)
   int layer = 0;
   DType dtype = DType::f32;
+  AttentionKernel kernel = AttentionKernel::by_backend;
+  // blocked: query rows per panel. Each panel costs a few launches per sequence and layer, so
+  // panels are tall (4 at seq 2048); shorter ones skip more of the masked keys.
+  int panel_rows = 512;
 };
 
 // A weight-gradient GEMM a backward left for later (the zero-bubble schedules' W): it holds
@@ -33,7 +52,9 @@ using WeightTask = std::function<void(const Stream&)>;
 struct AttentionContext {
   int sequences = 0, seq = 0;
   const void* x = nullptr;  // the caller's input, alive until backward
-  Buffer qkv, probs, ctx;
+  Buffer qkv, ctx;
+  Buffer probs;  // materialized: P, [sequences, heads, seq, seq]
+  Buffer stats;  // blocked: each row's log-sum-exp of its scaled scores, fp32 [sequences, heads, seq]
 };
 
 class CausalSelfAttention {
@@ -57,9 +78,18 @@ class CausalSelfAttention {
   Buffer& wo() { return wo_; }
   const Buffer& wqkv_grad() const { return dwqkv_; }
   const Buffer& wo_grad() const { return dwo_; }
+  // The kernel this layer runs (by_backend resolved).
+  AttentionKernel kernel() const { return kernel_; }
 
  private:
+  // Between the QKV and output projections: ctx from qkv, and dqkv from dctx.
+  void materialized_forward(AttentionContext& c, const Stream& s);
+  void materialized_backward(AttentionContext& c, const void* dctx, void* dqkv, const Stream& s);
+  void blocked_forward(AttentionContext& c, const Stream& s);
+  void blocked_backward(AttentionContext& c, const void* dctx, void* dqkv, const Stream& s);
+
   AttentionConfig cfg_;
+  AttentionKernel kernel_;
   Device& dev_;
   TrackingAllocator& alloc_;
   Buffer wqkv_, wo_, dwqkv_, dwo_;  // [hidden, 3 inner], [inner, hidden]

@@ -62,7 +62,8 @@ GptStage::GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, Tra
   if (last())
     for (Buffer* b : {&gf_, &bf_, &dgf_, &dbf_}) *b = alloc_.allocate(H * 4, MemTag::model_states);
   for (int l = 0; l < layers_; ++l) {
-    TransformerBlockConfig b{cfg.hidden, cfg.heads, cfg.ffn, first_layer_ + l, std::nullopt, cfg.dtype};
+    TransformerBlockConfig b{cfg.hidden, cfg.heads, cfg.ffn, first_layer_ + l, std::nullopt, cfg.dtype, cfg.attention,
+                             cfg.attention_panel_rows};
     if (cfg.is_moe(first_layer_ + l)) b.moe = cfg.moe;
     blocks_.push_back(std::make_unique<TransformerBlock>(b, dev, alloc, tp, dispatcher));
   }

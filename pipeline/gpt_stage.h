@@ -30,6 +30,8 @@ struct GptConfig {
   // Weights, gradients and activations (fp16/bf16: fp32 arithmetic; the LayerNorms' parameters,
   // the MoE gates and the loss stay fp32; the optimizer keeps fp32 masters).
   DType dtype = DType::f32;
+  AttentionKernel attention = AttentionKernel::by_backend;
+  int attention_panel_rows = 512;  // blocked attention's (AttentionConfig::panel_rows)
   bool is_moe(int layer) const { return moe_every > 0 && layer % moe_every == moe_every - 1; }
 };
 

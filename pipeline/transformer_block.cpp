@@ -29,7 +29,10 @@ namespace {
 AttentionConfig attention_config(const TransformerBlockConfig& c, Communicator* tp) {
   const int t = tp ? tp->size() : 1, r = tp ? tp->rank() : 0;
   if (auto e = TransformerBlock::validate(c, t)) throw Error("TransformerBlock: " + *e);
-  return AttentionConfig{c.hidden, c.heads / t, c.hidden / c.heads, r * (c.heads / t), c.layer, c.dtype};
+  AttentionConfig a{c.hidden, c.heads / t, c.hidden / c.heads, r * (c.heads / t), c.layer, c.dtype};
+  a.kernel = c.attention;
+  a.panel_rows = c.attention_panel_rows;
+  return a;
 }
 }  // namespace
 

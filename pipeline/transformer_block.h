@@ -32,6 +32,8 @@ struct TransformerBlockConfig {
   int layer = 0;
   std::optional<MoEConfig> moe;  // set: an MoE layer in the MLP's place (its hidden = hidden, its dtype = dtype)
   DType dtype = DType::f32;
+  AttentionKernel attention = AttentionKernel::by_backend;
+  int attention_panel_rows = 512;  // blocked attention's (AttentionConfig::panel_rows)
 };
 
 // Makes an MoE block's dispatcher.

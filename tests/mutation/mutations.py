@@ -306,6 +306,26 @@ MUTATIONS = [
         "tests": r"^PaddedExperts\.",
     },
     {
+        "id": "blocked_attention_is_materialized",
+        "mechanism": "blocked attention runs the materialized path: P [heads, seq, seq] kept for the backward",
+        "file": "pipeline/attention.cpp",
+        "edits": [("  if (kernel_ == AttentionKernel::blocked)\n    blocked_forward(c, s);", "  if (false)\n    blocked_forward(c, s);"),
+                  ("  if (kernel_ == AttentionKernel::blocked)\n    blocked_backward(", "  if (false)\n    blocked_backward(")],
+        "targets": [UNIT],
+        "tests": r"^BlockedAttention\.",
+    },
+    {
+        "id": "blocked_attention_panels_span_every_key",
+        "mechanism": "blocked attention's forward panels meet every key of the sequence, the ones no row sees too",
+        "file": "pipeline/attention_blocked.cpp",
+        "edits": [("      const int rows = std::min(panel_rows, seq - r0), cols = r0 + rows;  // the keys these rows see\n"
+                   "      const long long area = (long long)rows * cols;\n      const View q",
+                   "      const int rows = std::min(panel_rows, seq - r0), cols = seq;\n"
+                   "      const long long area = (long long)rows * cols;\n      const View q")],
+        "targets": [UNIT],
+        "tests": r"^BlockedAttention\.",
+    },
+    {
         "id": "padding_rows_left_stale",
         "mechanism": "the padded blocks' padding rows keep what the buffer held instead of zeros",
         "file": "kernels/pad_rows_cpu.cpp",

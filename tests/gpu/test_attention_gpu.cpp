@@ -1,0 +1,118 @@
+// Blocked causal attention on the GPU against the CPU: its panel ops in every dtype (long rows
+// and panels that start mid-sequence included), and the attention layer -- blocked, the GPU's
+// default, and materialized, the selectable path -- against the CPU's materialized reference at
+// sequence lengths 64, 127, 128 and 2048, outputs and every gradient.
+#include <gtest/gtest.h>
+#include <string>
+#include "gpu_test_util.h"
+#include "kernels/attention_panels.h"
+#include "pipeline/attention.h"
+#include "pipeline/typed_upload.h"
+
+namespace moebench {
+using namespace gputest;
+
+namespace {
+
+double tolerance(DType t) { return 2 * dtype_epsilon(t) + 1e-5; }
+
+TEST(GpuAttentionPanels, ForwardBackwardAndRowDotMatchCpuInEveryDtype) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(Backend::cuda);
+  const Exec ex = dev.exec(dev.default_stream());
+  const int heads = 3, seq = 2100;
+  struct Case { int rows, row0, cols, col0; };
+  // A forward panel from row 0, one mid-sequence, one a key panel of the backward (rows from its
+  // first key to the end), and one row panel against every key.
+  for (const Case c : {Case{5, 0, 5, 0}, Case{128, 1000, 1128, 0}, Case{2100 - 1920, 1920, 128, 1920}, Case{77, 2023, 2100, 0}})
+    for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+      SCOPED_TRACE("panel rows " + std::to_string(c.row0) + "+" + std::to_string(c.rows) + ", keys " + std::to_string(c.col0) +
+                   "+" + std::to_string(c.cols) + ", " + std::string(dtype_name(t)));
+      const AttentionPanel p{heads, c.rows, c.cols, c.row0, c.col0, seq, 0.125f};
+      const std::size_t n = std::size_t(heads) * c.rows * c.cols, rows = std::size_t(heads) * seq;
+      const auto scores = random_rounded(n, t, 31, 8.f), dp = random_rounded(n, t, 32);
+      // Statistics a forward could have left (about log of a row's length), and row dots.
+      std::vector<float> stats = random_rounded(rows, DType::f32, 33), delta = random_rounded(rows, DType::f32, 34);
+      for (float& l : stats) l += 4.f;
+      Buffer gstats = upload(dev, alloc, stats, DType::f32), gdelta = upload(dev, alloc, delta, DType::f32);
+      Buffer gs = upload(dev, alloc, scores, t), gdp = upload(dev, alloc, dp, t);
+      if (c.col0 == 0 && c.cols >= c.row0 + c.rows) {  // a forward panel: statistics from its rows
+        std::vector<float> s = scores;
+        attention_panel_softmax_forward_cpu(p, s.data(), stats.data());
+        attention_panel_softmax_forward(ex, p, gs.data(), static_cast<float*>(gstats.data()), t);
+        EXPECT_LT(rel_l2(download(dev, alloc, gs, n, t), s), tolerance(t));
+        EXPECT_LT(rel_l2(download(dev, alloc, gstats, rows, DType::f32), stats), 1e-5);
+        gs = upload(dev, alloc, scores, t);  // the backward recomputes from the scores
+      }
+      std::vector<float> s = scores, d = dp;
+      attention_panel_softmax_backward_cpu(p, s.data(), d.data(), stats.data(), delta.data());
+      attention_panel_softmax_backward(ex, p, gs.data(), gdp.data(), static_cast<const float*>(gstats.data()),
+                                       static_cast<const float*>(gdelta.data()), t);
+      EXPECT_LT(rel_l2(download(dev, alloc, gs, n, t), s), tolerance(t));
+      EXPECT_LT(rel_l2(download(dev, alloc, gdp, n, t), d), tolerance(t));
+    }
+  for (DType t : {DType::f32, DType::bf16}) {
+    const int sequences = 2, rseq = 37, d = 72, ld = heads * d + 5;
+    const std::size_t n = std::size_t(sequences) * rseq * ld;
+    const auto g = random_rounded(n, t, 35), o = random_rounded(n, t, 36);
+    std::vector<float> want(std::size_t(sequences) * heads * rseq);
+    attention_row_dot_cpu(sequences, rseq, heads, d, ld, g.data(), o.data(), want.data());
+    Buffer gg = upload(dev, alloc, g, t), go = upload(dev, alloc, o, t);
+    Buffer got = alloc.allocate(want.size() * 4, MemTag::temporary);
+    attention_row_dot(ex, sequences, rseq, heads, d, ld, gg.data(), go.data(), static_cast<float*>(got.data()), t);
+    EXPECT_LT(rel_l2(download(dev, alloc, got, want.size(), DType::f32), want), 1e-5) << dtype_name(t);
+  }
+}
+
+struct LayerResult {
+  std::vector<float> y, dx, dwqkv, dwo;
+};
+
+LayerResult run_layer(Device& dev, AttentionKernel kernel, DType t, int sequences, int seq, int heads, int d) {
+  TrackingAllocator alloc(dev.backend());
+  const Stream& s = dev.default_stream();
+  AttentionConfig cfg{heads * d, heads, d, 0, 2, t};
+  cfg.kernel = kernel;
+  CausalSelfAttention attn(cfg, dev, alloc);
+  attn.init(17, s);
+  const std::size_t n = std::size_t(sequences) * seq * cfg.hidden, es = dtype_size(t);
+  Buffer x = alloc.allocate(n * es, MemTag::activations), y = alloc.allocate(n * es, MemTag::activations),
+         dy = alloc.allocate(n * es, MemTag::activations), dx = alloc.allocate(n * es, MemTag::activations);
+  upload_as(dev, x.data(), random_rounded(n, t, 41, 2.f), t, s);
+  upload_as(dev, dy.data(), random_rounded(n, t, 42), t, s);
+  AttentionContext c = attn.forward(x.data(), y.data(), sequences, seq, s);
+  attn.backward(c, dy.data(), dx.data(), s);
+  s.synchronize();
+  const std::size_t wq = attn.wqkv_grad().bytes() / es, wo = attn.wo_grad().bytes() / es;
+  return {download(dev, alloc, y, n, t), download(dev, alloc, dx, n, t), download(dev, alloc, attn.wqkv_grad(), wq, t),
+          download(dev, alloc, attn.wo_grad(), wo, t)};
+}
+
+TEST(GpuBlockedAttention, MatchesTheCpuReferenceAtSequenceLengths64To2048) {
+  MOEBENCH_REQUIRE_GPU(gpu);
+  Device cpu = Device::open(Backend::cpu);
+  {
+    TrackingAllocator probe(Backend::cuda);
+    CausalSelfAttention def({64, 1, 64, 0, 0, DType::bf16}, gpu, probe);
+    EXPECT_EQ(def.kernel(), AttentionKernel::blocked) << "the GPU's default keeps no [seq, seq] tensor";
+  }
+  for (int seq : {64, 127, 128, 2048})
+    for (DType t : {DType::f32, DType::bf16}) {
+      SCOPED_TRACE("seq " + std::to_string(seq) + ", " + std::string(dtype_name(t)));
+      const int sequences = seq > 128 ? 1 : 2, heads = 2, d = 64;
+      const LayerResult want = run_layer(cpu, AttentionKernel::materialized, t, sequences, seq, heads, d);
+      // fp32 runs on TF32 tensor cores; 16-bit stores P, dP and the projections rounded.
+      const double tol = t == DType::f32 ? 20 * kTf32Epsilon : 4 * tolerance(t);
+      for (AttentionKernel k : {AttentionKernel::blocked, AttentionKernel::materialized}) {
+        SCOPED_TRACE(attention_kernel_name(k));
+        const LayerResult got = run_layer(gpu, k, t, sequences, seq, heads, d);
+        EXPECT_LT(rel_l2(got.y, want.y), tol);
+        EXPECT_LT(rel_l2(got.dx, want.dx), tol);
+        EXPECT_LT(rel_l2(got.dwqkv, want.dwqkv), tol);
+        EXPECT_LT(rel_l2(got.dwo, want.dwo), tol);
+      }
+    }
+}
+
+}  // namespace
+}  // namespace moebench
