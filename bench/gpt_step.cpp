@@ -5,9 +5,11 @@
 // variants, the fastest taken) on the same device when its CSV is given (--reference): the ratio
 // says whether our step is faster. Each row carries its roofline (models/roofline.h) from
 // --roofline-profile. Writes <out>/gpt/step.csv.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <thread>
 #include "pipeline/gpt_trainer.h"
 #include "harness/bench.h"
@@ -21,6 +23,7 @@ namespace {
 // PyTorch's fastest variant of a model (torch_step.py: eager, sdpa, compiled).
 struct Reference {
   double ms = 0, ms_min = 0, ms_max = 0;
+  std::optional<double> peak_mib;  // where that PyTorch reports its allocator's peak (CUDA)
   std::string torch, device, math, variant, attention;
 };
 
@@ -96,9 +99,11 @@ class GptStepBench final : public BenchProgram {
           if (cell("status") != "ok") continue;  // a variant this PyTorch lacks
           const double ms = std::stod(cell("ms_per_step"));
           auto& best = reference_rows_[cell("model")];
-          if (best.ms == 0 || ms < best.ms)
-            best = Reference{ms, std::stod(cell("ms_per_step_min")), std::stod(cell("ms_per_step_max")), cell("torch"),
-                             cell("torch_device"), cell("math"), cell("variant"), cell("attention")};
+          if (best.ms == 0 || ms < best.ms) {
+            best = Reference{ms, std::stod(cell("ms_per_step_min")), std::stod(cell("ms_per_step_max")), std::nullopt,
+                             cell("torch"), cell("torch_device"), cell("math"), cell("variant"), cell("attention")};
+            if (t.has("peak_mib") && cell("peak_mib").rfind("n/a", 0) != 0) best.peak_mib = std::stod(cell("peak_mib"));
+          }
         }
       } catch (const std::exception& e) {
         return "--reference: " + std::string(e.what());
@@ -125,7 +130,8 @@ class GptStepBench final : public BenchProgram {
                                      "tokens_per_step", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "tokens_per_s",
                                      "torch_ms_per_step", "torch_ms_per_step_min", "torch_ms_per_step_max",
                                      "torch_tokens_per_s", "speed_vs_torch", "torch_variant", "torch_attention", "torch",
-                                     "torch_device", "torch_math", "attention", "attention_panel_rows", "repetitions"};
+                                     "torch_device", "torch_math", "attention", "attention_panel_rows", "peak_mib",
+                                     "torch_peak_mib", "memory_vs_torch", "repetitions"};
     for (const auto& c : roofline_columns()) cols.push_back(c);
     CsvTable t(cols);
     for (bool moe : {false, true}) {
@@ -146,8 +152,20 @@ class GptStepBench final : public BenchProgram {
                  has_ref ? ref->second.variant : "n/a", has_ref ? ref->second.attention : "n/a",
                  has_ref ? ref->second.torch : "n/a", has_ref ? ref->second.device : "n/a",
                  has_ref ? ref->second.math : "n/a", attention_kernel_name(attention_),
-                 attention_ == AttentionKernel::blocked ? std::to_string(panel_rows_) : "n/a",
-                 std::to_string(s.samples)};
+                 attention_ == AttentionKernel::blocked ? std::to_string(panel_rows_) : "n/a"};
+      // Memory beside PyTorch's: ours over its peak (the target is at most 1.1).
+      const double peak = peak_mib_[moe];
+      row.push_back(fmt(peak));
+      if (has_ref && ref->second.peak_mib) {
+        row.push_back(fmt(*ref->second.peak_mib));
+        row.push_back(fmt(peak / *ref->second.peak_mib, 4));
+      } else {
+        const std::string why = has_ref ? "n/a (the reference reports no peak: PyTorch keeps one on CUDA only)"
+                                        : "n/a (no --reference)";
+        row.push_back(why);
+        row.push_back(why);
+      }
+      row.push_back(std::to_string(s.samples));
       const Work work = gpt_step_work(moe ? shape_ : shape_.dense(), sequences_, int(dtype_size(ctx.dtype())));
       for (auto& cell : roofline_cells(roofline_, work, dtype_size(ctx.dtype()) == 2, s.median)) row.push_back(cell);
       t.add_row(row);
@@ -176,15 +194,19 @@ class GptStepBench final : public BenchProgram {
       trainer_->step();  // warm-up
       ctx.device.synchronize();
     }
+    trainer_->reset_peak_bytes();
     ctx.profile_begin();
     for (auto _ : st) ctx.time_iteration(st, trainer_->stream(), [&] { trainer_->step(); });
     ctx.profile_end();
+    ctx.device.synchronize();
+    peak_mib_[moe] = std::max(peak_mib_[moe], double(trainer_->peak_bytes()) / (1 << 20));
   }
 
   std::optional<int> sequences_opt_, panel_rows_opt_;
   std::string reference_, roofline_path_, attention_opt_;
   AttentionKernel attention_ = AttentionKernel::materialized;
   int panel_rows_ = 0;
+  std::map<bool, double> peak_mib_;  // per model, over the measured steps
   RooflineProfile roofline_;
   std::map<std::string, Reference> reference_rows_;
   ModelShape shape_;  // its MoE variant: top-1, dropless, an MoE layer on every other FFN

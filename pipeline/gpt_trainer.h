@@ -20,6 +20,10 @@ class GptTrainer {
   void step();
   const Stream& stream() const { return compute_; }
   int tokens_per_step() const { return tokens_; }
+  // Device bytes this rank held at most (model states, optimizer, activations, temporaries)
+  // since the last reset_peak_bytes() (as PyTorch's max_memory_allocated counts its tensors).
+  std::size_t peak_bytes() const { return alloc_->peak_total(); }
+  void reset_peak_bytes() { alloc_->reset_peaks(); }
   // The token rows this rank's experts computed in the last step, over its micro-batches.
   long long expert_rows() const;
 

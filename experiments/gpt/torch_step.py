@@ -10,7 +10,9 @@ row saying so):
   sdpa      attention through scaled_dot_product_attention (causal), the fused AdamW where the
             device has it (CUDA), bf16/fp16 autocast with --dtype;
   compiled  the sdpa model through torch.compile.
-The CSV names each variant's attention and optimizer; the bench compares with the fastest.
+The CSV names each variant's attention and optimizer, and on CUDA its peak of allocated memory
+over the timed steps (torch.cuda.max_memory_allocated; PyTorch keeps no such count on the CPU);
+the bench compares with the fastest.
 
   torch_step.py --scale tiny|local|paper --device cpu|cuda --out CSV [--sequences N]
                 [--repetitions R] [--threads T]
@@ -182,6 +184,7 @@ def main():
             row = {"model": name, "variant": variant, "layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn,
                    "seq": seq, "vocab": vocab, "experts": n_experts, "sequences": sequences,
                    "ms_per_step": "n/a", "ms_per_step_min": "n/a", "ms_per_step_max": "n/a", "repetitions": 0,
+                   "peak_mib": "n/a: PyTorch counts allocated memory on CUDA only",
                    "status": "ok", "attention": attention,
                    "optimizer": "AdamW, fused" if sdpa and fused_adamw else "AdamW (PyTorch's default implementation)",
                    "torch": torch.__version__,
@@ -226,7 +229,11 @@ def main():
                 print(f"torch_step {name:5s} {variant:8s} {row['status']}")
                 del model, opt, run
                 continue
+            if args.device == "cuda":
+                torch.cuda.reset_peak_memory_stats()
             median, fastest, slowest = timed(step, args.repetitions)
+            if args.device == "cuda":
+                row["peak_mib"] = f"{torch.cuda.max_memory_allocated() / 2**20:.6g}"
             row.update({"ms_per_step": f"{median:.6g}", "ms_per_step_min": f"{fastest:.6g}",
                         "ms_per_step_max": f"{slowest:.6g}", "repetitions": args.repetitions})
             rows.append(row)

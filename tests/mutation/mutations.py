@@ -326,6 +326,14 @@ MUTATIONS = [
         "tests": r"^BlockedAttention\.",
     },
     {
+        "id": "step_peak_is_what_stays",
+        "mechanism": "gpt.step's peak_mib reports the bytes held after the step, not the most held during it",
+        "file": "pipeline/gpt_trainer.h",
+        "edits": [("return alloc_->peak_total(); }", "return alloc_->current_total(); }")],
+        "targets": [UNIT],
+        "tests": r"^GptTrainerStep\.",
+    },
+    {
         "id": "padding_rows_left_stale",
         "mechanism": "the padded blocks' padding rows keep what the buffer held instead of zeros",
         "file": "kernels/pad_rows_cpu.cpp",

@@ -136,6 +136,32 @@ TEST(GptTrainerStep, EnqueuesADenseStepWithoutWaitingOnTheHost) {
   EXPECT_TRUE(returned) << "step() waited on the host for its own work";
 }
 
+// The peak a step reports holds what a step needs at once: every parameter with its gradient
+// and AdamW's two fp32 moments, plus the activations, which are gone again after the step.
+TEST(GptTrainerStep, PeakBytesCoverTheModelStatesAndTheStepsActivations) {
+  auto world = make_self_communicator();
+  Device dev = Device::open(Backend::cpu);
+  const ModelShape shape{.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11};
+  const ParallelLayout layout = ParallelLayout::of(LayoutKind::dense, 1, 1, 1);
+  const GptConfig cfg = layout_model(shape, layout);
+  GptTrainer trainer(*world, dev, Backend::cpu, layout, cfg, 2, 1);
+  trainer.step();  // the optimizer's moments exist from the first step on
+  dev.synchronize();
+  const std::size_t settled = trainer.peak_bytes();
+  trainer.reset_peak_bytes();
+  EXPECT_LE(trainer.peak_bytes(), settled);
+  trainer.step();
+  dev.synchronize();
+  const std::size_t H = cfg.hidden, F = cfg.ffn, params = cfg.vocab * H + cfg.seq * H + 2 * H +
+                                                       cfg.layers * (4 * H + 4 * H * H + 2 * H * F);
+  const std::size_t peak = trainer.peak_bytes();
+  EXPECT_GE(peak, 4 * params * sizeof(float));  // weights, gradients, two moments
+  trainer.reset_peak_bytes();  // between steps: the peak restarts from what stays
+  const std::size_t idle = trainer.peak_bytes();
+  EXPECT_GE(idle, 4 * params * sizeof(float));
+  EXPECT_GT(peak, idle) << "the step's activations and temporaries came on top";
+}
+
 // The MLP's GeLU lives in its GEMMs' epilogues: the first GEMM writes GeLU(z) and keeps z as its
 // aux output, the backward's first GEMM applies GeLU's gradient from it; no GeLU kernel runs.
 // Attention's score and context GEMMs run as one strided batch over the heads per sequence (two
