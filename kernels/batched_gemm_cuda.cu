@@ -1,10 +1,12 @@
 #include <cublasLt.h>
 #include <cstdint>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include "kernels/batched_gemm.h"
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_types.cuh"
@@ -40,13 +42,19 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
 };
 
-// The 16-byte alignment class of each operand: 16 if aligned, else its remainder.
-int alignment(const void* p) { return int(reinterpret_cast<std::uintptr_t>(p) % 16); }
+// An operand's alignment in bytes: the largest power of two, up to 256, dividing its address.
+// cuBLASLt's heuristic assumes 256-byte operands unless told otherwise, and an algorithm picked
+// for them may refuse (or misread) an operand inside a wider row, e.g. a panel of Q's rows.
+// In a strided batch every entry's address counts: the base's and the stride's alignments both.
+std::uint32_t alignment(const void* p, long long stride_bytes = 0) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p) | std::uintptr_t(stride_bytes);
+  return a == 0 ? 256u : std::uint32_t(std::min<std::uintptr_t>(a & (~a + 1), 256));
+}
 
 std::string plan_key(const BatchedGemmArgs& args, const Exec& ex) {
   const GemmArgs& g = args.g;
   char buf[384];
-  std::snprintf(buf, sizeof buf, "%p|%d|%d|%d%d|%d,%d,%d|%d,%d,%d|%d|%lld,%lld,%lld|%d|%zu|%d,%d,%d,%d", ex.blas_lt,
+  std::snprintf(buf, sizeof buf, "%p|%d|%d|%d%d|%d,%d,%d|%d,%d,%d|%d|%lld,%lld,%lld|%d|%zu|%u,%u,%u,%u", ex.blas_lt,
                 int(g.dtype), int(ex.tensor_cores), int(g.trans_a), int(g.trans_b), g.m, g.n, g.k, g.lda, g.ldb, g.ldc,
                 args.batch, args.stride_a, args.stride_b, args.stride_c, int(args.epilogue), ex.workspace_bytes,
                 alignment(g.a), alignment(g.b), alignment(g.c), alignment(args.aux));
@@ -79,8 +87,18 @@ Plan* make_plan(const BatchedGemmArgs& args, const Exec& ex) {
   cublasLtMatmulPreference_t preference = nullptr;
   MOEBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
   const std::uint64_t workspace = ex.workspace_bytes;
-  const cublasStatus_t set_status = cublasLtMatmulPreferenceSetAttribute(
+  cublasStatus_t set_status = cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  // cuBLASLt's A is our B, its B our A (above); C and D are our C.
+  const long long es = (long long)dtype_size(g.dtype);
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> operands[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(g.b, args.stride_b * es)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(g.a, args.stride_a * es)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(g.c, args.stride_c * es)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(g.c, args.stride_c * es)}};
+  for (const auto& [attr, bytes] : operands)
+    if (set_status == CUBLAS_STATUS_SUCCESS)
+      set_status = cublasLtMatmulPreferenceSetAttribute(preference, attr, &bytes, sizeof bytes);
   cublasLtMatmulHeuristicResult_t best{};
   int found = 0;
   const cublasStatus_t heuristic =
