@@ -5,7 +5,9 @@
 # GPU tests, runs the GPU tests again under compute-sanitizer (memcheck, and racecheck on our
 # own shared-memory kernels; any report fails), and runs the GPU benchmarks at the given scale.
 # MOEBENCH_REQUIRE_GPU=1 throughout: a GPU test that finds no usable GPU fails here.
-#   scripts/gpu_box.sh [build|test|sanitize|bench|all] [--scale paper] [--dtype fp16] [--results DIR]
+#   scripts/gpu_box.sh [build|test|sanitize|bench|targets|all] [--scale paper] [--dtype fp16] [--results DIR]
+# targets: the GPU targets alone (scripts/gpu_targets.sh, bf16 unless --dtype says otherwise), a
+# few minutes, where bench runs every experiment.
 # Env: MOEBENCH_DEPS_PREFIX (default /tmp/moebench-deps), CMAKE_CUDA_ARCHITECTURES (default: by toolkit),
 # MOEBENCH_CMAKE_ARGS (more configure arguments).
 source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
@@ -14,17 +16,18 @@ cd "$(dirname "$0")/.."
 step="${1:-all}"; [ $# -gt 0 ] && shift
 scale=paper
 dtype=fp16  # the documents train in fp16
+dtype_given=""
 results="$PWD/results/cuda"  # beside the CPU results, not over them
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale|--results|--dtype)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "gpu_box.sh: error: $1: needs a value" >&2; exit 2; }
-      case "$1" in --scale) scale="$2" ;; --results) results="$2" ;; --dtype) dtype="$2" ;; esac
+      case "$1" in --scale) scale="$2" ;; --results) results="$2" ;; --dtype) dtype="$2"; dtype_given="$2" ;; esac
       shift 2 ;;
     *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --dtype, --results)" >&2; exit 2 ;;
   esac
 done
-case "$step" in build|test|sanitize|bench|all) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench or all" >&2; exit 2 ;; esac
+case "$step" in build|test|sanitize|bench|targets|all) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench, targets or all" >&2; exit 2 ;; esac
 
 # On a GPU box a missing device or a broken driver fails the GPU tests; it is not a skip.
 export MOEBENCH_REQUIRE_GPU=1
@@ -105,8 +108,15 @@ do_bench() {
     experiments/run_all.sh --scale "$scale" --backend cuda --ranks 1 --dtype "$dtype"
 }
 
+do_targets() {
+  find_nccl
+  MOEBENCH_BUILD="$build" MOEBENCH_LAUNCHER=none scripts/gpu_targets.sh --scale "$scale" --backend cuda \
+    --dtype "${dtype_given:-bf16}" --results "$results"
+}
+
 case "$step" in
   build) do_build ;;
+  targets) do_targets ;;
   test) do_test ;;
   bench) do_bench ;;
   sanitize) do_sanitize ;;

@@ -402,6 +402,15 @@ MUTATIONS = [
         "targets": ["moebench_gpu_tests", "moebench_comm"],
         "tests": r"^gpu\.required_switch$",
     },
+    # The GPU targets' verdicts (scripts/gpu_targets.py)
+    {
+        "id": "targets_judge_any_run",
+        "mechanism": "a CPU or tiny run is judged met or missed against the H100's paper-scale limits",
+        "file": "scripts/gpu_targets.py",
+        "edits": [("        elif not comparable:\n", "        elif False:\n")],
+        "targets": ["moebench_moe_layer", "moebench_gpt_step", "moebench_profile"],
+        "tests": r"^script\.gpu_targets\.tiny$",
+    },
     # The tree's rules (tests/cli/check_tree.py)
     {
         "id": "bench_declares_a_library",

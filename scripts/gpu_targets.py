@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""gpu_targets.py TARGETS_DIR: the verdict on each GPU target (docs/gpu.md) from the runs
+scripts/gpu_targets.sh left in TARGETS_DIR/<case>/, printed one line each and written to
+TARGETS_DIR/targets.csv, with every expert-GEMM route's and attention's figures beside them.
+
+The limits are for one H100 at the paper scale in bf16: a run at another scale, backend or type
+gets its figures and the verdict "not comparable"; a figure a run could not measure (n/a in its
+CSV) gets "not measured" with the reason. Exit 0 when the table is written, 2 for a bad folder."""
+import csv
+import pathlib
+import sys
+
+# (target, case prefix, model row of step.csv or None, column, "<=" or ">=", limit, unit)
+TARGETS = [
+    ("MoE layer top-1: forward + backward", "moe-top1-", None, "total_ms", "<=", 2.2, "ms"),
+    ("MoE layer top-1: time over its roofline floor", "moe-top1-", None, "time_over_floor", "<=", 1.4, ""),
+    ("MoE layer top-1: gate forward", "moe-top1-", None, "moe.gating_ms", "<=", 0.05, "ms"),
+    ("MoE layer top-1: PyTorch's time over ours", "moe-top1-", None, "speed_vs_torch", ">=", 1.2, ""),
+    ("MoE layer 8 experts top-2: forward + backward", "moe-8x-top2-", None, "total_ms", "<=", 1.8, "ms"),
+    ("MoE layer 8 experts top-2: over its own expert GEMMs", "moe-8x-top2-", None, "overhead_ratio", "<=", 1.15, ""),
+    ("GPT step, dense: time", "gpt-", "dense", "ms_per_step", "<=", 25.0, "ms"),
+    ("GPT step, dense: PyTorch's time over ours", "gpt-", "dense", "speed_vs_torch", ">=", 1.0, ""),
+    ("GPT step, dense: peak memory over PyTorch's", "gpt-", "dense", "memory_vs_torch", "<=", 1.10, ""),
+    ("GPT step, MoE: time (reported)", "gpt-", "moe", "ms_per_step", None, None, "ms"),
+    ("GPT step, MoE: PyTorch's time over ours (reported)", "gpt-", "moe", "speed_vs_torch", None, None, ""),
+    ("GPT step, MoE: peak memory over PyTorch's (reported)", "gpt-", "moe", "memory_vs_torch", None, None, ""),
+]
+COMPARABLE = {"scale": "paper", "backend": "cuda", "dtype": "bf16"}
+
+
+def number(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def rows_of(folder):
+    """Every case's measured rows: (case, row) for the layer's local row and the step's rows."""
+    out = []
+    for case in sorted(p for p in folder.iterdir() if p.is_dir()):
+        for csv_path in (case / "moe" / "layer_local.csv", case / "gpt" / "step.csv"):
+            if csv_path.is_file():
+                with csv_path.open(newline="") as f:
+                    out += [(case.name, row, csv_path) for row in csv.DictReader(f)]
+    return out
+
+
+def main():
+    if len(sys.argv) != 2 or not pathlib.Path(sys.argv[1]).is_dir():
+        print("gpu_targets.py: error: give the targets folder scripts/gpu_targets.sh wrote", file=sys.stderr)
+        return 2
+    folder = pathlib.Path(sys.argv[1])
+    rows = rows_of(folder)
+    if not rows:
+        print(f"gpu_targets.py: error: {folder} holds no moe/layer_local.csv or gpt/step.csv", file=sys.stderr)
+        return 2
+    table = []
+    for target, prefix, model, column, op, limit, unit in TARGETS:
+        # The case the target judges: among natural-popularity runs (and the step's model), the
+        # fastest one -- the route or attention a user would keep.
+        candidates = [(c, r, p) for c, r, p in rows if c.startswith(prefix) and (model is None or r.get("model") == model)
+                      and r.get("popularity", "natural") == "natural"]
+        time_column = "ms_per_step" if model else "total_ms"
+        candidates.sort(key=lambda x: number(x[1].get(time_column)) or float("inf"))
+        if not candidates:
+            table.append({"target": target, "case": "none", "measured": "n/a", "limit": "", "verdict": "not run"})
+            continue
+        case, row, path = candidates[0]
+        value = row.get(column, "")
+        v = number(value)
+        how = row.get("expert_gemm") or row.get("attention") or ""
+        comparable = all(row.get(k) == want for k, want in COMPARABLE.items())
+        if limit is None:
+            verdict = "reported"
+        elif v is None:
+            verdict = f"not measured: {value or 'no ' + column + ' column'}"
+        elif not comparable:
+            verdict = "not comparable (the limit is for one H100 at the paper scale in bf16)"
+        else:
+            verdict = "met" if (v <= limit if op == "<=" else v >= limit) else "missed"
+        table.append({"target": target, "case": case, "how": how, "measured": value, "unit": unit,
+                      "limit": f"{op} {limit:g}" if limit is not None else "", "verdict": verdict,
+                      "device": row.get("device", ""), "scale": row.get("scale", ""), "backend": row.get("backend", ""),
+                      "dtype": row.get("dtype", ""), "commit": row.get("commit", ""), "source": str(path.relative_to(folder))})
+    # Every case beside the targets: what each route and attention measured.
+    for case, row, path in rows:
+        time_column = "ms_per_step" if "ms_per_step" in row else "total_ms"
+        table.append({"target": "case: " + (f"{row.get('model')} step" if "model" in row else
+                                            f"layer {row.get('experts')} experts top-{row.get('top_k')}, "
+                                            f"{row.get('popularity')} popularity"),
+                      "case": case, "how": row.get("expert_gemm") or row.get("attention") or "",
+                      "measured": row.get(time_column, ""), "unit": "ms", "limit": "", "verdict": "reported",
+                      "device": row.get("device", ""), "scale": row.get("scale", ""), "backend": row.get("backend", ""),
+                      "dtype": row.get("dtype", ""), "commit": row.get("commit", ""),
+                      "source": str(path.relative_to(folder))})
+    columns = ["target", "case", "how", "measured", "unit", "limit", "verdict", "device", "scale", "backend", "dtype",
+               "commit", "source"]
+    out = folder / "targets.csv"
+    tmp = out.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns, restval="")
+        w.writeheader()
+        w.writerows(table)
+    tmp.replace(out)
+    for r in table:
+        if r["target"].startswith("case: "):
+            continue
+        shown = r["measured"] if number(r["measured"]) is not None else "n/a"
+        print(f"{r['target']:55s} {shown:>12s} {r.get('unit', ''):2s} {r['limit']:>8s}  {r['verdict']}"
+              f"  [{r['case']}{', ' + r['how'] if r.get('how') else ''}]")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The GPU targets of docs/gpu.md in one call, each run beside PyTorch on the same device in its
+# own folder under RESULTS/targets (nothing mixes two runs' rows), then a verdict per target
+# (scripts/gpu_targets.py: targets.csv and one line each):
+#   moe-top1-ROUTE    the scale's MoE layer (at the paper scale 64 experts, top-1, 8192 tokens,
+#                     hidden 1024, ffn 4096), each --expert-gemm route
+#   moe-8x-top2-ROUTE the same widths with 8 experts top-2, each route
+#   moe-top1-ROUTE-P  grouped and padded under skewed popularity P (zipf:1.2, hot:0.25)
+#   gpt-ATTENTION     the GPT step, dense and MoE, with blocked and materialized attention
+# every one with the device's profile (models/profile_this_machine.csv) for its roofline. On a GPU
+# box scripts/gpu_box.sh targets runs it at the paper scale in bf16; elsewhere (and in the tests)
+# it runs the same cases at any scale on the CPU.
+#   scripts/gpu_targets.sh [--scale paper] [--backend cuda] [--dtype bf16] [--results DIR]
+source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scale=paper backend=cuda dtype=bf16 results="$PWD/results/cuda"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --scale|--backend|--dtype|--results)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "gpu_targets.sh: error: $1: needs a value" >&2; exit 2; }
+      case "$1" in --scale) scale="$2" ;; --backend) backend="$2" ;; --dtype) dtype="$2" ;; --results) results="$2" ;; esac
+      shift 2 ;;
+    *) echo "gpu_targets.sh: error: unknown option '$1' (allowed: --scale, --backend, --dtype, --results)" >&2; exit 2 ;;
+  esac
+done
+case "$scale" in tiny|local|paper) ;; *) echo "gpu_targets.sh: error: --scale: '$scale' is not a scale; allowed: tiny, local or paper" >&2; exit 2 ;; esac
+case "$backend" in cpu|cuda) ;; *) echo "gpu_targets.sh: error: --backend: '$backend' is not a backend; allowed: cpu or cuda" >&2; exit 2 ;; esac
+case "$dtype" in fp32|fp16|bf16) ;; *) echo "gpu_targets.sh: error: --dtype: '$dtype' is not a type; allowed: fp32, fp16 or bf16" >&2; exit 2 ;; esac
+mkdir -p "$results" 2>/dev/null && [ -w "$results" ] || { echo "gpu_targets.sh: error: --results: cannot write to $results" >&2; exit 2; }
+results="$(cd "$results" && pwd)"
+# The profile: on one GPU its link values come from the H100 node's shipped profile (as in
+# gpu_box.sh bench); a CPU measures its link between 2 ranks (through the launcher).
+profile="$results/models/profile_this_machine.csv"
+if [ "$backend" = cuda ]; then
+  MOEBENCH_LAUNCHER="${MOEBENCH_LAUNCHER:-none}" experiments/models/profile.sh --scale "$scale" --backend cuda --ranks 1 \
+    --results "$results"
+else
+  experiments/models/profile.sh --scale "$scale" --backend cpu --ranks 2 --results "$results"
+fi
+export MOEBENCH_LAUNCHER="${MOEBENCH_LAUNCHER:-none}"  # the rest runs on one rank: no launcher needed
+common=(--scale "$scale" --backend "$backend" --ranks 1 --dtype "$dtype")
+layer=("${common[@]}" --dispatchers local --roofline-profile "$profile")
+for route in grouped padded streams serial; do
+  experiments/moe/run.sh "${layer[@]}" --expert-gemm "$route" --results "$results/targets/moe-top1-$route"
+  experiments/moe/run.sh "${layer[@]}" --experts 8 --top-k 2 --expert-gemm "$route" --results "$results/targets/moe-8x-top2-$route"
+done
+for pop in zipf:1.2 hot:0.25; do
+  for route in grouped padded; do
+    experiments/moe/run.sh "${layer[@]}" --expert-gemm "$route" --popularity "$pop" \
+      --results "$results/targets/moe-top1-$route-${pop%%:*}"
+  done
+done
+for attention in blocked materialized; do
+  experiments/gpt/step.sh "${common[@]}" --roofline-profile "$profile" --attention "$attention" \
+    --results "$results/targets/gpt-$attention"
+done
+python3 scripts/gpu_targets.py "$results/targets"

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""check_gpu_targets.py TARGETS_DIR: scripts/gpu_targets.sh ran every case and judged every target.
+A CPU run is never judged against the H100 limits (met or missed): its verdicts say why not."""
+import csv
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+from gpu_targets import TARGETS  # noqa: E402
+
+CASES = ([f"moe-top1-{r}" for r in ("grouped", "padded", "streams", "serial")] +
+         [f"moe-8x-top2-{r}" for r in ("grouped", "padded", "streams", "serial")] +
+         [f"moe-top1-{r}-{p}" for p in ("zipf", "hot") for r in ("grouped", "padded")] +
+         ["gpt-blocked", "gpt-materialized"])
+
+
+def main():
+    folder = pathlib.Path(sys.argv[1])
+    rows = list(csv.DictReader((folder / "targets.csv").open(newline="")))
+    problems = []
+    judged = {r["target"]: r for r in rows if not r["target"].startswith("case: ")}
+    for t in TARGETS:
+        r = judged.get(t[0])
+        if r is None:
+            problems.append(f"target '{t[0]}' has no row")
+        elif r["verdict"] in ("met", "missed", "not run"):
+            problems.append(f"target '{t[0]}': verdict '{r['verdict']}' on a {r['backend']} {r['scale']} run")
+    cases = {r["case"] for r in rows if r["target"].startswith("case: ")}
+    problems += [f"case {c} left no row" for c in CASES if c not in cases]
+    for c, want in (("gpt-blocked", "blocked"), ("gpt-materialized", "materialized")):
+        got = {r["how"] for r in rows if r["case"] == c}
+        if got != {want}:
+            problems.append(f"case {c} ran attention {sorted(got)}, not {want}")
+    for c in ("grouped", "padded", "streams", "serial"):
+        got = {r["how"] for r in rows if r["case"] == f"moe-top1-{c}"}
+        if got != {c}:
+            problems.append(f"case moe-top1-{c} ran expert GEMMs {sorted(got)}, not {c}")
+    for p in problems:
+        print(f"check_gpu_targets: {p}")
+    print(f"check_gpu_targets: {len(rows)} rows, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
