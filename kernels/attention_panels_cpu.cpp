@@ -62,7 +62,7 @@ void attention_row_dot_cpu(int sequences, int seq, int heads, int head_dim, int 
       for (int h = 0; h < heads; ++h) {
         double dot = 0;
         for (int c = 0; c < head_dim; ++c) dot += double(dout[row + h * head_dim + c]) * out[row + h * head_dim + c];
-        delta[(std::size_t(b) * heads + h) * seq + i] = float(dot);
+        delta[(std::size_t(h) * sequences + b) * seq + i] = float(dot);
       }
     }
 }

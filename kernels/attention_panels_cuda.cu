@@ -57,7 +57,7 @@ __global__ void row_dot_kernel(int sequences, int seq, int heads, int head_dim, 
   float dot = 0;
   for (int c = int(lane); c < head_dim; c += 32) dot += cuda::load(dout, base + c) * cuda::load(out, base + c);
   dot = cuda::warp_sum(dot);
-  if (lane == 0) delta[(b * heads + h) * seq + i] = dot;
+  if (lane == 0) delta[(size_t(h) * sequences + b) * seq + i] = dot;
 }
 }  // namespace
 

@@ -7,13 +7,15 @@
 #include "kernels/batched_gemm.h"
 #include "kernels/causal_softmax.h"
 #include "kernels/gemm.h"
+#include "kernels/swap_dims.h"
 #include "moe/init.h"
 #include "pipeline/head_gemms.h"
 #include "pipeline/typed_upload.h"
 
 namespace moebench {
 
-using head_gemms::at;
+using head_gemms::head_blocks;
+using head_gemms::HeadBlocks;
 using head_gemms::strided;
 using head_gemms::View;
 
@@ -82,7 +84,7 @@ void CausalSelfAttention::zero_grad(const Stream& s) {
 }
 
 AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequences, int seq, const Stream& s, bool accumulate) {
-  const int H = cfg_.hidden, in = inner(), W = qkv_width(), T = sequences * seq;
+  const int H = cfg_.hidden, d = cfg_.head_dim, in = inner(), W = qkv_width(), T = sequences * seq;
   const DType t = cfg_.dtype;
   const std::size_t es = dtype_size(t);
   const Exec ex = dev_.exec(s);
@@ -90,57 +92,59 @@ AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequen
   c.sequences = sequences;
   c.seq = seq;
   c.x = x;
+  Buffer rows = alloc_.allocate(std::size_t(T) * W * es, MemTag::temporary, s);
+  gemm(ex, dense_gemm(false, false, T, W, H, x, wqkv_.data(), rows.data(), t));
   c.qkv = alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s);
-  c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
-  gemm(ex, dense_gemm(false, false, T, W, H, x, wqkv_.data(), c.qkv.data(), t));
+  swap_dims(ex, T, 3 * cfg_.heads, d, es, rows.data(), c.qkv.data());  // [3 heads, T, d]
+  rows.release();
+  Buffer ctx_heads = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
   if (kernel_ == AttentionKernel::blocked)
-    blocked_forward(c, s);
+    blocked_forward(c, ctx_heads.data(), s);
   else
-    materialized_forward(c, s);
+    materialized_forward(c, ctx_heads.data(), s);
+  c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
+  swap_dims(ex, cfg_.heads, T, d, es, ctx_heads.data(), c.ctx.data());  // back to rows [T, heads d]
+  ctx_heads.release();
   gemm(ex, dense_gemm(false, false, T, H, in, c.ctx.data(), wo_.data(), y, t, 1.f, accumulate ? 1.f : 0.f));
   return c;
 }
 
-void CausalSelfAttention::materialized_forward(AttentionContext& c, const Stream& s) {
-  const int d = cfg_.head_dim, in = inner(), W = qkv_width(), seq = c.seq, sequences = c.sequences;
+void CausalSelfAttention::materialized_forward(AttentionContext& c, void* ctx_heads, const Stream& s) {
+  const int d = cfg_.head_dim, seq = c.seq, batch = cfg_.heads * c.sequences;
   const DType t = cfg_.dtype;
   const std::size_t es = dtype_size(t);
   const Exec ex = dev_.exec(s);
-  c.probs = alloc_.allocate(std::size_t(sequences) * cfg_.heads * seq * seq * es, MemTag::activations, s);
-  // Per sequence, one strided batch over the heads: head h's Q, K, V columns are h d elements
-  // after head 0's, its [seq, seq] scores seq^2 after.
-  const int heads = cfg_.heads;
-  const long long d_stride = d, square = (long long)seq * seq;
-  for (int b = 0; b < sequences; ++b) {
-    const std::size_t row0 = std::size_t(b) * seq;
-    const View q{at(c.qkv.data(), row0 * W, es), W}, k{at(c.qkv.data(), row0 * W + in, es), W};
-    void* scores = at(c.probs.data(), std::size_t(b) * heads * seq * seq, es);
-    batched_gemm(ex, strided_batch(strided(t, false, true, seq, seq, d, q, k, scores, seq), heads, d_stride, d_stride, square));
-  }
-  const CausalSoftmaxShape sm{sequences * heads, seq, 1.f / std::sqrt(float(d))};
-  causal_softmax_forward(ex, sm, c.probs.data(), c.probs.data(), t);
-  for (int b = 0; b < sequences; ++b) {
-    const std::size_t row0 = std::size_t(b) * seq;
-    const View p{at(c.probs.data(), std::size_t(b) * heads * seq * seq, es), seq}, v{at(c.qkv.data(), row0 * W + 2 * in, es), W};
-    batched_gemm(ex, strided_batch(strided(t, false, false, seq, d, seq, p, v, at(c.ctx.data(), row0 * in, es), in), heads,
-                                   square, d_stride, d_stride));
-  }
+  const int T = c.sequences * seq;
+  const HeadBlocks q = head_blocks(c.qkv.data(), cfg_.heads, T, d, es), k = q.next(), v = k.next();
+  const long long block = (long long)seq * d, square = (long long)seq * seq;
+  c.probs = alloc_.allocate(std::size_t(batch) * square * es, MemTag::activations, s);
+  batched_gemm(ex, strided_batch(strided(t, false, true, seq, seq, d, q.at(0), k.at(0), c.probs.data(), seq), batch, block,
+                                 block, square));
+  causal_softmax_forward(ex, {batch, seq, 1.f / std::sqrt(float(d))}, c.probs.data(), c.probs.data(), t);
+  batched_gemm(ex, strided_batch(strided(t, false, false, seq, d, seq, {c.probs.data(), seq}, v.at(0), ctx_heads, d), batch,
+                                 square, block, block));
 }
 
 void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx, const Stream& s, bool accumulate,
                                    std::vector<WeightTask>* deferred) {
-  const int H = cfg_.hidden, in = inner(), W = qkv_width(), T = c.sequences * c.seq;
+  const int H = cfg_.hidden, d = cfg_.head_dim, in = inner(), W = qkv_width(), T = c.sequences * c.seq;
   const DType t = cfg_.dtype;
   const std::size_t es = dtype_size(t);
   const Exec ex = dev_.exec(s);
   Buffer dctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
-  auto dqkv = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s));
   gemm(ex, dense_gemm(false, true, T, in, H, dy, wo_.data(), dctx.data(), t));  // dC = dy Wo^T
+  Buffer dctx_heads = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
+  swap_dims(ex, T, cfg_.heads, d, es, dctx.data(), dctx_heads.data());
+  Buffer dqkv_heads = alloc_.allocate(std::size_t(T) * W * es, MemTag::temporary, s);
   if (kernel_ == AttentionKernel::blocked)
-    blocked_backward(c, dctx.data(), dqkv->data(), s);
+    blocked_backward(c, dctx.data(), dctx_heads.data(), dqkv_heads.data(), s);
   else
-    materialized_backward(c, dctx.data(), dqkv->data(), s);
+    materialized_backward(c, dctx_heads.data(), dqkv_heads.data(), s);
   dctx.release();
+  dctx_heads.release();
+  auto dqkv = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s));
+  swap_dims(ex, 3 * cfg_.heads, T, d, es, dqkv_heads.data(), dqkv->data());  // back to rows [T, 3 heads d]
+  dqkv_heads.release();
   gemm(ex, dense_gemm(false, true, T, H, W, dqkv->data(), wqkv_.data(), dx, t, 1.f, accumulate ? 1.f : 0.f));
   c.qkv.release();
   c.probs.release();
@@ -163,35 +167,27 @@ void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx
     w(s);
 }
 
-void CausalSelfAttention::materialized_backward(AttentionContext& c, const void* dctx, void* dqkv, const Stream& s) {
-  const int d = cfg_.head_dim, in = inner(), W = qkv_width(), seq = c.seq;
+void CausalSelfAttention::materialized_backward(AttentionContext& c, const void* dctx_heads, void* dqkv_heads,
+                                                const Stream& s) {
+  const int d = cfg_.head_dim, seq = c.seq, batch = cfg_.heads * c.sequences;
   const DType t = cfg_.dtype;
   const std::size_t es = dtype_size(t);
   const Exec ex = dev_.exec(s);
-  const int heads = cfg_.heads;
-  const long long d_stride = d, square = (long long)seq * seq;
-  // One sequence's score gradients, every head's: [heads, seq, seq].
-  Buffer dp = alloc_.allocate(std::size_t(heads) * seq * seq * es, MemTag::temporary, s);
-  const CausalSoftmaxShape sm{heads, seq, 1.f / std::sqrt(float(d))};
-  // Per sequence, strided batches over the heads (as in forward).
-  auto over_heads = [&](const GemmArgs& head0, long long stride_a, long long stride_b, long long stride_c) {
-    batched_gemm(ex, strided_batch(head0, heads, stride_a, stride_b, stride_c));
+  const int T = c.sequences * seq;
+  const HeadBlocks q = head_blocks(c.qkv.data(), cfg_.heads, T, d, es), k = q.next(), v = k.next();
+  const HeadBlocks dc = head_blocks(dctx_heads, cfg_.heads, T, d, es);
+  const HeadBlocks dq = head_blocks(dqkv_heads, cfg_.heads, T, d, es), dk = dq.next(), dv = dk.next();
+  const long long block = (long long)seq * d, square = (long long)seq * seq;
+  Buffer dp = alloc_.allocate(std::size_t(batch) * square * es, MemTag::temporary, s);  // dP, then dS
+  const View p{c.probs.data(), seq}, ds{dp.data(), seq};
+  auto over_blocks = [&](const GemmArgs& first, long long stride_a, long long stride_b, long long stride_c) {
+    batched_gemm(ex, strided_batch(first, batch, stride_a, stride_b, stride_c));
   };
-  for (int b = 0; b < c.sequences; ++b) {
-    const std::size_t row0 = std::size_t(b) * seq;
-    const View p{at(c.probs.data(), std::size_t(b) * heads * seq * seq, es), seq}, q{at(c.qkv.data(), row0 * W, es), W},
-        k{at(c.qkv.data(), row0 * W + in, es), W}, v{at(c.qkv.data(), row0 * W + 2 * in, es), W},
-        dc{at(dctx, row0 * in, es), in};
-    void* dq = at(dqkv, row0 * W, es);
-    void* dk = at(dqkv, row0 * W + in, es);
-    void* dv = at(dqkv, row0 * W + 2 * in, es);
-    over_heads(strided(t, false, true, seq, seq, d, dc, v, dp.data(), seq), d_stride, d_stride, square);  // dP = dC V^T
-    over_heads(strided(t, true, false, seq, d, seq, p, dc, dv, W), square, d_stride, d_stride);           // dV = P^T dC
-    causal_softmax_backward(ex, sm, p.p, dp.data(), dp.data(), t);
-    const View ds{dp.data(), seq};
-    over_heads(strided(t, false, false, seq, d, seq, ds, k, dq, W), square, d_stride, d_stride);  // dQ = dS K
-    over_heads(strided(t, true, false, seq, d, seq, ds, q, dk, W), square, d_stride, d_stride);   // dK = dS^T Q
-  }
+  over_blocks(strided(t, false, true, seq, seq, d, dc.at(0), v.at(0), dp.data(), seq), block, block, square);  // dP = dC V^T
+  over_blocks(strided(t, true, false, seq, d, seq, p, dc.at(0), dv.out(0), d), square, block, block);           // dV = P^T dC
+  causal_softmax_backward(ex, {batch, seq, 1.f / std::sqrt(float(d))}, c.probs.data(), dp.data(), dp.data(), t);
+  over_blocks(strided(t, false, false, seq, d, seq, ds, k.at(0), dq.out(0), d), square, block, block);  // dQ = dS K
+  over_blocks(strided(t, true, false, seq, d, seq, ds, q.at(0), dk.out(0), d), square, block, block);   // dK = dS^T Q
 }
 
 }  // namespace moebench

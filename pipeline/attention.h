@@ -4,8 +4,8 @@
 // x, y: [sequences x seq, hidden] rows, sequence after sequence. Wqkv [hidden, 3 hidden] and Wo
 // [hidden, hidden] hold `heads` heads of d = hidden / heads columns each (a tensor-parallel rank
 // holds a slice of the heads: `first_head` names its first). Weights, gradients and activations
-// in `dtype` (fp32, or fp16/bf16 with fp32 arithmetic); the head GEMMs read Q, K and V in place
-// from the QKV rows (strided), batched over the heads.
+// in `dtype` (fp32, or fp16/bf16 with fp32 arithmetic). The QKV rows are laid out head-major
+// for the core, so that each of its GEMMs is one strided batch over every (head, sequence).
 // Two ways to the same result (AttentionKernel): `materialized` keeps P [heads, seq, seq] per
 // sequence for the backward; `blocked` (attention_blocked.cpp) computes the scores a panel of
 // query rows at a time, skips the panels' keys no row sees, keeps only each row's softmax
@@ -52,9 +52,10 @@ using WeightTask = std::function<void(const Stream&)>;
 struct AttentionContext {
   int sequences = 0, seq = 0;
   const void* x = nullptr;  // the caller's input, alive until backward
-  Buffer qkv, ctx;
-  Buffer probs;  // materialized: P, [sequences, heads, seq, seq]
-  Buffer stats;  // blocked: each row's log-sum-exp of its scaled scores, fp32 [sequences, heads, seq]
+  Buffer qkv;    // Q, K, V head-major: [3, heads, sequences x seq, d] (kernels/swap_dims.h)
+  Buffer ctx;    // the context rows [sequences x seq, heads d] (the output projection's input)
+  Buffer probs;  // materialized: P, [heads, sequences, seq, seq]
+  Buffer stats;  // blocked: each row's log-sum-exp of its scaled scores, fp32 [heads, sequences, seq]
 };
 
 class CausalSelfAttention {
@@ -82,11 +83,13 @@ class CausalSelfAttention {
   AttentionKernel kernel() const { return kernel_; }
 
  private:
-  // Between the QKV and output projections: ctx from qkv, and dqkv from dctx.
-  void materialized_forward(AttentionContext& c, const Stream& s);
-  void materialized_backward(AttentionContext& c, const void* dctx, void* dqkv, const Stream& s);
-  void blocked_forward(AttentionContext& c, const Stream& s);
-  void blocked_backward(AttentionContext& c, const void* dctx, void* dqkv, const Stream& s);
+  // Between the QKV and output projections, head-major (head_gemms::HeadBlocks): ctx from c.qkv,
+  // and dqkv from dctx (the blocked backward also reads dctx's rows, for rowsum(dC o C)).
+  void materialized_forward(AttentionContext& c, void* ctx_heads, const Stream& s);
+  void materialized_backward(AttentionContext& c, const void* dctx_heads, void* dqkv_heads, const Stream& s);
+  void blocked_forward(AttentionContext& c, void* ctx_heads, const Stream& s);
+  void blocked_backward(AttentionContext& c, const void* dctx_rows, const void* dctx_heads, void* dqkv_heads,
+                        const Stream& s);
 
   AttentionConfig cfg_;
   AttentionKernel kernel_;

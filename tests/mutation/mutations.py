@@ -309,7 +309,8 @@ MUTATIONS = [
         "id": "blocked_attention_is_materialized",
         "mechanism": "blocked attention runs the materialized path: P [heads, seq, seq] kept for the backward",
         "file": "pipeline/attention.cpp",
-        "edits": [("  if (kernel_ == AttentionKernel::blocked)\n    blocked_forward(c, s);", "  if (false)\n    blocked_forward(c, s);"),
+        "edits": [("  if (kernel_ == AttentionKernel::blocked)\n    blocked_forward(c, ctx_heads.data(), s);",
+                   "  if (false)\n    blocked_forward(c, ctx_heads.data(), s);"),
                   ("  if (kernel_ == AttentionKernel::blocked)\n    blocked_backward(", "  if (false)\n    blocked_backward(")],
         "targets": [UNIT],
         "tests": r"^BlockedAttention\.",
@@ -318,10 +319,10 @@ MUTATIONS = [
         "id": "blocked_attention_panels_span_every_key",
         "mechanism": "blocked attention's forward panels meet every key of the sequence, the ones no row sees too",
         "file": "pipeline/attention_blocked.cpp",
-        "edits": [("      const int rows = std::min(panel_rows, seq - r0), cols = r0 + rows;  // the keys these rows see\n"
-                   "      const long long area = (long long)rows * cols;\n      const View q",
-                   "      const int rows = std::min(panel_rows, seq - r0), cols = seq;\n"
-                   "      const long long area = (long long)rows * cols;\n      const View q")],
+        "edits": [("    const int rows = std::min(panel_rows, seq - r0), cols = r0 + rows;  // the keys these rows see\n"
+                   "    const long long area = (long long)rows * cols;\n    batched_gemm(",
+                   "    const int rows = std::min(panel_rows, seq - r0), cols = seq;\n"
+                   "    const long long area = (long long)rows * cols;\n    batched_gemm(")],
         "targets": [UNIT],
         "tests": r"^BlockedAttention\.",
     },

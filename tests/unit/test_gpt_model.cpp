@@ -164,9 +164,9 @@ TEST(GptTrainerStep, PeakBytesCoverTheModelStatesAndTheStepsActivations) {
 
 // The MLP's GeLU lives in its GEMMs' epilogues: the first GEMM writes GeLU(z) and keeps z as its
 // aux output, the backward's first GEMM applies GeLU's gradient from it; no GeLU kernel runs.
-// Attention's score and context GEMMs run as one strided batch over the heads per sequence (two
-// in the forward, four in the backward), not one GEMM per head.
-TEST(GptBlock, GeluInTheGemmEpiloguesAndAttentionBatchedOverHeads) {
+// Attention's score and context GEMMs run as one strided batch over every head of every sequence
+// (two in the forward, four in the backward), not one GEMM per head or per sequence.
+TEST(GptBlock, GeluInTheGemmEpiloguesAndAttentionBatchedOverEveryHeadAndSequence) {
   Device dev = Device::open(Backend::cpu);
   TrackingAllocator alloc(Backend::cpu);
   const Stream s = dev.create_stream("model");  // queued: its ops are on the timeline
@@ -182,11 +182,12 @@ TEST(GptBlock, GeluInTheGemmEpiloguesAndAttentionBatchedOverHeads) {
     for (const TimelineEntry& e : timeline.entries()) {
       if (e.range) continue;
       ++count[e.name == "batched_gemm" ? "batched_gemm " + testing_util::arg_text(e, "epilogue") : e.name];
-      if (e.name == "batched_gemm" && testing_util::arg_text(e, "epilogue") == "\"none\"")
-        EXPECT_EQ(testing_util::number_arg(e, "batch"), kTiny.heads) << e.args;
+      if (e.name == "batched_gemm" && testing_util::arg_text(e, "epilogue") == "\"none\"") {
+        EXPECT_EQ(testing_util::number_arg(e, "batch"), kTiny.heads * sequences) << e.args;
+      }
     }
   }
-  EXPECT_EQ(count["batched_gemm \"none\""], kTiny.layers * sequences * 6);
+  EXPECT_EQ(count["batched_gemm \"none\""], kTiny.layers * 6);
   EXPECT_EQ(count["gelu_forward"], 0);
   EXPECT_EQ(count["gelu_backward"], 0);
   EXPECT_EQ(count["batched_gemm \"gelu_aux\""], kTiny.layers);

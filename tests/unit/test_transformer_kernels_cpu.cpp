@@ -1,6 +1,6 @@
 // The transformer's new ops on the CPU: LayerNorm, the causal softmax of attention and the
 // softmax cross-entropy, against direct double-precision formulas and their gradients against
-// central finite differences of a scalar loss.
+// central finite differences of a scalar loss; the token-major / head-major swap.
 #include <gtest/gtest.h>
 #include <cmath>
 #include <functional>
@@ -9,6 +9,7 @@
 #include "kernels/causal_softmax.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/layernorm.h"
+#include "kernels/swap_dims.h"
 
 namespace moebench {
 namespace {
@@ -143,6 +144,23 @@ TEST(CrossEntropyCpu, LossIsTheLogSumExpGapAndTheGradientMatchesFiniteDifference
   EXPECT_EQ(l2, losses);
   const std::vector<std::int32_t> bad = {3, 0, 9, 5};
   EXPECT_THROW(cross_entropy_cpu(s, logits.data(), bad.data(), losses.data(), d.data()), Error);
+}
+
+// [outer, inner, width] -> [inner, outer, width]: every vector lands where its indices say, and
+// swapping back gives the input.
+TEST(SwapDimsCpu, MovesEachVectorToTheSwappedIndicesAndBack) {
+  const int outer = 5, inner = 3, width = 7;
+  std::vector<std::uint16_t> src(std::size_t(outer) * inner * width), dst(src.size(), 0), back(src.size(), 0);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = std::uint16_t(i * 37 + 11);
+  swap_dims(Exec{}, outer, inner, width, 2, src.data(), dst.data());
+  for (int o = 0; o < outer; ++o)
+    for (int i = 0; i < inner; ++i)
+      for (int c = 0; c < width; ++c)
+        ASSERT_EQ(dst[(std::size_t(i) * outer + o) * width + c], src[(std::size_t(o) * inner + i) * width + c]) << o << i << c;
+  swap_dims(Exec{}, inner, outer, width, 2, dst.data(), back.data());
+  EXPECT_EQ(back, src);
+  EXPECT_THROW(swap_dims(Exec{}, outer, inner, width, 2, src.data(), src.data() + 1), Error);  // overlap
+  EXPECT_THROW(swap_dims(Exec{}, outer, inner, 0, 2, src.data(), dst.data()), Error);
 }
 
 TEST(TransformerKernelsCpu, BadShapesAndNonFloatsAreRefused) {
