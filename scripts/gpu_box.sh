@@ -89,8 +89,8 @@ do_sanitize() {
   local cs
   cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
   [ -x "$cs" ] || { echo "gpu_box.sh: error: compute-sanitizer not found" >&2; exit 1; }
-  echo "== compute-sanitizer memcheck: GPU tests"
-  "$cs" --tool memcheck --report-api-errors no --error-exitcode 1 "$build/tests/moebench_gpu_tests"
+  echo "== compute-sanitizer memcheck: GPU tests (pool poisoned)"
+  MOEBENCH_POOL_POISON=1 "$cs" --tool memcheck --report-api-errors no --error-exitcode 1 "$build/tests/moebench_gpu_tests"
   echo "== compute-sanitizer memcheck: moe layer bench (fp16, tiny)"
   "$cs" --tool memcheck --report-api-errors no --error-exitcode 1 "$build/bench/moebench_moe_layer" --backend cuda \
     --scale tiny --dtype fp16 --repetitions 1 --out "$(mktemp -d)"
@@ -99,7 +99,7 @@ do_sanitize() {
     --backend cuda --scale tiny --dtype fp16 --repetitions 1 --fresh-search --out "$(mktemp -d)"
   echo "== compute-sanitizer racecheck: our shared-memory kernels"
   "$cs" --tool racecheck --report-api-errors no --error-exitcode 1 "$build/tests/moebench_gpu_tests" \
-    --gtest_filter='GpuGating.*:GpuCapacity.PositionsCountsAndRowMapMatchCpu:GpuPermute.*:GpuAuxAndAxpy.*:GpuGelu.*:GpuLayerNorm.*:GpuCausalSoftmax.*:GpuCrossEntropy.*'
+    --gtest_filter='GpuGating.*:GpuCapacity.*:GpuPermute.*:GpuAuxAndAxpy.*:GpuGelu.*:GpuLayerNorm.*:GpuCausalSoftmax.*:GpuCrossEntropy.*:GpuAttentionPanels.*:GpuSwapDims.*:GpuPadRows.*'
 }
 
 do_bench() {
