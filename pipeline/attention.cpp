@@ -109,20 +109,25 @@ AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequen
   return c;
 }
 
+CausalSelfAttention::Core CausalSelfAttention::core(const AttentionContext& c) const {
+  const int d = cfg_.head_dim, tokens = c.sequences * c.seq;
+  const std::size_t es = dtype_size(cfg_.dtype);
+  const HeadBlocks q = head_blocks(c.qkv.data(), cfg_.heads, tokens, d, es);
+  return Core{d, c.seq, tokens, cfg_.heads * c.sequences, (long long)c.seq * d, cfg_.dtype, es, 1.f / std::sqrt(float(d)),
+              q, q.next(), q.next().next()};
+}
+
 void CausalSelfAttention::materialized_forward(AttentionContext& c, void* ctx_heads, const Stream& s) {
-  const int d = cfg_.head_dim, seq = c.seq, batch = cfg_.heads * c.sequences;
-  const DType t = cfg_.dtype;
-  const std::size_t es = dtype_size(t);
+  const Core m = core(c);
   const Exec ex = dev_.exec(s);
-  const int T = c.sequences * seq;
-  const HeadBlocks q = head_blocks(c.qkv.data(), cfg_.heads, T, d, es), k = q.next(), v = k.next();
-  const long long block = (long long)seq * d, square = (long long)seq * seq;
-  c.probs = alloc_.allocate(std::size_t(batch) * square * es, MemTag::activations, s);
-  batched_gemm(ex, strided_batch(strided(t, false, true, seq, seq, d, q.at(0), k.at(0), c.probs.data(), seq), batch, block,
-                                 block, square));
-  causal_softmax_forward(ex, {batch, seq, 1.f / std::sqrt(float(d))}, c.probs.data(), c.probs.data(), t);
-  batched_gemm(ex, strided_batch(strided(t, false, false, seq, d, seq, {c.probs.data(), seq}, v.at(0), ctx_heads, d), batch,
-                                 square, block, block));
+  const long long square = (long long)m.seq * m.seq;
+  c.probs = alloc_.allocate(std::size_t(m.batch) * square * m.es, MemTag::activations, s);
+  batched_gemm(ex, strided_batch(strided(m.t, false, true, m.seq, m.seq, m.d, m.q.at(0), m.k.at(0), c.probs.data(), m.seq),
+                                 m.batch, m.block, m.block, square));
+  causal_softmax_forward(ex, {m.batch, m.seq, m.scale}, c.probs.data(), c.probs.data(), m.t);
+  batched_gemm(ex, strided_batch(strided(m.t, false, false, m.seq, m.d, m.seq, {c.probs.data(), m.seq}, m.v.at(0), ctx_heads,
+                                         m.d),
+                                 m.batch, square, m.block, m.block));
 }
 
 void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx, const Stream& s, bool accumulate,
@@ -169,25 +174,21 @@ void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx
 
 void CausalSelfAttention::materialized_backward(AttentionContext& c, const void* dctx_heads, void* dqkv_heads,
                                                 const Stream& s) {
-  const int d = cfg_.head_dim, seq = c.seq, batch = cfg_.heads * c.sequences;
-  const DType t = cfg_.dtype;
-  const std::size_t es = dtype_size(t);
+  const Core m = core(c);
   const Exec ex = dev_.exec(s);
-  const int T = c.sequences * seq;
-  const HeadBlocks q = head_blocks(c.qkv.data(), cfg_.heads, T, d, es), k = q.next(), v = k.next();
-  const HeadBlocks dc = head_blocks(dctx_heads, cfg_.heads, T, d, es);
-  const HeadBlocks dq = head_blocks(dqkv_heads, cfg_.heads, T, d, es), dk = dq.next(), dv = dk.next();
-  const long long block = (long long)seq * d, square = (long long)seq * seq;
-  Buffer dp = alloc_.allocate(std::size_t(batch) * square * es, MemTag::temporary, s);  // dP, then dS
+  const HeadBlocks dc = m.of(dctx_heads), dq = m.of(dqkv_heads), dk = dq.next(), dv = dk.next();
+  const int seq = m.seq, d = m.d;
+  const long long block = m.block, square = (long long)seq * seq;
+  Buffer dp = alloc_.allocate(std::size_t(m.batch) * square * m.es, MemTag::temporary, s);  // dP, then dS
   const View p{c.probs.data(), seq}, ds{dp.data(), seq};
   auto over_blocks = [&](const GemmArgs& first, long long stride_a, long long stride_b, long long stride_c) {
-    batched_gemm(ex, strided_batch(first, batch, stride_a, stride_b, stride_c));
+    batched_gemm(ex, strided_batch(first, m.batch, stride_a, stride_b, stride_c));
   };
-  over_blocks(strided(t, false, true, seq, seq, d, dc.at(0), v.at(0), dp.data(), seq), block, block, square);  // dP = dC V^T
-  over_blocks(strided(t, true, false, seq, d, seq, p, dc.at(0), dv.out(0), d), square, block, block);           // dV = P^T dC
-  causal_softmax_backward(ex, {batch, seq, 1.f / std::sqrt(float(d))}, c.probs.data(), dp.data(), dp.data(), t);
-  over_blocks(strided(t, false, false, seq, d, seq, ds, k.at(0), dq.out(0), d), square, block, block);  // dQ = dS K
-  over_blocks(strided(t, true, false, seq, d, seq, ds, q.at(0), dk.out(0), d), square, block, block);   // dK = dS^T Q
+  over_blocks(strided(m.t, false, true, seq, seq, d, dc.at(0), m.v.at(0), dp.data(), seq), block, block, square);  // dP = dC V^T
+  over_blocks(strided(m.t, true, false, seq, d, seq, p, dc.at(0), dv.out(0), d), square, block, block);              // dV = P^T dC
+  causal_softmax_backward(ex, {m.batch, seq, m.scale}, c.probs.data(), dp.data(), dp.data(), m.t);
+  over_blocks(strided(m.t, false, false, seq, d, seq, ds, m.k.at(0), dq.out(0), d), square, block, block);  // dQ = dS K
+  over_blocks(strided(m.t, true, false, seq, d, seq, ds, m.q.at(0), dk.out(0), d), square, block, block);   // dK = dS^T Q
 }
 
 }  // namespace moebench

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 #include "kernels/dtype.h"
+#include "pipeline/head_gemms.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 
@@ -83,6 +84,18 @@ class CausalSelfAttention {
   AttentionKernel kernel() const { return kernel_; }
 
  private:
+  // What the core functions share: the (head, sequence) blocks' shape and Q, K, V among them.
+  struct Core {
+    int d, seq, tokens, batch;  // batch: heads x sequences blocks of [seq, d], `block` elements apart
+    long long block;
+    DType t;
+    std::size_t es;
+    float scale;  // 1 / sqrt(d)
+    head_gemms::HeadBlocks q, k, v;
+    // Another head-major buffer of this shape (its first of Q, K, V; next() for the others).
+    head_gemms::HeadBlocks of(const void* head_major) const { return {head_major, q.span, d, es}; }
+  };
+  Core core(const AttentionContext& c) const;
   // Between the QKV and output projections, head-major (head_gemms::HeadBlocks): ctx from c.qkv,
   // and dqkv from dctx (the blocked backward also reads dctx's rows, for rowsum(dC o C)).
   void materialized_forward(AttentionContext& c, void* ctx_heads, const Stream& s);
