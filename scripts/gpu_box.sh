@@ -120,5 +120,5 @@ case "$step" in
   test) do_test ;;
   bench) do_bench ;;
   sanitize) do_sanitize ;;
-  all) do_build; do_test; do_sanitize; do_bench ;;
+  all) do_build; do_test; do_sanitize; do_targets; do_bench ;;
 esac
