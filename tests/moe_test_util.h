@@ -12,6 +12,15 @@
 
 namespace moebench::testing_util {
 
+// n draws of N(0, sd^2), the same for the same seed.
+inline std::vector<float> normals(std::size_t n, unsigned seed, float sd = 1.f) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
 struct CpuLayer {
   Device dev = Device::open(Backend::cpu);
   TrackingAllocator alloc{Backend::cpu};

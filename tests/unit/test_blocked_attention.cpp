@@ -16,23 +16,16 @@
 
 namespace moebench {
 using testing_util::host_values;
+using testing_util::normals;
 using testing_util::rel_l2;
 namespace {
-
-std::vector<float> normal(std::size_t n, unsigned seed, float sd = 1.f) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
 
 // Panels of any origin give the whole-row softmax's probabilities and gradients, from the
 // statistics the forward panels left.
 TEST(AttentionPanelsCpu, StatisticsReproduceTheWholeRowSoftmaxAndItsGradient) {
   const int heads = 2, seq = 9;
   const float scale = 0.37f;
-  const auto scores = normal(std::size_t(heads) * seq * seq, 1), dprobs = normal(std::size_t(heads) * seq * seq, 2);
+  const auto scores = normals(std::size_t(heads) * seq * seq, 1), dprobs = normals(std::size_t(heads) * seq * seq, 2);
   std::vector<float> p(scores.size()), ds(scores.size());
   const CausalSoftmaxShape sm{heads, seq, scale};
   causal_softmax_forward_cpu(sm, scores.data(), p.data());
@@ -74,7 +67,7 @@ TEST(AttentionPanelsCpu, StatisticsReproduceTheWholeRowSoftmaxAndItsGradient) {
 
 TEST(AttentionPanelsCpu, RowDotSumsEachHeadsColumnsOfEveryRow) {
   const int sequences = 2, seq = 3, heads = 2, d = 3, ld = 7;  // one spare column per row
-  const auto g = normal(std::size_t(sequences) * seq * ld, 3), o = normal(std::size_t(sequences) * seq * ld, 4);
+  const auto g = normals(std::size_t(sequences) * seq * ld, 3), o = normals(std::size_t(sequences) * seq * ld, 4);
   std::vector<float> delta(std::size_t(sequences) * heads * seq);
   attention_row_dot_cpu(sequences, seq, heads, d, ld, g.data(), o.data(), delta.data());
   for (int b = 0; b < sequences; ++b)
@@ -118,8 +111,8 @@ AttentionRun run_attention(AttentionKernel kernel, int panel_rows, DType t, int 
   const std::size_t es = dtype_size(t), n = std::size_t(T) * H;
   Buffer x = alloc.allocate(n * es, MemTag::activations), y = alloc.allocate(n * es, MemTag::activations),
          dy = alloc.allocate(n * es, MemTag::activations), dx = alloc.allocate(n * es, MemTag::activations);
-  upload_as(dev, x.data(), normal(n, 21, 2.f), t, s);  // large enough that the softmax rows are far from uniform
-  upload_as(dev, dy.data(), normal(n, 22), t, s);
+  upload_as(dev, x.data(), normals(n, 21, 2.f), t, s);  // large enough that the softmax rows are far from uniform
+  upload_as(dev, dy.data(), normals(n, 22), t, s);
   AttentionRun r;
   std::optional<testing_util::RecordedTimeline> timeline;
   if (forward_ops) timeline.emplace();

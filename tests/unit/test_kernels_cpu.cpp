@@ -7,22 +7,17 @@
 #include "kernels/gelu.h"
 #include "kernels/gelu_math.h"
 #include "kernels/gemm.h"
+#include "moe_test_util.h"
 
 namespace moebench {
 
-static std::vector<float> randn(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using testing_util::normals;
 
 TEST(GemmCpu, MatchesNaiveProductForEveryTransposeCombination) {
   const int m = 7, n = 5, k = 9;
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
-      const auto a = randn(std::size_t(m) * k, 1), b = randn(std::size_t(k) * n, 2);
+      const auto a = normals(std::size_t(m) * k, 1), b = normals(std::size_t(k) * n, 2);
       std::vector<float> c(std::size_t(m) * n, 1.f);
       GemmArgs g = dense_gemm(ta, tb, m, n, k, a.data(), b.data(), c.data(), DType::f32, 0.5f, 2.f);
       gemm(Exec{}, g);
@@ -64,7 +59,7 @@ TEST(GeluCpu, TanhApproximationIsWithinFp32Rounding) {
 }
 
 TEST(GeluCpu, BackwardMatchesFiniteDifferences) {
-  const auto x = randn(64, 3), dy = randn(64, 4);
+  const auto x = normals(64, 3), dy = normals(64, 4);
   std::vector<float> dx(64);
   gelu_backward_cpu(x.data(), dy.data(), dx.data(), 64);
   for (int i = 0; i < 64; ++i) {

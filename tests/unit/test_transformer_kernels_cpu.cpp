@@ -10,17 +10,11 @@
 #include "kernels/cross_entropy.h"
 #include "kernels/layernorm.h"
 #include "kernels/swap_dims.h"
+#include "moe_test_util.h"
 
 namespace moebench {
 namespace {
-
-std::vector<float> randoms(std::size_t n, unsigned seed, float scale = 1.f) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+using testing_util::normals;
 
 double rel(const std::vector<float>& a, const std::vector<double>& b) {
   double num = 0, den = 0;
@@ -48,7 +42,7 @@ std::vector<double> numeric_grad(std::vector<float>& x, const std::function<doub
 
 TEST(LayerNormCpu, ForwardNormalisesEachRowAndBackwardMatchesFiniteDifferences) {
   const LayerNormShape s{5, 12};
-  auto x = randoms(60, 1, 2.f), gamma = randoms(12, 2), beta = randoms(12, 3), w = randoms(60, 4);
+  auto x = normals(60, 1, 2.f), gamma = normals(12, 2), beta = normals(12, 3), w = normals(60, 4);
   for (auto& v : x) v += 3.f;  // a mean far from 0
   std::vector<float> y(60), mean(5), rstd(5);
   layernorm_forward_cpu(s, x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data());
@@ -83,7 +77,7 @@ TEST(LayerNormCpu, ForwardNormalisesEachRowAndBackwardMatchesFiniteDifferences) 
 
 TEST(CausalSoftmaxCpu, RowsSeeOnlyTheirPastAndBackwardMatchesFiniteDifferences) {
   const CausalSoftmaxShape s{3, 6, 0.5f};
-  auto scores = randoms(108, 5, 3.f), w = randoms(108, 6);
+  auto scores = normals(108, 5, 3.f), w = normals(108, 6);
   std::vector<float> p(108);
   causal_softmax_forward_cpu(s, scores.data(), p.data());
   for (int r = 0; r < 18; ++r) {
@@ -119,7 +113,7 @@ TEST(CausalSoftmaxCpu, RowsSeeOnlyTheirPastAndBackwardMatchesFiniteDifferences) 
 TEST(CrossEntropyCpu, LossIsTheLogSumExpGapAndTheGradientMatchesFiniteDifferences) {
   const int rows = 4, vocab = 9;
   const CrossEntropyShape s{rows, vocab, 0.25f};
-  auto logits = randoms(rows * vocab, 7, 2.f);
+  auto logits = normals(rows * vocab, 7, 2.f);
   for (int v = 0; v < vocab; ++v) logits[v] += 40.f;  // large logits: the max is taken out first
   const std::vector<std::int32_t> targets = {3, 0, 8, 5};
   std::vector<float> losses(rows), d(rows * vocab);
