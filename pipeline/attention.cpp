@@ -24,7 +24,6 @@ namespace {
 std::uint64_t weight_id(int layer, int head, int which) { return 100000 + (std::uint64_t(layer) * 4096 + head) * 4 + which; }
 }  // namespace
 
-
 const char* attention_kernel_name(AttentionKernel k) {
   switch (k) {
     case AttentionKernel::by_backend: return "by_backend";

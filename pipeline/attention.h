@@ -6,8 +6,8 @@
 // holds a slice of the heads: `first_head` names its first). Weights, gradients and activations
 // in `dtype` (fp32, or fp16/bf16 with fp32 arithmetic). The QKV rows are laid out head-major
 // for the core, so that each of its GEMMs is one strided batch over every (head, sequence).
-// Two ways to the same result (AttentionKernel): `materialized` keeps P [heads, seq, seq] per
-// sequence for the backward; `blocked` (attention_blocked.cpp) computes the scores a panel of
+// Two ways to the same result (AttentionKernel): `materialized` keeps P ([seq, seq] per head and
+// sequence) for the backward; `blocked` (attention_blocked.cpp) computes the scores a panel of
 // query rows at a time, skips the panels' keys no row sees, keeps only each row's softmax
 // statistic, and recomputes the panels in the backward.
 #pragma once
