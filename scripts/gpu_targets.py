@@ -5,7 +5,9 @@ TARGETS_DIR/targets.csv, with every expert-GEMM route's and attention's figures 
 
 The limits are for one H100 at the paper scale in bf16: a run at another scale, backend or type
 gets its figures and the verdict "not comparable"; a figure a run could not measure (n/a in its
-CSV) gets "not measured" with the reason. Exit 0 when the table is written, 2 for a bad folder."""
+CSV) gets "not measured" with the reason; a case that failed (cases.tsv) gets a row naming its
+log, and a target none of whose cases ended well "not run". Exit 0 when the table is written, 2
+for a bad folder."""
 import csv
 import pathlib
 import sys
@@ -52,8 +54,8 @@ def main():
         return 2
     folder = pathlib.Path(sys.argv[1])
     rows = rows_of(folder)
-    if not rows:
-        print(f"gpu_targets.py: error: {folder} holds no moe/layer_local.csv or gpt/step.csv", file=sys.stderr)
+    if not rows and not (folder / "cases.tsv").is_file():
+        print(f"gpu_targets.py: error: {folder} holds no moe/layer_local.csv, gpt/step.csv or cases.tsv", file=sys.stderr)
         return 2
     table = []
     for target, prefix, model, column, op, limit, unit in TARGETS:
@@ -64,7 +66,8 @@ def main():
         time_column = "ms_per_step" if model else "total_ms"
         candidates.sort(key=lambda x: number(x[1].get(time_column)) or float("inf"))
         if not candidates:
-            table.append({"target": target, "case": "none", "measured": "n/a", "limit": "", "verdict": "not run"})
+            table.append({"target": target, "case": "none", "measured": "n/a", "limit": "",
+                          "verdict": "not run (no case of it ended well)"})
             continue
         case, row, path = candidates[0]
         value = row.get(column, "")
@@ -94,6 +97,14 @@ def main():
                       "device": row.get("device", ""), "scale": row.get("scale", ""), "backend": row.get("backend", ""),
                       "dtype": row.get("dtype", ""), "commit": row.get("commit", ""),
                       "source": str(path.relative_to(folder))})
+    # Cases that did not end well: their rows are missing above; say which and where they told why.
+    cases = folder / "cases.tsv"
+    if cases.is_file():
+        with cases.open(newline="") as f:
+            for c in csv.DictReader(f, delimiter="\t"):
+                if c["exit"] != "0":
+                    table.append({"target": "case: failed", "case": c["case"], "measured": "n/a", "limit": "",
+                                  "verdict": f"failed (exit {c['exit']}): see {c['log']}", "source": c["log"]})
     columns = ["target", "case", "how", "measured", "unit", "limit", "verdict", "device", "scale", "backend", "dtype",
                "commit", "source"]
     out = folder / "targets.csv"
@@ -104,6 +115,9 @@ def main():
         w.writerows(table)
     tmp.replace(out)
     for r in table:
+        if r["target"] == "case: failed":
+            print(f"case {r['case']}: {r['verdict']}")
+            continue
         if r["target"].startswith("case: "):
             continue
         shown = r["measured"] if number(r["measured"]) is not None else "n/a"

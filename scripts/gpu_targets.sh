@@ -7,7 +7,9 @@
 #   moe-8x-top2-ROUTE the same widths with 8 experts top-2, each route
 #   moe-top1-ROUTE-P  grouped and padded under skewed popularity P (zipf:1.2, hot:0.25)
 #   gpt-ATTENTION     the GPT step, dense and MoE, with blocked and materialized attention
-# every one with the device's profile (models/profile_this_machine.csv) for its roofline. On a GPU
+# every one with the device's profile (models/profile_this_machine.csv) for its roofline. A case
+# that fails is logged (RESULTS/targets/CASE.log), listed in cases.tsv and named beside the
+# verdicts, the others still run, and the script exits 1 at the end. On a GPU
 # box scripts/gpu_box.sh targets runs it at the paper scale in bf16; elsewhere (and in the tests)
 # it runs the same cases at any scale on the CPU.
 #   scripts/gpu_targets.sh [--scale paper] [--backend cuda] [--dtype bf16] [--results DIR]
@@ -41,18 +43,32 @@ fi
 export MOEBENCH_LAUNCHER="${MOEBENCH_LAUNCHER:-none}"  # the rest runs on one rank: no launcher needed
 common=(--scale "$scale" --backend "$backend" --ranks 1 --dtype "$dtype")
 layer=("${common[@]}" --dispatchers local --roofline-profile "$profile")
+# A case that fails (a kernel's first contact with a new GPU, say) is logged and recorded in
+# cases.tsv, and the others still run: the verdicts name it, and the script exits 1 at the end.
+targets="$results/targets"
+mkdir -p "$targets"
+printf 'case\texit\tlog\n' > "$targets/cases.tsv"
+failed=0
+run_case() {
+  local name="$1" status=0
+  shift
+  rm -rf "${targets:?}/$name"
+  echo "== gpu_targets: $name"
+  "$@" --results "$targets/$name" 2>&1 | tee "$targets/$name.log" || status=$?
+  printf '%s\t%s\t%s\n' "$name" "$status" "$name.log" >> "$targets/cases.tsv"
+  [ "$status" = 0 ] || { failed=$((failed + 1)); echo "gpu_targets.sh: case $name failed (exit $status): $targets/$name.log" >&2; }
+}
 for route in grouped padded streams serial; do
-  experiments/moe/run.sh "${layer[@]}" --expert-gemm "$route" --results "$results/targets/moe-top1-$route"
-  experiments/moe/run.sh "${layer[@]}" --experts 8 --top-k 2 --expert-gemm "$route" --results "$results/targets/moe-8x-top2-$route"
+  run_case "moe-top1-$route" experiments/moe/run.sh "${layer[@]}" --expert-gemm "$route"
+  run_case "moe-8x-top2-$route" experiments/moe/run.sh "${layer[@]}" --experts 8 --top-k 2 --expert-gemm "$route"
 done
 for pop in zipf:1.2 hot:0.25; do
   for route in grouped padded; do
-    experiments/moe/run.sh "${layer[@]}" --expert-gemm "$route" --popularity "$pop" \
-      --results "$results/targets/moe-top1-$route-${pop%%:*}"
+    run_case "moe-top1-$route-${pop%%:*}" experiments/moe/run.sh "${layer[@]}" --expert-gemm "$route" --popularity "$pop"
   done
 done
 for attention in blocked materialized; do
-  experiments/gpt/step.sh "${common[@]}" --roofline-profile "$profile" --attention "$attention" \
-    --results "$results/targets/gpt-$attention"
+  run_case "gpt-$attention" experiments/gpt/step.sh "${common[@]}" --roofline-profile "$profile" --attention "$attention"
 done
-python3 scripts/gpu_targets.py "$results/targets"
+python3 scripts/gpu_targets.py "$targets"
+[ "$failed" = 0 ] || { echo "gpu_targets.sh: $failed case(s) failed; the verdicts above name them" >&2; exit 1; }

@@ -23,9 +23,10 @@ def main():
         r = judged.get(t[0])
         if r is None:
             problems.append(f"target '{t[0]}' has no row")
-        elif r["verdict"] in ("met", "missed", "not run"):
+        elif r["verdict"] in ("met", "missed") or r["verdict"].startswith("not run"):
             problems.append(f"target '{t[0]}': verdict '{r['verdict']}' on a {r['backend']} {r['scale']} run")
-    cases = {r["case"] for r in rows if r["target"].startswith("case: ")}
+    problems += [f"case {r['case']} {r['verdict']}" for r in rows if r["target"] == "case: failed"]
+    cases = {r["case"] for r in rows if r["target"].startswith("case: ") and r["target"] != "case: failed"}
     problems += [f"case {c} left no row" for c in CASES if c not in cases]
     for c, want in (("gpt-blocked", "blocked"), ("gpt-materialized", "materialized")):
         got = {r["how"] for r in rows if r["case"] == c}
