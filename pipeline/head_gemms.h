@@ -13,8 +13,7 @@ struct View {
   int ld;
 };
 
-inline GemmArgs strided(DType t, bool ta, bool tb, int m, int n, int k, View a, View b, void* c, int ldc,
-                        float beta = 0.f) {
+inline GemmArgs strided(DType t, bool ta, bool tb, int m, int n, int k, View a, View b, void* c, int ldc) {
   GemmArgs g;
   g.trans_a = ta;
   g.trans_b = tb;
@@ -22,7 +21,7 @@ inline GemmArgs strided(DType t, bool ta, bool tb, int m, int n, int k, View a, 
   g.n = n;
   g.k = k;
   g.alpha = 1.f;
-  g.beta = beta;
+  g.beta = 0.f;
   g.a = a.p;
   g.lda = a.ld;
   g.b = b.p;
