@@ -4,7 +4,8 @@
 // same model written in plain PyTorch (experiments/gpt/torch_step.py: eager, SDPA and compiled
 // variants, the fastest taken) on the same device when its CSV is given (--reference): the ratio
 // says whether our step is faster. Each row carries its roofline (models/roofline.h) from
-// --roofline-profile. Writes <out>/gpt/step.csv.
+// --roofline-profile. The dense step may be captured once into a graph and replayed
+// (--step-graph; runtime/stream_graph.h). Writes <out>/gpt/step.csv.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -43,6 +44,10 @@ class GptStepBench final : public BenchProgram {
                "time keeping only each row's softmax statistic (default: blocked on cuda, materialized on cpu)");
     add_whole(app, "--attention-panel-rows", panel_rows_opt_, 1, 1 << 20,
               "Blocked attention: query rows per panel (default 512)");
+    add_choice(app, "--step-graph", step_graph_opt_, {"eager", "captured"},
+               "The dense model's step enqueued op by op, or captured once into a graph and replayed (a CUDA graph; on "
+               "the CPU its ops replayed onto the same streams) (default: captured on cuda, eager on cpu). The MoE "
+               "model's step is always eager: its gates read their expert counts on the host");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
@@ -71,6 +76,7 @@ class GptStepBench final : public BenchProgram {
       return "--attention-panel-rows: sets the blocked attention's panels; this run's attention is " +
              std::string(attention_kernel_name(attention_)) + " (add --attention blocked)";
     panel_rows_ = panel_rows_opt_.value_or(GptConfig{}.attention_panel_rows);
+    captured_ = step_graph_opt_.empty() ? ctx.backend() == Backend::cuda : step_graph_opt_ == "captured";
     try {
       roofline_ = load_roofline_profile("--roofline-profile", roofline_path_, ctx.provenance.backend, ctx.provenance.device, 1,
                                         int(std::thread::hardware_concurrency()));
@@ -130,7 +136,8 @@ class GptStepBench final : public BenchProgram {
                                      "tokens_per_step", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "tokens_per_s",
                                      "torch_ms_per_step", "torch_ms_per_step_min", "torch_ms_per_step_max",
                                      "torch_tokens_per_s", "speed_vs_torch", "torch_variant", "torch_attention", "torch",
-                                     "torch_device", "torch_math", "attention", "attention_panel_rows", "peak_mib",
+                                     "torch_device", "torch_math", "attention", "attention_panel_rows", "step_graph",
+                                     "graph_nodes", "peak_mib",
                                      "torch_peak_mib", "memory_vs_torch", "repetitions"};
     for (const auto& c : roofline_columns()) cols.push_back(c);
     CsvTable t(cols);
@@ -153,6 +160,10 @@ class GptStepBench final : public BenchProgram {
                  has_ref ? ref->second.torch : "n/a", has_ref ? ref->second.device : "n/a",
                  has_ref ? ref->second.math : "n/a", attention_kernel_name(attention_),
                  attention_ == AttentionKernel::blocked ? std::to_string(panel_rows_) : "n/a"};
+      row.push_back(!moe && captured_ ? "captured"
+                    : moe && captured_ ? "eager (the MoE gates read their expert counts on the host)"
+                                       : "eager");
+      row.push_back(!moe && captured_ ? std::to_string(graph_nodes_) : "n/a");
       // Memory beside PyTorch's: ours over its peak (the target is at most 1.1).
       const double peak = peak_mib_[moe];
       row.push_back(fmt(peak));
@@ -192,6 +203,10 @@ class GptStepBench final : public BenchProgram {
       trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(moe), model, sequences_, 1);
       trainer_moe_ = moe;
       trainer_->step();  // warm-up
+      if (!moe && captured_) {
+        trainer_->capture_step();  // a step more, then the capture
+        graph_nodes_ = trainer_->graph_nodes();
+      }
       ctx.device.synchronize();
     }
     trainer_->reset_peak_bytes();
@@ -203,7 +218,9 @@ class GptStepBench final : public BenchProgram {
   }
 
   std::optional<int> sequences_opt_, panel_rows_opt_;
-  std::string reference_, roofline_path_, attention_opt_;
+  std::string reference_, roofline_path_, attention_opt_, step_graph_opt_;
+  bool captured_ = false;  // the dense step replayed from a graph
+  std::size_t graph_nodes_ = 0;
   AttentionKernel attention_ = AttentionKernel::materialized;
   int panel_rows_ = 0;
   std::map<bool, double> peak_mib_;  // per model, over the measured steps

@@ -282,7 +282,7 @@ class CvBench final : public BenchProgram {
       return;
     }
     const Stream& st = ctx.device.default_stream();
-    adam->next_step();
+    adam->next_step(st);
     adam->update(0, L.gate().grad().data(), st);
     adam->update(1, L.experts().w1_grad().data(), st);
     adam->update(2, L.experts().w2_grad().data(), st);

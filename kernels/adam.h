@@ -9,6 +9,7 @@
 // 16-bit values as their bits (kernels/convert.h) and computes in fp32 as CUDA does.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include "kernels/dtype.h"
 #include "kernels/exec.h"
 
@@ -18,7 +19,14 @@ struct AdamStep {
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.01f;
   int step = 1;            // 1-based, for the bias corrections
   float grad_scale = 1.f;  // the gradient's multiplier
+  // Where set, the step is read from this int in device memory when the update runs instead of
+  // `step`: a step captured into a graph (runtime/stream_graph.h) and replayed counts its own.
+  const std::int32_t* step_count = nullptr;
 };
+
+// Adds one to a step count in device memory, in stream order.
+void adam_count_step(const Exec& ex, std::int32_t* step_count);
+void adam_count_step_cuda(std::int32_t* step_count, void* stream);
 
 void adam_step_cpu(std::size_t n, const AdamStep& a, float* master, float* m, float* v, const float* grad);
 void adam_step_cuda(std::size_t n, const AdamStep& a, float* master, float* m, float* v, const void* grad, DType grad_t,

@@ -16,10 +16,11 @@ inline void adam_value(const AdamStep& a, float c1, float c2, float grad, float&
   master -= a.lr * ((m / c1) / (std::sqrt(v / c2) + a.eps) + a.weight_decay * master);
 }
 float bias_correction(float beta, int step) { return 1.f - std::pow(beta, float(step)); }
+int step_of(const AdamStep& a) { return a.step_count ? *a.step_count : a.step; }  // read when the update runs
 }  // namespace
 
 void adam_step_cpu(std::size_t n, const AdamStep& a, float* master, float* m, float* v, const float* grad) {
-  const float c1 = bias_correction(a.beta1, a.step), c2 = bias_correction(a.beta2, a.step);
+  const float c1 = bias_correction(a.beta1, step_of(a)), c2 = bias_correction(a.beta2, step_of(a));
   for (std::size_t i = 0; i < n; ++i) adam_value(a, c1, c2, grad[i], master[i], m[i], v[i]);
 }
 
@@ -38,7 +39,7 @@ void adam_step(const Exec& ex, std::size_t n, const AdamStep& a, float* master, 
   if (ex.backend == Backend::cuda) return adam_step_cuda(n, a, master, m, v, grad, grad_t, weights, t, ex.stream);
   run_host(ex, "adam_step", [=] {
     // One pass, element by element, as the GPU kernel: widen and scale the gradient, update, round.
-    const float c1 = bias_correction(a.beta1, a.step), c2 = bias_correction(a.beta2, a.step);
+    const float c1 = bias_correction(a.beta1, step_of(a)), c2 = bias_correction(a.beta2, step_of(a));
     for (std::size_t i = 0; i < n; ++i) {
       adam_value(a, c1, c2, load(grad, grad_t, i), master[i], m[i], v[i]);
       if (weights == master || !weights) continue;
@@ -50,7 +51,13 @@ void adam_step(const Exec& ex, std::size_t n, const AdamStep& a, float* master, 
   });
 }
 
+void adam_count_step(const Exec& ex, std::int32_t* step_count) {
+  if (ex.backend == Backend::cuda) return adam_count_step_cuda(step_count, ex.stream);
+  run_host(ex, "adam_count_step", [step_count] { ++*step_count; });
+}
+
 #if !MOEBENCH_WITH_CUDA
+void adam_count_step_cuda(std::int32_t*, void*) { cuda_not_built("adam_count_step"); }
 void adam_step_cuda(std::size_t, const AdamStep&, float*, float*, float*, const void*, DType, void*, DType, void*) {
   cuda_not_built("adam_step");
 }

@@ -8,6 +8,11 @@ namespace moebench {
 template <class G, class T>
 __global__ void adam_step_kernel(size_t n, AdamStep a, float c1, float c2, float* master, float* m, float* v, const G* grad,
                                  T* weights) {
+  if (a.step_count) {  // the count a replayed graph has reached
+    const float t = float(*a.step_count);
+    c1 = 1.f - powf(a.beta1, t);
+    c2 = 1.f - powf(a.beta2, t);
+  }
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const float g = cuda::load(grad, i) * a.grad_scale;
     const float mi = a.beta1 * m[i] + (1.f - a.beta1) * g, vi = a.beta2 * v[i] + (1.f - a.beta2) * g * g;
@@ -17,6 +22,13 @@ __global__ void adam_step_kernel(size_t n, AdamStep a, float c1, float c2, float
     master[i] = w;
     if (weights) cuda::store(weights, i, w);
   }
+}
+
+__global__ void adam_count_step_kernel(std::int32_t* step_count) { ++*step_count; }
+
+void adam_count_step_cuda(std::int32_t* step_count, void* stream) {
+  adam_count_step_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(step_count);
+  MOEBENCH_CUDA_LAUNCH_CHECK();
 }
 
 void adam_step_cuda(size_t n, const AdamStep& a, float* master, float* m, float* v, const void* grad, DType grad_t,

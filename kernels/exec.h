@@ -10,6 +10,8 @@
 
 namespace moebench {
 
+struct CpuCapture;  // runtime/cpu_capture.h
+
 enum class Backend { cpu, cuda };
 
 inline const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
@@ -23,8 +25,14 @@ class HostQueue {
   virtual ~HostQueue() = default;
   virtual void enqueue(const char* name, std::function<void()> op, std::string details = {}) = 0;
   virtual bool recording() const = 0;
+  // The stream's name (its timeline track and its errors say it).
+  virtual const std::string& name() const = 0;
   // Waits until everything enqueued so far has run; throws Error if one of those ops failed.
   virtual void synchronize() = 0;
+  // The graph capture the ops now go into instead of running (runtime/cpu_capture.h), or nullptr.
+  virtual CpuCapture* capture() const = 0;
+  // From now on ops go into `into` (nullptr: they run again).
+  virtual void set_capture(CpuCapture* into) = 0;
 };
 
 struct Exec {
@@ -38,23 +46,36 @@ struct Exec {
   HostQueue* queue = nullptr; // cpu: the stream's queue; nullptr runs ops inline
 };
 
-// Runs a CPU op in stream order: on the queue of `ex`, or now when it has none.
-template <class F>
-void run_host(const Exec& ex, const char* name, F&& op, std::string details = {}) {
-  if (ex.queue)
-    ex.queue->enqueue(name, std::function<void()>(std::forward<F>(op)), std::move(details));
-  else
-    op();
-}
-
-// Whether an op enqueued on `ex` now is recorded with its details.
-inline bool records_details(const Exec& ex) { return ex.queue && ex.queue->recording(); }
-
 // Raised for invalid arguments and library failures inside one process; a bench's main
 // turns it into an error line and ends the whole MPI job.
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+namespace detail {
+// Graph captures this thread has open (runtime/stream_graph.h). While one is, an op on a stream
+// without a queue -- the CPU's default stream, which runs it at once -- is an error: it would run
+// now and never in a replay, as CUDA refuses legacy-stream work while this thread captures.
+inline thread_local int graph_captures_on_this_thread = 0;
+[[noreturn]] inline void inline_op_while_capturing(const char* name) {
+  throw Error(std::string(name) + ": enqueued on the default stream while this thread captures a graph (it would run "
+              "now, not in the graph's replays); give it one of the captured streams");
+}
+}  // namespace detail
+
+// Runs a CPU op in stream order: on the queue of `ex`, or now when it has none.
+template <class F>
+void run_host(const Exec& ex, const char* name, F&& op, std::string details = {}) {
+  if (ex.queue) {
+    ex.queue->enqueue(name, std::function<void()>(std::forward<F>(op)), std::move(details));
+  } else {
+    if (detail::graph_captures_on_this_thread) detail::inline_op_while_capturing(name);
+    op();
+  }
+}
+
+// Whether an op enqueued on `ex` now is recorded with its details.
+inline bool records_details(const Exec& ex) { return ex.queue && ex.queue->recording(); }
 
 #if MOEBENCH_WITH_CUDA
 inline constexpr bool kCudaBuilt = true;

@@ -97,7 +97,7 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
     comm_union += env_.rt.max(b.union_ms(comm));
     other += env_.rt.max(Event::elapsed_ms(start, stop) - busy);
     if (adam_) {  // AdamW on every parameter, outside the layer's time
-      adam_->next_step();
+      adam_->next_step(cs);
       const Buffer* grads[3] = {&layer_->gate().grad(), &layer_->experts().w1_grad(), &layer_->experts().w2_grad()};
       for (std::size_t k = 0; k < 3; ++k) adam_->update(k, grads[k]->data(), cs);
       env_.device.synchronize();

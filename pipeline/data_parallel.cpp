@@ -67,7 +67,7 @@ const float* DataParallelAdam::master_of(const Buffer& weight) const {
 
 void DataParallelAdam::step(const Stream& s) {
   adam_.set_gradient_scale(gradient_scale_);
-  adam_.next_step();
+  adam_.next_step(s);
   if (zero1_)
     step_zero1(s);
   else

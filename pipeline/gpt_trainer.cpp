@@ -49,6 +49,25 @@ GptTrainer::GptTrainer(Communicator& world, Device& dev, Backend backend, const 
 }
 
 void GptTrainer::step() {
+  if (graph_) return graph_->replay(compute_);
+  enqueue_step();
+}
+
+void GptTrainer::capture_step() {
+  if (graph_) throw Error("GptTrainer: the step is captured already");
+  if (!stage_->moe_parameters().empty())
+    throw Error("GptTrainer: a step with MoE blocks cannot be captured into a graph: each gate reads its expert counts "
+                "on the host and the expert GEMMs' shapes follow them");
+  enqueue_step();
+  send_.synchronize();
+  compute_.synchronize();
+  alloc_->trim();  // the eager step's cached blocks: the graph takes blocks of its own
+  alloc_->reset_peaks();
+  graph_ = std::make_unique<StreamGraph>(*alloc_, compute_, [this] { enqueue_step(); });
+  captured_peak_ = alloc_->peak_total();
+}
+
+void GptTrainer::enqueue_step() {
   stage_->zero_grad(compute_);
   // Enqueued only: nothing in a step waits on the host (the gate of an MoE block reads its counts).
   engine_->enqueue_step(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, layout_.pp, micro_), rows_);

@@ -62,13 +62,17 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
     std::unique_ptr<Event> done;
   };
   std::vector<Sent> in_flight;
+  // A step captured into a graph cannot ask whether a send has finished: its buffers stay to the end.
+  const bool captured = compute_.capturing();
+  bool sent_any = false;
   auto send_after = [&](Buffer& b, const Event& produced, int peer) {
+    sent_any = true;
     produced.make_wait(send_);
     comm_.send(b.data(), count, act, peer, send_);
     auto done = std::make_unique<Event>(dev_.backend());
     done->record(send_);
     in_flight.push_back({std::move(b), std::move(done)});
-    for (std::size_t i = 0; i < in_flight.size();)  // the ones already sent go back to the pool
+    for (std::size_t i = 0; !captured && i < in_flight.size();)  // the ones already sent go back to the pool
       if (in_flight[i].done->query()) {
         in_flight[i] = std::move(in_flight.back());
         in_flight.pop_back();
@@ -77,7 +81,9 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
       }
   };
 
-  comm_.barrier(compute_);
+  // The stages start the recorded step together (its times are from there); an enqueued step
+  // needs no barrier (its receives order it), and NCCL's would wait on the host.
+  if (record) comm_.barrier(compute_);
   const auto start = mark();
   for (const PipeStep& step : schedule.steps.at(s)) {
     const int j = step.micro;
@@ -139,9 +145,12 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
   if (!record) {
     // No host wait: the compute stream (whose pool the sent buffers return to, in its order)
     // waits for the last send instead; this step's receives are all enqueued, so it completes.
-    Event sent(dev_.backend());
-    sent.record(send_);
-    sent.make_wait(compute_);
+    // (Where nothing was sent, the send stream is not part of the step, nor of its capture.)
+    if (sent_any) {
+      Event sent(dev_.backend());
+      sent.record(send_);
+      sent.make_wait(compute_);
+    }
     in_flight.clear();
     return {};
   }

@@ -36,8 +36,10 @@ class PipelineEngine {
   // dL/dy (device pointers, [rows, width]). Either list may be empty: the stage then gets null
   // (a first stage that reads its own tokens, a last stage that starts from its own loss). Gradients accumulate in the stage's weights'
   // gradients. Collective over `comm`. The record (each op's times and the step's makespan over
-  // the stages) waits for the step on the host; enqueue_step() leaves it out and returns once
-  // the step is enqueued, the compute stream ordered after this stage's last send.
+  // the stages, which start it together at a barrier) waits for the step on the host;
+  // enqueue_step() leaves it and the barrier out and returns once the step is enqueued, the
+  // compute stream ordered after this stage's last send: it may be captured into a graph
+  // (runtime/stream_graph.h), the send stream joining the capture through its events.
   PipelineStepRecord run(const PipelineSchedule& schedule, int rows, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs, const std::vector<const void*>& output_grads);
   void enqueue_step(const PipelineSchedule& schedule, int rows);

@@ -7,6 +7,17 @@ namespace moebench {
 
 AdamW::AdamW(AdamStep hyper, Device& dev, TrackingAllocator& alloc) : hyper_(hyper), dev_(dev), alloc_(alloc) {
   hyper_.step = 0;
+  hyper_.step_count = nullptr;
+}
+
+void AdamW::next_step(const Stream& s) {
+  if (!step_count_) {
+    step_count_ = alloc_.allocate(sizeof(std::int32_t), MemTag::model_states, s);
+    dev_.fill_zero(step_count_.data(), sizeof(std::int32_t), s);
+    hyper_.step_count = step_count_.as<std::int32_t>();
+  }
+  adam_count_step(dev_.exec(s), step_count_.as<std::int32_t>());
+  hyper_.step = ++steps_;
 }
 
 std::size_t AdamW::add(void* weight, std::size_t count, DType dtype, const Stream& s) {

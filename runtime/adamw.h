@@ -18,15 +18,16 @@ namespace moebench {
 
 class AdamW {
  public:
-  // hyper.step is ignored: the steps are counted here, from 1.
+  // hyper.step is ignored: the steps are counted here, from 1, on the device (a step captured
+  // into a graph and replayed counts its own), and on the host for the checks.
   AdamW(AdamStep hyper, Device& dev, TrackingAllocator& alloc);
   // `count` values of `dtype` at `weight` (device memory that outlives this); returns its index.
   std::size_t add(void* weight, std::size_t count, DType dtype, const Stream& s);
   // A 16-bit parameter whose fp32 master the caller holds (and fills before the first update):
   // each update writes `master` and rounds it into `weight` in the same pass.
   std::size_t add(void* weight, std::size_t count, DType dtype, float* master);
-  // Counts one more step (the bias corrections'); then update() each parameter once.
-  void next_step() { ++hyper_.step; }
+  // Counts one more step (the bias corrections'), on `s`; then update() each parameter once.
+  void next_step(const Stream& s);
   // Parameter i from `grad` (its count values, in its dtype, or in `grad_dtype`) on `s`.
   void update(std::size_t i, const void* grad, const Stream& s);
   void update(std::size_t i, const void* grad, DType grad_dtype, const Stream& s);
@@ -49,6 +50,8 @@ class AdamW {
   };
   std::size_t add_moments(Parameter p, const Stream& s);
   AdamStep hyper_;
+  int steps_ = 0;       // next_step() calls, for the checks
+  Buffer step_count_;   // the count the updates read (AdamStep::step_count)
   Device& dev_;
   TrackingAllocator& alloc_;
   std::vector<Parameter> params_;

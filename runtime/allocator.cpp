@@ -40,6 +40,7 @@ struct Block {
   std::unique_ptr<Event> freed;                   // recorded on the owner when freed (for other streams)
   std::vector<std::unique_ptr<Event>> pending;    // recorded on also_used_on when freed
   bool in_use = false;
+  std::uint64_t graph = 0;                        // the graph whose pool holds it (GraphPool), or 0
 };
 
 // Everything an allocator has: its blocks, free lists per stream, and its books. Shared with
@@ -52,6 +53,8 @@ struct Pool {
   std::vector<std::unique_ptr<Block>> blocks;
   std::map<int, std::multimap<std::size_t, Block*>> free_lists;  // stream id -> size -> block
   std::vector<Block*> deferred;                                  // waiting for other streams' work
+  std::uint64_t capturing = 0, next_graph = 1;                   // the graph whose capture is open (0: none)
+  std::map<std::uint64_t, std::multimap<std::size_t, Block*>> graph_free;  // graph -> its free blocks
   std::array<std::size_t, kMemTagCount> current{}, peak{};
   std::size_t current_total = 0, peak_total = 0, reserved = 0, pinned_current = 0, pinned_peak = 0;
   std::int64_t allocations = 0, system_allocations = 0;
@@ -76,7 +79,12 @@ struct Pool {
       p = std::aligned_alloc(256, bytes);
     } else {
 #if MOEBENCH_WITH_CUDA
+      // During a capture the thread's mode refuses cudaMalloc; the graph gets the new addresses
+      // and its replays allocate nothing (the block is never freed while the graph lives).
+      cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+      if (capturing) cudaThreadExchangeStreamCaptureMode(&mode);
       const cudaError_t e = pinned ? cudaMallocHost(&p, bytes) : cudaMalloc(&p, bytes);
+      if (capturing) cudaThreadExchangeStreamCaptureMode(&mode);
       if (e != cudaSuccess) {
         cudaGetLastError();
         p = nullptr;
@@ -135,8 +143,42 @@ struct Pool {
     return list.end();
   }
 
+  Block* new_block(std::size_t size, bool pinned, const Stream& s) {
+    void* p = system_alloc(size, pinned);
+    if (!p) return nullptr;
+    blocks.push_back(std::make_unique<Block>());
+    Block* b = blocks.back().get();
+    b->ptr = p;
+    b->size = size;
+    b->pinned = pinned;
+    b->owner = s;
+    if (!pinned) reserved += size;
+    return b;
+  }
+
+  // A block for a stream being captured: one the capture freed (another stream's after waiting
+  // for its free, an event of the same capture), or a new one.
+  Block* take_for_graph(std::size_t size, bool pinned, const Stream& s) {
+    auto& list = graph_free[capturing];
+    Block* b = nullptr;
+    if (auto it = best_fit(list, size, pinned); it != list.end()) {
+      b = it->second;
+      list.erase(it);
+      if (b->owner.id != s.id) b->freed->make_wait(s);
+      b->owner = s;
+    } else if ((b = new_block(size, pinned, s))) {
+      b->graph = capturing;
+    }
+    return b;
+  }
+
   Block* take(std::size_t size, bool pinned, const Stream& s) {
-    collect_deferred();
+    const bool graph_stream = s.capturing();
+    if (capturing && graph_stream) return take_for_graph(size, pinned, s);
+    if (graph_stream)
+      throw Error("allocation on a stream being captured into a graph, with no capture open in this allocator "
+                  "(TrackingAllocator::begin_capture)");
+    if (!capturing) collect_deferred();  // a capture's events cannot be queried
     auto& mine = free_lists[s.id];
     if (auto it = best_fit(mine, size, pinned); it != mine.end()) {  // stream order makes it safe at once
       Block* b = it->second;
@@ -153,16 +195,7 @@ struct Pool {
       b->owner = s;
       return b;
     }
-    void* p = system_alloc(size, pinned);
-    if (!p) return nullptr;
-    blocks.push_back(std::make_unique<Block>());
-    Block* b = blocks.back().get();
-    b->ptr = p;
-    b->size = size;
-    b->pinned = pinned;
-    b->owner = s;
-    if (!pinned) reserved += size;
-    return b;
+    return new_block(size, pinned, s);
   }
 
   void give_back(Block* b, std::size_t bytes, MemTag tag) {
@@ -179,6 +212,7 @@ struct Pool {
       b->pending.back()->record(s);
     }
     b->also_used_on.clear();
+    if (b->graph || (capturing && b->owner.capturing())) return keep_for_graph(b);
     if (poison) {  // after every stream that used it is done with it
       if (can_mark(b->owner))
         for (const auto& e : b->pending) e->make_wait(b->owner);
@@ -192,6 +226,33 @@ struct Pool {
       free_lists[b->owner.id].emplace(b->size, b);
     else
       deferred.push_back(b);
+  }
+
+  // A graph's block goes back to its pool, reusable at once in its owner's order: a capture's
+  // events cannot be queried later, so the owner waits for the other streams' use now.
+  void keep_for_graph(Block* b) {
+    if (!b->graph) b->graph = capturing;
+    for (const auto& e : b->pending) e->make_wait(b->owner);
+    b->pending.clear();
+    if (poison) fill_poison(*b, b->owner);
+    if (!b->freed) b->freed = std::make_unique<Event>(b->owner.backend);
+    b->freed->record(b->owner);
+    graph_free[b->graph].emplace(b->size, b);
+  }
+
+  // Graph `id`'s blocks return to the pool (its replays have completed): free ones to their
+  // owners' lists with a free event recorded outside the capture, ones in use when released.
+  void release_graph(std::uint64_t id) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (capturing == id) capturing = 0;
+    for (auto& [size, b] : graph_free[id]) {
+      b->freed = std::make_unique<Event>(b->owner.backend);
+      b->freed->record(b->owner);
+      free_lists[b->owner.id].emplace(size, b);
+    }
+    graph_free.erase(id);
+    for (auto& b : blocks)
+      if (b->graph == id) b->graph = 0;
   }
 
   static Buffer hand_out(const std::shared_ptr<Pool>& pool, std::size_t bytes, MemTag tag, const Stream& s, bool pinned);
@@ -333,6 +394,45 @@ void TrackingAllocator::trim() {
 }
 
 void TrackingAllocator::set_poison(bool on) { pool_->poison = on; }
+
+GraphPool TrackingAllocator::begin_capture() {
+  std::lock_guard<std::mutex> lock(pool_->mutex);
+  if (pool_->capturing) throw Error("TrackingAllocator: a graph capture begins while another is open");
+  GraphPool g;
+  g.pool_ = pool_;
+  g.id_ = pool_->capturing = pool_->next_graph++;
+  return g;
+}
+
+void TrackingAllocator::end_capture() {
+  std::lock_guard<std::mutex> lock(pool_->mutex);
+  pool_->capturing = 0;
+}
+
+GraphPool& GraphPool::operator=(GraphPool&& o) noexcept {
+  if (this != &o) {
+    release();
+    pool_ = std::move(o.pool_);
+    id_ = o.id_;
+    o.id_ = 0;
+  }
+  return *this;
+}
+
+void GraphPool::release() {
+  if (pool_ && id_) pool_->release_graph(id_);
+  pool_.reset();
+  id_ = 0;
+}
+
+std::size_t GraphPool::reserved_bytes() const {
+  if (!pool_) return 0;
+  std::lock_guard<std::mutex> lock(pool_->mutex);
+  std::size_t n = 0;
+  for (const auto& b : pool_->blocks)
+    if (b->graph == id_ && !b->pinned) n += b->size;
+  return n;
+}
 
 std::optional<std::int64_t> TrackingAllocator::device_used_delta() const {
 #if MOEBENCH_WITH_CUDA

@@ -11,7 +11,8 @@
 // 0xFF bytes (NaN as float, -1 as int) in stream order, so a use after free or reuse shows.
 // Pinned host blocks (allocate_pinned) are what the device copies to and from asynchronously
 // (offloading); they are counted apart from the device tags. On a GPU, device_used_delta() is
-// cudaMemGetInfo's view of the same process, to cross-check.
+// cudaMemGetInfo's view of the same process, to cross-check. A graph capture (runtime/
+// stream_graph.h) takes its buffers from blocks of its own (GraphPool).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -60,6 +61,28 @@ class Buffer {
   std::shared_ptr<Pool> pool_;  // a buffer may outlive the allocator object it came from
 };
 
+// The blocks a graph's capture took. While the capture is open, a buffer allocated on a stream
+// being captured comes from a block of the graph's own -- a fresh one, or one freed earlier in
+// the capture -- never from the pool's others, whose last users the graph would not wait for. A
+// block freed in the capture, or later by a buffer the capture handed out, stays the graph's:
+// every replay writes it again, so nothing else may be given it. When the GraphPool goes (after
+// the graph's last replay has completed, outside any capture) its blocks return to the pool.
+class GraphPool {
+ public:
+  GraphPool() = default;
+  GraphPool(GraphPool&& o) noexcept { *this = std::move(o); }
+  GraphPool& operator=(GraphPool&& o) noexcept;
+  ~GraphPool() { release(); }
+  // Device bytes of the blocks the graph holds, in use or not.
+  std::size_t reserved_bytes() const;
+
+ private:
+  friend class TrackingAllocator;
+  void release();
+  std::shared_ptr<Pool> pool_;
+  std::uint64_t id_ = 0;
+};
+
 class TrackingAllocator {
  public:
   // `default_stream`: what allocate() without a stream means (the device's default stream).
@@ -93,6 +116,10 @@ class TrackingAllocator {
   // Gives every cached block back to the system (waits for their streams).
   void trim();
   void set_poison(bool on);
+  // Opens a graph capture's pool (one capture at a time), before the capture begins;
+  // end_capture() closes it once the capture has ended. Throws Error if one is open already.
+  GraphPool begin_capture();
+  void end_capture();
   // GPU bytes in use now minus at construction, per cudaMemGetInfo; nullopt on the CPU.
   std::optional<std::int64_t> device_used_delta() const;
 

@@ -1,5 +1,6 @@
 #include "runtime/cpu_queue.h"
 #include <algorithm>
+#include "runtime/cpu_capture.h"
 #include "runtime/timeline.h"
 
 namespace moebench {
@@ -16,6 +17,10 @@ CpuQueue::~CpuQueue() {
 }
 
 void CpuQueue::enqueue(const char* name, std::function<void()> op, std::string details) {
+  if (CpuCapture* graph = capture()) {  // outside the queue's lock: the capture locks its own
+    graph->add_op(this, name, std::move(op), std::move(details));
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     tasks_.push_back(Task{name, std::move(op), std::move(details)});
@@ -26,8 +31,21 @@ void CpuQueue::enqueue(const char* name, std::function<void()> op, std::string d
 
 bool CpuQueue::recording() const { return Timeline::enabled(); }
 
+CpuCapture* CpuQueue::capture() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return capture_;
+}
+
+void CpuQueue::set_capture(CpuCapture* into) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capture_ = into;
+}
+
 void CpuQueue::synchronize() {
   std::unique_lock<std::mutex> lock(mutex_);
+  if (capture_)
+    throw Error("stream " + name_ + ": the host waits for it while its work is captured into a graph (a captured step "
+                "must not wait on the host: on CUDA this invalidates the capture)");
   const std::uint64_t target = enqueued_;
   while (completed_ < target) {
     wake_at_ = std::min(wake_at_, target);  // the worker wakes the waiters there, not after every op

@@ -1,7 +1,9 @@
 // The work queue behind a CPU stream: ops run in the order they were enqueued, one at a time,
 // on the queue's own worker thread, so two streams run at once as on a GPU. An op that throws
 // marks the queue failed (as a CUDA error is sticky): later ops are skipped and every
-// synchronize() reports the first failure. Each op can be recorded into the timeline.
+// synchronize() reports the first failure. Each op can be recorded into the timeline. While a
+// graph is captured (runtime/cpu_capture.h) the ops enqueued go into it instead of running, as
+// a capturing CUDA stream makes graph nodes of its work, and the host may not wait for the queue.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -26,7 +28,9 @@ class CpuQueue final : public HostQueue {
   void enqueue(const char* name, std::function<void()> op, std::string details = {}) override;
   bool recording() const override;
   void synchronize() override;
-  const std::string& name() const { return name_; }
+  CpuCapture* capture() const override;
+  void set_capture(CpuCapture* into) override;
+  const std::string& name() const override { return name_; }
 
  private:
   struct Task {
@@ -38,7 +42,7 @@ class CpuQueue final : public HostQueue {
 
   std::string name_;
   int track_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::deque<Task> tasks_;
   std::uint64_t enqueued_ = 0, completed_ = 0;
@@ -48,6 +52,7 @@ class CpuQueue final : public HostQueue {
   static constexpr std::uint64_t kNobodyWaits = ~std::uint64_t(0);
   std::uint64_t wake_at_ = kNobodyWaits;
   std::optional<std::string> failure_;
+  CpuCapture* capture_ = nullptr;
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -61,7 +61,8 @@ void Breakdown::clear() {
 ScopedRange::ScopedRange(std::string_view name, const Stream& stream, Breakdown* breakdown)
     : name_(name), stream_(stream), breakdown_(breakdown) {
   nvtx_push(name_.c_str());
-  if (breakdown_ || Timeline::enabled()) {
+  // Inside a graph capture a range times nothing: its events would be points in the graph.
+  if ((breakdown_ || Timeline::enabled()) && !stream.capturing()) {
     start_ = std::make_shared<Event>(stream.backend);
     start_->record(stream_);
   }

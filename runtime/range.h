@@ -32,7 +32,8 @@ class Breakdown {
 
 class ScopedRange {
  public:
-  // `breakdown` may be null: then only the NVTX range is emitted.
+  // `breakdown` may be null: then only the NVTX range is emitted. On a stream being captured
+  // into a graph (runtime/stream_graph.h) the range is NVTX only, at capture.
   ScopedRange(std::string_view name, const Stream& stream, Breakdown* breakdown = nullptr);
   ~ScopedRange();
   ScopedRange(const ScopedRange&) = delete;

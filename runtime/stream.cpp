@@ -2,6 +2,7 @@
 #include "runtime/stream.h"
 #include <condition_variable>
 #include <mutex>
+#include "runtime/cpu_capture.h"
 #include "runtime/timeline.h"
 
 namespace moebench {
@@ -16,15 +17,28 @@ bool cuda_event_query(void* event);
 double cuda_event_elapsed_ms(void* start, void* stop);
 void cuda_stream_wait_event(void* stream, void* event);
 double cuda_event_time_us(void* event);
+bool cuda_stream_capturing(void* stream);
 }  // namespace detail
 
 // A CPU event: how many times it was recorded and how many of those marks the streams have
-// reached, with the clock at the last one reached.
+// reached, with the clock at the last one reached; or, when it was last recorded on a stream
+// being captured, that capture and its slot there. As on CUDA, such an event is part of the
+// graph: the host cannot wait for it, a stream outside the capture that waits for it joins the
+// capture while it is open, and a capturing stream cannot wait for an event recorded outside
+// (what came before the capture reaches it through stream order alone).
 struct CpuEventState {
   std::mutex mutex;
   std::condition_variable reached;
   std::uint64_t recorded = 0, completed = 0;
   double when_us = 0;
+  CpuCapture* captured_by = nullptr;
+  int slot = -1;
+
+  void check_host_may_wait() const {
+    if (captured_by)
+      throw Error("the host waits for an event last recorded on a stream being captured into a graph (it is a point in "
+                  "the graph, not in time; on CUDA: cudaErrorCapturedEvent)");
+  }
 
   void complete(std::uint64_t mark) {
     {
@@ -45,6 +59,11 @@ struct CpuEventState {
 void Stream::synchronize() const {
   if (backend == Backend::cuda) return detail::cuda_stream_synchronize(handle);
   if (queue) queue->synchronize();
+}
+
+bool Stream::capturing() const {
+  if (backend == Backend::cuda) return handle && detail::cuda_stream_capturing(handle);
+  return queue && queue->capture();
 }
 
 Event::Event(Backend backend) : backend_(backend) {
@@ -69,9 +88,17 @@ Event& Event::operator=(Event&& o) noexcept {
 
 void Event::record(const Stream& s) {
   if (backend_ == Backend::cuda) return detail::cuda_event_record(handle_, s.handle);
+  if (CpuCapture* graph = s.queue ? s.queue->capture() : nullptr) {
+    const int slot = graph->record(s.queue);
+    std::lock_guard<std::mutex> lock(cpu_->mutex);
+    cpu_->captured_by = graph;
+    cpu_->slot = slot;
+    return;
+  }
   std::uint64_t mark;
   {
     std::lock_guard<std::mutex> lock(cpu_->mutex);
+    cpu_->captured_by = nullptr;
     mark = ++cpu_->recorded;
   }
   run_on(s, "event", [state = cpu_, mark] { state->complete(mark); });
@@ -82,6 +109,7 @@ void Event::synchronize() const {
   std::uint64_t mark;
   {
     std::lock_guard<std::mutex> lock(cpu_->mutex);
+    cpu_->check_host_may_wait();
     mark = cpu_->recorded;
   }
   cpu_->wait(mark);
@@ -90,15 +118,37 @@ void Event::synchronize() const {
 bool Event::query() const {
   if (backend_ == Backend::cuda) return detail::cuda_event_query(handle_);
   std::lock_guard<std::mutex> lock(cpu_->mutex);
+  cpu_->check_host_may_wait();
   return cpu_->completed >= cpu_->recorded;
 }
 
 void Event::make_wait(const Stream& s) const {
   if (backend_ == Backend::cuda) return detail::cuda_stream_wait_event(s.handle, handle_);
+  CpuCapture* mine = s.queue ? s.queue->capture() : nullptr;
+  CpuCapture* theirs;
+  int slot;
   std::uint64_t mark;
   {
     std::lock_guard<std::mutex> lock(cpu_->mutex);
+    theirs = cpu_->captured_by;
+    slot = cpu_->slot;
     mark = cpu_->recorded;
+  }
+  if (theirs) {
+    if (mine && mine != theirs)
+      throw Error("a stream being captured waits for an event of another capture (on CUDA: cudaErrorStreamCaptureMerge)");
+    if (!theirs->open())
+      throw Error("a stream waits for an event last recorded in a graph capture that has ended (record it again outside; "
+                  "on CUDA: cudaErrorCapturedEvent)");
+    if (!s.queue)
+      throw Error("the default stream waits for an event recorded in a graph capture (it cannot join one: it runs its "
+                  "work at once)");
+    return theirs->wait(s.queue, slot);
+  }
+  if (mine) {
+    if (mark == 0) return;  // never recorded: nothing to wait for, as on CUDA
+    throw Error("stream " + s.queue->name() + ": being captured, it waits for an event recorded outside the capture (only "
+                "stream order crosses a capture's boundary; on CUDA: cudaErrorStreamCaptureIsolation)");
   }
   run_on(s, "wait event", [state = cpu_, mark] { state->wait(mark); });
 }

@@ -24,16 +24,20 @@ struct Stream {
   int id = 0;                  // 0: the default stream; the timeline track of this stream
   // The host waits for everything enqueued on the stream so far; a failed op's error is thrown.
   void synchronize() const;
+  // Whether the stream's work now goes into a graph capture (runtime/stream_graph.h) instead of running.
+  bool capturing() const;
 };
 
 // Runs `op` in the order of stream `s` on the CPU: on its worker, or now when it has none.
 // `details`: see HostQueue::enqueue.
 template <class F>
 void run_on(const Stream& s, const char* name, F&& op, std::string details = {}) {
-  if (s.queue)
+  if (s.queue) {
     s.queue->enqueue(name, std::function<void()>(std::forward<F>(op)), std::move(details));
-  else
+  } else {
+    if (detail::graph_captures_on_this_thread) detail::inline_op_while_capturing(name);
     op();
+  }
 }
 
 struct CpuEventState;

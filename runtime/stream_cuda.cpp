@@ -35,6 +35,11 @@ double cuda_event_elapsed_ms(void* start, void* stop) {
   return ms;
 }
 void cuda_stream_wait_event(void* stream, void* event) { MOEBENCH_CUDA_CHECK(cudaStreamWaitEvent(cs(stream), ce(event), 0)); }
+bool cuda_stream_capturing(void* stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  MOEBENCH_CUDA_CHECK(cudaStreamIsCapturing(cs(stream), &status));
+  return status != cudaStreamCaptureStatusNone;
+}
 
 // GPU time on the host clock: an event recorded once, with the host time it completed at.
 double cuda_event_time_us(void* event) {
@@ -62,6 +67,7 @@ bool cuda_event_query(void*) { cuda_not_built("Event"); }
 double cuda_event_elapsed_ms(void*, void*) { cuda_not_built("Event"); }
 void cuda_stream_wait_event(void*, void*) { cuda_not_built("Event"); }
 double cuda_event_time_us(void*) { cuda_not_built("Event"); }
+bool cuda_stream_capturing(void*) { cuda_not_built("stream"); }
 #endif
 
 }  // namespace moebench::detail

@@ -48,6 +48,12 @@ def rows_of(folder):
     return out
 
 
+def how_it_ran(row):
+    """The route or attention of a row, and "graph" where its step was replayed from one."""
+    how = row.get("expert_gemm") or row.get("attention") or ""
+    return how + ", graph" if row.get("step_graph") == "captured" else how
+
+
 def main():
     if len(sys.argv) != 2 or not pathlib.Path(sys.argv[1]).is_dir():
         print("gpu_targets.py: error: give the targets folder scripts/gpu_targets.sh wrote", file=sys.stderr)
@@ -72,7 +78,7 @@ def main():
         case, row, path = candidates[0]
         value = row.get(column, "")
         v = number(value)
-        how = row.get("expert_gemm") or row.get("attention") or ""
+        how = how_it_ran(row)
         comparable = all(row.get(k) == want for k, want in COMPARABLE.items())
         if limit is None:
             verdict = "reported"
@@ -92,7 +98,7 @@ def main():
         table.append({"target": "case: " + (f"{row.get('model')} step" if "model" in row else
                                             f"layer {row.get('experts')} experts top-{row.get('top_k')}, "
                                             f"{row.get('popularity')} popularity"),
-                      "case": case, "how": row.get("expert_gemm") or row.get("attention") or "",
+                      "case": case, "how": how_it_ran(row),
                       "measured": row.get(time_column, ""), "unit": "ms", "limit": "", "verdict": "reported",
                       "device": row.get("device", ""), "scale": row.get("scale", ""), "backend": row.get("backend", ""),
                       "dtype": row.get("dtype", ""), "commit": row.get("commit", ""),

@@ -6,7 +6,9 @@
 #                     hidden 1024, ffn 4096), each --expert-gemm route
 #   moe-8x-top2-ROUTE the same widths with 8 experts top-2, each route
 #   moe-top1-ROUTE-P  grouped and padded under skewed popularity P (zipf:1.2, hot:0.25)
-#   gpt-ATTENTION     the GPT step, dense and MoE, with blocked and materialized attention
+#   gpt-ATTENTION     the GPT step, dense and MoE, with blocked and materialized attention (the
+#                     dense step replayed from a graph on cuda)
+#   gpt-blocked-eager the same with blocked attention, every step enqueued op by op
 # every one with the device's profile (models/profile_this_machine.csv) for its roofline. A case
 # that fails is logged (RESULTS/targets/CASE.log), listed in cases.tsv and named beside the
 # verdicts, the others still run, and the script exits 1 at the end. On a GPU
@@ -73,6 +75,8 @@ done
 for attention in blocked materialized; do
   run_case "gpt-$attention" experiments/gpt/step.sh "${common[@]}" ${roofline[@]+"${roofline[@]}"} --attention "$attention"
 done
+run_case "gpt-blocked-eager" experiments/gpt/step.sh "${common[@]}" ${roofline[@]+"${roofline[@]}"} --attention blocked \
+  --step-graph eager
 python3 scripts/gpu_targets.py "$targets"
 [ "$failed" = 0 ] || { echo "gpu_targets.sh: $failed case(s) failed; the verdicts above name them" >&2; exit 1; }
 [ "$profiled" = 1 ] || exit 1

@@ -11,7 +11,7 @@ from gpu_targets import TARGETS  # noqa: E402
 CASES = ([f"moe-top1-{r}" for r in ("grouped", "padded", "streams", "serial")] +
          [f"moe-8x-top2-{r}" for r in ("grouped", "padded", "streams", "serial")] +
          [f"moe-top1-{r}-{p}" for p in ("zipf", "hot") for r in ("grouped", "padded")] +
-         ["gpt-blocked", "gpt-materialized"])
+         ["gpt-blocked", "gpt-materialized", "gpt-blocked-eager"])
 
 
 def main():
@@ -29,9 +29,12 @@ def main():
     cases = {r["case"] for r in rows if r["target"].startswith("case: ") and r["target"] != "case: failed"}
     problems += [f"case {c} left no row" for c in CASES if c not in cases]
     for c, want in (("gpt-blocked", "blocked"), ("gpt-materialized", "materialized")):
-        got = {r["how"] for r in rows if r["case"] == c}
+        got = {r["how"].removesuffix(", graph") for r in rows if r["case"] == c}
         if got != {want}:
             problems.append(f"case {c} ran attention {sorted(got)}, not {want}")
+    got = {r["how"] for r in rows if r["case"] == "gpt-blocked-eager"}
+    if got != {"blocked"}:
+        problems.append(f"case gpt-blocked-eager ran {sorted(got)}, not blocked attention without a graph")
     for c in ("grouped", "padded", "streams", "serial"):
         got = {r["how"] for r in rows if r["case"] == f"moe-top1-{c}"}
         if got != {c}:

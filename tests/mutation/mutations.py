@@ -420,6 +420,41 @@ MUTATIONS = [
         "targets": ["moebench_kernels"],  # nothing to build: the script is Python
         "tests": r"^script\.gpu_targets\.failed_case$",
     },
+    # Graphs of a step (runtime/stream_graph.h, runtime/cpu_capture.cpp, the allocator's graph pools)
+    {
+        "id": "adam_reads_the_host_step",
+        "mechanism": "AdamW's bias corrections use the step count frozen when the update was enqueued, so a replayed graph repeats its captured step",
+        "file": "kernels/adam_cpu.cpp",
+        "edits": [("int step_of(const AdamStep& a) { return a.step_count ? *a.step_count : a.step; }",
+                   "int step_of(const AdamStep& a) { return a.step; }")],
+        "targets": [UNIT],
+        "tests": r"^GptTrainerStep\.",
+    },
+    {
+        "id": "replay_on_one_stream",
+        "mechanism": "a graph replay runs every stream's branch on the stream it is launched on, one after another",
+        "file": "runtime/cpu_capture.cpp",
+        "edits": [("    HostQueue* q = n.queue == origin_ ? onto : n.queue;", "    HostQueue* q = onto;")],
+        "targets": [UNIT],
+        "tests": r"^StreamGraphTest\.",
+    },
+    {
+        "id": "replay_drops_event_waits",
+        "mechanism": "a graph replay drops the captured event waits: its branches are no longer ordered",
+        "file": "runtime/cpu_capture.cpp",
+        "edits": [("      q->enqueue(\"wait event\", [events, e = &events[n.wait]] { e->wait(); });",
+                   "      q->enqueue(\"wait event\", [events] {});")],
+        "targets": [UNIT],
+        "tests": r"^StreamGraphTest\.",
+    },
+    {
+        "id": "graph_blocks_back_to_the_pool",
+        "mechanism": "a block freed in a capture goes back to the shared pool, where work outside the graph is given what every replay writes",
+        "file": "runtime/allocator.cpp",
+        "edits": [("    graph_free[b->graph].emplace(b->size, b);\n  }", "    free_lists[b->owner.id].emplace(b->size, b);\n  }")],
+        "targets": [UNIT],
+        "tests": r"^StreamGraphTest\.",
+    },
     # The tree's rules (tests/cli/check_tree.py)
     {
         "id": "bench_declares_a_library",

@@ -162,6 +162,47 @@ TEST(GptTrainerStep, PeakBytesCoverTheModelStatesAndTheStepsActivations) {
   EXPECT_GT(peak, idle) << "the step's activations and temporaries came on top";
 }
 
+// A step captured into a graph and replayed is the eager step: after the same number of steps
+// the loss and every weight are the same to the bit. The optimizer's step count lives on the
+// device, so each replay's bias corrections are its own step's, not the captured one's.
+TEST(GptTrainerStep, ReplaysOfACapturedStepAreEagerSteps) {
+  auto world = make_self_communicator();
+  Device dev = Device::open(Backend::cpu);
+  const ModelShape shape{.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11};
+  const ParallelLayout layout = ParallelLayout::of(LayoutKind::dense, 1, 1, 1);
+  GptTrainer eager(*world, dev, Backend::cpu, layout, layout_model(shape, layout), 2, 1);
+  GptTrainer captured(*world, dev, Backend::cpu, layout, layout_model(shape, layout), 2, 1);
+  for (int k = 0; k < 4; ++k) eager.step();
+  captured.capture_step();  // one eager step, then the capture
+  EXPECT_TRUE(captured.step_captured());
+  EXPECT_GT(captured.graph_nodes(), 20u);
+  for (int k = 0; k < 3; ++k) captured.step();
+  EXPECT_EQ(captured.loss_sum(), eager.loss_sum());
+  const auto want = eager.parameters(), got = captured.parameters();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const float *w = want[i].weight->as<float>(), *g = got[i].weight->as<float>();
+    for (std::size_t j = 0; j < want[i].weight->bytes() / 4; ++j) ASSERT_EQ(g[j], w[j]) << "parameter " << i << " value " << j;
+  }
+}
+
+TEST(GptTrainerStep, AStepWithMoEBlocksIsNotCaptured) {
+  auto world = make_self_communicator();
+  Device dev = Device::open(Backend::cpu);
+  const ModelShape shape{.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11, .experts = 4, .moe_every = 2};
+  const ParallelLayout layout = ParallelLayout::of(LayoutKind::ppmoe, 1, 1, 1);
+  GptTrainer trainer(*world, dev, Backend::cpu, layout, layout_model(shape, layout), 2, 1);
+  try {
+    trainer.capture_step();
+    ADD_FAILURE() << "an MoE step was captured";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expert counts on the host"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(trainer.step_captured());
+  trainer.step();  // still steps eagerly
+  dev.synchronize();
+}
+
 // The MLP's GeLU lives in its GEMMs' epilogues: the first GEMM writes GeLU(z) and keeps z as its
 // aux output, the backward's first GEMM applies GeLU's gradient from it; no GeLU kernel runs.
 // Attention's score and context GEMMs run as one strided batch over every head of every sequence
