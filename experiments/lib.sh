@@ -211,15 +211,28 @@ moebench_python() {
 # draw plots/PLOT.
 # moebench_torch_reference SCRIPT CSV ARGS...: PyTorch's run of the same work (experiments/*/
 # torch_*.py) into CSV; REFERENCE=(--reference CSV) for the bench when it ran, empty (and said so)
-# where PyTorch is not installed; any other failure ends the script with its code.
+# where PyTorch is not installed; any other failure ends the script with its code. With
+# MOEBENCH_TORCH_REUSE (a folder: scripts/gpu_targets.sh sets one per run, on one device) the
+# same script with the same arguments is measured once, and later cases get a copy of its CSV,
+# whose rows keep the date they were measured.
 moebench_torch_reference() {
-  local script="$1" csv="$2" py status=0
+  local script="$1" csv="$2" py status=0 kept=""
   shift 2
   REFERENCE=()
   py="$(moebench_python)" || exit 2
+  if [ -n "${MOEBENCH_TORCH_REUSE:-}" ]; then
+    kept="$MOEBENCH_TORCH_REUSE/$(printf '%s\n' "$(basename "$script")" "$@" | sha1sum | cut -c1-16).csv"
+    if [ -f "$kept" ]; then
+      mkdir -p "$(dirname "$csv")" && cp "$kept" "$csv"
+      echo "$MOEBENCH_SCRIPT: PyTorch's $(basename "$script") with the same arguments ran earlier in this run: its CSV reused"
+      REFERENCE=(--reference "$csv")
+      return 0
+    fi
+  fi
   "$py" "$script" --out "$csv" "$@" || status=$?
   case "$status" in
-    0) REFERENCE=(--reference "$csv") ;;
+    0) REFERENCE=(--reference "$csv")
+       if [ -n "$kept" ]; then mkdir -p "$MOEBENCH_TORCH_REUSE" && cp "$csv" "$kept"; fi ;;
     77) echo "$MOEBENCH_SCRIPT: no PyTorch here: ours alone (the CSV says so)" ;;
     *) exit "$status" ;;
   esac

@@ -5,9 +5,15 @@
 # GPU tests, runs the GPU tests again under compute-sanitizer (memcheck, and racecheck on our
 # own shared-memory kernels; any report fails), and runs the GPU benchmarks at the given scale.
 # MOEBENCH_REQUIRE_GPU=1 throughout: a GPU test that finds no usable GPU fails here.
-#   scripts/gpu_box.sh [build|test|sanitize|bench|targets|all] [--scale paper] [--dtype fp16] [--results DIR]
+#   scripts/gpu_box.sh [build|test|sanitize|bench|targets|all|lease] [--scale paper] [--dtype fp16]
+#                      [--results DIR] [--budget SECONDS]
 # targets: the GPU targets alone (scripts/gpu_targets.sh, bf16 unless --dtype says otherwise), a
 # few minutes, where bench runs every experiment.
+# lease: what one device lease holds, in one call of --budget seconds (default 540): the build of
+# what the checks need, for this GPU's architecture alone; the GPU tests; the targets, the most
+# telling first, none started within 90 s of the end (the rest listed as out of time); memcheck on
+# the GPU tests in the time left. Its files go to $OUT (else RESULTS/lease): lease.log,
+# gpu_tests.log, targets.csv, sanitize.log and results.tar.gz (the targets' folders and logs).
 # Env: MOEBENCH_DEPS_PREFIX (default /tmp/moebench-deps), CMAKE_CUDA_ARCHITECTURES (default: by toolkit),
 # MOEBENCH_CMAKE_ARGS (more configure arguments).
 source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
@@ -18,16 +24,23 @@ scale=paper
 dtype=fp16  # the documents train in fp16
 dtype_given=""
 results="$PWD/results/cuda"  # beside the CPU results, not over them
+budget=540
 while [ $# -gt 0 ]; do
   case "$1" in
-    --scale|--results|--dtype)
+    --scale|--results|--dtype|--budget)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "gpu_box.sh: error: $1: needs a value" >&2; exit 2; }
-      case "$1" in --scale) scale="$2" ;; --results) results="$2" ;; --dtype) dtype="$2"; dtype_given="$2" ;; esac
+      case "$1" in
+        --scale) scale="$2" ;; --results) results="$2" ;; --dtype) dtype="$2"; dtype_given="$2" ;; --budget) budget="$2" ;;
+      esac
       shift 2 ;;
-    *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --dtype, --results)" >&2; exit 2 ;;
+    *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --dtype, --results, --budget)" >&2; exit 2 ;;
   esac
 done
-case "$step" in build|test|sanitize|bench|targets|all) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench, targets or all" >&2; exit 2 ;; esac
+case "$step" in build|test|sanitize|bench|targets|all|lease) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench, targets, all or lease" >&2; exit 2 ;; esac
+if ! [[ "$budget" =~ ^[0-9]+$ ]] || [ "$budget" -lt 180 ] || [ "$budget" -gt 3600 ]; then
+  echo "gpu_box.sh: error: --budget: '$budget' is not a whole number of seconds in [180, 3600]" >&2
+  exit 2
+fi
 
 # On a GPU box a missing device or a broken driver fails the GPU tests; it is not a skip.
 export MOEBENCH_REQUIRE_GPU=1
@@ -66,14 +79,16 @@ find_nccl() {
   fi
 }
 
+# do_build [TARGET...]: every target, or those named (and what they need).
 do_build() {
   unpack
   find_nccl
-  local cuda_arch=()
+  local cuda_arch=() only=()
   [ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES="$CMAKE_CUDA_ARCHITECTURES")
+  [ $# -gt 0 ] && only=(--target "$@")
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMOEBENCH_CUDA=ON -DMOEBENCH_MPI=OFF \
         -DCMAKE_PREFIX_PATH="$prefix/usr" "${cuda_arch[@]}" ${MOEBENCH_CMAKE_ARGS:-} >/dev/null
-  cmake --build "$build" -j "$(nproc)"
+  cmake --build "$build" -j "$(nproc)" "${only[@]}"
 }
 
 do_test() {
@@ -114,7 +129,54 @@ do_targets() {
     --dtype "${dtype_given:-bf16}" --results "$results"
 }
 
+# This GPU's architecture alone (Hopper: sm_90a), unless CMAKE_CUDA_ARCHITECTURES says otherwise.
+lease_architecture() {
+  [ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && return
+  local cap
+  cap="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .' || true)"
+  case "$cap" in
+    90) export CMAKE_CUDA_ARCHITECTURES=90a-real ;;
+    [0-9][0-9]|[0-9][0-9][0-9]) export CMAKE_CUDA_ARCHITECTURES="$cap-real" ;;
+  esac
+}
+
+do_lease() {
+  local out="${OUT:-$results/lease}" t0=$SECONDS status=0
+  mkdir -p "$out"
+  # Seconds left in the budget, less a margin, and at least 1 (timeout 0 would mean no limit).
+  left() { local s=$((budget - (SECONDS - t0) - ${1:-0})); echo $((s > 0 ? s : 1)); }
+  {
+    echo "== lease: budget ${budget} s, results in $results, files in $out"
+    lease_architecture
+    echo "== lease: build for ${CMAKE_CUDA_ARCHITECTURES:-the toolkit default architectures}"
+    do_build moebench_gpu_tests moebench_moe_layer moebench_gpt_step moebench_profile || status=1
+    echo "== lease: GPU tests at $((SECONDS - t0)) s"
+    timeout "$(( $(left) / 4 + 1 ))" "$build/tests/moebench_gpu_tests" > "$out/gpu_tests.log" 2>&1 || status=1
+    tail -n 3 "$out/gpu_tests.log"
+    echo "== lease: targets at $((SECONDS - t0)) s"
+    MOEBENCH_BUILD="$build" MOEBENCH_LAUNCHER=none timeout "$(left 45)" scripts/gpu_targets.sh --scale "$scale" \
+      --backend cuda --dtype "${dtype_given:-bf16}" --results "$results" --deadline "$(( $(date +%s) + $(left 90) ))" \
+      || status=1
+    python3 scripts/gpu_targets.py "$results/targets" > /dev/null || true  # the verdicts also of a run cut short
+    if [ "$(left 60)" -gt 1 ]; then
+      echo "== lease: memcheck on the GPU tests at $((SECONDS - t0)) s"
+      local cs
+      cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+      MOEBENCH_POOL_POISON=1 timeout "$(left 20)" "$cs" --tool memcheck --report-api-errors no --error-exitcode 1 \
+        "$build/tests/moebench_gpu_tests" > "$out/sanitize.log" 2>&1 || status=1
+      tail -n 3 "$out/sanitize.log"
+    else
+      echo "== lease: no time left for memcheck" | tee "$out/sanitize.log"
+    fi
+    echo "== lease: done at $((SECONDS - t0)) s (exit $status)"
+  } 2>&1 | tee "$out/lease.log"
+  [ -f "$results/targets/targets.csv" ] && cp "$results/targets/targets.csv" "$out/targets.csv"
+  tar -czf "$out/results.tar.gz" -C "$results" targets models 2>/dev/null || tar -czf "$out/results.tar.gz" -C "$results" targets
+  grep -q "(exit 0)$" "$out/lease.log"
+}
+
 case "$step" in
+  lease) do_lease ;;
   build) do_build ;;
   targets) do_targets ;;
   test) do_test ;;

@@ -108,7 +108,10 @@ def main():
     if cases.is_file():
         with cases.open(newline="") as f:
             for c in csv.DictReader(f, delimiter="\t"):
-                if c["exit"] != "0":
+                if c["exit"] == "-":
+                    table.append({"target": "case: not run", "case": c["case"], "measured": "n/a", "limit": "",
+                                  "verdict": "not run: out of time (not started before the run's deadline)"})
+                elif c["exit"] != "0":
                     table.append({"target": "case: failed", "case": c["case"], "measured": "n/a", "limit": "",
                                   "verdict": f"failed (exit {c['exit']}): see {c['log']}", "source": c["log"]})
     columns = ["target", "case", "how", "measured", "unit", "limit", "verdict", "device", "scale", "backend", "dtype",
@@ -121,7 +124,7 @@ def main():
         w.writerows(table)
     tmp.replace(out)
     for r in table:
-        if r["target"] == "case: failed":
+        if r["target"] in ("case: failed", "case: not run"):
             print(f"case {r['case']}: {r['verdict']}")
             continue
         if r["target"].startswith("case: "):

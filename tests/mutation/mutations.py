@@ -455,6 +455,14 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^StreamGraphTest\.",
     },
+    {
+        "id": "targets_ignore_deadline",
+        "mechanism": "the GPU targets start every case however late, so a lease's call is cut off before the verdicts",
+        "file": "scripts/gpu_targets.sh",
+        "edits": [('  if [ -n "$deadline" ] && [ "$(date +%s)" -ge "$deadline" ]; then', "  if false; then")],
+        "targets": ["moebench_moe_layer", "moebench_gpt_step", "moebench_profile"],
+        "tests": r"^script\.gpu_targets\.deadline$",
+    },
     # The tree's rules (tests/cli/check_tree.py)
     {
         "id": "bench_declares_a_library",

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# scripts/gpu_targets.sh with a deadline already past: no case starts, each is listed as out of
+# time beside the verdicts, no target is judged, and the script exits 1 (a run that did not
+# measure everything must not look complete). A bad --deadline is refused before any work.
+#   gpu_targets_deadline.sh SOURCE_DIR
+set -u
+src="$1"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "gpu_targets_deadline: $*"; exit 1; }
+
+out="$("$src"/scripts/gpu_targets.sh --scale tiny --backend cpu --dtype fp32 --results "$dir" --deadline soon 2>&1)"
+[ $? = 2 ] || fail "--deadline soon: exit 2 expected"
+grep -q "error: --deadline: 'soon' is not a time" <<<"$out" || fail "--deadline soon: no error line naming it: $out"
+[ ! -e "$dir/targets" ] || fail "--deadline soon: work was done before the error"
+
+"$src"/scripts/gpu_targets.sh --scale tiny --backend cpu --dtype fp32 --results "$dir" --deadline 1 >"$dir/log" 2>&1
+rc=$?
+[ "$rc" = 1 ] || fail "a run with every case out of time exited $rc, not 1"
+csv="$dir/targets/targets.csv"
+[ -f "$csv" ] || fail "no targets.csv"
+late=$(grep -c 'not run: out of time' "$csv")
+[ "$late" = 15 ] || fail "$late cases listed as out of time, not 15"
+! grep -q ',met,\|,missed,' "$csv" || fail "a target was judged with no case run"
+[ "$(grep -c 'not run (no case of it ended well)' "$csv")" -ge 9 ] || fail "targets without a case are not 'not run'"
+! ls -d "$dir"/targets/*/ >/dev/null 2>&1 || fail "a case wrote results after the deadline"
+grep -q 'not started before the deadline' "$dir/log" || fail "the script did not say why it exits 1"
+echo "gpu_targets_deadline: ok"
