@@ -1,10 +1,12 @@
 """What the PyTorch references (experiments/gpt/torch_step.py, experiments/moe/torch_layer.py)
 share: PyTorch imported or exit 77 (the caller then runs ours alone and says so), the device and
 the output folder checked before any work, a step timed as moebench times its own (median of
-repetitions, with min and max), and the CSV written whole or not at all."""
+repetitions, with min and max), a time limit on a first step, and the CSV written whole or not at
+all."""
 import csv
 import os
 import pathlib
+import signal
 import statistics
 import sys
 import time
@@ -42,6 +44,23 @@ def writable_out(path):
         print(f"{sys.argv[0]}: error: --out: {out.parent} is not writable ({e.strerror})", file=sys.stderr)
         return None
     return out
+
+
+def within(seconds, fn):
+    """fn(), or TimeoutError once it has run `seconds` (None: no limit). SIGALRM: the main thread only."""
+    if not seconds:
+        return fn()
+
+    def expire(signum, frame):
+        raise TimeoutError(f"took over {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def timed(step, repetitions):

@@ -12,6 +12,8 @@ AdamW::AdamW(AdamStep hyper, Device& dev, TrackingAllocator& alloc) : hyper_(hyp
 
 void AdamW::next_step(const Stream& s) {
   if (!step_count_) {
+    if (s.capturing())  // a replay would zero the count again
+      throw Error("AdamW: the first step is being captured into a graph; run it before the capture (it makes the step count)");
     step_count_ = alloc_.allocate(sizeof(std::int32_t), MemTag::model_states, s);
     dev_.fill_zero(step_count_.data(), sizeof(std::int32_t), s);
     hyper_.step_count = step_count_.as<std::int32_t>();

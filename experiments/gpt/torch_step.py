@@ -9,7 +9,9 @@ row saying so):
   eager     attention as explicit scores, mask and softmax (moebench's own math);
   sdpa      attention through scaled_dot_product_attention (causal), the fused AdamW where the
             device has it (CUDA), bf16/fp16 autocast with --dtype;
-  compiled  the sdpa model through torch.compile.
+  compiled  the sdpa model through torch.compile; MOEBENCH_TORCH_COMPILE_LIMIT (seconds) bounds
+            its first step, compilation included (scripts/gpu_box.sh lease sets it): one that
+            takes longer is a row saying so.
 The CSV names each variant's attention and optimizer, and on CUDA its peak of allocated memory
 over the timed steps (torch.cuda.max_memory_allocated; PyTorch keeps no such count on the CPU);
 the bench compares with the fastest.
@@ -21,11 +23,12 @@ Exit 77 when PyTorch is not installed (the caller skips the comparison); 2 for a
 import argparse
 import datetime
 import math
+import os
 import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from torch_reference import import_torch, timed, writable_out, write_rows  # noqa: E402
+from torch_reference import import_torch, timed, within, writable_out, write_rows  # noqa: E402
 
 SIZES = {  # the same as bench/gpt_step.cpp's: vocab, seq, hidden, heads, ffn, layers, experts, sequences
     "tiny": (64, 16, 32, 4, 128, 2, 4, 2),
@@ -51,6 +54,13 @@ def parse():
             p.error(f"--{name}: must be >= 1, got {v}")
     if args.dtype != "fp32" and args.device != "cuda":
         p.error(f"--dtype: '{args.dtype}' runs on --device cuda only (PyTorch's AMP); allowed with --device cpu: fp32")
+    limit = os.environ.get("MOEBENCH_TORCH_COMPILE_LIMIT", "")
+    try:
+        args.compile_limit = float(limit) if limit else None
+    except ValueError:
+        args.compile_limit = math.nan
+    if args.compile_limit is not None and not 0 < args.compile_limit < math.inf:
+        p.error(f"MOEBENCH_TORCH_COMPILE_LIMIT: '{limit}' is not a positive number of seconds")
     return args
 
 
@@ -222,8 +232,8 @@ def main():
                     torch.cuda.synchronize()
 
             try:
-                step()  # warm-up (and compilation)
-            except Exception as e:  # a compiler or kernel this machine lacks: said, not hidden
+                within(args.compile_limit if compiled else None, step)  # warm-up (and compilation)
+            except Exception as e:  # a compiler or kernel this machine lacks, or the limit: said, not hidden
                 row["status"] = f"skipped: {variant} failed here: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
                 rows.append(row)
                 print(f"torch_step {name:5s} {variant:8s} {row['status']}")

@@ -1,7 +1,8 @@
 // Graphs on CPU streams (runtime/stream_graph.h): nothing runs while capturing; a replay runs
 // every op once, each on its own stream, as concurrently as the streams ran it eagerly and
 // ordered by fresh events each time; what CUDA refuses in a capture is refused here too; and
-// the buffers a capture allocates stay the graph's, so a replay cannot overwrite anyone else's.
+// the buffers a capture allocates stay the graph's, so a replay cannot overwrite anyone else's;
+// what changes from step to step (AdamW's count) is read on the device when a replay runs.
 // Sleeps, not computation, make the timing claims.
 #include <gtest/gtest.h>
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <thread>
 #include <vector>
+#include "runtime/adamw.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/range.h"
@@ -148,6 +150,32 @@ TEST_F(StreamGraphTest, RangesInsideACaptureTimeNothing) {
   for (const TimelineEntry& e : timeline.entries()) (e.range ? ranges : ops) += e.name == "op" || e.name == "moe.expert";
   EXPECT_EQ(ops, 1);
   EXPECT_EQ(ranges, 0);
+}
+
+// AdamW's step count lives on the device: a captured step replayed three times after one eager
+// step updates as four eager steps do (bias corrections of steps 2, 3, 4, not 2, 2, 2). Its first
+// step, which makes the count, cannot be captured.
+TEST_F(StreamGraphTest, AdamWStepsReplayedCountTheirOwnSteps) {
+  std::vector<float> w = {0.5f, -3.f}, want = w, m(2, 0.f), v(2, 0.f);
+  const std::vector<float> g = {0.25f, 1.f};
+  AdamStep hyper;
+  AdamW adam(hyper, dev, alloc);
+  adam.add(w.data(), 2, DType::f32, a);
+  EXPECT_THROW(StreamGraph(alloc, a, [&] { adam.next_step(a); }), Error);
+  auto step = [&] {
+    adam.next_step(a);
+    adam.update(0, g.data(), a);
+  };
+  step();
+  StreamGraph graph(alloc, a, step);
+  for (int k = 0; k < 3; ++k) graph.replay(a);
+  a.synchronize();
+  for (int t = 1; t <= 4; ++t) {
+    AdamStep h = hyper;
+    h.step = t;
+    adam_step_cpu(2, h, want.data(), m.data(), v.data(), g.data());
+  }
+  EXPECT_EQ(w, want);
 }
 
 TEST_F(StreamGraphTest, AnEventRecordedBeforeTheCaptureCannotBeWaitedForInIt) {
