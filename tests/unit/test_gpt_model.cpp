@@ -113,16 +113,34 @@ TEST(EmbeddingCpu, GathersRowsAddsPositionsAndScattersGradients) {
   EXPECT_THROW(embedding_forward(Exec{}, sh, bad.data(), table.data(), pos.data(), y.data()), Error);
 }
 
+// One rank's trainer of a tiny GPT over 2 sequences: dense, or with an MoE layer on every other FFN.
+class GptTrainerStep : public ::testing::Test {
+ protected:
+  std::unique_ptr<Communicator> world = make_self_communicator();
+  Device dev = Device::open(Backend::cpu);
+  static constexpr ModelShape kShape{.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11};
+  static ParallelLayout layout(bool moe) { return ParallelLayout::of(moe ? LayoutKind::ppmoe : LayoutKind::dense, 1, 1, 1); }
+  static GptConfig model(bool moe) {
+    ModelShape shape = kShape;
+    if (moe) {
+      shape.experts = 4;
+      shape.moe_every = 2;
+    }
+    return layout_model(shape, layout(moe));
+  }
+  std::unique_ptr<GptTrainer> make_trainer(bool moe = false) {
+    return std::make_unique<GptTrainer>(*world, dev, Backend::cpu, layout(moe), model(moe), 2, 1);
+  }
+};
+
 }  // namespace
+
 // A training step only enqueues its work -- forwards, backwards, the optimizer -- and never
 // waits on the host: with the compute stream held by an op that waits for this test, step()
 // still returns (a host wait inside it would hang until the timeout below).
-TEST(GptTrainerStep, EnqueuesADenseStepWithoutWaitingOnTheHost) {
-  auto world = make_self_communicator();
-  Device dev = Device::open(Backend::cpu);
-  const ModelShape shape{.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11};
-  const ParallelLayout layout = ParallelLayout::of(LayoutKind::dense, 1, 1, 1);
-  GptTrainer trainer(*world, dev, Backend::cpu, layout, layout_model(shape, layout), 2, 1);
+TEST_F(GptTrainerStep, EnqueuesADenseStepWithoutWaitingOnTheHost) {
+  auto owned = make_trainer();
+  GptTrainer& trainer = *owned;
   trainer.step();  // the first step reads the masters
   dev.synchronize();
   std::promise<void> release;
@@ -138,13 +156,10 @@ TEST(GptTrainerStep, EnqueuesADenseStepWithoutWaitingOnTheHost) {
 
 // The peak a step reports holds what a step needs at once: every parameter with its gradient
 // and AdamW's two fp32 moments, plus the activations, which are gone again after the step.
-TEST(GptTrainerStep, PeakBytesCoverTheModelStatesAndTheStepsActivations) {
-  auto world = make_self_communicator();
-  Device dev = Device::open(Backend::cpu);
-  const ModelShape shape{.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11};
-  const ParallelLayout layout = ParallelLayout::of(LayoutKind::dense, 1, 1, 1);
-  const GptConfig cfg = layout_model(shape, layout);
-  GptTrainer trainer(*world, dev, Backend::cpu, layout, cfg, 2, 1);
+TEST_F(GptTrainerStep, PeakBytesCoverTheModelStatesAndTheStepsActivations) {
+  const GptConfig cfg = model(false);
+  auto owned = make_trainer();
+  GptTrainer& trainer = *owned;
   trainer.step();  // the optimizer's moments exist from the first step on
   dev.synchronize();
   const std::size_t settled = trainer.peak_bytes();
@@ -165,13 +180,9 @@ TEST(GptTrainerStep, PeakBytesCoverTheModelStatesAndTheStepsActivations) {
 // A step captured into a graph and replayed is the eager step: after the same number of steps
 // the loss and every weight are the same to the bit. The optimizer's step count lives on the
 // device, so each replay's bias corrections are its own step's, not the captured one's.
-TEST(GptTrainerStep, ReplaysOfACapturedStepAreEagerSteps) {
-  auto world = make_self_communicator();
-  Device dev = Device::open(Backend::cpu);
-  const ModelShape shape{.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11};
-  const ParallelLayout layout = ParallelLayout::of(LayoutKind::dense, 1, 1, 1);
-  GptTrainer eager(*world, dev, Backend::cpu, layout, layout_model(shape, layout), 2, 1);
-  GptTrainer captured(*world, dev, Backend::cpu, layout, layout_model(shape, layout), 2, 1);
+TEST_F(GptTrainerStep, ReplaysOfACapturedStepAreEagerSteps) {
+  auto eager_owned = make_trainer(), captured_owned = make_trainer();
+  GptTrainer &eager = *eager_owned, &captured = *captured_owned;
   for (int k = 0; k < 4; ++k) eager.step();
   captured.capture_step();  // one eager step, then the capture
   EXPECT_TRUE(captured.step_captured());
@@ -186,12 +197,9 @@ TEST(GptTrainerStep, ReplaysOfACapturedStepAreEagerSteps) {
   }
 }
 
-TEST(GptTrainerStep, AStepWithMoEBlocksIsNotCaptured) {
-  auto world = make_self_communicator();
-  Device dev = Device::open(Backend::cpu);
-  const ModelShape shape{.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11, .experts = 4, .moe_every = 2};
-  const ParallelLayout layout = ParallelLayout::of(LayoutKind::ppmoe, 1, 1, 1);
-  GptTrainer trainer(*world, dev, Backend::cpu, layout, layout_model(shape, layout), 2, 1);
+TEST_F(GptTrainerStep, AStepWithMoEBlocksIsNotCaptured) {
+  auto owned = make_trainer(/*moe=*/true);
+  GptTrainer& trainer = *owned;
   try {
     trainer.capture_step();
     ADD_FAILURE() << "an MoE step was captured";
