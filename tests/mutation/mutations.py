@@ -330,7 +330,7 @@ MUTATIONS = [
         "id": "step_peak_is_what_stays",
         "mechanism": "gpt.step's peak_mib reports the bytes held after the step, not the most held during it",
         "file": "pipeline/gpt_trainer.h",
-        "edits": [("return alloc_->peak_total(); }", "return alloc_->current_total(); }")],
+        "edits": [("std::max(alloc_->peak_total(), captured_peak_); }", "std::max(alloc_->current_total(), captured_peak_); }")],
         "targets": [UNIT],
         "tests": r"^GptTrainerStep\.",
     },
