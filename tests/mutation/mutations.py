@@ -416,7 +416,7 @@ MUTATIONS = [
         "id": "targets_hide_failed_cases",
         "mechanism": "a GPU-targets case that failed leaves no trace beside the verdicts",
         "file": "scripts/gpu_targets.py",
-        "edits": [('                if c["exit"] != "0":\n', "                if False:\n")],
+        "edits": [('                elif c["exit"] != "0":\n', "                elif False:\n")],
         "targets": ["moebench_kernels"],  # nothing to build: the script is Python
         "tests": r"^script\.gpu_targets\.failed_case$",
     },
