@@ -53,7 +53,7 @@ def copy_tree(scratch_src):
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
         if not dst.exists() or dst.read_bytes() != src.read_bytes():
-            shutil.copy2(src, dst)
+            shutil.copy(src, dst)  # a fresh mtime: make must see the copy as newer than its old objects
 
 
 def main():
