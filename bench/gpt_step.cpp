@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <thread>
+#include "kernels/sdpa.h"
 #include "pipeline/gpt_trainer.h"
 #include "harness/bench.h"
 #include "models/csv_rows.h"
@@ -39,9 +40,10 @@ class GptStepBench final : public BenchProgram {
     add_path(app, "--reference", reference_, "The PyTorch step's CSV (experiments/gpt/torch_step.py) to compare with");
     add_path(app, "--roofline-profile", roofline_path_,
              "This device's profile (moebench_profile's CSV) for the roofline columns; none: they are n/a");
-    add_choice(app, "--attention", attention_opt_, {"materialized", "blocked"},
-               "Causal attention keeping the whole [seq, seq] probabilities, or computed a panel of query rows at a "
-               "time keeping only each row's softmax statistic (default: blocked on cuda, materialized on cpu)");
+    add_choice(app, "--attention", attention_opt_, {"materialized", "blocked", "cudnn"},
+               "Causal attention keeping the whole [seq, seq] probabilities; computed a panel of query rows at a "
+               "time keeping only each row's softmax statistic; or cuDNN's fused attention (fp16/bf16; on the cpu its "
+               "operation graph evaluated op by op) (default: blocked on cuda, materialized on cpu)");
     add_whole(app, "--attention-panel-rows", panel_rows_opt_, 1, 1 << 20,
               "Blocked attention: query rows per panel (default 512)");
     add_choice(app, "--step-graph", step_graph_opt_, {"eager", "captured"},
@@ -75,6 +77,14 @@ class GptStepBench final : public BenchProgram {
     if (panel_rows_opt_ && attention_ != AttentionKernel::blocked)
       return "--attention-panel-rows: sets the blocked attention's panels; this run's attention is " +
              std::string(attention_kernel_name(attention_)) + " (add --attention blocked)";
+    if (attention_ == AttentionKernel::cudnn) {
+      Exec ex;
+      ex.backend = ctx.backend();
+      SdpaShape s;
+      s.head_dim = shape_.hidden / shape_.heads;
+      s.t = ctx.dtype();
+      if (const std::string why = sdpa_unsupported(ex, s); !why.empty()) return "--attention cudnn: " + why;
+    }
     panel_rows_ = panel_rows_opt_.value_or(GptConfig{}.attention_panel_rows);
     captured_ = step_graph_opt_.empty() ? ctx.backend() == Backend::cuda : step_graph_opt_ == "captured";
     try {

@@ -43,6 +43,21 @@ if(NOT MOEBENCH_CUDA STREQUAL "OFF")
   endif()
 endif()
 
+# cuDNN 9 (the fused attention's engines): the toolkit's, CUDNN_HOME, or a Python wheel's
+# (nvidia-cudnn-cu13, which scripts/gpu_box.sh points CUDNN_HOME at). Without it the fused
+# attention is refused on CUDA with that reason; everything else builds.
+set(MOEBENCH_WITH_CUDNN OFF)
+if(MOEBENCH_WITH_CUDA)
+  find_path(CUDNN_INCLUDE_DIR cudnn_graph.h HINTS ENV CUDNN_HOME ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
+  find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 HINTS ENV CUDNN_HOME ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib lib64)
+  if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
+    add_library(moebench_cudnn INTERFACE)
+    target_include_directories(moebench_cudnn INTERFACE ${CUDNN_INCLUDE_DIR})
+    target_link_libraries(moebench_cudnn INTERFACE ${CUDNN_LIBRARY})
+    set(MOEBENCH_WITH_CUDNN ON)
+  endif()
+endif()
+
 # NVTX3 is header-only and ships with the toolkit; ranges still time without it.
 set(MOEBENCH_WITH_NVTX OFF)
 find_path(NVTX3_INCLUDE_DIR nvtx3/nvtx3.hpp HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)

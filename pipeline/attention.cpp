@@ -7,6 +7,7 @@
 #include "kernels/batched_gemm.h"
 #include "kernels/causal_softmax.h"
 #include "kernels/gemm.h"
+#include "kernels/sdpa.h"
 #include "kernels/swap_dims.h"
 #include "moe/init.h"
 #include "pipeline/head_gemms.h"
@@ -29,12 +30,13 @@ const char* attention_kernel_name(AttentionKernel k) {
     case AttentionKernel::by_backend: return "by_backend";
     case AttentionKernel::materialized: return "materialized";
     case AttentionKernel::blocked: return "blocked";
+    case AttentionKernel::cudnn: return "cudnn";
   }
   return "?";
 }
 
 std::optional<AttentionKernel> parse_attention_kernel(const std::string& name) {
-  for (AttentionKernel k : {AttentionKernel::materialized, AttentionKernel::blocked})
+  for (AttentionKernel k : {AttentionKernel::materialized, AttentionKernel::blocked, AttentionKernel::cudnn})
     if (name == attention_kernel_name(k)) return k;
   return std::nullopt;
 }
@@ -50,6 +52,13 @@ CausalSelfAttention::CausalSelfAttention(const AttentionConfig& cfg, Device& dev
     throw Error("CausalSelfAttention: hidden " + std::to_string(cfg.hidden) + ", heads " + std::to_string(cfg.heads) +
                 ", head_dim " + std::to_string(cfg.head_dim) + " and panel_rows " + std::to_string(cfg.panel_rows) +
                 " must be >= 1");
+  if (kernel_ == AttentionKernel::cudnn) {
+    SdpaShape probe;
+    probe.head_dim = cfg.head_dim;
+    probe.t = cfg.dtype;
+    if (const std::string why = sdpa_unsupported(dev.exec(dev.default_stream()), probe); !why.empty())
+      throw Error("CausalSelfAttention: the cudnn kernel: " + why);
+  }
   const std::size_t es = dtype_size(cfg.dtype);
   const std::size_t qkv = std::size_t(cfg.hidden) * qkv_width() * es, o = std::size_t(inner()) * cfg.hidden * es;
   wqkv_ = alloc_.allocate(qkv, MemTag::model_states);
@@ -91,19 +100,25 @@ AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequen
   c.sequences = sequences;
   c.seq = seq;
   c.x = x;
-  Buffer rows = alloc_.allocate(std::size_t(T) * W * es, MemTag::temporary, s);
+  const bool fused = kernel_ == AttentionKernel::cudnn;  // reads the QKV rows in place: no swaps
+  Buffer rows = alloc_.allocate(std::size_t(T) * W * es, fused ? MemTag::activations : MemTag::temporary, s);
   gemm(ex, dense_gemm(false, false, T, W, H, x, wqkv_.data(), rows.data(), t));
-  c.qkv = alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s);
-  swap_dims(ex, T, 3 * cfg_.heads, d, es, rows.data(), c.qkv.data());  // [3 heads, T, d]
-  rows.release();
-  Buffer ctx_heads = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
-  if (kernel_ == AttentionKernel::blocked)
-    blocked_forward(c, ctx_heads.data(), s);
-  else
-    materialized_forward(c, ctx_heads.data(), s);
-  c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
-  swap_dims(ex, cfg_.heads, T, d, es, ctx_heads.data(), c.ctx.data());  // back to rows [T, heads d]
-  ctx_heads.release();
+  if (fused) {
+    c.qkv = std::move(rows);
+    c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
+    cudnn_forward(c, c.ctx.data(), s);
+  } else {
+    c.qkv = alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s);
+    swap_dims(ex, T, 3 * cfg_.heads, d, es, rows.data(), c.qkv.data());  // [3 heads, T, d]
+    rows.release();
+    Buffer ctx_heads = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
+    if (kernel_ == AttentionKernel::blocked)
+      blocked_forward(c, ctx_heads.data(), s);
+    else
+      materialized_forward(c, ctx_heads.data(), s);
+    c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
+    swap_dims(ex, cfg_.heads, T, d, es, ctx_heads.data(), c.ctx.data());  // back to rows [T, heads d]
+  }
   gemm(ex, dense_gemm(false, false, T, H, in, c.ctx.data(), wo_.data(), y, t, 1.f, accumulate ? 1.f : 0.f));
   return c;
 }
@@ -137,18 +152,21 @@ void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx
   const Exec ex = dev_.exec(s);
   Buffer dctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
   gemm(ex, dense_gemm(false, true, T, in, H, dy, wo_.data(), dctx.data(), t));  // dC = dy Wo^T
-  Buffer dctx_heads = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
-  swap_dims(ex, T, cfg_.heads, d, es, dctx.data(), dctx_heads.data());
-  Buffer dqkv_heads = alloc_.allocate(std::size_t(T) * W * es, MemTag::temporary, s);
-  if (kernel_ == AttentionKernel::blocked)
-    blocked_backward(c, dctx.data(), dctx_heads.data(), dqkv_heads.data(), s);
-  else
-    materialized_backward(c, dctx_heads.data(), dqkv_heads.data(), s);
-  dctx.release();
-  dctx_heads.release();
   auto dqkv = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s));
-  swap_dims(ex, 3 * cfg_.heads, T, d, es, dqkv_heads.data(), dqkv->data());  // back to rows [T, 3 heads d]
-  dqkv_heads.release();
+  if (kernel_ == AttentionKernel::cudnn) {
+    cudnn_backward(c, dctx.data(), dqkv->data(), s);  // straight into the rows [T, 3 heads d]
+  } else {
+    Buffer dqkv_heads = alloc_.allocate(std::size_t(T) * W * es, MemTag::temporary, s);
+    Buffer dctx_heads = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
+    swap_dims(ex, T, cfg_.heads, d, es, dctx.data(), dctx_heads.data());
+    if (kernel_ == AttentionKernel::blocked)
+      blocked_backward(c, dctx.data(), dctx_heads.data(), dqkv_heads.data(), s);
+    else
+      materialized_backward(c, dctx_heads.data(), dqkv_heads.data(), s);
+    dctx_heads.release();
+    swap_dims(ex, 3 * cfg_.heads, T, d, es, dqkv_heads.data(), dqkv->data());  // back to rows [T, 3 heads d]
+  }
+  dctx.release();
   gemm(ex, dense_gemm(false, true, T, H, W, dqkv->data(), wqkv_.data(), dx, t, 1.f, accumulate ? 1.f : 0.f));
   c.qkv.release();
   c.probs.release();

@@ -6,10 +6,11 @@
 // holds a slice of the heads: `first_head` names its first). Weights, gradients and activations
 // in `dtype` (fp32, or fp16/bf16 with fp32 arithmetic). The QKV rows are laid out head-major
 // for the core, so that each of its GEMMs is one strided batch over every (head, sequence).
-// Two ways to the same result (AttentionKernel): `materialized` keeps P ([seq, seq] per head and
-// sequence) for the backward; `blocked` (attention_blocked.cpp) computes the scores a panel of
-// query rows at a time, skips the panels' keys no row sees, keeps only each row's softmax
-// statistic, and recomputes the panels in the backward.
+// Three ways to the same result (AttentionKernel): `materialized` keeps P ([seq, seq] per head
+// and sequence) for the backward; `blocked` (attention_blocked.cpp) computes the scores a panel
+// of query rows at a time, skips the panels' keys no row sees, keeps only each row's softmax
+// statistic, and recomputes the panels in the backward; `cudnn` (attention_cudnn.cpp) runs
+// cuDNN's fused attention (kernels/sdpa.h), which keeps the same statistic and no scores at all.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -27,9 +28,11 @@ enum class AttentionKernel {
   by_backend,    // blocked on CUDA (no S x S tensor kept); materialized on the CPU (the reference)
   materialized,  // P = softmax(Q K^T) stored whole, as [heads, seq, seq] per sequence
   blocked,       // panels of panel_rows query rows; per-row statistics kept instead of P
+  cudnn,         // cuDNN's fused attention (fp16/bf16, head dim a multiple of 8 up to 128); on the
+                 // CPU its operation graph evaluated op by op, as a check of that graph
 };
 const char* attention_kernel_name(AttentionKernel k);
-// The kernel `name` selects (materialized, blocked); nullopt for another name.
+// The kernel `name` selects (materialized, blocked, cudnn); nullopt for another name.
 std::optional<AttentionKernel> parse_attention_kernel(const std::string& name);
 
 struct AttentionConfig {
@@ -53,10 +56,12 @@ using WeightTask = std::function<void(const Stream&)>;
 struct AttentionContext {
   int sequences = 0, seq = 0;
   const void* x = nullptr;  // the caller's input, alive until backward
-  Buffer qkv;    // Q, K, V head-major: [3, heads, sequences x seq, d] (kernels/swap_dims.h)
+  Buffer qkv;    // Q, K, V head-major: [3, heads, sequences x seq, d] (kernels/swap_dims.h); for
+                 // cudnn, the projection's rows [sequences x seq, 3 heads d]
   Buffer ctx;    // the context rows [sequences x seq, heads d] (the output projection's input)
   Buffer probs;  // materialized: P, [heads, sequences, seq, seq]
-  Buffer stats;  // blocked: each row's log-sum-exp of its scaled scores, fp32 [heads, sequences, seq]
+  Buffer stats;  // each row's log-sum-exp of its scaled scores, fp32: blocked [heads, sequences, seq],
+                 // cudnn [sequences, heads, seq]
 };
 
 class CausalSelfAttention {
@@ -103,6 +108,9 @@ class CausalSelfAttention {
   void blocked_forward(AttentionContext& c, void* ctx_heads, const Stream& s);
   void blocked_backward(AttentionContext& c, const void* dctx_rows, const void* dctx_heads, void* dqkv_heads,
                         const Stream& s);
+  void cudnn_forward(AttentionContext& c, void* ctx_heads, const Stream& s);
+  // cudnn: Q, K, V (and their gradients) stay in the QKV rows, O and dO in the context rows.
+  void cudnn_backward(AttentionContext& c, const void* dctx_rows, void* dqkv_rows, const Stream& s);
 
   AttentionConfig cfg_;
   AttentionKernel kernel_;

@@ -79,10 +79,25 @@ find_nccl() {
   fi
 }
 
+# cuDNN (the fused attention): the toolkit's, or CUDNN_HOME, or the Python wheel's (nvidia-cudnn-cu13,
+# which PyTorch carries). Without it the build still succeeds and --attention cudnn says why not.
+find_cudnn() {
+  [ -n "${CUDNN_HOME:-}" ] && return
+  ls /usr/local/cuda/lib64/libcudnn.so* >/dev/null 2>&1 && return
+  local dir
+  dir="$(python3 -c 'import nvidia.cudnn; print(list(nvidia.cudnn.__path__)[0])' 2>/dev/null || true)"
+  if [ -n "$dir" ] && [ -f "$dir/include/cudnn_graph.h" ]; then
+    export CUDNN_HOME="$dir"
+    export LD_LIBRARY_PATH="$dir/lib:$LD_LIBRARY_PATH"
+    echo "gpu_box.sh: cuDNN from $dir"
+  fi
+}
+
 # do_build [TARGET...]: every target, or those named (and what they need).
 do_build() {
   unpack
   find_nccl
+  find_cudnn
   local cuda_arch=() only=()
   [ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES="$CMAKE_CUDA_ARCHITECTURES")
   [ $# -gt 0 ] && only=(--target "$@")
@@ -93,6 +108,7 @@ do_build() {
 
 do_test() {
   find_nccl
+  find_cudnn
   (cd "$build" && ctest -L 'unit|gpu' --output-on-failure -j 4)
 }
 
@@ -101,6 +117,7 @@ do_test() {
 # (cudaErrorNoKernelImageForDevice, seen on an H100), and our own code checks every CUDA call.
 do_sanitize() {
   find_nccl
+  find_cudnn
   local cs
   cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
   [ -x "$cs" ] || { echo "gpu_box.sh: error: compute-sanitizer not found" >&2; exit 1; }
@@ -119,12 +136,14 @@ do_sanitize() {
 
 do_bench() {
   find_nccl
+  find_cudnn
   MOEBENCH_BUILD="$build" MOEBENCH_RESULTS="$results" MOEBENCH_LAUNCHER=none \
     experiments/run_all.sh --scale "$scale" --backend cuda --ranks 1 --dtype "$dtype"
 }
 
 do_targets() {
   find_nccl
+  find_cudnn
   MOEBENCH_BUILD="$build" MOEBENCH_LAUNCHER=none scripts/gpu_targets.sh --scale "$scale" --backend cuda \
     --dtype "${dtype_given:-bf16}" --results "$results"
 }

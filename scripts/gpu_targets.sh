@@ -89,6 +89,7 @@ gpt() { run_case "$1" experiments/gpt/step.sh "${common[@]}" ${roofline[@]+"${ro
 moe moe-top1-grouped --expert-gemm grouped
 moe moe-top1-padded --expert-gemm padded
 gpt gpt-blocked --attention blocked
+gpt gpt-cudnn --attention cudnn
 moe moe-8x-top2-grouped --experts 8 --top-k 2 --expert-gemm grouped
 moe moe-8x-top2-padded --experts 8 --top-k 2 --expert-gemm padded
 gpt gpt-blocked-eager --attention blocked --step-graph eager

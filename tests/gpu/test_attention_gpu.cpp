@@ -6,6 +6,7 @@
 #include <string>
 #include "gpu_test_util.h"
 #include "kernels/attention_panels.h"
+#include "kernels/sdpa.h"
 #include "kernels/swap_dims.h"
 #include "pipeline/attention.h"
 #include "pipeline/typed_upload.h"
@@ -132,6 +133,26 @@ TEST(GpuBlockedAttention, MatchesTheCpuReferenceAtSequenceLengths64To2048) {
         EXPECT_LT(rel_l2(got.dwqkv, want.dwqkv), tol);
         EXPECT_LT(rel_l2(got.dwo, want.dwo), tol);
       }
+    }
+}
+
+// cuDNN's fused attention against the CPU's materialized layer: the engines' graph accepted,
+// causal, and its statistics carried from forward to backward, at odd and long sequences.
+TEST(GpuFusedAttention, MatchesTheCpuReferenceAtSequenceLengths64To2048) {
+  MOEBENCH_REQUIRE_GPU(gpu);
+  if (!sdpa_cudnn_built()) GTEST_SKIP() << "this build has no cuDNN";
+  Device cpu = Device::open(Backend::cpu);
+  for (int seq : {64, 127, 128, 2048})
+    for (DType t : {DType::bf16, DType::f16}) {
+      SCOPED_TRACE("seq " + std::to_string(seq) + ", " + std::string(dtype_name(t)));
+      const int sequences = seq > 128 ? 1 : 2, heads = 2, d = 64;
+      const LayerResult want = run_layer(cpu, AttentionKernel::materialized, t, sequences, seq, heads, d);
+      const LayerResult got = run_layer(gpu, AttentionKernel::cudnn, t, sequences, seq, heads, d);
+      const double tol = 4 * tolerance(t);
+      EXPECT_LT(rel_l2(got.y, want.y), tol);
+      EXPECT_LT(rel_l2(got.dx, want.dx), tol);
+      EXPECT_LT(rel_l2(got.dwqkv, want.dwqkv), tol);
+      EXPECT_LT(rel_l2(got.dwo, want.dwo), tol);
     }
 }
 

@@ -463,6 +463,33 @@ MUTATIONS = [
         "targets": ["moebench_moe_layer", "moebench_gpt_step", "moebench_profile"],
         "tests": r"^script\.gpu_targets\.deadline$",
     },
+    # The fused attention's graphs (kernels/sdpa_graph.cpp, kernels/sdpa.cpp)
+    {
+        "id": "fused_attention_sees_the_future",
+        "mechanism": "the fused attention's graph loses its causal mask: each row also attends to later keys",
+        "file": "kernels/sdpa_graph.cpp",
+        "edits": [("    return pointwise(SdpaPointwise::binary_select, scaled, lowest, like(\"masked_scores\", scaled), ge.y);",
+                   "    return pointwise(SdpaPointwise::binary_select, scaled, scaled, like(\"masked_scores\", scaled), ge.y);")],
+        "targets": [UNIT],
+        "tests": r"^Fused",
+    },
+    {
+        "id": "fused_dq_accumulates_across_runs",
+        "mechanism": "dQ's fp32 accumulator is not zeroed before a backward, so each run adds onto the last",
+        "file": "kernels/sdpa.cpp",
+        "edits": [("    if (dq_accum) std::fill_n(", "    if (false) std::fill_n(")],
+        "targets": [UNIT],
+        "tests": r"^FusedAttentionGraph\.",
+    },
+    {
+        "id": "fused_dv_reads_p_untransposed",
+        "mechanism": "the backward's P^T is P viewed with P's own strides, so dV = P dO",
+        "file": "kernels/sdpa_graph.cpp",
+        "edits": [("{h * n * n, n * n, 1, n}, gb.io(), true));\n  gb.matmul(p_t, g.d_o, g.dv);",
+                   "{h * n * n, n * n, n, 1}, gb.io(), true));\n  gb.matmul(p_t, g.d_o, g.dv);")],
+        "targets": [UNIT],
+        "tests": r"^Fused",
+    },
     # The tree's rules (tests/cli/check_tree.py)
     {
         "id": "bench_declares_a_library",

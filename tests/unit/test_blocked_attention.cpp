@@ -8,6 +8,7 @@
 #include <vector>
 #include "kernels/attention_panels.h"
 #include "kernels/causal_softmax.h"
+#include "attention_run.h"
 #include "moe_test_util.h"
 #include "pipeline/attention.h"
 #include "pipeline/gpt_model.h"
@@ -18,6 +19,9 @@ namespace moebench {
 using testing_util::host_values;
 using testing_util::normals;
 using testing_util::rel_l2;
+using testing_util::AttentionRun;
+using testing_util::expect_close;
+using testing_util::run_attention;
 namespace {
 
 // Panels of any origin give the whole-row softmax's probabilities and gradients, from the
@@ -90,54 +94,6 @@ TEST(AttentionPanelsCpu, PanelsOutsideTheSequenceAndForwardPanelsMissingKeysAreR
   EXPECT_THROW(attention_panel_softmax_forward(ex, {1, 2, 2, 0, 0, 8, 1.f}, buf.data(), stats.data(), DType::i32), Error);
 }
 
-// One attention layer's forward and backward on the CPU, its results widened to fp32.
-struct AttentionRun {
-  std::vector<float> y, dx, dwqkv, dwo;
-  AttentionContext kept;  // what the forward kept (before the backward released it)
-  std::size_t kept_probs = 0, kept_stats = 0;
-};
-
-AttentionRun run_attention(AttentionKernel kernel, int panel_rows, DType t, int sequences, int seq, int heads = 3, int d = 4,
-                           bool record = false, std::vector<TimelineEntry>* forward_ops = nullptr) {
-  Device dev = Device::open(Backend::cpu);
-  TrackingAllocator alloc(Backend::cpu);
-  const Stream s = record ? dev.create_stream("attention") : dev.default_stream();
-  AttentionConfig cfg{heads * d + 2, heads, d, 0, 1, t};
-  cfg.kernel = kernel;
-  cfg.panel_rows = panel_rows;
-  CausalSelfAttention attn(cfg, dev, alloc);
-  attn.init(11, s);
-  const int T = sequences * seq, H = cfg.hidden;
-  const std::size_t es = dtype_size(t), n = std::size_t(T) * H;
-  Buffer x = alloc.allocate(n * es, MemTag::activations), y = alloc.allocate(n * es, MemTag::activations),
-         dy = alloc.allocate(n * es, MemTag::activations), dx = alloc.allocate(n * es, MemTag::activations);
-  upload_as(dev, x.data(), normals(n, 21, 2.f), t, s);  // large enough that the softmax rows are far from uniform
-  upload_as(dev, dy.data(), normals(n, 22), t, s);
-  AttentionRun r;
-  std::optional<testing_util::RecordedTimeline> timeline;
-  if (forward_ops) timeline.emplace();
-  AttentionContext c = attn.forward(x.data(), y.data(), sequences, seq, s);
-  s.synchronize();
-  if (forward_ops) *forward_ops = timeline->entries();
-  timeline.reset();
-  r.kept_probs = c.probs.bytes();
-  r.kept_stats = c.stats.bytes();
-  attn.backward(c, dy.data(), dx.data(), s);
-  s.synchronize();
-  r.y = host_values(y, t);
-  r.dx = host_values(dx, t);
-  r.dwqkv = host_values(attn.wqkv_grad(), t);
-  r.dwo = host_values(attn.wo_grad(), t);
-  return r;
-}
-
-void expect_close(const AttentionRun& got, const AttentionRun& want, double tol, const std::string& what) {
-  EXPECT_LT(rel_l2(got.y.data(), want.y.data(), want.y.size()), tol) << what << ": y";
-  EXPECT_LT(rel_l2(got.dx.data(), want.dx.data(), want.dx.size()), tol) << what << ": dx";
-  EXPECT_LT(rel_l2(got.dwqkv.data(), want.dwqkv.data(), want.dwqkv.size()), tol) << what << ": dWqkv";
-  EXPECT_LT(rel_l2(got.dwo.data(), want.dwo.data(), want.dwo.size()), tol) << what << ": dWo";
-}
-
 TEST(BlockedAttention, EqualsTheMaterializedAttentionForAnyPanelHeight) {
   const int sequences = 2, seq = 13;
   const AttentionRun want = run_attention(AttentionKernel::materialized, 128, DType::f32, sequences, seq);
@@ -203,25 +159,7 @@ TEST(BlockedAttention, TheDefaultOnTheCpuIsTheMaterializedReference) {
 }
 
 // The whole model's loss and gradients through blocked attention equal the materialized model's.
-TEST(BlockedAttention, GptStepEqualsTheMaterializedModels) {
-  auto run = [](AttentionKernel k) {
-    Device dev = Device::open(Backend::cpu);
-    TrackingAllocator alloc(Backend::cpu);
-    GptConfig cfg = gpt_config({.layers = 2, .hidden = 16, .ffn = 32, .heads = 4, .seq = 7, .vocab = 13});
-    cfg.attention = k;
-    GptModel model(cfg, dev, alloc);
-    model.init(3, dev.default_stream());
-    const int sequences = 3, T = sequences * cfg.seq;
-    const auto tokens = testing_util::token_ids(T, cfg.vocab, 1), targets = testing_util::token_ids(T, cfg.vocab, 2);
-    std::vector<float> out = {float(model.forward_backward(tokens.data(), targets.data(), sequences, 1.f / T, dev.default_stream()))};
-    for (auto& [w, g] : model.parameters()) out.insert(out.end(), g->as<float>(), g->as<float>() + g->bytes() / 4);
-    return out;
-  };
-  const auto want = run(AttentionKernel::materialized), got = run(AttentionKernel::blocked);
-  ASSERT_EQ(got.size(), want.size());
-  EXPECT_NEAR(got[0], want[0], 1e-5 * std::abs(want[0]));
-  EXPECT_LT(rel_l2(got.data() + 1, want.data() + 1, want.size() - 1), 1e-5);
-}
+TEST(BlockedAttention, GptStepEqualsTheMaterializedModels) { testing_util::expect_same_gpt_step(AttentionKernel::blocked, 4); }
 
 }  // namespace
 }  // namespace moebench
