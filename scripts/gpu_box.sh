@@ -66,32 +66,22 @@ unpack() {
   done
 }
 
-# NCCL: the toolkit's, or NCCL_HOME, or the one a Python wheel (nvidia-nccl) installed.
-find_nccl() {
-  [ -n "${NCCL_HOME:-}" ] && return
-  ls /usr/local/cuda/lib64/libnccl.so* >/dev/null 2>&1 && return
-  local dir
-  dir="$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)"
-  if [ -n "$dir" ] && [ -f "$dir/include/nccl.h" ]; then
-    export NCCL_HOME="$dir"
+# A library the toolkit may lack: the toolkit's, or the folder $VAR names, or the Python wheel
+# (nvidia-NAME) PyTorch carries. NCCL for the collectives; cuDNN for the fused attention, without
+# which the build still succeeds and --attention cudnn says why not.
+find_wheel_library() {  # NAME HEADER VAR
+  local name="$1" header="$2" var="$3" dir
+  [ -n "${!var:-}" ] && return
+  ls /usr/local/cuda/lib64/lib"$name".so* >/dev/null 2>&1 && return
+  dir="$(python3 -c "import nvidia.$name; print(list(nvidia.$name.__path__)[0])" 2>/dev/null || true)"
+  if [ -n "$dir" ] && [ -f "$dir/include/$header" ]; then
+    export "$var=$dir"
     export LD_LIBRARY_PATH="$dir/lib:$LD_LIBRARY_PATH"
-    echo "gpu_box.sh: NCCL from $dir"
+    echo "gpu_box.sh: $name from $dir"
   fi
 }
-
-# cuDNN (the fused attention): the toolkit's, or CUDNN_HOME, or the Python wheel's (nvidia-cudnn-cu13,
-# which PyTorch carries). Without it the build still succeeds and --attention cudnn says why not.
-find_cudnn() {
-  [ -n "${CUDNN_HOME:-}" ] && return
-  ls /usr/local/cuda/lib64/libcudnn.so* >/dev/null 2>&1 && return
-  local dir
-  dir="$(python3 -c 'import nvidia.cudnn; print(list(nvidia.cudnn.__path__)[0])' 2>/dev/null || true)"
-  if [ -n "$dir" ] && [ -f "$dir/include/cudnn_graph.h" ]; then
-    export CUDNN_HOME="$dir"
-    export LD_LIBRARY_PATH="$dir/lib:$LD_LIBRARY_PATH"
-    echo "gpu_box.sh: cuDNN from $dir"
-  fi
-}
+find_nccl() { find_wheel_library nccl nccl.h NCCL_HOME; }
+find_cudnn() { find_wheel_library cudnn cudnn_graph.h CUDNN_HOME; }
 
 # do_build [TARGET...]: every target, or those named (and what they need).
 do_build() {
