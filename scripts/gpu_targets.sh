@@ -93,6 +93,7 @@ gpt gpt-cudnn --attention cudnn
 moe moe-8x-top2-grouped --experts 8 --top-k 2 --expert-gemm grouped
 moe moe-8x-top2-padded --experts 8 --top-k 2 --expert-gemm padded
 gpt gpt-blocked-eager --attention blocked --step-graph eager
+gpt gpt-cudnn-eager --attention cudnn --step-graph eager
 for route in streams serial; do
   moe "moe-top1-$route" --expert-gemm "$route"
   moe "moe-8x-top2-$route" --experts 8 --top-k 2 --expert-gemm "$route"
