@@ -248,7 +248,7 @@ std::unique_ptr<Plan> build(const SdpaGraph& g, cudnnHandle_t handle) {
   }
   if (!p->plan)
     throw Error("cuDNN (version " + std::to_string(cudnnGetVersion()) + ") has no engine for the fused attention graph of " +
-                std::to_string(g.ops.size()) + " ops:" + tried);
+                std::to_string(g.ops.size()) + " ops:" + tried + "\n" + describe_sdpa_graph(g));
   for (Owned& t : tensors) p->descriptors.push_back(std::move(t));
   for (Owned& o : ops) p->descriptors.push_back(std::move(o));
   p->descriptors.push_back(std::move(graph));

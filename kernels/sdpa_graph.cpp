@@ -183,4 +183,31 @@ SdpaGraph sdpa_backward_graph(const SdpaShape& s) {
   return g;
 }
 
+std::string describe_sdpa_graph(const SdpaGraph& g) {
+  static const char* types[] = {"fp32", "fp16", "bf16", "int32", "bool"};
+  static const char* kinds[] = {"matmul", "pointwise", "reduction", "reshape"};
+  static const char* modes[] = {"mul", "add", "sub", "div", "exp", "log", "gen_index", "cmp_ge", "binary_select", "identity"};
+  auto four = [](const std::array<std::int64_t, 4>& v) {
+    std::string s(1, '[');
+    for (int i = 0; i < 4; ++i) s.append(std::to_string(v[i])).push_back(i < 3 ? ',' : ']');
+    return s;
+  };
+  std::string out;
+  for (const SdpaTensor& t : g.tensors) {
+    out += "  tensor " + std::to_string(t.uid) + " " + t.name + " dims " + four(t.dims) + " strides " + four(t.strides) + " ";
+    out += types[int(t.type)];
+    out += t.by_value ? " by value" : t.is_virtual ? " virtual" : "";
+    out += t.reordered ? " F16x16\n" : "\n";
+  }
+  auto name = [&](int i) { return i < 0 ? std::string("-") : std::to_string(g.tensors[i].uid); };
+  for (const SdpaOp& o : g.ops) {
+    out += "  op ";
+    out += kinds[int(o.kind)];
+    if (o.kind == SdpaOpKind::pointwise) out += std::string(" ") + modes[int(o.mode)];
+    if (o.kind == SdpaOpKind::reduction) out += o.reduce == SdpaReduce::max ? " max" : " add";
+    out += " (" + name(o.x) + ", " + name(o.b) + ", " + name(o.t) + ") -> " + name(o.y) + "\n";
+  }
+  return out;
+}
+
 }  // namespace moebench

@@ -76,6 +76,10 @@ struct SdpaGraph {
 SdpaGraph sdpa_forward_graph(const SdpaShape& s);
 SdpaGraph sdpa_backward_graph(const SdpaShape& s);
 
+// The graph as text, a line per tensor (uid, name, dims, strides, type, virtual / by value) and
+// per op: what an error quotes when cuDNN finds no engine for it.
+std::string describe_sdpa_graph(const SdpaGraph& g);
+
 // Runs `g` on the CPU: `bound(index)` gives each non-virtual, non-scalar tensor's memory, fp32
 // laid out by its strides (16-bit tensors are passed widened; what is written to them is rounded
 // to their type, as are the virtual tensors declared 16-bit).

@@ -4,6 +4,7 @@
 // graphs' mechanism (no [seq, seq] tensor outside the engine, dQ accumulated in a buffer zeroed
 // per run); the layer and the GPT step through them against the materialized attention.
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -171,6 +172,11 @@ TEST(FusedAttentionGraph, NoScoreSizedTensorLeavesTheEngine) {
     for (int role : {g.q, g.k, g.v, g.o, g.stats}) EXPECT_FALSE(g.tensors[role].is_virtual);
   }
   const SdpaGraph b = sdpa_backward_graph(p.shape);
+  // What an error quotes when cuDNN takes no graph: every tensor and op, a line each.
+  const std::string text = describe_sdpa_graph(b);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), std::ptrdiff_t(b.tensors.size() + b.ops.size()));
+  EXPECT_NE(text.find("dQ_accum dims [2,2,32,8] strides [512,256,8,1] fp32 F16x16"), std::string::npos) << text;
+  EXPECT_NE(text.find("op pointwise binary_select"), std::string::npos) << text;
   EXPECT_TRUE(b.tensors[b.dq_accum].reordered);
   EXPECT_EQ(b.tensors[b.dq_accum].type, SdpaType::f32);
 }
