@@ -24,6 +24,10 @@ std::size_t extent(const SdpaShape& s, const std::array<std::int64_t, 4>& stride
 
 std::size_t stats_elements(const SdpaShape& s) { return std::size_t(s.sequences) * s.heads * s.seq; }
 
+void require_supported(const Exec& ex, const SdpaShape& s, const char* name) {
+  if (const std::string why = sdpa_unsupported(ex, s); !why.empty()) throw Error(std::string(name) + ": " + why);
+}
+
 // Runs `g` on the CPU: the caller's tensors widened to fp32, their outputs narrowed back. Tensors
 // whose elements interleave (Q, K and V in one buffer of rows) share one widened copy, so that
 // narrowing one output does not write back stale copies of another's elements.
@@ -73,7 +77,7 @@ void evaluate_on_host(const SdpaShape& s, const SdpaGraph& g, const std::vector<
 
 void run(const Exec& ex, const SdpaShape& s, const SdpaGraph& g, const char* name, std::vector<const void*> memory,
          void* workspace) {
-  if (const std::string why = sdpa_unsupported(ex, s); !why.empty()) throw Error(std::string(name) + ": " + why);
+  require_supported(ex, s, name);
   void* dq_accum = g.dq_accum >= 0 ? workspace : nullptr;
   if (ex.backend == Backend::cuda) {
     if (dq_accum) memory[g.dq_accum] = dq_accum;
@@ -98,12 +102,6 @@ std::string sdpa_unsupported(const Exec& ex, const SdpaShape& s) {
     return "cuDNN's fused attention takes head dims that are multiples of 8 up to 128, not " + std::to_string(s.head_dim);
   return "";
 }
-
-namespace {
-void require_supported(const Exec& ex, const SdpaShape& s, const char* name) {
-  if (const std::string why = sdpa_unsupported(ex, s); !why.empty()) throw Error(std::string(name) + ": " + why);
-}
-}  // namespace
 
 std::size_t sdpa_forward_workspace(const Exec& ex, const SdpaShape& s) {
   require_supported(ex, s, "sdpa_forward_workspace");
