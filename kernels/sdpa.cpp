@@ -137,6 +137,8 @@ void sdpa_backward(const Exec& ex, const SdpaShape& s, const void* q, const void
 bool sdpa_cudnn_built() { return false; }
 std::size_t sdpa_cudnn_workspace(const SdpaGraph&, void*) { throw Error("sdpa: this build has no cuDNN"); }
 void sdpa_cudnn_run(const SdpaGraph&, void* const*, void*, void*) { throw Error("sdpa: this build has no cuDNN"); }
+std::vector<long long> sdpa_cudnn_engines(const SdpaGraph&, const std::string&) { throw Error("sdpa: this build has no cuDNN"); }
+std::string sdpa_cudnn_device_json() { throw Error("sdpa: this build has no cuDNN"); }
 #endif
 
 }  // namespace moebench

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <vector>
 #include "kernels/exec.h"
 #include "kernels/sdpa_graph.h"
 
@@ -29,5 +30,11 @@ void sdpa_backward(const Exec& ex, const SdpaShape& s, const void* q, const void
 bool sdpa_cudnn_built();
 std::size_t sdpa_cudnn_workspace(const SdpaGraph& g, void* stream);
 void sdpa_cudnn_run(const SdpaGraph& g, void* const* pointers, void* workspace, void* stream);
+// Deviceless (cuDNN 9.8+; kernels/sdpa_cudnn_deviceless.cpp): the global indices of the engines
+// cuDNN's heuristics offer for `g` on the GPU that `device_json` (cuDNN's serialized device
+// properties) describes, best first; empty when no engine takes the graph there. No GPU needed.
+std::vector<long long> sdpa_cudnn_engines(const SdpaGraph& g, const std::string& device_json);
+// This GPU's properties as cuDNN serializes them: what sdpa_cudnn_engines reads.
+std::string sdpa_cudnn_device_json();
 
 }  // namespace moebench

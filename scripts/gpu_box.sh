@@ -13,7 +13,9 @@
 # what the checks need, for this GPU's architecture alone; the GPU tests; the targets, the most
 # telling first, none started within 90 s of the end (the rest listed as out of time); memcheck on
 # the GPU tests in the time left. Its files go to $OUT (else RESULTS/lease): lease.log,
-# gpu_tests.log, targets.csv, sanitize.log and results.tar.gz (the targets' folders and logs).
+# gpu_tests.log, cudnn_device.json (this GPU's properties as cuDNN serializes them, to replace
+# tests/cudnn/h100_device.json), targets.csv, sanitize.log and results.tar.gz (the targets' folders
+# and logs).
 # Env: MOEBENCH_DEPS_PREFIX (default /tmp/moebench-deps), CMAKE_CUDA_ARCHITECTURES (default: by toolkit),
 # MOEBENCH_CMAKE_ARGS (more configure arguments).
 source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
@@ -160,7 +162,8 @@ do_lease() {
     echo "== lease: build for ${CMAKE_CUDA_ARCHITECTURES:-the toolkit default architectures}"
     do_build moebench_gpu_tests moebench_moe_layer moebench_gpt_step moebench_profile || status=1
     echo "== lease: GPU tests at $((SECONDS - t0)) s"
-    timeout "$(( $(left) / 4 + 1 ))" "$build/tests/moebench_gpu_tests" > "$out/gpu_tests.log" 2>&1 || status=1
+    MOEBENCH_CUDNN_DEVICE_JSON_OUT="$out/cudnn_device.json" \
+      timeout "$(( $(left) / 4 + 1 ))" "$build/tests/moebench_gpu_tests" > "$out/gpu_tests.log" 2>&1 || status=1
     tail -n 3 "$out/gpu_tests.log"
     echo "== lease: targets at $((SECONDS - t0)) s"
     # torch.compile of a 24-layer model (and its MoE) could take the lease: a minute each at most.

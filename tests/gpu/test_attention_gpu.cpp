@@ -6,6 +6,8 @@
 #include <string>
 #include "gpu_test_util.h"
 #include "kernels/attention_panels.h"
+#include <cstdlib>
+#include <fstream>
 #include "kernels/sdpa.h"
 #include "kernels/swap_dims.h"
 #include "pipeline/attention.h"
@@ -154,6 +156,23 @@ TEST(GpuFusedAttention, MatchesTheCpuReferenceAtSequenceLengths64To2048) {
       EXPECT_LT(rel_l2(got.dwqkv, want.dwqkv), tol);
       EXPECT_LT(rel_l2(got.dwo, want.dwo), tol);
     }
+}
+
+// This GPU's properties as cuDNN serializes them, and the deviceless check (CudnnDeviceless, run
+// on CPU machines from a written description of an H100) agreeing with it here. A lease keeps the
+// serialization (MOEBENCH_CUDNN_DEVICE_JSON_OUT) to replace that description.
+TEST(GpuFusedAttention, TheDevicelessCheckAgreesWithThisGpu) {
+  MOEBENCH_REQUIRE_GPU(gpu);
+  if (!sdpa_cudnn_built()) GTEST_SKIP() << "this build has no cuDNN";
+  const std::string json = sdpa_cudnn_device_json();
+  ASSERT_FALSE(json.empty());
+  if (const char* out = std::getenv("MOEBENCH_CUDNN_DEVICE_JSON_OUT")) std::ofstream(out) << json << "\n";
+  SdpaShape s;
+  s.sequences = 2, s.heads = 16, s.seq = 2048, s.head_dim = 64, s.t = DType::bf16, s.scale = 0.125f;
+  s.strides = {2048 * 3072, 64, 3072, 1};
+  s.o_strides = {2048 * 1024, 64, 1024, 1};
+  EXPECT_FALSE(sdpa_cudnn_engines(sdpa_forward_graph(s), json).empty());
+  EXPECT_FALSE(sdpa_cudnn_engines(sdpa_backward_graph(s), json).empty());
 }
 
 }  // namespace

@@ -490,6 +490,14 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^Fused",
     },
+    {
+        "id": "fused_p_in_fp32",
+        "mechanism": "the forward hands the second matmul P in fp32, a graph no fused engine takes (the CPU evaluation cannot tell)",
+        "file": "kernels/sdpa_graph.cpp",
+        "edits": [('gb.like("P", masked, gb.io())', 'gb.like("P", masked)')],
+        "targets": ["moebench_cudnn_deviceless_tests"],
+        "tests": r"^cudnn\.deviceless\.",
+    },
     # The tree's rules (tests/cli/check_tree.py)
     {
         "id": "bench_declares_a_library",
