@@ -7,6 +7,7 @@
 #include "gpu_test_util.h"
 #include "kernels/attention_panels.h"
 #include <cstdlib>
+#include <initializer_list>
 #include <fstream>
 #include "kernels/sdpa.h"
 #include "kernels/swap_dims.h"
@@ -112,22 +113,18 @@ LayerResult run_layer(Device& dev, AttentionKernel kernel, DType t, int sequence
           download(dev, alloc, attn.wo_grad(), wo, t)};
 }
 
-TEST(GpuBlockedAttention, MatchesTheCpuReferenceAtSequenceLengths64To2048) {
-  MOEBENCH_REQUIRE_GPU(gpu);
+// Each of `kernels` on this GPU against the CPU's materialized layer, at sequence lengths 64, 127,
+// 128 and 2048, in each of `types`.
+void expect_matches_the_cpu(Device& gpu, std::initializer_list<AttentionKernel> kernels, std::initializer_list<DType> types) {
   Device cpu = Device::open(Backend::cpu);
-  {
-    TrackingAllocator probe(Backend::cuda);
-    CausalSelfAttention def({64, 1, 64, 0, 0, DType::bf16}, gpu, probe);
-    EXPECT_EQ(def.kernel(), AttentionKernel::blocked) << "the GPU's default keeps no [seq, seq] tensor";
-  }
   for (int seq : {64, 127, 128, 2048})
-    for (DType t : {DType::f32, DType::bf16}) {
+    for (DType t : types) {
       SCOPED_TRACE("seq " + std::to_string(seq) + ", " + std::string(dtype_name(t)));
       const int sequences = seq > 128 ? 1 : 2, heads = 2, d = 64;
       const LayerResult want = run_layer(cpu, AttentionKernel::materialized, t, sequences, seq, heads, d);
       // fp32 runs on TF32 tensor cores; 16-bit stores P, dP and the projections rounded.
       const double tol = t == DType::f32 ? 20 * kTf32Epsilon : 4 * tolerance(t);
-      for (AttentionKernel k : {AttentionKernel::blocked, AttentionKernel::materialized}) {
+      for (AttentionKernel k : kernels) {
         SCOPED_TRACE(attention_kernel_name(k));
         const LayerResult got = run_layer(gpu, k, t, sequences, seq, heads, d);
         EXPECT_LT(rel_l2(got.y, want.y), tol);
@@ -138,24 +135,22 @@ TEST(GpuBlockedAttention, MatchesTheCpuReferenceAtSequenceLengths64To2048) {
     }
 }
 
+TEST(GpuBlockedAttention, MatchesTheCpuReferenceAtSequenceLengths64To2048) {
+  MOEBENCH_REQUIRE_GPU(gpu);
+  {
+    TrackingAllocator probe(Backend::cuda);
+    CausalSelfAttention def({64, 1, 64, 0, 0, DType::bf16}, gpu, probe);
+    EXPECT_EQ(def.kernel(), AttentionKernel::blocked) << "the GPU's default keeps no [seq, seq] tensor";
+  }
+  expect_matches_the_cpu(gpu, {AttentionKernel::blocked, AttentionKernel::materialized}, {DType::f32, DType::bf16});
+}
+
 // cuDNN's fused attention against the CPU's materialized layer: the engines' graph accepted,
 // causal, and its statistics carried from forward to backward, at odd and long sequences.
 TEST(GpuFusedAttention, MatchesTheCpuReferenceAtSequenceLengths64To2048) {
   MOEBENCH_REQUIRE_GPU(gpu);
   if (!sdpa_cudnn_built()) GTEST_SKIP() << "this build has no cuDNN";
-  Device cpu = Device::open(Backend::cpu);
-  for (int seq : {64, 127, 128, 2048})
-    for (DType t : {DType::bf16, DType::f16}) {
-      SCOPED_TRACE("seq " + std::to_string(seq) + ", " + std::string(dtype_name(t)));
-      const int sequences = seq > 128 ? 1 : 2, heads = 2, d = 64;
-      const LayerResult want = run_layer(cpu, AttentionKernel::materialized, t, sequences, seq, heads, d);
-      const LayerResult got = run_layer(gpu, AttentionKernel::cudnn, t, sequences, seq, heads, d);
-      const double tol = 4 * tolerance(t);
-      EXPECT_LT(rel_l2(got.y, want.y), tol);
-      EXPECT_LT(rel_l2(got.dx, want.dx), tol);
-      EXPECT_LT(rel_l2(got.dwqkv, want.dwqkv), tol);
-      EXPECT_LT(rel_l2(got.dwo, want.dwo), tol);
-    }
+  expect_matches_the_cpu(gpu, {AttentionKernel::cudnn}, {DType::bf16, DType::f16});
 }
 
 // This GPU's properties as cuDNN serializes them, and the deviceless check (CudnnDeviceless, run
