@@ -32,7 +32,8 @@ std::size_t sdpa_cudnn_workspace(const SdpaGraph& g, void* stream);
 void sdpa_cudnn_run(const SdpaGraph& g, void* const* pointers, void* workspace, void* stream);
 // Deviceless (cuDNN 9.8+; kernels/sdpa_cudnn_deviceless.cpp): the global indices of the engines
 // cuDNN's heuristics offer for `g` on the GPU that `device_json` (cuDNN's serialized device
-// properties) describes, best first; empty when no engine takes the graph there. No GPU needed.
+// properties) describes and whose plans build up to loading their kernels, best first; empty
+// when no engine takes the graph there. No GPU needed.
 std::vector<long long> sdpa_cudnn_engines(const SdpaGraph& g, const std::string& device_json);
 // This GPU's properties as cuDNN serializes them: what sdpa_cudnn_engines reads.
 std::string sdpa_cudnn_device_json();
