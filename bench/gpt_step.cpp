@@ -47,9 +47,12 @@ class GptStepBench final : public BenchProgram {
     add_whole(app, "--attention-panel-rows", panel_rows_opt_, 1, 1 << 20,
               "Blocked attention: query rows per panel (default 512)");
     add_choice(app, "--step-graph", step_graph_opt_, {"eager", "captured"},
-               "The dense model's step enqueued op by op, or captured once into a graph and replayed (a CUDA graph; on "
-               "the CPU its ops replayed onto the same streams) (default: captured on cuda, eager on cpu). The MoE "
-               "model's step is always eager: its gates read their expert counts on the host");
+               "The step enqueued op by op, or captured once into a graph and replayed (a CUDA graph; on the CPU its "
+               "ops replayed onto the same streams) (default: captured on cuda, eager on cpu). The MoE model's step is "
+               "captured only with --expert-gemm segmented: the other routes read expert counts on the host");
+    add_choice(app, "--expert-gemm", expert_gemm_opt_, {"grouped", "serial", "padded", "streams", "segmented"},
+               "The MoE model's experts (moebench_moe_layer's routes; segmented keeps the counts on the device) "
+               "(default grouped)");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
@@ -95,6 +98,10 @@ class GptStepBench final : public BenchProgram {
     }
     for (bool moe : {false, true})
       if (auto e = validate_layout(layout(moe), shape_, 1)) return e;
+    expert_gemm_ = *parse_expert_gemm(expert_gemm_opt_);
+    MoEConfig experts = layout_model(shape_, layout(true), ctx.dtype()).moe;
+    experts.expert_gemm = expert_gemm_;
+    if (auto e = experts.validate_for(ctx.backend())) return e;
     if (!reference_.empty()) {
       if (!std::filesystem::is_regular_file(reference_)) return "--reference: " + reference_ + " is not a file";
       try {
@@ -147,7 +154,7 @@ class GptStepBench final : public BenchProgram {
                                      "torch_ms_per_step", "torch_ms_per_step_min", "torch_ms_per_step_max",
                                      "torch_tokens_per_s", "speed_vs_torch", "torch_variant", "torch_attention", "torch",
                                      "torch_device", "torch_math", "attention", "attention_panel_rows", "step_graph",
-                                     "graph_nodes", "peak_mib",
+                                     "graph_nodes", "expert_gemm", "peak_mib",
                                      "torch_peak_mib", "memory_vs_torch", "repetitions"};
     for (const auto& c : roofline_columns()) cols.push_back(c);
     CsvTable t(cols);
@@ -170,10 +177,13 @@ class GptStepBench final : public BenchProgram {
                  has_ref ? ref->second.torch : "n/a", has_ref ? ref->second.device : "n/a",
                  has_ref ? ref->second.math : "n/a", attention_kernel_name(attention_),
                  attention_ == AttentionKernel::blocked ? std::to_string(panel_rows_) : "n/a"};
-      row.push_back(!moe && captured_ ? "captured"
-                    : moe && captured_ ? "eager (the MoE gates read their expert counts on the host)"
-                                       : "eager");
-      row.push_back(!moe && captured_ ? std::to_string(graph_nodes_) : "n/a");
+      const bool graph = captured_ && (!moe || expert_gemm_ == ExpertGemm::segmented);
+      row.push_back(graph       ? "captured"
+                    : captured_ ? "eager (the MoE gates read their expert counts on the host; --expert-gemm segmented "
+                                  "keeps them on the device)"
+                                : "eager");
+      row.push_back(graph ? std::to_string(graph_nodes_[moe]) : "n/a");
+      row.push_back(moe ? expert_gemm_name(expert_gemm_) : "n/a");
       // Memory beside PyTorch's: ours over its peak (the target is at most 1.1).
       const double peak = peak_mib_[moe];
       row.push_back(fmt(peak));
@@ -210,12 +220,13 @@ class GptStepBench final : public BenchProgram {
       GptConfig model = layout_model(shape_, layout(moe), ctx.dtype());
       model.attention = attention_;
       model.attention_panel_rows = panel_rows_;
+      model.moe.expert_gemm = expert_gemm_;
       trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(moe), model, sequences_, 1);
       trainer_moe_ = moe;
       trainer_->step();  // warm-up
-      if (!moe && captured_) {
+      if (captured_ && (!moe || expert_gemm_ == ExpertGemm::segmented)) {
         trainer_->capture_step();  // a step more, then the capture
-        graph_nodes_ = trainer_->graph_nodes();
+        graph_nodes_[moe] = trainer_->graph_nodes();
       }
       ctx.device.synchronize();
     }
@@ -228,9 +239,10 @@ class GptStepBench final : public BenchProgram {
   }
 
   std::optional<int> sequences_opt_, panel_rows_opt_;
-  std::string reference_, roofline_path_, attention_opt_, step_graph_opt_;
-  bool captured_ = false;  // the dense step replayed from a graph
-  std::size_t graph_nodes_ = 0;
+  std::string reference_, roofline_path_, attention_opt_, step_graph_opt_, expert_gemm_opt_ = "grouped";
+  bool captured_ = false;  // steps replayed from a graph where the model allows (dense; MoE with segmented experts)
+  std::map<bool, std::size_t> graph_nodes_;  // per model
+  ExpertGemm expert_gemm_ = ExpertGemm::grouped;
   AttentionKernel attention_ = AttentionKernel::materialized;
   int panel_rows_ = 0;
   std::map<bool, double> peak_mib_;  // per model, over the measured steps

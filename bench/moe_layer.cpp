@@ -54,7 +54,7 @@ class MoELayerBench final : public BenchProgram {
   }
   void add_options(CLI::App& app) override {
     moe_.add(app);
-    add_choices(app, "--dispatchers", dispatchers_, {"local", "expert_parallel", "ppmoe"}, "Dispatchers to run (default: all)");
+    add_choices(app, "--dispatchers", dispatchers_, {"local", "expert_parallel", "ppmoe"}, "Dispatchers to run (default: all; with --expert-gemm segmented, local and ppmoe)");
     add_whole(app, "--tp", tp_opt_, 1, 1 << 20, "PPMoE tensor-parallel group size (default: all ranks)");
     add_path(app, "--dump", dump_dir_, "Write each layer's input, weights, routing, output and gradients as .npy here");
     app.add_option("--popularity", popularity_text_,
@@ -81,7 +81,14 @@ class MoELayerBench final : public BenchProgram {
     warmup_ = ctx.opts.warmup.value_or(warmup_);
     iters_ = ctx.opts.iters.value_or(iters_);
     const int world = ctx.world.size();
-    if (dispatchers_.empty()) dispatchers_ = {"local", "expert_parallel", "ppmoe"};
+    const bool segmented = moe_.expert_gemm == "segmented";  // counts on the device: no all-to-all sized on the host
+    const bool listed = !dispatchers_.empty();
+    if (!listed) dispatchers_ = segmented ? std::vector<std::string>{"local", "ppmoe"}
+                                          : std::vector<std::string>{"local", "expert_parallel", "ppmoe"};
+    if (segmented && listed &&
+        std::find(dispatchers_.begin(), dispatchers_.end(), "expert_parallel") != dispatchers_.end())
+      return "--dispatchers: expert_parallel sizes its all-to-all from row counts on the host, and --expert-gemm "
+             "segmented keeps them on the device; allowed with it: local, ppmoe";
     const bool has_ppmoe = std::find(dispatchers_.begin(), dispatchers_.end(), "ppmoe") != dispatchers_.end();
     if (tp_opt_ && !has_ppmoe) return "--tp: only the ppmoe dispatcher uses it; add ppmoe to --dispatchers or drop --tp";
     tp_ = tp_opt_.value_or(world);
@@ -323,6 +330,7 @@ class MoELayerBench final : public BenchProgram {
       gemm_ms += ctx.time_ms(s, [&] { layer.experts().gemms_only(f.last->experts, *scratch_, s); });
     }
     ctx.profile_end();
+    layer.read_counts(*f.last, s);  // the counts of the last step, after its timing
     if (!dump_dir_.empty() && !f.dumped) {
       dump(ctx, d, layer, f);
       f.dumped = true;

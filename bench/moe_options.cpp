@@ -13,9 +13,10 @@ void MoEOptions::add(CLI::App& app) {
   add_real(app, "--capacity-factor", capacity_factor, above(0), "Capacity factor gamma of M6-T Eq. 2; default dropless");
   app.add_flag("--no-aux", no_aux, "Switch the load-balancing loss off");
   add_real(app, "--aux-coef", aux_coef, at_least(0), "Load-balancing loss coefficient (default 0.01)");
-  add_choice(app, "--expert-gemm", expert_gemm, {"grouped", "serial", "padded", "streams"},
+  add_choice(app, "--expert-gemm", expert_gemm, {"grouped", "serial", "padded", "streams", "segmented"},
              "Local experts as one grouped GEMM, serial GEMMs, one strided-batched GEMM over rows padded to the "
-             "busiest expert's with GeLU in its epilogue, or one GEMM per expert over 4 side streams (default grouped)");
+             "busiest expert's with GeLU in its epilogue, one GEMM per expert over 4 side streams, or one segment GEMM "
+             "per step whose row counts stay on the device (our kernel; local and ppmoe dispatchers) (default grouped)");
   add_choice(app, "--gate", gate, {"fused", "paper"},
              "Gate: ours (fused softmax + top-k, index dispatch) or M6-T's (k rounds of arg-max, one-hot "
              "dispatch and combine tensors; needs --capacity-factor) (default fused)");
@@ -35,10 +36,7 @@ std::optional<std::string> MoEOptions::resolve(const MoEConfig& d, int default_t
   if (capacity_factor) config.capacity_factor = *capacity_factor;
   config.aux_loss = !no_aux;
   if (aux_coef) config.aux_coef = float(*aux_coef);
-  config.expert_gemm = expert_gemm == "serial" ? ExpertGemm::serial
-                       : expert_gemm == "padded"  ? ExpertGemm::padded
-                       : expert_gemm == "streams" ? ExpertGemm::streams
-                                                  : ExpertGemm::grouped;
+  config.expert_gemm = *parse_expert_gemm(expert_gemm);
   config.gate = gate == "paper" ? GateImpl::paper : GateImpl::fused;
   config.dtype = dtype;
   resolved_tokens = tokens.value_or(default_tokens);

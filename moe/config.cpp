@@ -1,6 +1,27 @@
 #include "moe/config.h"
+#include "kernels/segment_gemm.h"
 
 namespace moebench {
+
+namespace {
+constexpr std::pair<ExpertGemm, const char*> kExpertGemmNames[] = {{ExpertGemm::grouped, "grouped"},
+                                                                   {ExpertGemm::serial, "serial"},
+                                                                   {ExpertGemm::padded, "padded"},
+                                                                   {ExpertGemm::streams, "streams"},
+                                                                   {ExpertGemm::segmented, "segmented"}};
+}  // namespace
+
+const char* expert_gemm_name(ExpertGemm g) {
+  for (const auto& [value, name] : kExpertGemmNames)
+    if (value == g) return name;
+  return "?";
+}
+
+std::optional<ExpertGemm> parse_expert_gemm(const std::string& name) {
+  for (const auto& [value, n] : kExpertGemmNames)
+    if (name == n) return value;
+  return std::nullopt;
+}
 
 std::optional<std::string> MoEConfig::validate(int tokens, int expert_ranks) const {
   auto s = [](auto v) { return std::to_string(v); };
@@ -24,10 +45,16 @@ std::optional<std::string> MoEConfig::validate(int tokens, int expert_ranks) con
     return "--gate paper: M6-T's one-hot dispatch needs an expert capacity; give --capacity-factor";
   if (gate == GateImpl::paper && dtype != DType::f32)
     return "--gate paper: its dense dispatch and combine tensors are fp32; allowed --dtype fp32";
+  if (gate == GateImpl::paper && expert_gemm == ExpertGemm::segmented)
+    return "--expert-gemm segmented: the paper gate's one-hot dispatch is built from counts on the host; use --gate fused";
   return std::nullopt;
 }
 
 std::optional<std::string> MoEConfig::validate_for(Backend backend) const {
+  if (expert_gemm == ExpertGemm::segmented)
+    if (const std::string why = segment_gemm_unsupported(backend, dtype, {hidden, ffn}); !why.empty())
+      return "--expert-gemm segmented: " + why + " (--hidden " + std::to_string(hidden) + ", --ffn " + std::to_string(ffn) +
+             ", --dtype " + std::string(dtype_name(dtype)) + "); use another --expert-gemm";
   if (backend == Backend::cuda && expert_gemm == ExpertGemm::padded && ffn % 8 != 0)
     return "--ffn: " + std::to_string(ffn) + " is not a multiple of 8, which --expert-gemm padded needs on the GPU "
            "(cuBLASLt's GeLU epilogue stores its input with a leading dimension in multiples of 8); use a multiple of 8 "

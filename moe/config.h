@@ -16,6 +16,10 @@ namespace moebench {
 enum class GateImpl { fused, paper };
 inline const char* gate_impl_name(GateImpl g) { return g == GateImpl::fused ? "fused" : "paper"; }
 
+// --expert-gemm's names: grouped, serial, padded, streams, segmented.
+const char* expert_gemm_name(ExpertGemm g);
+std::optional<ExpertGemm> parse_expert_gemm(const std::string& name);
+
 struct MoEConfig {
   int hidden = 768;
   int ffn = 3072;

@@ -35,6 +35,10 @@ struct DispatchState {
   // dispatch: the local experts' rows, expert-major [R, h], and how many per local expert
   Buffer rows;
   std::vector<int> rows_per_expert;
+  // ... or, where the counts stay on the device (--expert-gemm segmented), each local expert's
+  // first row and the end ([local experts + 1], on the device), `rows` holding row_bound rows.
+  Buffer expert_offset;
+  std::size_t row_bound = 0;
   // combine_backward: the gradient of the local experts' outputs [R, h]
   Buffer d_expert_out;
 
@@ -60,6 +64,9 @@ class TokenDispatcher {
   virtual int capacity_groups(int tokens) const = 0;
   // Share of the aux-loss gradient this rank adds (ranks holding the same tokens split it).
   virtual float aux_grad_scale() const = 0;
+  // Whether dispatch reads the gate's counts on the host (to size buffers and exchanges). When it
+  // does not, the gate copies none and nothing in the layer's step waits for the device.
+  virtual bool reads_host_counts() const { return true; }
 
   // dispatch: x [T, h] -> state.rows [R, h] expert-major for the local experts.
   virtual std::unique_ptr<DispatchState> dispatch_prepare(const Routing& r, const void* x, const Stream& s) = 0;

@@ -39,7 +39,11 @@ class ExpertParallelDispatcher final : public TokenDispatcher {
  public:
   ExpertParallelDispatcher(const DispatcherEnv& env, Communicator& comm, Communicator& combine_comm)
       : env_(env), comm_(comm), combine_comm_(combine_comm), D_(comm.size()), L_(env.cfg.experts / comm.size()),
-        first_(comm.rank() * L_), upload_(env.dev) {}
+        first_(comm.rank() * L_), upload_(env.dev) {
+    if (env.cfg.expert_gemm == ExpertGemm::segmented)
+      throw Error("the expert_parallel dispatcher sizes its all-to-all from row counts on the host; --expert-gemm "
+                  "segmented keeps them on the device (allowed with the local and ppmoe dispatchers)");
+  }
   std::string name() const override { return "expert_parallel"; }
   int first_local_expert() const override { return first_; }
   int local_experts() const override { return L_; }

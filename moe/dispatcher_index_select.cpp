@@ -31,15 +31,21 @@ class IndexSelectDispatcher final : public TokenDispatcher {
   int local_experts() const override { return count_; }
   int capacity_groups(int) const override { return groups_; }
   float aux_grad_scale() const override { return 1.f / float(ranks_); }
+  bool reads_host_counts() const override { return !segmented(); }
 
   std::unique_ptr<DispatchState> dispatch_prepare(const Routing& r, const void* x, const Stream& s) override {
     if (r.expert_slice) throw Error("the " + name() + " dispatcher takes whole routings, not expert slices");
     auto st = std::make_unique<IndexSelectState>(env_.dev.backend());
-    std::vector<std::int32_t> base;
-    st->rows_per_expert = expert_major_bases(r, first_, count_, base);
-    st->mapping = build_row_mapping(env_.dev, env_.alloc, upload_, r, base, s);
     std::size_t total = 0;
-    for (int n : st->rows_per_expert) total += std::size_t(n);
+    if (segmented()) {  // every kept assignment may be this rank's: the bound is all of them
+      st->mapping = build_row_mapping_on_device(env_.dev, env_.alloc, r, first_, count_, st->expert_offset, s);
+      st->row_bound = total = std::size_t(r.tokens()) * r.slots();
+    } else {
+      std::vector<std::int32_t> base;
+      st->rows_per_expert = expert_major_bases(r, first_, count_, base);
+      st->mapping = build_row_mapping(env_.dev, env_.alloc, upload_, r, base, s);
+      for (int n : st->rows_per_expert) total += std::size_t(n);
+    }
     st->rows = env_.alloc.allocate(std::max<std::size_t>(total, 1) * hidden_bytes(), MemTag::activations, s);
     move_dispatch(env_.dev, env_.alloc, st->mapping, env_.cfg.hidden, env_.cfg.dtype, x, st->rows.data(), s);  // index_select
     st->end(s);
@@ -52,7 +58,8 @@ class IndexSelectDispatcher final : public TokenDispatcher {
     const auto& from = static_cast<const IndexSelectState&>(base);
     auto re = std::make_unique<IndexSelectState>(env_.dev.backend());
     re->rows_per_expert = from.rows_per_expert;
-    std::size_t total = 0;
+    re->row_bound = from.row_bound;  // the offsets stay the first state's (it outlives this one)
+    std::size_t total = from.row_bound;
     for (int n : re->rows_per_expert) total += std::size_t(n);
     re->rows = env_.alloc.allocate(std::max<std::size_t>(total, 1) * hidden_bytes(), MemTag::activations, s);
     move_dispatch(env_.dev, env_.alloc, from.mapping, env_.cfg.hidden, env_.cfg.dtype, x, re->rows.data(), s);
@@ -109,19 +116,20 @@ class IndexSelectDispatcher final : public TokenDispatcher {
   void dispatch_backward_exchange(DispatchState&, const Stream&) override {}
   void dispatch_backward_finish(DispatchState&, const Stream&) override {}
 
+  // In stream order, with no host wait: what reads the sums runs after them on `s`, and a step
+  // holds no wait for a graph to refuse (a failure surfaces where the caller waits).
   void sync_input_gradient(void* dx, std::size_t count, const Stream& s) override {
     if (!group_) return;
     group_->all_reduce(dx, dx, count, env_.cfg.dtype, ReduceOp::sum, s);
-    group_->wait(s);
   }
   void sync_gate_gradient(float* gate_grad, std::size_t count, const Stream& s) override {
     if (!group_) return;
     group_->all_reduce(gate_grad, gate_grad, count, DType::f32, ReduceOp::sum, s);
-    group_->wait(s);
   }
 
  private:
   static IndexSelectState& state(DispatchState& s) { return static_cast<IndexSelectState&>(s); }
+  bool segmented() const { return env_.cfg.expert_gemm == ExpertGemm::segmented; }
   std::size_t hidden_bytes() const { return std::size_t(env_.cfg.hidden) * dtype_size(env_.cfg.dtype); }
 
   DispatcherEnv env_;

@@ -1,4 +1,5 @@
 #include "moe/dispatcher_rows.h"
+#include "kernels/segment_offsets.h"
 
 namespace moebench {
 
@@ -30,6 +31,24 @@ RowMapping build_row_mapping(Device& dev, TrackingAllocator& alloc, HostStaging&
                    r.position.as<std::int32_t>(), m.base.as<std::int32_t>()};
   build_row_map(dev.exec(s), src, m.row_of.as<std::int32_t>());
   if (r.one_hot()) m.one_hot = build_one_hot_map(alloc, upload, r, base, s);
+  return m;
+}
+
+RowMapping build_row_mapping_on_device(Device& dev, TrackingAllocator& alloc, const Routing& r, int first, int count,
+                                       Buffer& offset, const Stream& s) {
+  if (r.one_hot()) throw Error("the paper gate's one-hot maps are built from host counts; its routing has no device layout");
+  RowMapping m;
+  m.tokens = r.tokens();
+  m.slots = r.slots();
+  const int G = r.groups(), E = r.shape.gate.experts;
+  m.base = alloc.allocate(std::size_t(G) * E * 4, MemTag::buffers, s);
+  m.row_of = alloc.allocate(std::size_t(m.tokens) * m.slots * 4, MemTag::activations, s);
+  offset = alloc.allocate(std::size_t(count + 1) * 4, MemTag::buffers, s);
+  const Exec ex = dev.exec(s);
+  segment_offsets(ex, SegmentOffsetsArgs{G, E, first, count, r.kept_dev(), m.base.as<std::int32_t>(), offset.as<std::int32_t>()});
+  build_row_map(ex, RowMapSource{m.tokens, m.slots, E, G, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(),
+                                 m.base.as<std::int32_t>()},
+                m.row_of.as<std::int32_t>());
   return m;
 }
 

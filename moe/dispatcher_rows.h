@@ -32,6 +32,11 @@ struct RowMapping {
 // Builds it on the device from host bases [G, E], on `s`.
 RowMapping build_row_mapping(Device& dev, TrackingAllocator& alloc, HostStaging& upload, const Routing& r,
                              const std::vector<std::int32_t>& base, const Stream& s);
+// The same layout from the kept counts on the device (kernels/segment_offsets.h): nothing is read
+// on the host. `offset` gets each local expert's first row and the end ([count + 1], on the
+// device). Not for the paper gate's one-hot routing, whose maps are built on the host.
+RowMapping build_row_mapping_on_device(Device& dev, TrackingAllocator& alloc, const Routing& r, int first, int count,
+                                       Buffer& offset, const Stream& s);
 
 // The moves, as kernels/permute.h's dispatch_rows .. dispatch_rows_backward, on `s`.
 void move_dispatch(Device& dev, TrackingAllocator& alloc, const RowMapping& m, int hidden, DType t, const void* x,

@@ -68,6 +68,8 @@ ExpertsContext Experts::forward(const void* x, const std::vector<int>& rows, voi
   c.rows = rows;
   c.offset.assign(count_ + 1, 0);
   for (int e = 0; e < count_; ++e) c.offset[e + 1] = c.offset[e] + std::size_t(rows[e]);
+  if (cfg_.expert_gemm == ExpertGemm::segmented)
+    throw Error("Experts: --expert-gemm segmented reads its row counts on the device; this dispatcher gave host counts");
   if (cfg_.expert_gemm == ExpertGemm::padded) {
     forward_padded(c, y, s);
     return c;
@@ -88,6 +90,7 @@ ExpertsContext Experts::forward(const void* x, const std::vector<int>& rows, voi
 }
 
 void Experts::compute_middle(ExpertsContext& c, const Stream& s) {
+  if (c.device_offset) return compute_middle_segmented(c, s);
   if (cfg_.expert_gemm == ExpertGemm::padded) return compute_middle_padded(c, s);
   const int h = cfg_.hidden, f = cfg_.ffn;
   c.h = alloc_.allocate(std::max<std::size_t>(c.total_rows(), 1) * f * es_, MemTag::activations, s);
@@ -103,6 +106,7 @@ void Experts::backward(const ExpertsContext& c, const void* dy, void* dx, const 
   const DType t = cfg_.dtype;
   const float beta = overwrite_grads_ ? 0.f : 1.f;  // the stream runs this backward's GEMMs in order
   overwrite_grads_ = false;
+  if (c.device_offset) return backward_segmented(c, dy, dx, beta, s, keep_grad_h);
   if (cfg_.expert_gemm == ExpertGemm::padded) return backward_padded(c, dy, dx, beta, s, keep_grad_h);
   const std::size_t R = c.total_rows(), per = std::size_t(h) * f * es_;
   Buffer recomputed;  // GeLU(h) when forward did not keep it
@@ -138,6 +142,7 @@ void Experts::backward(const ExpertsContext& c, const void* dy, void* dx, const 
 }
 
 void Experts::gemms_only(const ExpertsContext& c, TrackingAllocator& scratch_alloc, const Stream& s) {
+  if (c.device_offset) return gemms_only_segmented(c, scratch_alloc, s);
   if (c.padded) return gemms_only_padded(c, scratch_alloc, s);
   const int h = cfg_.hidden, f = cfg_.ffn;
   const DType t = cfg_.dtype;

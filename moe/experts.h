@@ -3,7 +3,8 @@
 // and all experts run through one grouped GEMM call per step, one GEMM after another, one GEMM
 // per expert over side streams running at once (moe/expert_streams.cpp), or -- padded to the
 // busiest expert's rows -- one strided-batched GEMM per step with GeLU and its gradient in the
-// epilogues (moe/experts_padded.cpp); cfg.expert_gemm picks. The module keeps weights and their gradients only: forward returns the
+// epilogues (moe/experts_padded.cpp), or -- row counts on the device only -- one segment GEMM per
+// step that reads each expert's rows from device offsets (moe/experts_segmented.cpp); cfg.expert_gemm picks. The module keeps weights and their gradients only: forward returns the
 // micro-batch's context (its rows, saved activations) that backward consumes, so several
 // micro-batches may be in flight. Backward adds into the weight gradients; the first backward
 // after zero_grad() writes them instead (beta 0: the weight-gradient GEMMs do not read what
@@ -27,6 +28,10 @@ struct ExpertsContext {
   std::vector<std::size_t> offset;   // first row of each expert, and R at the end
   Buffer h, a;                       // pre-activation and activation [R, f]; a only if kept
   int padded = 0;                    // --expert-gemm padded: rows per expert block; h and a are [E, padded, f]
+  // --expert-gemm segmented: each expert's first row and the end, [count + 1] on the device; rows
+  // and offset stay empty until Experts::read_rows. h and a hold `bound` rows.
+  const std::int32_t* device_offset = nullptr;
+  std::size_t bound = 0;
   std::size_t total_rows() const { return offset.empty() ? 0 : offset.back(); }
   // Rows the GEMMs compute: the padded blocks, or the rows themselves.
   std::size_t computed_rows() const { return padded ? (offset.size() - 1) * std::size_t(padded) : total_rows(); }
@@ -40,6 +45,12 @@ class Experts {
 
   // x [R, h] -> y [R, h] with R = sum(rows).
   ExpertsContext forward(const void* x, const std::vector<int>& rows, void* y, const Stream& s);
+  // --expert-gemm segmented: the rows of expert l are [offset[l], offset[l + 1]) of x and y, offset
+  // [count + 1] on the device (alive until backward), x and y holding `bound` rows. Nothing here
+  // reads the counts on the host.
+  ExpertsContext forward(const void* x, const std::int32_t* device_offset, std::size_t bound, void* y, const Stream& s);
+  // The host's copy of a segmented context's rows (waits for the stream): for reports after a step.
+  void read_rows(ExpertsContext& c, const Stream& s) const;
   // dy [R, h] -> dx [R, h]; adds the micro-batch's weight gradients into w1_grad / w2_grad.
   // The gradient of h [R, f] is a temporary released at the end, or handed to *keep_grad_h (a
   // layer without memory reuse keeps every partition's until its whole backward is done).
@@ -70,6 +81,10 @@ class Experts {
   void backward_padded(const ExpertsContext& c, const void* dy, void* dx, float beta, const Stream& s, Buffer* keep_grad_h);
   void gemms_only_padded(const ExpertsContext& c, TrackingAllocator& scratch_alloc, const Stream& s);
   Buffer pad(const ExpertsContext& c, const void* packed, int width, const Stream& s);  // [E, padded, width]
+  // The segmented route (experts_segmented.cpp).
+  void compute_middle_segmented(ExpertsContext& c, const Stream& s);
+  void backward_segmented(const ExpertsContext& c, const void* dy, void* dx, float beta, const Stream& s, Buffer* keep_grad_h);
+  void gemms_only_segmented(const ExpertsContext& c, TrackingAllocator& scratch_alloc, const Stream& s);
   const char* w1_at(int e) const;
   const char* w2_at(int e) const;
   const MoEConfig& cfg_;

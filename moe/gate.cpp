@@ -39,7 +39,7 @@ LoadStats load_stats(const std::vector<std::int32_t>& routed, const std::vector<
 }
 
 Gate::Gate(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc)
-    : cfg_(cfg), dev_(dev), alloc_(alloc), bias_upload_(dev) {
+    : cfg_(cfg), dev_(dev), alloc_(alloc) {
   const std::size_t n = std::size_t(cfg.hidden) * cfg.experts;
   weight_ = alloc_.allocate(n * 4, MemTag::model_states);
   grad_ = alloc_.allocate(n * 4, MemTag::model_states);
@@ -58,7 +58,7 @@ Exec Gate::fp32_exec(const Stream& s) const {
   return ex;
 }
 
-Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s) {
+Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s, bool read) {
   const Exec ex = fp32_exec(s);
   Routing r;
   GateShape g{tokens, cfg_.experts, cfg_.prototypes, cfg_.top_k};
@@ -88,11 +88,17 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s) {
     route_looped(r, s);
   else
     route_fused(r, s);
-  float* density = reinterpret_cast<float*>(r.kept_dev() + ge);  // the aux statistics after the counts
-  if (cfg_.aux_loss)
-    aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
-  // The forward's one copy to the host, into pinned memory so that it is asynchronous; the host
-  // waits for it once, because the counts size the dispatch.
+  float* density = r.density_dev();  // the aux statistics after the counts
+  if (cfg_.aux_loss) aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
+  if (read) read_counts(r, s);
+  return r;
+}
+
+void Gate::read_counts(Routing& r, const Stream& s) {
+  if (r.counts_on_host) return;
+  const GateShape& g = r.shape.gate;
+  const std::size_t ge = r.group_experts(), host_words = (cfg_.aux_loss ? 4 : 2) * ge;
+  // Into pinned memory, so that the copy is asynchronous; the host waits for it once.
   if (host_read_pinned_.bytes() < host_words * 4)
     host_read_pinned_ = alloc_.allocate_pinned(host_words * 4, MemTag::buffers, s);
   dev_.copy_to_pinned_host(host_read_pinned_.data(), r.host_read_dev.data(), host_words * 4, s);
@@ -100,7 +106,7 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s) {
   const std::int32_t* host = host_read_pinned_.as<std::int32_t>();
   r.routed.assign(host, host + ge);
   r.kept.assign(host + ge, host + 2 * ge);
-
+  r.counts_on_host = true;
   r.aux_loss = 0.0;
   if (cfg_.aux_loss) {
     r.density.resize(ge);
@@ -109,9 +115,8 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s) {
     std::memcpy(r.proxy.data(), host + 3 * ge, ge * 4);
     const double scale = double(cfg_.aux_coef) * g.per_prototype() / g.prototypes;
     for (std::size_t i = 0; i < ge; ++i) r.aux_loss += scale * r.density[i] * r.proxy[i];
-    r.aux_loss /= groups;
+    r.aux_loss /= r.groups();
   }
-  return r;
 }
 
 void Gate::route_fused(Routing& r, const Stream& s) {
@@ -158,14 +163,14 @@ void Gate::backward(const Routing& r, const void* x, const float* dweight, void*
   dev_.fill_zero(dprobs.data(), te * 4, s);
   scatter_slot_grads(ex, g, r.expert.as<std::int32_t>(), dweight, dprobs.as<float>());
   if (cfg_.aux_loss) {
-    // d(mean_g aux_g)/d probs[t, e] = coef (F/Z) density[g, e] / T_g / G
+    // d(mean_g aux_g)/d probs[t, e] = coef (F/Z) density[g, e] / T_g / G, from the density on the
+    // device: the backward reads nothing on the host.
     const std::size_t ge = std::size_t(G) * cfg_.experts;
-    std::vector<float> host(ge);
     const double scale =
         double(cfg_.aux_coef) * g.per_prototype() / g.prototypes / (double(T) / G) / G * aux_scale * loss_scale_;
-    for (std::size_t i = 0; i < ge; ++i) host[i] = float(scale * r.density[i]);
     Buffer bias = alloc_.allocate(ge * 4, MemTag::temporary, s);
-    bias_upload_.upload(bias.data(), host.data(), ge * 4, s);
+    dev_.fill_zero(bias.data(), ge * 4, s);
+    axpy(ex, ge, float(scale), r.density_dev(), bias.data(), DType::f32);
     add_group_bias(ex, T, cfg_.experts, G, bias.as<float>(), dprobs.as<float>());
   }
   softmax_backward(ex, g, r.probs.as<float>(), dprobs.as<float>(), dlogits.as<float>());

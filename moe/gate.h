@@ -26,6 +26,7 @@ struct Routing {
   // kept counts (the host sizes the dispatch with them), then with the aux loss on [G, E] fp32
   // density and proxy.
   Buffer host_read_dev;
+  bool counts_on_host = false;             // the host copies below are filled (Gate::read_counts)
   std::vector<std::int32_t> routed, kept;  // host copies [G, E]
   std::vector<float> density, proxy;       // host [G, E], with the aux loss on
   // The paper gate's dense tensors (GateImpl::paper), [T, E, C] fp32: combine weights at
@@ -39,6 +40,7 @@ struct Routing {
   std::size_t group_experts() const { return std::size_t(shape.groups) * shape.gate.experts; }
   std::int32_t* routed_dev() const { return host_read_dev.as<std::int32_t>(); }
   std::int32_t* kept_dev() const { return routed_dev() + group_experts(); }
+  float* density_dev() const { return reinterpret_cast<float*>(kept_dev() + group_experts()); }  // with the aux loss
   int tokens() const { return shape.gate.tokens; }
   int groups() const { return shape.groups; }
   int slots() const { return shape.gate.slots(); }
@@ -58,9 +60,13 @@ class Gate {
  public:
   Gate(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc);
   void init(std::uint64_t seed, const Stream& s);
-  // x [T, h] in cfg.dtype; groups divide T. Waits for the routed and kept counts (the host
-  // sizes the dispatch with them).
-  Routing forward(const void* x, int tokens, int groups, const Stream& s);
+  // x [T, h] in cfg.dtype; groups divide T. With `read_counts`, copies the routed and kept counts
+  // (and the aux statistics) to the host and waits for them, where the dispatch is sized with
+  // them; without, nothing waits and the host copies come later, from read_counts.
+  Routing forward(const void* x, int tokens, int groups, const Stream& s, bool read_counts = true);
+  // The forward's one copy to the host and the wait for it (once per routing): fills
+  // r.routed, r.kept, r.density, r.proxy and r.aux_loss.
+  void read_counts(Routing& r, const Stream& s);
   // dweight [T, S]; adds the gate's input gradient into dx [T, h] (cfg.dtype) and writes this
   // micro-batch's gate-weight gradient to grad_out [h, E] (fp32). aux_scale multiplies the
   // aux-loss gradient (dispatchers that replicate tokens over ranks let each rank add its share).
@@ -83,7 +89,6 @@ class Gate {
   Device& dev_;
   TrackingAllocator& alloc_;
   Buffer weight_, grad_;
-  HostStaging bias_upload_;
   Buffer host_read_pinned_;  // where the forward's one copy of Routing::host_read_dev lands
   float loss_scale_ = 1.f;
 };

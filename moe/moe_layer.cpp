@@ -23,7 +23,7 @@ MoEContext MoELayer::forward(const void* x, int tokens, void* y, const Stream& s
   c.tokens = tokens;
   {
     ScopedRange r("moe.gating", s, b);
-    c.routing = gate_.forward(x, tokens, dispatcher_->capacity_groups(tokens), s);
+    c.routing = gate_.forward(x, tokens, dispatcher_->capacity_groups(tokens), s, dispatcher_->reads_host_counts());
   }
   {
     ScopedRange r("moe.dispatch", s, b);
@@ -32,13 +32,27 @@ MoEContext MoELayer::forward(const void* x, int tokens, void* y, const Stream& s
   {
     ScopedRange r("moe.expert", s, b);
     c.expert_out = alloc_.allocate(c.dispatch->rows.bytes(), MemTag::activations, s);
-    c.experts = experts_.forward(c.dispatch->rows.data(), c.dispatch->rows_per_expert, c.expert_out.data(), s);
+    const DispatchState& d = *c.dispatch;
+    c.experts = d.expert_offset ? experts_.forward(d.rows.data(), d.expert_offset.as<std::int32_t>(), d.row_bound,
+                                                   c.expert_out.data(), s)
+                                : experts_.forward(d.rows.data(), d.rows_per_expert, c.expert_out.data(), s);
   }
   {
     ScopedRange r("moe.combine", s, b);
     dispatcher_->combine(*c.dispatch, c.routing, c.expert_out, y, s);
   }
   return c;
+}
+
+void MoELayer::read_counts(MoEContext& c, const Stream& s) {
+  gate_.read_counts(c.routing, s);
+  experts_.read_rows(c.experts, s);
+}
+
+LoadStats MoELayer::load(const MoEContext& c, int experts) {
+  if (!c.routing.counts_on_host)
+    throw Error("MoELayer::load: this step's counts are still on the device (--expert-gemm segmented); read_counts first");
+  return load_stats(c.routing.routed, c.routing.kept, experts);
 }
 
 void MoELayer::backward(MoEContext& c, const void* dy, void* dx, const Stream& s, Breakdown* b) {

@@ -42,7 +42,10 @@ class MoELayer {
   Gate& gate() { return gate_; }
   Experts& experts() { return experts_; }
   TokenDispatcher& dispatcher() { return *dispatcher_; }
-  static LoadStats load(const MoEContext& c, int experts) { return load_stats(c.routing.routed, c.routing.kept, experts); }
+  // The host's copies of a step's counts (the gate's, and the experts' rows where they stayed on
+  // the device): waits for the stream, so a measured step does it after its timing.
+  void read_counts(MoEContext& c, const Stream& s);
+  static LoadStats load(const MoEContext& c, int experts);  // after read_counts
   LoadStats load(const MoEContext& c) const { return load(c, cfg_.experts); }
 
  private:

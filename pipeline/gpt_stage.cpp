@@ -134,6 +134,12 @@ std::vector<TrainedParameter> GptStage::trained_parameters() {
   return out;
 }
 
+bool GptStage::reads_host_counts() const {
+  for (const auto& b : blocks_)
+    if (b->reads_host_counts()) return true;
+  return false;
+}
+
 std::vector<std::pair<Buffer*, Buffer*>> GptStage::moe_parameters() {
   std::vector<std::pair<Buffer*, Buffer*>> out;
   for (auto& b : blocks_)

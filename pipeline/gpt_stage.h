@@ -91,6 +91,8 @@ class GptStage final : public PipelineStage {
   long long expert_rows(int micro) const;
   // The MoE blocks' gates and experts among them.
   std::vector<std::pair<Buffer*, Buffer*>> moe_parameters();
+  // Whether some MoE block's step reads expert counts on the host.
+  bool reads_host_counts() const;
   int config_seq() const { return cfg_.seq; }
   bool first() const { return stage_ == 0; }
   bool last() const { return stage_ == stages_ - 1; }
@@ -100,7 +102,7 @@ class GptStage final : public PipelineStage {
     std::vector<Buffer> xs;  // each block's input, then the last block's output
     std::vector<BlockContext> blocks;
     Buffer lnf, mean, rstd, dlogits;
-    long long expert_rows = 0;  // its MoE blocks' rows on this rank's experts, last forward
+    long long expert_rows = 0;  // its MoE blocks' rows on this rank's experts, last forward (0 where they stay on the device)
   };
   GptConfig cfg_;
   int stage_, stages_, first_layer_, layers_;

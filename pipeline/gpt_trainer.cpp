@@ -55,9 +55,9 @@ void GptTrainer::step() {
 
 void GptTrainer::capture_step() {
   if (graph_) throw Error("GptTrainer: the step is captured already");
-  if (!stage_->moe_parameters().empty())
-    throw Error("GptTrainer: a step with MoE blocks cannot be captured into a graph: each gate reads its expert counts "
-                "on the host and the expert GEMMs' shapes follow them");
+  if (stage_->reads_host_counts())
+    throw Error("GptTrainer: this step's MoE blocks cannot be captured into a graph: their gates read the expert counts "
+                "on the host and the expert GEMMs' shapes follow them (--expert-gemm segmented keeps them on the device)");
   enqueue_step();
   send_.synchronize();
   compute_.synchronize();
@@ -69,7 +69,8 @@ void GptTrainer::capture_step() {
 
 void GptTrainer::enqueue_step() {
   stage_->zero_grad(compute_);
-  // Enqueued only: nothing in a step waits on the host (the gate of an MoE block reads its counts).
+  // Enqueued only: nothing in a step waits on the host, but the gates of MoE blocks whose experts
+  // take host counts (all routes but segmented).
   engine_->enqueue_step(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, layout_.pp, micro_), rows_);
   stage_->sync_tied_embedding(*groups_.pp, compute_);
   dense_opt_->step(compute_);

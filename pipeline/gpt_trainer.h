@@ -24,8 +24,8 @@ class GptTrainer {
   // Captures the step into a graph (runtime/stream_graph.h) that every later step() replays.
   // One step runs eagerly first and is waited for, so that what a step keeps, the GEMM plans and
   // the optimizer's first-step conversions are settled; the next is captured, not run.
-  // Collective. Dense models only: an MoE block's gate reads its expert counts on the host
-  // and the expert GEMMs' shapes follow them (Error).
+  // Collective. An MoE block whose experts take host counts (every --expert-gemm but segmented)
+  // refuses: its gate waits for the counts and the expert GEMMs' shapes follow them (Error).
   void capture_step();
   bool step_captured() const { return graph_ != nullptr; }
   std::size_t graph_nodes() const { return graph_ ? graph_->nodes() : 0; }
@@ -36,7 +36,8 @@ class GptTrainer {
   // replayed step holds what its capture allocated at most.
   std::size_t peak_bytes() const { return std::max(alloc_->peak_total(), captured_peak_); }
   void reset_peak_bytes() { alloc_->reset_peaks(); }
-  // The token rows this rank's experts computed in the last step, over its micro-batches.
+  // The token rows this rank's experts computed in the last step, over its micro-batches (0 with
+  // --expert-gemm segmented: the counts stay on the device).
   long long expert_rows() const;
   // The last step's loss summed over this rank's tokens (the last pipeline stage only); waits
   // for the step.

@@ -81,6 +81,8 @@ class TransformerBlock {
   std::vector<TrainedParameter> trained_parameters();
   // An MoE block's gate and experts (empty for a dense block).
   std::vector<std::pair<Buffer*, Buffer*>> moe_parameters();
+  // Whether its MoE layer's step reads expert counts on the host (then no graph can hold it).
+  bool reads_host_counts() const { return moe_ && moe_->dispatcher().reads_host_counts(); }
 
  private:
   TransformerBlockConfig cfg_;

@@ -94,6 +94,10 @@ moe moe-8x-top2-grouped --experts 8 --top-k 2 --expert-gemm grouped
 moe moe-8x-top2-padded --experts 8 --top-k 2 --expert-gemm padded
 gpt gpt-blocked-eager --attention blocked --step-graph eager
 gpt gpt-cudnn-eager --attention cudnn --step-graph eager
+# Our segment GEMMs, counts on the device: the layer, and the MoE step captured into a graph.
+moe moe-top1-segmented --expert-gemm segmented
+gpt gpt-moe-segmented --attention blocked --expert-gemm segmented
+moe moe-8x-top2-segmented --experts 8 --top-k 2 --expert-gemm segmented
 for route in streams serial; do
   moe "moe-top1-$route" --expert-gemm "$route"
   moe "moe-8x-top2-$route" --experts 8 --top-k 2 --expert-gemm "$route"

@@ -9,10 +9,10 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
 from gpu_targets import TARGETS  # noqa: E402
 
-CASES = ([f"moe-top1-{r}" for r in ("grouped", "padded", "streams", "serial")] +
-         [f"moe-8x-top2-{r}" for r in ("grouped", "padded", "streams", "serial")] +
+CASES = ([f"moe-top1-{r}" for r in ("grouped", "padded", "streams", "serial", "segmented")] +
+         [f"moe-8x-top2-{r}" for r in ("grouped", "padded", "streams", "serial", "segmented")] +
          [f"moe-top1-{r}-{p}" for p in ("zipf", "hot") for r in ("grouped", "padded")] +
-         ["gpt-blocked", "gpt-materialized", "gpt-blocked-eager"])
+         ["gpt-blocked", "gpt-materialized", "gpt-blocked-eager", "gpt-moe-segmented"])
 
 
 def main():

@@ -357,6 +357,7 @@ static void compare_layer_with_cpu(Device& dev, MoEConfig c, int T, bool tensor_
   Buffer y = upload(dev, alloc, std::vector<float>(x.size(), NAN), t), dxo = upload(dev, alloc, std::vector<float>(x.size(), NAN), t);
   MoEContext mb = layer.forward(dx.data(), T, y.data(), s);
   layer.backward(mb, ddy.data(), dxo.data(), s);
+  layer.read_counts(mb, s);  // --expert-gemm segmented left them on the device
   const std::string what = std::string(dtype_name(t)) + " h=" + std::to_string(c.hidden) + " f=" + std::to_string(c.ffn) +
                            " T=" + std::to_string(T) + (tensor_cores ? " tensor cores" : "");
   EXPECT_EQ(mb.routing.kept, ref.routing().kept) << what;
@@ -425,6 +426,15 @@ TEST(GpuMoELayer, SixteenBitWithTensorCoresMatchesTheCpuLayer) {
       c.expert_gemm = route;
       c.dtype = t;
       compare_layer_with_cpu(dev, c, 509, /*tensor_cores=*/true, t == DType::f32 ? 1e-2 : 5e-2);
+    }
+  // Our segment GEMMs, counts on the device: 16 experts of about 32 rows, then 4 of about 255 (more
+  // than a 128-row tile each)
+  c.expert_gemm = ExpertGemm::segmented;
+  for (DType t : {DType::f16, DType::bf16})
+    for (auto [E, T] : {std::pair{16, 509}, std::pair{4, 1021}}) {
+      c.dtype = t;
+      c.experts = E;
+      compare_layer_with_cpu(dev, c, T, /*tensor_cores=*/true, t == DType::f16 ? 2e-2 : 5e-2);
     }
 }
 

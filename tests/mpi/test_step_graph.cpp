@@ -1,7 +1,7 @@
 // The GPT training step captured into a graph and replayed, over every rank mpirun gives (CTest:
 // 1, 2 and 4), in each parallel layout: pipeline stages (1F1B over 4 micro-batches, sends on
 // their own stream, which joins the capture through its events), data parallelism with ZeRO-1
-// (reduce-scatter, shard step, all-gather) and tensor parallelism. Each rank's loss and
+// (reduce-scatter, shard step, all-gather), tensor parallelism, and PPMoE with segmented experts. Each rank's loss and
 // parameters after a capture and its replays equal those after as many eager steps, to the bit.
 #include <gtest/gtest.h>
 #include "moe_test_util.h"
@@ -18,9 +18,9 @@ struct Stepped {
   std::vector<std::vector<float>> weights;  // per parameter tensor of this rank
 };
 
-Stepped three_steps(Communicator& world, const ParallelLayout& layout, bool captured) {
+Stepped three_steps(Communicator& world, const ParallelLayout& layout, const GptConfig& model, bool captured) {
   Device dev = Device::open(Backend::cpu);
-  GptTrainer trainer(world, dev, Backend::cpu, layout, layout_model(kShape, layout), kSequences, kMicroBatches);
+  GptTrainer trainer(world, dev, Backend::cpu, layout, model, kSequences, kMicroBatches);
   if (captured) {
     trainer.capture_step();  // one eager step, then the capture
     EXPECT_TRUE(trainer.step_captured());
@@ -37,10 +37,13 @@ Stepped three_steps(Communicator& world, const ParallelLayout& layout, bool capt
   return out;
 }
 
-void expect_replays_equal_eager_steps(const ParallelLayout& layout) {
+void expect_replays_equal_eager_steps(const ParallelLayout& layout, const ModelShape& shape = kShape,
+                                      ExpertGemm experts = ExpertGemm::grouped) {
   auto world = make_mpi_communicator();
-  ASSERT_FALSE(validate_layout(layout, kShape, world->size())) << *validate_layout(layout, kShape, world->size());
-  const Stepped eager = three_steps(*world, layout, false), captured = three_steps(*world, layout, true);
+  ASSERT_FALSE(validate_layout(layout, shape, world->size())) << *validate_layout(layout, shape, world->size());
+  GptConfig model = layout_model(shape, layout);
+  model.moe.expert_gemm = experts;
+  const Stepped eager = three_steps(*world, layout, model, false), captured = three_steps(*world, layout, model, true);
   EXPECT_EQ(captured.loss, eager.loss) << layout.describe();
   ASSERT_EQ(captured.weights.size(), eager.weights.size());
   for (std::size_t i = 0; i < eager.weights.size(); ++i)
@@ -60,6 +63,16 @@ TEST(StepGraph, DataParallelZeroOneReplaysItsEagerSteps) {
 TEST(StepGraph, TensorParallelReplaysItsEagerSteps) {
   const int T = make_mpi_communicator()->size();
   expect_replays_equal_eager_steps(ParallelLayout::of(LayoutKind::dense, 1, T, 1));
+}
+
+// PPMoE over the TP group with segmented experts: each rank's experts, the outputs' all-reduce and
+// the gradients' sums all in the graph, no count read on the host.
+TEST(StepGraph, PpmoeWithSegmentedExpertsReplaysItsEagerSteps) {
+  const int T = make_mpi_communicator()->size();
+  ModelShape shape = kShape;
+  shape.experts = 4;
+  shape.moe_every = 2;
+  expect_replays_equal_eager_steps(ParallelLayout::of(LayoutKind::ppmoe, 1, T, 1), shape, ExpertGemm::segmented);
 }
 
 }  // namespace

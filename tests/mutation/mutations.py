@@ -498,6 +498,41 @@ MUTATIONS = [
         "targets": ["moebench_cudnn_deviceless_tests"],
         "tests": r"^cudnn\.deviceless\.",
     },
+    # The segmented expert route: counts on the device (moe/experts_segmented.cpp, kernels/segment_*)
+    {
+        "id": "segmented_gate_waits_for_counts",
+        "mechanism": "the gate copies its counts to the host and waits for them although the segmented route reads none",
+        "file": "moe/moe_layer.cpp",
+        "edits": [("s, dispatcher_->reads_host_counts());", "s, true);")],
+        "targets": [UNIT],
+        "tests": r"^Segmented",
+    },
+    {
+        "id": "segment_offsets_one_group",
+        "mechanism": "the device layout counts each expert's first capacity group only, so later groups' rows overlap",
+        "file": "kernels/segment_offsets_cpu.cpp",
+        "edits": [("      next += a.kept[at];", "      if (g == 0) next += a.kept[at];")],
+        "targets": [UNIT],
+        "tests": r"^Segment",
+    },
+    {
+        "id": "segment_weights_read_on_beta_zero",
+        "mechanism": "the weights form's first accumulation reads what it overwrites (beta 0 run as beta 1)",
+        "file": "kernels/segment_gemm_cpu.cpp",
+        "edits": [("const_cast<char*>(elem(g.c, e * g.stride_c, g.dtype)), g.dtype, 1.f, g.beta);",
+                   "const_cast<char*>(elem(g.c, e * g.stride_c, g.dtype)), g.dtype, 1.f, 1.f);")],
+        "targets": [UNIT],
+        "tests": r"^Segment",
+    },
+    {
+        "id": "segmented_backward_always_accumulates",
+        "mechanism": "the segmented experts' backward adds into stale weight gradients after zero_grad()",
+        "file": "moe/experts.cpp",
+        "edits": [("  if (c.device_offset) return backward_segmented(c, dy, dx, beta, s, keep_grad_h);",
+                   "  if (c.device_offset) return backward_segmented(c, dy, dx, 1.f, s, keep_grad_h);")],
+        "targets": [UNIT],
+        "tests": r"^(Segmented|GptTrainerStep)",
+    },
     # The tree's rules (tests/cli/check_tree.py)
     {
         "id": "bench_declares_a_library",

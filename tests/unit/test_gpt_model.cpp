@@ -120,16 +120,24 @@ class GptTrainerStep : public ::testing::Test {
   Device dev = Device::open(Backend::cpu);
   static constexpr ModelShape kShape{.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11};
   static ParallelLayout layout(bool moe) { return ParallelLayout::of(moe ? LayoutKind::ppmoe : LayoutKind::dense, 1, 1, 1); }
-  static GptConfig model(bool moe) {
+  static GptConfig model(bool moe, ExpertGemm experts = ExpertGemm::grouped) {
     ModelShape shape = kShape;
     if (moe) {
       shape.experts = 4;
       shape.moe_every = 2;
     }
-    return layout_model(shape, layout(moe));
+    GptConfig c = layout_model(shape, layout(moe));
+    c.moe.expert_gemm = experts;
+    return c;
   }
-  std::unique_ptr<GptTrainer> make_trainer(bool moe = false) {
-    return std::make_unique<GptTrainer>(*world, dev, Backend::cpu, layout(moe), model(moe), 2, 1);
+  std::unique_ptr<GptTrainer> make_trainer(bool moe = false, ExpertGemm experts = ExpertGemm::grouped) {
+    return std::make_unique<GptTrainer>(*world, dev, Backend::cpu, layout(moe), model(moe, experts), 2, 1);
+  }
+  static std::vector<std::vector<float>> weights(GptTrainer& t) {
+    std::vector<std::vector<float>> out;
+    for (const TrainedParameter& p : t.parameters())
+      out.emplace_back(p.weight->as<float>(), p.weight->as<float>() + p.weight->bytes() / 4);
+    return out;
   }
 };
 
@@ -209,6 +217,31 @@ TEST_F(GptTrainerStep, AStepWithMoEBlocksIsNotCaptured) {
   EXPECT_FALSE(trainer.step_captured());
   trainer.step();  // still steps eagerly
   dev.synchronize();
+}
+
+// With segmented experts the MoE blocks' counts stay on the device, so the step has no host wait
+// and is captured (the CPU capture refuses any wait); its replays are its eager steps to the bit,
+// and those equal the grouped route's steps, which read the counts on the host.
+TEST_F(GptTrainerStep, AnMoEStepWithSegmentedExpertsIsCapturedAndReplaysItsEagerSteps) {
+  auto grouped_owned = make_trainer(true), eager_owned = make_trainer(true, ExpertGemm::segmented),
+       captured_owned = make_trainer(true, ExpertGemm::segmented);
+  GptTrainer &grouped = *grouped_owned, &eager = *eager_owned, &captured = *captured_owned;
+  for (int k = 0; k < 4; ++k) {
+    grouped.step();
+    eager.step();
+  }
+  captured.capture_step();
+  ASSERT_TRUE(captured.step_captured());
+  for (int k = 0; k < 3; ++k) captured.step();
+  dev.synchronize();
+  EXPECT_EQ(captured.loss_sum(), eager.loss_sum());
+  EXPECT_NEAR(eager.loss_sum(), grouped.loss_sum(), 1e-5 * std::abs(grouped.loss_sum()));
+  const auto want = weights(eager), got = weights(captured), other = weights(grouped);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i], want[i]) << "parameter " << i;
+    EXPECT_LT(testing_util::rel_diff(want[i].data(), other[i].data(), want[i].size()), 1e-5) << "parameter " << i;
+  }
 }
 
 // The MLP's GeLU lives in its GEMMs' epilogues: the first GEMM writes GeLU(z) and keeps z as its
