@@ -49,8 +49,13 @@ def rows_of(folder):
 
 
 def how_it_ran(row):
-    """The route or attention of a row, and "graph" where its step was replayed from one."""
-    how = row.get("expert_gemm") or row.get("attention") or ""
+    """A layer row's expert route; a step row's attention, its experts' route (MoE), and "graph"
+    where the step was replayed from one."""
+    if not row.get("attention"):
+        return row.get("expert_gemm") or ""
+    how = row["attention"]
+    if row.get("expert_gemm") not in (None, "", "n/a"):
+        how += f", {row['expert_gemm']} experts"
     return how + ", graph" if row.get("step_graph") == "captured" else how
 
 

@@ -30,13 +30,16 @@ def main():
     cases = {r["case"] for r in rows if r["target"].startswith("case: ") and r["target"] not in ("case: failed", "case: not run")}
     problems += [f"case {c} left no row" for c in CASES if c not in cases]
     for c, want in (("gpt-blocked", "blocked"), ("gpt-materialized", "materialized")):
-        got = {r["how"].removesuffix(", graph") for r in rows if r["case"] == c}
+        got = {r["how"].removesuffix(", graph").removesuffix(", grouped experts") for r in rows if r["case"] == c}
         if got != {want}:
             problems.append(f"case {c} ran attention {sorted(got)}, not {want}")
-    got = {r["how"] for r in rows if r["case"] == "gpt-blocked-eager"}
+    got = {r["how"].removesuffix(", grouped experts") for r in rows if r["case"] == "gpt-blocked-eager"}
     if got != {"blocked"}:
         problems.append(f"case gpt-blocked-eager ran {sorted(got)}, not blocked attention without a graph")
-    for c in ("grouped", "padded", "streams", "serial"):
+    moe_step = {r["how"] for r in rows if r["case"] == "gpt-moe-segmented" and "experts" in r["how"]}
+    if moe_step != {"blocked, segmented experts"}:  # the CPU run is eager by default
+        problems.append(f"case gpt-moe-segmented ran its MoE step as {sorted(moe_step)}, not with segmented experts")
+    for c in ("grouped", "padded", "streams", "serial", "segmented"):
         got = {r["how"] for r in rows if r["case"] == f"moe-top1-{c}"}
         if got != {c}:
             problems.append(f"case moe-top1-{c} ran expert GEMMs {sorted(got)}, not {c}")

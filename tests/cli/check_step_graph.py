@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The GPT step's graph column as a run asked for it: the dense row says how it stepped
-(captured with its graph's node count, or eager) and the MoE row is eager, saying why when a
-capture was asked for.
+(captured with its graph's node count, or eager); the MoE row too where its experts keep their
+counts on the device (expert_gemm segmented), and otherwise is eager, saying why when a capture
+was asked for.
 
   check_step_graph.py CSV captured|eager    exit 0 when all holds, 1 with a line per breach
 """
@@ -17,14 +18,20 @@ def main(path, asked):
         return [f"{path}: a dense and an MoE row, got {sorted(rows)}"]
     if dense["step_graph"] != asked:
         breaches.append(f"{path}: dense step_graph '{dense['step_graph']}', asked for {asked}")
-    nodes = dense["graph_nodes"]
-    if asked == "captured" and not (nodes.isdigit() and int(nodes) > 0):
-        breaches.append(f"{path}: dense graph_nodes '{nodes}', not a count of nodes")
-    if asked == "eager" and nodes != "n/a":
-        breaches.append(f"{path}: an eager dense step with graph_nodes '{nodes}'")
-    want_moe = "eager (the MoE gates read their expert counts on the host)" if asked == "captured" else "eager"
-    if moe["step_graph"] != want_moe or moe["graph_nodes"] != "n/a":
-        breaches.append(f"{path}: MoE step_graph '{moe['step_graph']}' graph_nodes '{moe['graph_nodes']}', want '{want_moe}' n/a")
+    for name, row in (("dense", dense), ("MoE", moe)):
+        nodes = row["graph_nodes"]
+        if row is moe and moe["expert_gemm"] != "segmented":
+            want = ("eager (the MoE gates read their expert counts on the host; --expert-gemm segmented keeps them "
+                    "on the device)") if asked == "captured" else "eager"
+            if moe["step_graph"] != want or nodes != "n/a":
+                breaches.append(f"{path}: MoE step_graph '{moe['step_graph']}' graph_nodes '{nodes}', want '{want}' n/a")
+            continue
+        if row["step_graph"] != asked:
+            breaches.append(f"{path}: {name} step_graph '{row['step_graph']}', asked for {asked}")
+        if asked == "captured" and not (nodes.isdigit() and int(nodes) > 0):
+            breaches.append(f"{path}: {name} graph_nodes '{nodes}', not a count of nodes")
+        if asked == "eager" and nodes != "n/a":
+            breaches.append(f"{path}: an eager {name} step with graph_nodes '{nodes}'")
     return breaches
 
 
