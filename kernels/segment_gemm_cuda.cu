@@ -1,5 +1,6 @@
 // The segment GEMMs on the tensor cores (WMMA 16x16x16, fp32 accumulators). One block computes a
-// 128 x 128 tile of C with 8 warps of 64 x 32, stepping K by 32 through shared memory.
+// 128 x 128 tile of C with 8 warps of 64 x 32, stepping K by 32 through shared memory; each step's
+// next tiles are read into registers while the tensor cores work on the current ones.
 // rows form: grid.x walks every segment's row tiles -- at most ceil(bound / 128) + segments of
 // them, so the host sizes the launch without the counts -- and each block finds its segment with
 // one warp scanning the device offsets; grid.y is C's column tiles. weights form: grid.y is the
@@ -143,33 +144,58 @@ __global__ void __launch_bounds__(kThreads) segment_gemm_kernel(Params p) {
 #pragma unroll
     for (int j = 0; j < kFragN; ++j) wmma::fill_fragment(acc[i][j], 0.f);
 
-  for (int k0 = 0; k0 < K; k0 += kTileK) {
-    // 512 vectors of A and 512 of B per step: two of each per thread.
-    for (int v = threadIdx.x; v < kTileM * kTileK / kVec; v += kThreads) {
-      if (!weights) {  // A [rows, k]: tile row v / 4, columns (v % 4) * 8
-        const int r = v / (kTileK / kVec), col = (v % (kTileK / kVec)) * kVec;
-        const long long row = first_row + r;
-        store_vec(s_a + r * kALd + col, load_vec(a, row, row < end_row, k0 + col, K, p.k));
-      } else {  // A [rows, m] read as A^T: segment row k0 + v / 16, columns m0 + (v % 16) * 8
-        const int r = v / (kTileM / kVec), col = (v % (kTileM / kVec)) * kVec;
-        const long long row = first_row + k0 + r;
-        store_vec(s_a + r * kATLd + col, load_vec(a, row, row < end_row, m0 + col, p.m, p.m));
-      }
+  // Vector v of a step's A tile and of its B tile: where it goes in shared memory, and its value
+  // (zeros past a bound). 512 of each per step, two per thread.
+  auto a_vec = [&](int v, int k0, int* slot) {
+    if (!weights) {  // A [rows, k]: tile row v / 4, columns (v % 4) * 8
+      const int r = v / (kTileK / kVec), col = (v % (kTileK / kVec)) * kVec;
+      const long long row = first_row + r;
+      *slot = r * kALd + col;
+      return load_vec(a, row, row < end_row, k0 + col, K, p.k);
     }
-    for (int v = threadIdx.x; v < kTileK * kTileN / kVec; v += kThreads) {
-      if (weights) {  // B [rows, n]: segment row k0 + v / 16
-        const int r = v / (kTileN / kVec), col = (v % (kTileN / kVec)) * kVec;
-        const long long row = first_row + k0 + r;
-        store_vec(s_b + r * kBLd + col, load_vec(b, row, row < end_row, n0 + col, p.n, p.n));
-      } else if (!p.trans_b) {  // B_e [k, n]
-        const int r = v / (kTileN / kVec), col = (v % (kTileN / kVec)) * kVec;
-        store_vec(s_b + r * kBLd + col, load_vec(b, k0 + r, k0 + r < K, n0 + col, p.n, p.n));
-      } else {  // B_e [n, k]: tile row j = v / 4 is C's column n0 + j
-        const int j = v / (kTileK / kVec), col = (v % (kTileK / kVec)) * kVec;
-        store_vec(s_b + j * kBTLd + col, load_vec(b, n0 + j, n0 + j < p.n, k0 + col, K, p.k));
-      }
+    // A [rows, m] read as A^T: segment row k0 + v / 16, columns m0 + (v % 16) * 8
+    const int r = v / (kTileM / kVec), col = (v % (kTileM / kVec)) * kVec;
+    const long long row = first_row + k0 + r;
+    *slot = r * kATLd + col;
+    return load_vec(a, row, row < end_row, m0 + col, p.m, p.m);
+  };
+  auto b_vec = [&](int v, int k0, int* slot) {
+    if (weights) {  // B [rows, n]: segment row k0 + v / 16
+      const int r = v / (kTileN / kVec), col = (v % (kTileN / kVec)) * kVec;
+      const long long row = first_row + k0 + r;
+      *slot = r * kBLd + col;
+      return load_vec(b, row, row < end_row, n0 + col, p.n, p.n);
+    }
+    if (!p.trans_b) {  // B_e [k, n]
+      const int r = v / (kTileN / kVec), col = (v % (kTileN / kVec)) * kVec;
+      *slot = r * kBLd + col;
+      return load_vec(b, (long long)k0 + r, k0 + r < K, n0 + col, p.n, p.n);
+    }
+    // B_e [n, k]: tile row j = v / 4 is C's column n0 + j
+    const int j = v / (kTileK / kVec), col = (v % (kTileK / kVec)) * kVec;
+    *slot = j * kBTLd + col;
+    return load_vec(b, (long long)n0 + j, n0 + j < p.n, k0 + col, K, p.k);
+  };
+  static_assert(kTileM * kTileK / kVec == 2 * kThreads && kTileK * kTileN / kVec == 2 * kThreads);
+  // The next step's vectors are read into registers while the tensor cores work on this one's.
+  uint4 next_a[2], next_b[2];
+  int slot_a[2], slot_b[2];
+  auto fetch = [&](int k0) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      next_a[i] = a_vec(threadIdx.x + i * kThreads, k0, &slot_a[i]);
+      next_b[i] = b_vec(threadIdx.x + i * kThreads, k0, &slot_b[i]);
+    }
+  };
+  if (K > 0) fetch(0);
+  for (int k0 = 0; k0 < K; k0 += kTileK) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      store_vec(s_a + slot_a[i], next_a[i]);
+      store_vec(s_b + slot_b[i], next_b[i]);
     }
     __syncthreads();
+    if (k0 + kTileK < K) fetch(k0 + kTileK);
 #pragma unroll
     for (int kk = 0; kk < kTileK; kk += 16) {
       wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b_row[kFragN];
