@@ -12,7 +12,7 @@
 #include "kernels/batched_gemm.h"
 #include "kernels/gelu_math.h"
 #include "kernels/pad_rows.h"
-#include "moe_test_util.h"
+#include "expert_route_run.h"
 #include "timeline_util.h"
 
 namespace moebench {
@@ -89,25 +89,7 @@ TEST(PadRows, BlocksOfTheBusiestExpertsRowsZeroPaddedAndBack) {
 }
 
 namespace {
-MoEConfig route_config(ExpertGemm route, int experts, int k, bool keep_activation = true) {
-  MoEConfig c;
-  c.hidden = 16;
-  c.ffn = 24;
-  c.experts = experts;
-  c.top_k = k;
-  c.expert_gemm = route;
-  c.keep_expert_activation = keep_activation;
-  return c;
-}
-
 auto local = [](const DispatcherEnv& env) { return make_local_dispatcher(env); };
-
-// Tokens whose first feature is 1 go to expert `hot` (its gate column's first weight is large).
-void make_hot(CpuLayer& L, std::vector<float>& x, int tokens, int hot) {
-  const MoEConfig& c = L.cfg();
-  L.gate_w()[hot] = 20.f;  // row 0 of the [h, E] gate weights
-  for (int t = 0; t < tokens - 2; ++t) x[std::size_t(t) * c.hidden] = 1.f;
-}
 }  // namespace
 
 TEST(PaddedExperts, EqualTheGroupedLayerWithEmptyAndHotExperts) {
@@ -122,58 +104,23 @@ TEST(PaddedExperts, EqualTheGroupedLayerWithEmptyAndHotExperts) {
     SCOPED_TRACE(cs.name);
     CpuLayer grouped(route_config(ExpertGemm::grouped, cs.experts, cs.k, cs.keep), local);
     CpuLayer padded(route_config(ExpertGemm::padded, cs.experts, cs.k, cs.keep), local);
-    const int h = 16;
-    auto x = tokens(cs.tokens, h, 3);
-    const auto dy = tokens(cs.tokens, h, 4);
-    if (cs.hot) {
-      make_hot(grouped, x, cs.tokens, 2);
-      make_hot(padded, x, cs.tokens, 2);
-    }
-    grouped.forward(x);
-    padded.forward(x);
-    grouped.backward(dy);
-    padded.backward(dy);
+    expect_same_step(padded, grouped, cs.tokens, cs.hot);
     const ExpertsContext& ec = padded.ctx->experts;
     const int busiest = *std::max_element(ec.rows.begin(), ec.rows.end());
     EXPECT_EQ(ec.padded, busiest);
     EXPECT_EQ(ec.computed_rows(), std::size_t(cs.experts) * busiest);
     if (cs.hot) EXPECT_GE(busiest, cs.tokens - 2) << "the hot expert takes the steered tokens";
     else EXPECT_TRUE(std::count(ec.rows.begin(), ec.rows.end(), 0) > 0) << "some expert is empty";
-    const std::size_t n = std::size_t(cs.experts) * grouped.expert_weights();
-    EXPECT_LT(rel_diff(padded.y.data(), grouped.y.data(), x.size()), 1e-5);
-    EXPECT_LT(rel_diff(padded.dx.data(), grouped.dx.data(), x.size()), 1e-5);
-    EXPECT_LT(rel_diff(padded.gate_g(), grouped.gate_g(), std::size_t(h) * cs.experts), 1e-5);
-    EXPECT_LT(rel_diff(padded.w1_g(), grouped.w1_g(), n), 1e-5);
-    EXPECT_LT(rel_diff(padded.w2_g(), grouped.w2_g(), n), 1e-5);
-    // Its GEMMs alone run on scratch and leave the gradients as they were.
-    const std::vector<float> g1(padded.w1_g(), padded.w1_g() + n);
-    TrackingAllocator scratch(Backend::cpu);
-    padded.layer->experts().gemms_only(ec, scratch, padded.dev.default_stream());
-    EXPECT_EQ(std::vector<float>(padded.w1_g(), padded.w1_g() + n), g1);
-    EXPECT_GT(scratch.peak_total(), 0u);
   }
 }
 
 // Forward is two batched GEMMs (GeLU in the first's epilogue), backward four (GeLU's gradient in
 // the first's): every expert in each, as tall as the busiest expert, and no GeLU kernel.
 TEST(PaddedExperts, OneBatchedGemmPerStepWithGeluInTheEpilogues) {
-  const int E = 4, T = 24, h = 16;
+  const int E = 4, T = 24;
   CpuLayer L(route_config(ExpertGemm::padded, E, 1), local);
-  auto x = tokens(T, h, 3);
-  make_hot(L, x, T, 1);
-  const auto dy = tokens(T, h, 4);
-  std::vector<float> y(x.size()), dx(x.size());
-  const Stream s = L.dev.create_stream("layer");  // queued: its ops are on the timeline
-  std::vector<TimelineEntry> all;
   int busiest = 0;
-  {
-    RecordedTimeline timeline;
-    MoEContext ctx = L.layer->forward(x.data(), T, y.data(), s);
-    L.layer->backward(ctx, dy.data(), dx.data(), s);
-    s.synchronize();
-    all = timeline.entries();
-    busiest = ctx.experts.padded;
-  }
+  const std::vector<TimelineEntry> all = recorded_hot_step(L, T, 1, &busiest);
   std::vector<std::string> epilogues;
   for (const TimelineEntry& e : all) {
     EXPECT_TRUE(e.name != "gelu_forward" && e.name != "gelu_backward") << e.name;
