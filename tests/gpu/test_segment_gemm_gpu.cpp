@@ -70,8 +70,9 @@ TEST(GpuSegmentGemm, BothFormsMatchCpuWithEmptyOddAndHotSegments) {
       const auto got = download(dev, alloc, dc, c.size(), t);
       const double eps = dtype_epsilon(t);
       EXPECT_LT(rel_l2(got, c), 4 * eps + 1e-6);
-      if (by_rows)
+      if (by_rows) {
         for (std::size_t i = R * cs.n; i < got.size(); ++i) ASSERT_EQ(got[i], 7.f) << "row " << i / cs.n << " written";
+      }
       if (cs.epilogue == Epilogue::gelu_aux) {
         auto got_aux = download(dev, alloc, daux, aux.size(), t), want_aux = aux;
         got_aux.resize(R * cs.n), want_aux.resize(R * cs.n);

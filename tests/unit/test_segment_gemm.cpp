@@ -53,7 +53,9 @@ TEST(SegmentGemm, RowsFormIsEachSegmentsGemmWithItsEpilogue) {
                              : ep == Epilogue::dgelu ? p[i] * gelu_math::derivative(aux_in[at])
                                                      : p[i];
           EXPECT_NEAR(c[at], want, 1e-5f) << "segment " << e;
-          if (ep == Epilogue::gelu_aux) EXPECT_NEAR(aux[at], p[i], 1e-5f);
+          if (ep == Epilogue::gelu_aux) {
+            EXPECT_NEAR(aux[at], p[i], 1e-5f);
+          }
         }
       }
       for (std::size_t i = std::size_t(R) * n; i < c.size(); ++i) EXPECT_TRUE(std::isnan(c[i])) << "row past the bounds written";

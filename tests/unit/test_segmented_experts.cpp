@@ -40,7 +40,9 @@ TEST(SegmentedExperts, EqualTheGroupedLayerWithEmptyHotAndDroppingExperts) {
     EXPECT_EQ(segmented.ctx->experts.rows, grouped.ctx->experts.rows);
     EXPECT_EQ(segmented.load().kept, grouped.load().kept);
     EXPECT_EQ(segmented.ctx->routing.aux_loss, grouped.ctx->routing.aux_loss);
-    if (cs.capacity > 0) EXPECT_GT(grouped.load().dropped_fraction, 0.0) << "the case drops nothing";
+    if (cs.capacity > 0) {
+      EXPECT_GT(grouped.load().dropped_fraction, 0.0) << "the case drops nothing";
+    }
     if (!cs.hot) {
       const auto& rows = segmented.ctx->experts.rows;
       EXPECT_GT(std::count(rows.begin(), rows.end(), 0), 0) << "no expert is empty";
