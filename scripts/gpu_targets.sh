@@ -86,18 +86,18 @@ run_case() {
 moe() { run_case "$1" experiments/moe/run.sh "${layer[@]}" "${@:2}"; }
 gpt() { run_case "$1" experiments/gpt/step.sh "${common[@]}" ${roofline[@]+"${roofline[@]}"} "${@:2}"; }
 # The likely fastest routes and the step first: a run cut short at --deadline has the headline targets.
+# segmented: our segment GEMMs with the counts on the device; its GPT case captures the MoE step.
 moe moe-top1-grouped --expert-gemm grouped
 moe moe-top1-padded --expert-gemm padded
+moe moe-top1-segmented --expert-gemm segmented
 gpt gpt-blocked --attention blocked
 gpt gpt-cudnn --attention cudnn
+gpt gpt-moe-segmented --attention blocked --expert-gemm segmented
 moe moe-8x-top2-grouped --experts 8 --top-k 2 --expert-gemm grouped
 moe moe-8x-top2-padded --experts 8 --top-k 2 --expert-gemm padded
+moe moe-8x-top2-segmented --experts 8 --top-k 2 --expert-gemm segmented
 gpt gpt-blocked-eager --attention blocked --step-graph eager
 gpt gpt-cudnn-eager --attention cudnn --step-graph eager
-# Our segment GEMMs, counts on the device: the layer, and the MoE step captured into a graph.
-moe moe-top1-segmented --expert-gemm segmented
-gpt gpt-moe-segmented --attention blocked --expert-gemm segmented
-moe moe-8x-top2-segmented --experts 8 --top-k 2 --expert-gemm segmented
 for route in streams serial; do
   moe "moe-top1-$route" --expert-gemm "$route"
   moe "moe-8x-top2-$route" --experts 8 --top-k 2 --expert-gemm "$route"
