@@ -3,6 +3,8 @@
 #pragma once
 #include <gtest/gtest.h>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <optional>
 #include <random>
 #include <vector>
@@ -12,11 +14,21 @@
 
 namespace moebench::gputest {
 
-// The CUDA device, or a skip with the reason when there is none.
+// The device the GPU tests run on: CUDA's; or, with MOEBENCH_GPU_TESTS_ON_CPU=1, the CPU, which
+// runs a test's own logic (its references, layouts and bounds) against the CPU kernels, so that a
+// test written without a GPU is checked before a GPU's scarce time runs it (CTest
+// gpu.tests_on_cpu, for the tests that take either backend).
+inline bool gpu_tests_on_cpu() {
+  const char* v = std::getenv("MOEBENCH_GPU_TESTS_ON_CPU");
+  return v && std::string(v) == "1";
+}
+
+// The device, or a skip with the reason when there is no GPU.
 #define MOEBENCH_REQUIRE_GPU(dev)                                                   \
   std::string why_no_gpu_;                                                          \
-  if (Device::cuda_device_count(&why_no_gpu_) == 0) GTEST_SKIP() << "no GPU: " << why_no_gpu_; \
-  Device dev = Device::open(Backend::cuda, 0)
+  if (!gputest::gpu_tests_on_cpu() && Device::cuda_device_count(&why_no_gpu_) == 0) \
+    GTEST_SKIP() << "no GPU: " << why_no_gpu_;                                      \
+  Device dev = gputest::gpu_tests_on_cpu() ? Device::open(Backend::cpu) : Device::open(Backend::cuda, 0)
 
 inline std::vector<float> random_rounded(std::size_t n, DType t, unsigned seed, float scale = 1.f) {
   std::mt19937 rng(seed);
@@ -31,7 +43,7 @@ inline Buffer upload(Device& dev, TrackingAllocator& alloc, const std::vector<fl
   Buffer staging = alloc.allocate(host.size() * 4, MemTag::temporary);
   Buffer out = alloc.allocate(host.size() * dtype_size(t), MemTag::activations);
   dev.copy_to_device(staging.data(), host.data(), host.size() * 4, dev.default_stream());
-  convert_cuda(staging.data(), DType::f32, out.data(), t, host.size(), dev.default_stream().handle);
+  convert(dev.exec(dev.default_stream()), staging.data(), DType::f32, out.data(), t, host.size());  // either backend
   dev.default_stream().synchronize();
   return out;
 }

@@ -12,7 +12,7 @@ using namespace gputest;
 
 TEST(GpuGemm, MatchesCpuInEveryDtypeTransposeAndMathMode) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(Backend::cuda);
+  TrackingAllocator alloc(dev.backend());
   const int m = 96, n = 80, k = 128;
   for (DType t : {DType::f32, DType::f16, DType::bf16})
     for (bool tc : {true, false})
@@ -34,7 +34,7 @@ TEST(GpuGemm, MatchesCpuInEveryDtypeTransposeAndMathMode) {
 
 TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(Backend::cuda);
+  TrackingAllocator alloc(dev.backend());
   const std::size_t n = 100003;  // not a multiple of the block size
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
     const auto x = random_rounded(n, t, 5, 2.f), dy = random_rounded(n, t, 6);
@@ -54,7 +54,7 @@ TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
 
 TEST(GpuConvert, RoundsExactlyLikeTheHost) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(Backend::cuda);
+  TrackingAllocator alloc(dev.backend());
   const auto x = random_rounded(4096, DType::f32, 9, 100.f);
   for (DType t : {DType::f16, DType::bf16}) {
     Buffer d = upload(dev, alloc, x, t);
@@ -65,7 +65,7 @@ TEST(GpuConvert, RoundsExactlyLikeTheHost) {
 
 TEST(GpuAllocator, TrackedBytesAgreeWithCudaMemGetInfo) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(Backend::cuda);
+  TrackingAllocator alloc(dev.backend());
   const std::size_t bytes = std::size_t(256) << 20;
   Buffer b = alloc.allocate(bytes, MemTag::activations);
   const auto delta = alloc.device_used_delta();
@@ -79,7 +79,7 @@ TEST(GpuAllocator, TrackedBytesAgreeWithCudaMemGetInfo) {
 
 TEST(GpuNccl, WorldOfOneCollectivesAndEventsWork) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(Backend::cuda);
+  TrackingAllocator alloc(dev.backend());
   auto comm = make_world_communicator(*Runtime::current(), Backend::cuda, 60.0);
   if (comm->size() != 1) GTEST_SKIP() << "run at world size 1";
   const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -102,7 +102,7 @@ TEST(GpuNccl, WorldOfOneCollectivesAndEventsWork) {
 // model's dtype or in fp32 (summed over a data-parallel group) and scaled, against the CPU step.
 TEST(GpuAdam, MatchesCpuWithAModelCopyInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(Backend::cuda);
+  TrackingAllocator alloc(dev.backend());
   const std::size_t n = 70001;
   for (DType t : {DType::f32, DType::f16, DType::bf16})
   for (DType grad_t : {t, DType::f32}) {

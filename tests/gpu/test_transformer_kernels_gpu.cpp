@@ -19,7 +19,7 @@ double tolerance(DType t) { return 2 * dtype_epsilon(t) + 1e-5; }
 
 TEST(GpuLayerNorm, ForwardAndBackwardMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(Backend::cuda);
+  TrackingAllocator alloc(dev.backend());
   const LayerNormShape s{37, 1000};
   const std::size_t n = std::size_t(s.rows) * s.cols;
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
@@ -53,7 +53,7 @@ TEST(GpuLayerNorm, ForwardAndBackwardMatchCpuInEveryDtype) {
 // (3000: its two fp32 rows exceed 16 KiB) and both long-row paths (4200).
 TEST(GpuCausalSoftmax, ForwardAndBackwardMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(Backend::cuda);
+  TrackingAllocator alloc(dev.backend());
   for (const CausalSoftmaxShape s : {CausalSoftmaxShape{5, 77, 0.125f}, CausalSoftmaxShape{1, 2048, 0.125f},
                                      CausalSoftmaxShape{1, 3000, 0.125f}, CausalSoftmaxShape{1, 4200, 0.125f}})
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
@@ -82,7 +82,7 @@ TEST(GpuCausalSoftmax, ForwardAndBackwardMatchCpuInEveryDtype) {
 
 TEST(GpuCrossEntropy, LossesAndGradientMatchCpuInEveryDtypeAlsoInPlace) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(Backend::cuda);
+  TrackingAllocator alloc(dev.backend());
   const CrossEntropyShape s{23, 5001, 1.f / 23};
   const std::size_t n = std::size_t(s.rows) * s.vocab;
   std::vector<std::int32_t> targets(s.rows);
@@ -102,7 +102,7 @@ TEST(GpuCrossEntropy, LossesAndGradientMatchCpuInEveryDtypeAlsoInPlace) {
 
 TEST(GpuEmbedding, ForwardAndAccumulatedBackwardMatchCpu) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(Backend::cuda);
+  TrackingAllocator alloc(dev.backend());
   const EmbeddingShape s{300, 30, 77, 41};
   std::vector<std::int32_t> tokens(s.rows);
   for (int r = 0; r < s.rows; ++r) tokens[r] = (r * 7 + r / 5) % s.vocab;  // repeats: the backward adds
