@@ -12,6 +12,7 @@
 // times) and provenance columns: models read it like a shipped profile.
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 #include "harness/comm_check.h"
@@ -143,9 +144,12 @@ class ProfileBench final : public BenchProgram {
       v.copy_bw = 2.0 * double(copy_bytes_) / (ms(copy_key) / kCopies * 1e-3);  // read + write
       v.elementwise_bw = 2.0 * double(copy_bytes_ / 4 * dtype_size(ctx.dtype())) / (ms(elementwise_key) * 1e-3);
       v.latency = link_ ? link_->intra_latency : ms(small_key) / kExchangeRounds * 1e-3 / steps;
+      // At the fast end the big exchange's fastest repetition may not outlast the small one's
+      // slowest (a noisy machine, a tiny message): the bandwidth is then unbounded above.
+      const double big_less_small = ms(big_key) - spread.at(small_key).*other_end;
       v.link_bw = link_ ? link_->intra_bw
-                        : steps * double(big_message_) / ranks /
-                              ((ms(big_key) - spread.at(small_key).*other_end) / kExchangeRounds * 1e-3);
+                  : big_less_small > 0 ? steps * double(big_message_) / ranks / (big_less_small / kExchangeRounds * 1e-3)
+                                       : std::numeric_limits<double>::infinity();
       return v;
     };
     const Values mid = values(&Spread::median, &Spread::median), fast = values(&Spread::min, &Spread::max),
