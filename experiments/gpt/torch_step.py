@@ -33,7 +33,7 @@ from torch_reference import import_torch, timed, within, writable_out, write_row
 SIZES = {  # the same as bench/gpt_step.cpp's: vocab, seq, hidden, heads, ffn, layers, experts, sequences
     "tiny": (64, 16, 32, 4, 128, 2, 4, 2),
     "local": (512, 128, 256, 4, 1024, 4, 8, 4),
-    "paper": (50304, 2048, 1024, 16, 4096, 24, 64, 2),
+    "paper": (50304, 2048, 1024, 16, 4096, 24, 8, 2),  # 8 experts: 64 would not fit one device
 }
 
 
