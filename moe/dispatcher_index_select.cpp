@@ -37,9 +37,12 @@ class IndexSelectDispatcher final : public TokenDispatcher {
     if (r.expert_slice) throw Error("the " + name() + " dispatcher takes whole routings, not expert slices");
     auto st = std::make_unique<IndexSelectState>(env_.dev.backend());
     std::size_t total = 0;
-    if (segmented()) {  // every kept assignment may be this rank's: the bound is all of them
+    if (segmented()) {  // the rows this rank's experts may get: every assignment, or their capacity
       st->mapping = build_row_mapping_on_device(env_.dev, env_.alloc, r, first_, count_, st->expert_offset, s);
-      st->row_bound = total = std::size_t(r.tokens()) * r.slots();
+      total = std::size_t(r.tokens()) * r.slots();
+      if (r.shape.capacity >= 0)
+        total = std::min(total, std::size_t(count_) * std::size_t(r.groups()) * std::size_t(r.shape.capacity));
+      st->row_bound = total;
     } else {
       std::vector<std::int32_t> base;
       st->rows_per_expert = expert_major_bases(r, first_, count_, base);
