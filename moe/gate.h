@@ -10,7 +10,6 @@
 #include <vector>
 #include "runtime/allocator.h"
 #include "runtime/device.h"
-#include "runtime/host_staging.h"
 #include "kernels/capacity.h"
 #include "moe/config.h"
 
