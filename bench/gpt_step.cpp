@@ -6,7 +6,9 @@
 // variants, the fastest taken) on the same device when its CSV is given (--reference): the ratio
 // says whether our step is faster. Each row carries its roofline (models/roofline.h) from
 // --roofline-profile. The dense step may be captured once into a graph and replayed
-// (--step-graph; runtime/stream_graph.h). Writes <out>/gpt/step.csv.
+// (--step-graph; runtime/stream_graph.h). Writes <out>/gpt/step.csv, and <out>/gpt/
+// step_breakdown.csv: where a step's time goes, its ranges timed over as many eager steps as
+// repetitions (GptTrainer::set_breakdown), each phase with its FLOPs and achieved rate.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include "kernels/sdpa.h"
 #include "pipeline/gpt_trainer.h"
 #include "harness/bench.h"
+#include "harness/range_tree.h"
 #include "models/csv_rows.h"
 #include "models/paper_specs.h"
 #include "models/roofline.h"
@@ -210,12 +213,63 @@ class GptStepBench final : public BenchProgram {
       std::printf("\n");
     }
     t.write(ctx.opts.out_dir + "/gpt/step.csv", ctx.provenance);
+    write_breakdown(ctx);
     return 0;
   }
 
  private:
   static ParallelLayout layout(bool moe) { return ParallelLayout::of(moe ? LayoutKind::ppmoe : LayoutKind::dense, 1, 1, 1); }
   static std::string key(bool moe) { return std::string("gpt_step/") + (moe ? "moe" : "dense"); }
+
+  // gpt/step_breakdown.csv: per model, each range of the eager steps (a tree: phase is its path),
+  // with the FLOPs of the phases that do matmuls (models/roofline.h; a parent their sum).
+  void write_breakdown(BenchContext& ctx) const {
+    CsvTable t({"model", "phase", "name", "depth", "calls_per_step", "ms", "ms_min", "ms_max", "share_of_step", "flops",
+                "achieved_tflops", "steps", "attention", "expert_gemm", "layers", "hidden", "heads", "ffn", "seq", "vocab",
+                "experts", "sequences"});
+    for (const auto& [moe, rows] : phases_) {
+      const ModelShape shape = moe ? shape_ : shape_.dense();
+      std::map<std::string, double> phase_flops;
+      for (const auto& [phase, f] : gpt_step_phase_flops(shape, sequences_)) phase_flops[phase] = f;
+      std::map<std::string, double> flops;  // per path; children come after their parent, so go backwards
+      for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
+        if (it->other) continue;
+        if (auto f = phase_flops.find(it->name); f != phase_flops.end()) {
+          flops[it->path] = f->second;
+          continue;
+        }
+        double sum = 0;
+        bool any = false;
+        for (const auto& [path, f] : flops)
+          if (path.size() > it->path.size() && path.compare(0, it->path.size() + 1, it->path + "/") == 0 &&
+              path.find('/', it->path.size() + 1) == std::string::npos) {
+            sum += f;
+            any = true;
+          }
+        if (any) flops[it->path] = sum;
+      }
+      std::vector<const RangeRow*> leaves;
+      for (const RangeRow& r : rows) {
+        const auto f = flops.find(r.path);
+        const bool has = f != flops.end();
+        const std::string na = r.other ? "n/a (unattributed)" : "n/a (no matmul)";
+        t.add_row({moe ? "moe" : "dense", r.path, r.name, std::to_string(r.depth), std::to_string(r.calls), fmt(r.ms.median),
+                   fmt(r.ms.min), fmt(r.ms.max), fmt(r.share, 4), has ? fmt(f->second) : na,
+                   has && r.ms.median > 0 ? fmt(f->second / (r.ms.median * 1e-3) / 1e12, 4) : na,
+                   std::to_string(r.ms.samples), attention_kernel_name(attention_),
+                   moe ? expert_gemm_name(expert_gemm_) : "n/a", std::to_string(shape.layers), std::to_string(shape.hidden),
+                   std::to_string(shape.heads), std::to_string(shape.ffn), std::to_string(shape.seq),
+                   std::to_string(shape.vocab), std::to_string(moe ? shape.experts : 0), std::to_string(sequences_)});
+        if (r.leaf) leaves.push_back(&r);
+      }
+      std::sort(leaves.begin(), leaves.end(), [](const RangeRow* a, const RangeRow* b) { return a->ms.median > b->ms.median; });
+      std::printf("gpt.step %-5s eager step by phase:", moe ? "moe" : "dense");
+      for (std::size_t i = 0; i < std::min<std::size_t>(4, leaves.size()); ++i)
+        std::printf("  %s %.1f%%", leaves[i]->path.substr(leaves[i]->path.find('/') + 1).c_str(), 100 * leaves[i]->share);
+      std::printf("\n");
+    }
+    t.write(ctx.opts.out_dir + "/gpt/step_breakdown.csv", ctx.provenance);
+  }
 
   void run(benchmark::State& st, BenchContext& ctx, bool moe) {
     if (!trainer_ || trainer_moe_ != moe) {
@@ -227,6 +281,18 @@ class GptStepBench final : public BenchProgram {
       trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(moe), model, sequences_, 1);
       trainer_moe_ = moe;
       trainer_->step();  // warm-up
+      // Where the time goes: eager steps timed range by range, before any capture (a replayed
+      // step times nothing). They are not the measured steps.
+      std::vector<std::vector<Breakdown::PathTotal>> steps;
+      for (int r = 0; r < ctx.repetitions(); ++r) {
+        Breakdown b;
+        trainer_->set_breakdown(&b);
+        trainer_->step();
+        ctx.device.synchronize();
+        trainer_->set_breakdown(nullptr);
+        steps.push_back(b.path_totals());
+      }
+      phases_[moe] = range_tree(steps);
       if (captured_ && (!moe || expert_gemm_ == ExpertGemm::segmented)) {
         trainer_->capture_step();  // a step more, then the capture
         graph_nodes_[moe] = trainer_->graph_nodes();
@@ -249,6 +315,7 @@ class GptStepBench final : public BenchProgram {
   AttentionKernel attention_ = AttentionKernel::materialized;
   int panel_rows_ = 0;
   std::map<bool, double> peak_mib_;  // per model, over the measured steps
+  std::map<bool, std::vector<RangeRow>> phases_;  // per model: its eager steps' ranges
   RooflineProfile roofline_;
   std::map<std::string, Reference> reference_rows_;
   ModelShape shape_;  // its MoE variant: top-1, dropless, an MoE layer on every other FFN

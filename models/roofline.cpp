@@ -16,24 +16,41 @@ Work moe_layer_work(double tokens, int hidden, int ffn, int experts, int local_e
   return w;
 }
 
-Work gpt_step_work(const ModelShape& m, int sequences, int element_bytes) {
-  const double h = m.hidden, f = m.ffn, S = m.seq, V = m.vocab, tokens = double(sequences) * S, es = element_bytes;
+std::vector<std::pair<std::string, double>> gpt_step_phase_flops(const ModelShape& m, int sequences) {
+  const double h = m.hidden, f = m.ffn, S = m.seq, V = m.vocab, tokens = double(sequences) * S, L = m.layers;
   const int routed = m.top_k * m.prototypes;
-  double forward = 2 * tokens * h * V + 2 * double(sequences) * m.layers * S * S * h;  // logits; causal attention
-  double weights = V * h + S * h;                                                     // tied embedding, positions
+  int moe_layers = 0;
+  for (int l = 0; l < m.layers; ++l) moe_layers += m.is_moe(l) ? 1 : 0;
+  const double dense_layers = L - moe_layers;
+  // Forward FLOPs; a matmul's backward is its input gradient and its weight gradient, each as
+  // much again; causal attention's core (half the S x S square of QK^T and PV) twice its forward.
+  const double logits = 2 * tokens * h * V, qkv = L * 2 * tokens * 3 * h * h, out = L * 2 * tokens * h * h,
+               core = L * 2 * double(sequences) * S * S * h, ffn = dense_layers * 2 * tokens * 2 * h * f,
+               gate = moe_layers * 2 * tokens * h * m.experts, experts = moe_layers * 2 * tokens * routed * 2 * h * f;
+  std::vector<std::pair<std::string, double>> out_flops = {
+      {"attention.qkv.fwd", qkv}, {"attention.core.fwd", core}, {"attention.out.fwd", out}, {"head.fwd", logits},
+      {"head.bwd", logits},       {"attention.out.bwd", out},   {"attention.core.bwd", 2 * core},
+      {"attention.qkv.bwd", qkv}, {"head.wgrad", logits},       {"attention.wgrad", qkv + out}};
+  if (dense_layers > 0)
+    for (const char* phase : {"ffn.fwd", "ffn.bwd", "ffn.wgrad"}) out_flops.push_back({phase, ffn});
+  if (moe_layers > 0) {  // the MoE layer's weight gradients are inside its backward
+    out_flops.push_back({"moe.gating", gate});
+    out_flops.push_back({"moe.expert", experts});
+    out_flops.push_back({"moe.expert.bwd", 2 * experts});
+    out_flops.push_back({"moe.gating.bwd", 2 * gate});
+  }
+  return out_flops;
+}
+
+Work gpt_step_work(const ModelShape& m, int sequences, int element_bytes) {
+  const double h = m.hidden, f = m.ffn, V = m.vocab, tokens = double(sequences) * m.seq, es = element_bytes;
+  double weights = V * h + m.seq * h;  // tied embedding, positions
   for (int l = 0; l < m.layers; ++l) {
-    forward += 2 * tokens * 4 * h * h;  // q, k, v, projection
-    weights += 4 * h * h;
-    if (m.is_moe(l)) {
-      forward += 2 * tokens * (routed * 2 * h * f + h * m.experts);
-      weights += m.experts * 2 * h * f + h * m.experts;
-    } else {
-      forward += 2 * tokens * 2 * h * f;
-      weights += 2 * h * f;
-    }
+    weights += 4 * h * h;  // q, k, v, projection
+    weights += m.is_moe(l) ? m.experts * 2 * h * f + h * m.experts : 2 * h * f;
   }
   Work w;
-  w.flops = 3 * forward;
+  for (const auto& [phase, flops] : gpt_step_phase_flops(m, sequences)) w.flops += flops;
   const double activations = 2 * tokens * m.layers * (7 * h + 2 * f) * es + 2 * tokens * V * 4;
   // AdamW: the gradient read, m and v read and written in fp32, and the weight read and written
   // -- in fp32 it is its own master; a 16-bit weight has an fp32 master beside it.

@@ -17,6 +17,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 #include "models/hardware_profile.h"
 #include "models/model_shape.h"
@@ -33,6 +34,12 @@ Work moe_layer_work(double tokens, int hidden, int ffn, int experts, int local_e
 // One training step of the whole model on `sequences` sequences (dropless top-k MoE layers route
 // every token to top_k x prototypes experts).
 Work gpt_step_work(const ModelShape& shape, int sequences, int element_bytes);
+// The same step's FLOPs by phase, each named as the step's breakdown range that runs it
+// (GptTrainer::set_breakdown): head.*, attention.qkv.*, attention.core.*, attention.out.*,
+// attention.wgrad, ffn.*, moe.gating, moe.expert and their .bwd (an MoE layer's weight gradients
+// are in its backward), over all layers. Their sum is gpt_step_work's
+// flops; a phase with no matmul (LayerNorms, embedding, optimizer) has none listed.
+std::vector<std::pair<std::string, double>> gpt_step_phase_flops(const ModelShape& shape, int sequences);
 
 struct Roofline {
   double flops = 0, bytes = 0;

@@ -12,6 +12,7 @@
 #include "moe/init.h"
 #include "pipeline/head_gemms.h"
 #include "pipeline/typed_upload.h"
+#include "runtime/range.h"
 
 namespace moebench {
 
@@ -102,23 +103,30 @@ AttentionContext CausalSelfAttention::forward(const void* x, void* y, int sequen
   c.x = x;
   const bool fused = kernel_ == AttentionKernel::cudnn;  // reads the QKV rows in place: no swaps
   Buffer rows = alloc_.allocate(std::size_t(T) * W * es, fused ? MemTag::activations : MemTag::temporary, s);
-  gemm(ex, dense_gemm(false, false, T, W, H, x, wqkv_.data(), rows.data(), t));
-  if (fused) {
-    c.qkv = std::move(rows);
-    c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
-    cudnn_forward(c, c.ctx.data(), s);
-  } else {
-    c.qkv = alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s);
-    swap_dims(ex, T, 3 * cfg_.heads, d, es, rows.data(), c.qkv.data());  // [3 heads, T, d]
-    rows.release();
-    Buffer ctx_heads = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
-    if (kernel_ == AttentionKernel::blocked)
-      blocked_forward(c, ctx_heads.data(), s);
-    else
-      materialized_forward(c, ctx_heads.data(), s);
-    c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
-    swap_dims(ex, cfg_.heads, T, d, es, ctx_heads.data(), c.ctx.data());  // back to rows [T, heads d]
+  {
+    ScopedRange r("attention.qkv.fwd", s, breakdown_);
+    gemm(ex, dense_gemm(false, false, T, W, H, x, wqkv_.data(), rows.data(), t));
   }
+  {
+    ScopedRange r("attention.core.fwd", s, breakdown_);
+    if (fused) {
+      c.qkv = std::move(rows);
+      c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
+      cudnn_forward(c, c.ctx.data(), s);
+    } else {
+      c.qkv = alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s);
+      swap_dims(ex, T, 3 * cfg_.heads, d, es, rows.data(), c.qkv.data());  // [3 heads, T, d]
+      rows.release();
+      Buffer ctx_heads = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
+      if (kernel_ == AttentionKernel::blocked)
+        blocked_forward(c, ctx_heads.data(), s);
+      else
+        materialized_forward(c, ctx_heads.data(), s);
+      c.ctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::activations, s);
+      swap_dims(ex, cfg_.heads, T, d, es, ctx_heads.data(), c.ctx.data());  // back to rows [T, heads d]
+    }
+  }
+  ScopedRange r("attention.out.fwd", s, breakdown_);
   gemm(ex, dense_gemm(false, false, T, H, in, c.ctx.data(), wo_.data(), y, t, 1.f, accumulate ? 1.f : 0.f));
   return c;
 }
@@ -151,23 +159,32 @@ void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx
   const std::size_t es = dtype_size(t);
   const Exec ex = dev_.exec(s);
   Buffer dctx = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
-  gemm(ex, dense_gemm(false, true, T, in, H, dy, wo_.data(), dctx.data(), t));  // dC = dy Wo^T
+  {
+    ScopedRange r("attention.out.bwd", s, breakdown_);
+    gemm(ex, dense_gemm(false, true, T, in, H, dy, wo_.data(), dctx.data(), t));  // dC = dy Wo^T
+  }
   auto dqkv = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * W * es, MemTag::activations, s));
-  if (kernel_ == AttentionKernel::cudnn) {
-    cudnn_backward(c, dctx.data(), dqkv->data(), s);  // straight into the rows [T, 3 heads d]
-  } else {
-    Buffer dqkv_heads = alloc_.allocate(std::size_t(T) * W * es, MemTag::temporary, s);
-    Buffer dctx_heads = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
-    swap_dims(ex, T, cfg_.heads, d, es, dctx.data(), dctx_heads.data());
-    if (kernel_ == AttentionKernel::blocked)
-      blocked_backward(c, dctx.data(), dctx_heads.data(), dqkv_heads.data(), s);
-    else
-      materialized_backward(c, dctx_heads.data(), dqkv_heads.data(), s);
-    dctx_heads.release();
-    swap_dims(ex, 3 * cfg_.heads, T, d, es, dqkv_heads.data(), dqkv->data());  // back to rows [T, 3 heads d]
+  {
+    ScopedRange r("attention.core.bwd", s, breakdown_);
+    if (kernel_ == AttentionKernel::cudnn) {
+      cudnn_backward(c, dctx.data(), dqkv->data(), s);  // straight into the rows [T, 3 heads d]
+    } else {
+      Buffer dqkv_heads = alloc_.allocate(std::size_t(T) * W * es, MemTag::temporary, s);
+      Buffer dctx_heads = alloc_.allocate(std::size_t(T) * in * es, MemTag::temporary, s);
+      swap_dims(ex, T, cfg_.heads, d, es, dctx.data(), dctx_heads.data());
+      if (kernel_ == AttentionKernel::blocked)
+        blocked_backward(c, dctx.data(), dctx_heads.data(), dqkv_heads.data(), s);
+      else
+        materialized_backward(c, dctx_heads.data(), dqkv_heads.data(), s);
+      dctx_heads.release();
+      swap_dims(ex, 3 * cfg_.heads, T, d, es, dqkv_heads.data(), dqkv->data());  // back to rows [T, 3 heads d]
+    }
   }
   dctx.release();
-  gemm(ex, dense_gemm(false, true, T, H, W, dqkv->data(), wqkv_.data(), dx, t, 1.f, accumulate ? 1.f : 0.f));
+  {
+    ScopedRange r("attention.qkv.bwd", s, breakdown_);
+    gemm(ex, dense_gemm(false, true, T, H, W, dqkv->data(), wqkv_.data(), dx, t, 1.f, accumulate ? 1.f : 0.f));
+  }
   c.qkv.release();
   c.probs.release();
   c.stats.release();
@@ -180,6 +197,7 @@ void CausalSelfAttention::backward(AttentionContext& c, const void* dy, void* dx
   }
   WeightTask w = [this, ctx, dqkv, dy_kept, dy, x = c.x, T, H, in, W, t](const Stream& st) {
     const Exec e = dev_.exec(st);
+    ScopedRange r("attention.wgrad", st, breakdown_);
     gemm(e, dense_gemm(true, false, in, H, T, ctx->data(), dy_kept ? dy_kept->data() : dy, dwo_.data(), t, 1.f, 1.f));
     gemm(e, dense_gemm(true, false, H, W, T, x, dqkv->data(), dwqkv_.data(), t, 1.f, 1.f));
   };

@@ -21,6 +21,7 @@
 #include "pipeline/head_gemms.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
+#include "runtime/range.h"
 
 namespace moebench {
 
@@ -87,6 +88,10 @@ class CausalSelfAttention {
   const Buffer& wo_grad() const { return dwo_; }
   // The kernel this layer runs (by_backend resolved).
   AttentionKernel kernel() const { return kernel_; }
+  // Times its parts into `b` (null: none): attention.qkv, attention.core and attention.out, each
+  // .fwd and .bwd (the projections' input-gradient GEMMs, the core's S x S work and its layout
+  // swaps), and attention.wgrad.
+  void set_breakdown(Breakdown* b) { breakdown_ = b; }
 
  private:
   // What the core functions share: the (head, sequence) blocks' shape and Q, K, V among them.
@@ -117,6 +122,7 @@ class CausalSelfAttention {
   Device& dev_;
   TrackingAllocator& alloc_;
   Buffer wqkv_, wo_, dwqkv_, dwo_;  // [hidden, 3 inner], [inner, hidden]
+  Breakdown* breakdown_ = nullptr;
 };
 
 }  // namespace moebench

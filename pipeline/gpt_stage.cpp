@@ -162,10 +162,12 @@ void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream
   m.blocks.clear();
   m.blocks.resize(layers_);
   m.xs[0] = alloc_.allocate(xb, MemTag::activations, s);
-  if (first())
+  if (first()) {
+    ScopedRange r("embed.fwd", s, breakdown_);
     embedding_forward(ex, {T, S, H, V}, tokens_.at(micro), table_.data(), positions_.data(), m.xs[0].data(), t);
-  else
+  } else {
     dev_.copy(m.xs[0].data(), x, xb, s);
+  }
   run_blocks(m, s);
   if (!last()) {
     dev_.copy(y, m.xs[layers_].data(), xb, s);
@@ -173,6 +175,7 @@ void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream
     return;
   }
   // Final LayerNorm, logits through the tied embedding, the loss and its gradient in place.
+  ScopedRange head("head.fwd", s, breakdown_);
   const LayerNormShape ln{T, H};
   m.lnf = alloc_.allocate(xb, MemTag::activations, s);
   m.mean = alloc_.allocate(std::size_t(T) * 4, MemTag::activations, s);
@@ -215,8 +218,9 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
   const std::size_t xb = std::size_t(T) * H * dtype_size(t);
   const Exec ex = dev_.exec(s);
   Micro& m = micro_.at(micro);
+  ScopedRange whole("model.bwd", s, breakdown_);
   if (recompute_) {
-    ScopedRange r("pipe.recompute", s);
+    ScopedRange r("pipe.recompute", s, breakdown_);
     run_blocks(m, s);
     if (last()) {
       m.lnf = alloc_.allocate(xb, MemTag::activations, s);
@@ -228,6 +232,7 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
   }
   Buffer grad = alloc_.allocate(xb, MemTag::temporary, s), next = alloc_.allocate(xb, MemTag::temporary, s);
   if (last()) {  // dLNf = dlogits E, then LNf's backward (W: dE += dlogits^T LNf)
+    ScopedRange r("head.bwd", s, breakdown_);
     gemm(ex, dense_gemm(false, false, T, H, V, m.dlogits.data(), table_.data(), next.data(), t));
     layernorm_backward(ex, {T, H}, m.xs[layers_].data(), next.data(), gf_.as<float>(), m.mean.as<float>(),
                        m.rstd.as<float>(), grad.data(), dgf_.as<float>(), dbf_.as<float>(), t);
@@ -238,10 +243,12 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
     blocks_[l]->backward(m.blocks[l], grad.data(), next.data(), s, /*defer=*/true);
     std::swap(grad, next);
   }
-  if (first())
+  if (first()) {
+    ScopedRange r("embed.bwd", s, breakdown_);
     embedding_backward(ex, {T, S, H, V}, tokens_.at(micro), grad.data(), dtable_.data(), dpositions_.data(), t);
-  else
+  } else {
     dev_.copy(dx, grad.data(), xb, s);
+  }
   // Stream-ordered: what W does not need goes back to the pool after these ops (W keeps the
   // last stage's dlogits and LNf output for the output layer's weight gradient).
   m.xs.clear();
@@ -251,7 +258,9 @@ void GptStage::backward_input(int micro, const void* dy, void* dx, const Stream&
 
 void GptStage::backward_weight(int micro, const Stream& s) {
   Micro& m = micro_.at(micro);
+  ScopedRange whole("model.wgrad", s, breakdown_);
   if (last()) {  // the tied output layer: dE += dlogits^T LNf
+    ScopedRange r("head.wgrad", s, breakdown_);
     const int H = cfg_.hidden, V = cfg_.vocab, T = sequences_ * cfg_.seq;
     gemm(dev_.exec(s), dense_gemm(true, false, V, H, T, m.dlogits.data(), m.lnf.data(), dtable_.data(), cfg_.dtype, 1.f, 1.f));
   }

@@ -72,7 +72,9 @@ class GptStage final : public PipelineStage {
   void set_loss_scale(float scale) {
     for (auto& b : blocks_) b->set_loss_scale(scale);
   }
-  // Times the forward (model.fwd) and its blocks' parts into `b` (null: none).
+  // Times its parts into `b` (null: none): model.fwd, model.bwd and model.wgrad, and inside them
+  // embed.*, head.* (the final LayerNorm, the tied output layer and the loss) and the blocks'
+  // ranges (TransformerBlock::set_breakdown).
   void set_breakdown(Breakdown* b);
   // Last stage: the sum of the token losses of the micro-batches since zero_grad (waits for s).
   double loss_sum(const Stream& s);

@@ -67,12 +67,23 @@ void GptTrainer::capture_step() {
   captured_peak_ = alloc_->peak_total();
 }
 
+void GptTrainer::set_breakdown(Breakdown* b) {
+  if (graph_ && b) throw Error("GptTrainer: the step is captured: a replayed step times nothing (time eager steps)");
+  breakdown_ = b;
+  stage_->set_breakdown(b);
+}
+
 void GptTrainer::enqueue_step() {
-  stage_->zero_grad(compute_);
+  ScopedRange whole("gpt.step", compute_, breakdown_);
+  {
+    ScopedRange r("step.zero_grad", compute_, breakdown_);
+    stage_->zero_grad(compute_);
+  }
   // Enqueued only: nothing in a step waits on the host, but the gates of MoE blocks whose experts
   // take host counts (all routes but segmented).
   engine_->enqueue_step(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, layout_.pp, micro_), rows_);
   stage_->sync_tied_embedding(*groups_.pp, compute_);
+  ScopedRange r("step.optimizer", compute_, breakdown_);
   dense_opt_->step(compute_);
   if (moe_opt_) moe_opt_->step(compute_);
 }

@@ -28,6 +28,11 @@ class GptTrainer {
   // refuses: its gate waits for the counts and the expert GEMMs' shapes follow them (Error).
   void capture_step();
   bool step_captured() const { return graph_ != nullptr; }
+  // Times the eager steps' parts into `b` (null: none), nested under gpt.step: step.zero_grad,
+  // the stage's model.fwd, model.bwd and model.wgrad (GptStage::set_breakdown), and
+  // step.optimizer. A replayed step times nothing, so once the step is captured this refuses
+  // (Error).
+  void set_breakdown(Breakdown* b);
   std::size_t graph_nodes() const { return graph_ ? graph_->nodes() : 0; }
   const Stream& stream() const { return compute_; }
   int tokens_per_step() const { return tokens_; }
@@ -56,6 +61,7 @@ class GptTrainer {
   std::vector<Buffer> tokens_buf_, targets_buf_;
   int micro_ = 1, rows_ = 0, tokens_ = 0;
   std::size_t captured_peak_ = 0;
+  Breakdown* breakdown_ = nullptr;
   void enqueue_step();
   std::unique_ptr<StreamGraph> graph_;  // last: it goes before the buffers its replays use
 };

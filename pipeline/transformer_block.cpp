@@ -1,6 +1,7 @@
 #include "pipeline/transformer_block.h"
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include "kernels/axpy.h"
@@ -146,12 +147,22 @@ BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, in
     c.a = act(zb);
   }
   const LayerNormShape ln{T, H};
-  layernorm_forward(ex, ln, x, g1_.as<float>(), b1_.as<float>(), c.ln1.data(), c.mean1.as<float>(), c.rstd1.as<float>(), t);
-  residual(c.h.data(), x);
-  c.attention = attn_.forward(c.ln1.data(), c.h.data(), sequences, seq, s, /*accumulate=*/true);
-  reduce(c.h.data());
-  layernorm_forward(ex, ln, c.h.data(), g2_.as<float>(), b2_.as<float>(), c.ln2.data(), c.mean2.as<float>(),
-                    c.rstd2.as<float>(), t);
+  {
+    ScopedRange r("ln.fwd", s, breakdown_);
+    layernorm_forward(ex, ln, x, g1_.as<float>(), b1_.as<float>(), c.ln1.data(), c.mean1.as<float>(), c.rstd1.as<float>(),
+                      t);
+    residual(c.h.data(), x);
+  }
+  {
+    ScopedRange r("attention.fwd", s, breakdown_);
+    c.attention = attn_.forward(c.ln1.data(), c.h.data(), sequences, seq, s, /*accumulate=*/true);
+    reduce(c.h.data());
+  }
+  {
+    ScopedRange r("ln.fwd", s, breakdown_);
+    layernorm_forward(ex, ln, c.h.data(), g2_.as<float>(), b2_.as<float>(), c.ln2.data(), c.mean2.as<float>(),
+                      c.rstd2.as<float>(), t);
+  }
   if (moe_) {  // y = h + MoE(LN2(h)), whole on every rank (PPMoE all-reduced it inside)
     ScopedRange r("moe.fwd", s, breakdown_);
     c.z = act(xb);
@@ -172,8 +183,10 @@ BlockContext TransformerBlock::forward(const void* x, void* y, int sequences, in
     residual(y, c.h.data());
     gemm(ex, dense_gemm(false, false, T, H, F, c.a.data(), w2_.data(), y, t, 1.f, 1.f));
   }
-  ScopedRange r("ffn.allreduce", s, breakdown_);
-  reduce(y);
+  if (tp_) {
+    ScopedRange r("ffn.allreduce", s, breakdown_);
+    reduce(y);
+  }
   return c;
 }
 
@@ -190,8 +203,10 @@ void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const
   Buffer dh = alloc_.allocate(xb, MemTag::temporary, s), dln = alloc_.allocate(xb, MemTag::temporary, s),
          tmp = alloc_.allocate(xb, MemTag::temporary, s);
   if (moe_) {  // the MoE layer's input gradient (PPMoE sums it over the group inside)
-    moe_->backward(c.moe, dy, dln.data(), s);
+    ScopedRange r("moe.bwd", s, breakdown_);
+    moe_->backward(c.moe, dy, dln.data(), s, breakdown_);
   } else {  // MLP: dz = GeLU'(z) (dy W2^T); dLN2 = dz W1^T; W: dW2 += a^T dy, dW1 += LN2^T dz
+    std::optional<ScopedRange> r(std::in_place, "ffn.bwd", s, breakdown_);
     auto dz = std::make_shared<Buffer>(alloc_.allocate(std::size_t(T) * F * es, MemTag::activations, s));
     const GemmArgs da = dense_gemm(false, true, T, F, H, dy, w2_.data(), dz->data(), t);
     if (epilogue_fits(ex, F)) {  // GeLU's gradient in the GEMM's epilogue, from the kept z
@@ -202,6 +217,7 @@ void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const
     }
     gemm(ex, dense_gemm(false, true, T, H, F, dz->data(), w1_.data(), dln.data(), t));
     reduce(dln.data());
+    r.reset();
     auto a = std::make_shared<Buffer>(std::move(c.a)), ln2 = std::make_shared<Buffer>(std::move(c.ln2));
     std::shared_ptr<Buffer> dy_kept;
     if (defer) {
@@ -210,23 +226,31 @@ void TransformerBlock::backward(BlockContext& c, const void* dy, void* dx, const
     }
     WeightTask w = [this, a, ln2, dz, dy_kept, dy, T, H, F, t](const Stream& st) {
       const Exec e = dev_.exec(st);
+      ScopedRange r("ffn.wgrad", st, breakdown_);
       gemm(e, dense_gemm(true, false, F, H, T, a->data(), dy_kept ? dy_kept->data() : dy, dw2_.data(), t, 1.f, 1.f));
       gemm(e, dense_gemm(true, false, H, F, T, ln2->data(), dz->data(), dw1_.data(), t, 1.f, 1.f));
     };
     if (later) later->push_back(std::move(w)); else w(s);
   }
-  // dh = dy + LN2's backward.
-  layernorm_backward(ex, {T, H}, c.h.data(), dln.data(), g2_.as<float>(), c.mean2.as<float>(), c.rstd2.as<float>(), dh.data(),
-                     dg2_.as<float>(), db2_.as<float>(), t);
-  axpy(ex, n, 1.f, dy, dh.data(), t);
-  // Attention (its W reads LN1's output: kept alive by the last task), then dx = dh + LN1's backward.
-  attn_.backward(c.attention, dh.data(), dln.data(), s, false, later);
-  if (later) later->push_back([ln1 = std::make_shared<Buffer>(std::move(c.ln1))](const Stream&) {});
-  reduce(dln.data());
-  layernorm_backward(ex, {T, H}, c.x, dln.data(), g1_.as<float>(), c.mean1.as<float>(), c.rstd1.as<float>(), tmp.data(),
-                     dg1_.as<float>(), db1_.as<float>(), t);
-  dev_.copy(dx, dh.data(), xb, s);
-  axpy(ex, n, 1.f, tmp.data(), dx, t);
+  {  // dh = dy + LN2's backward.
+    ScopedRange r("ln.bwd", s, breakdown_);
+    layernorm_backward(ex, {T, H}, c.h.data(), dln.data(), g2_.as<float>(), c.mean2.as<float>(), c.rstd2.as<float>(),
+                       dh.data(), dg2_.as<float>(), db2_.as<float>(), t);
+    axpy(ex, n, 1.f, dy, dh.data(), t);
+  }
+  {  // Attention (its W reads LN1's output: kept alive by the last task)
+    ScopedRange r("attention.bwd", s, breakdown_);
+    attn_.backward(c.attention, dh.data(), dln.data(), s, false, later);
+    if (later) later->push_back([ln1 = std::make_shared<Buffer>(std::move(c.ln1))](const Stream&) {});
+    reduce(dln.data());
+  }
+  {  // dx = dh + LN1's backward.
+    ScopedRange r("ln.bwd", s, breakdown_);
+    layernorm_backward(ex, {T, H}, c.x, dln.data(), g1_.as<float>(), c.mean1.as<float>(), c.rstd1.as<float>(), tmp.data(),
+                       dg1_.as<float>(), db1_.as<float>(), t);
+    dev_.copy(dx, dh.data(), xb, s);
+    axpy(ex, n, 1.f, tmp.data(), dx, t);
+  }
   for (Buffer* b : {&c.ln1, &c.mean1, &c.rstd1, &c.h, &c.ln2, &c.mean2, &c.rstd2, &c.z, &c.a}) b->release();
 }
 

@@ -65,9 +65,15 @@ class TransformerBlock {
   void backward_weights(BlockContext& c, const Stream& s);
 
   const TransformerBlockConfig& config() const { return cfg_; }
-  // Times the forward's parts into `b` (null: none): ffn.fwd and ffn.allreduce (a dense block's
-  // MLP and its g), moe.fwd (an MoE block's layer, with the layer's own moe.* ranges inside).
-  void set_breakdown(Breakdown* b) { breakdown_ = b; }
+  // Times its parts into `b` (null: none): ln.fwd and ln.bwd (each LayerNorm with its residual
+  // add), the attention's ranges (CausalSelfAttention::set_breakdown) inside attention.fwd and
+  // attention.bwd; ffn.fwd, ffn.bwd and ffn.wgrad (a dense block's MLP) and ffn.allreduce (its g,
+  // with TP); moe.fwd and moe.bwd (an MoE block's layer, its weight gradients included, with the
+  // layer's own moe.* ranges inside).
+  void set_breakdown(Breakdown* b) {
+    breakdown_ = b;
+    attn_.set_breakdown(b);
+  }
   // The factor the model's loss is scaled by (GptStage::set_loss_scale), for an MoE block's aux loss.
   void set_loss_scale(float scale) {
     if (moe_) moe_->gate().set_loss_scale(scale);

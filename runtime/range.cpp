@@ -26,9 +26,33 @@ void nvtx_push(const char*) {}
 void nvtx_pop() {}
 #endif
 
-void Breakdown::add(std::string name, std::shared_ptr<Event> start, std::shared_ptr<Event> stop) {
+void Breakdown::add(std::string name, std::shared_ptr<Event> start, std::shared_ptr<Event> stop, std::string path) {
   if (std::find(order_.begin(), order_.end(), name) == order_.end()) order_.push_back(name);
-  spans_.push_back(Span{std::move(name), std::move(start), std::move(stop)});
+  if (path.empty()) path = name;
+  if (std::find(path_order_.begin(), path_order_.end(), path) == path_order_.end()) path_order_.push_back(path);
+  spans_.push_back(Span{std::move(name), std::move(path), std::move(start), std::move(stop)});
+}
+
+std::string Breakdown::open(std::string_view name) {
+  std::string path = open_.empty() ? std::string(name) : open_.back() + "/" + std::string(name);
+  if (std::find(path_order_.begin(), path_order_.end(), path) == path_order_.end()) path_order_.push_back(path);
+  open_.push_back(path);
+  return path;
+}
+
+void Breakdown::close() {
+  if (!open_.empty()) open_.pop_back();  // clear() inside an open range emptied it already
+}
+
+std::vector<Breakdown::PathTotal> Breakdown::path_totals() const {
+  std::vector<PathTotal> out;
+  for (const auto& p : path_order_) out.push_back({p, 0.0, 0});
+  for (const auto& s : spans_) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const PathTotal& t) { return t.path == s.path; });
+    it->ms += Event::elapsed_ms(*s.start, *s.stop);
+    ++it->calls;
+  }
+  return out;
 }
 
 std::map<std::string, double> Breakdown::totals_ms() const {
@@ -56,6 +80,8 @@ double Breakdown::union_ms(const std::vector<std::string>& names) const {
 void Breakdown::clear() {
   spans_.clear();
   order_.clear();
+  path_order_.clear();
+  open_.clear();
 }
 
 ScopedRange::ScopedRange(std::string_view name, const Stream& stream, Breakdown* breakdown)
@@ -63,6 +89,7 @@ ScopedRange::ScopedRange(std::string_view name, const Stream& stream, Breakdown*
   nvtx_push(name_.c_str());
   // Inside a graph capture a range times nothing: its events would be points in the graph.
   if ((breakdown_ || Timeline::enabled()) && !stream.capturing()) {
+    if (breakdown_) path_ = breakdown_->open(name_);
     start_ = std::make_shared<Event>(stream.backend);
     start_->record(stream_);
   }
@@ -73,7 +100,10 @@ ScopedRange::~ScopedRange() {
     auto stop = std::make_shared<Event>(stream_.backend);
     stop->record(stream_);
     if (Timeline::enabled()) Timeline::record_range(stream_.id, name_, start_, stop);
-    if (breakdown_) breakdown_->add(name_, start_, stop);
+    if (breakdown_) {
+      breakdown_->add(name_, start_, stop, path_);
+      breakdown_->close();
+    }
   }
   nvtx_pop();
 }

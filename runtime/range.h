@@ -1,7 +1,9 @@
 // A breakdown range is one object that both times a named region on a stream and emits an
 // NVTX range of the same name in the "moebench" domain, so the Nsight Systems timeline, the
 // trace JSON (runtime/timeline.h) and the CSV columns use the same names. Times are read after
-// the work (events complete asynchronously).
+// the work (events complete asynchronously). Ranges of one breakdown nest by the host's scopes,
+// whatever their streams: each is also recorded under its path ("outer/inner"), so a step's
+// breakdown reads as a tree (harness/range_tree.h).
 #pragma once
 #include <map>
 #include <memory>
@@ -14,7 +16,18 @@ namespace moebench {
 
 class Breakdown {
  public:
-  void add(std::string name, std::shared_ptr<Event> start, std::shared_ptr<Event> stop);
+  // `path`: where the range sat among the open ones (open()); empty: the name alone.
+  void add(std::string name, std::shared_ptr<Event> start, std::shared_ptr<Event> stop, std::string path = "");
+  // A range `name` opens inside those open now; returns its path. close() ends the innermost.
+  std::string open(std::string_view name);
+  void close();
+  struct PathTotal {
+    std::string path;
+    double ms = 0;  // summed over its ranges
+    int calls = 0;  // ranges recorded under it
+  };
+  // Per path, in the order the paths were first opened (a parent before its children).
+  std::vector<PathTotal> path_totals() const;
   // Total milliseconds per name, summed over every range recorded since clear().
   std::map<std::string, double> totals_ms() const;
   // Milliseconds during which at least one range of the `names` was open (ranges on several
@@ -25,9 +38,9 @@ class Breakdown {
   void clear();
 
  private:
-  struct Span { std::string name; std::shared_ptr<Event> start, stop; };
+  struct Span { std::string name, path; std::shared_ptr<Event> start, stop; };
   std::vector<Span> spans_;
-  std::vector<std::string> order_;
+  std::vector<std::string> order_, path_order_, open_;
 };
 
 class ScopedRange {
@@ -43,6 +56,7 @@ class ScopedRange {
   std::string name_;
   const Stream& stream_;
   Breakdown* breakdown_;
+  std::string path_;              // when timed into the breakdown
   std::shared_ptr<Event> start_;  // when timed or traced
 };
 

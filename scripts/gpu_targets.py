@@ -6,8 +6,9 @@ TARGETS_DIR/targets.csv, with every expert-GEMM route's and attention's figures 
 The limits are for one H100 at the paper scale in bf16: a run at another scale, backend or type
 gets its figures and the verdict "not comparable"; a figure a run could not measure (n/a in its
 CSV) gets "not measured" with the reason; a case that failed (cases.tsv) gets a row naming its
-log, and a target none of whose cases ended well "not run". Exit 0 when the table is written, 2
-for a bad folder."""
+log, and a target none of whose cases ended well "not run". Each row says where its time went (the
+largest parts: a layer's moe.* ranges, a step's phases from its step_breakdown.csv), printed
+under a missed target. Exit 0 when the table is written, 2 for a bad folder."""
 import csv
 import pathlib
 import sys
@@ -46,6 +47,28 @@ def rows_of(folder):
                 with csv_path.open(newline="") as f:
                     out += [(case.name, row, csv_path) for row in csv.DictReader(f)]
     return out
+
+
+def where_time_goes(row, path, parts=3):
+    """The largest parts of a row's time, with their shares: a layer row's moe.* range columns
+    (of its total_ms), a step row's innermost phases (step_breakdown.csv beside its step.csv, the
+    eager steps of its model)."""
+    if "total_ms" in row:
+        total = number(row.get("total_ms"))
+        found = [(k[:-3], number(v)) for k, v in row.items() if k.startswith("moe.") and k.endswith("_ms")]
+        found = [(k, v, v / total if total else 0) for k, v in found if v is not None]
+    else:
+        breakdown = path.parent / "step_breakdown.csv"
+        if not breakdown.is_file():
+            return "n/a (no step_breakdown.csv)"
+        with breakdown.open(newline="") as f:
+            phases = [r for r in csv.DictReader(f) if r.get("model") == row.get("model")]
+        parents = {r["phase"].rsplit("/", 1)[0] for r in phases if "/" in r["phase"]}
+        found = [(r["phase"].split("/", 1)[-1], number(r["ms"]), number(r["share_of_step"]) or 0)
+                 for r in phases if r["phase"] not in parents]
+        found = [x for x in found if x[1] is not None]
+    found.sort(key=lambda x: -x[1])
+    return "; ".join(f"{k} {v:.3g} ms ({100 * share:.0f}%)" for k, v, share in found[:parts]) or "n/a"
 
 
 def how_it_ran(row):
@@ -95,6 +118,7 @@ def main():
             verdict = "met" if (v <= limit if op == "<=" else v >= limit) else "missed"
         table.append({"target": target, "case": case, "how": how, "measured": value, "unit": unit,
                       "limit": f"{op} {limit:g}" if limit is not None else "", "verdict": verdict,
+                      "where_the_time_goes": where_time_goes(row, path),
                       "device": row.get("device", ""), "scale": row.get("scale", ""), "backend": row.get("backend", ""),
                       "dtype": row.get("dtype", ""), "commit": row.get("commit", ""), "source": str(path.relative_to(folder))})
     # Every case beside the targets: what each route and attention measured.
@@ -105,6 +129,7 @@ def main():
                                             f"{row.get('popularity')} popularity"),
                       "case": case, "how": how_it_ran(row),
                       "measured": row.get(time_column, ""), "unit": "ms", "limit": "", "verdict": "reported",
+                      "where_the_time_goes": where_time_goes(row, path),
                       "device": row.get("device", ""), "scale": row.get("scale", ""), "backend": row.get("backend", ""),
                       "dtype": row.get("dtype", ""), "commit": row.get("commit", ""),
                       "source": str(path.relative_to(folder))})
@@ -119,8 +144,8 @@ def main():
                 elif c["exit"] != "0":
                     table.append({"target": "case: failed", "case": c["case"], "measured": "n/a", "limit": "",
                                   "verdict": f"failed (exit {c['exit']}): see {c['log']}", "source": c["log"]})
-    columns = ["target", "case", "how", "measured", "unit", "limit", "verdict", "device", "scale", "backend", "dtype",
-               "commit", "source"]
+    columns = ["target", "case", "how", "measured", "unit", "limit", "verdict", "where_the_time_goes", "device", "scale",
+               "backend", "dtype", "commit", "source"]
     out = folder / "targets.csv"
     tmp = out.with_suffix(".csv.tmp")
     with tmp.open("w", newline="") as f:
@@ -137,6 +162,8 @@ def main():
         shown = r["measured"] if number(r["measured"]) is not None else "n/a"
         print(f"{r['target']:55s} {shown:>12s} {r.get('unit', ''):2s} {r['limit']:>8s}  {r['verdict']}"
               f"  [{r['case']}{', ' + r['how'] if r.get('how') else ''}]")
+        if r["verdict"] == "missed":
+            print(f"{'':57s}where the time goes: {r.get('where_the_time_goes', 'n/a')}")
     print(f"wrote {out}")
     return 0
 

@@ -2,8 +2,8 @@
 # gpt.step: one training step of the GPT model on one device (TP = PP = DP = 1), dense and MoE,
 # in tokens/s, beside the same model in plain PyTorch on the same device (torch_step.py; skipped,
 # and said so in the CSV, where PyTorch is not installed), each row with its roofline from the
-# results folder's profile of this machine. Writes results/gpt/step.csv,
-# torch_step.csv and step.png.
+# results folder's profile of this machine, and where an eager step's time goes, phase by phase.
+# Writes results/gpt/step.csv, step_breakdown.csv, torch_step.csv, step.png and step_breakdown.png.
 #   experiments/gpt/step.sh [--scale local] [--backend cpu|cuda] [bench options, e.g. --sequences N, --dtype bf16]
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"

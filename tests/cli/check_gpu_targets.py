@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """check_gpu_targets.py TARGETS_DIR: scripts/gpu_targets.sh ran every case and judged every target.
 A CPU run is never judged against the H100 limits (met or missed): its verdicts say why not.
-PyTorch's reference was measured once for the cases that share its work: their copies are equal."""
+PyTorch's reference was measured once for the cases that share its work: their copies are equal.
+Every judged figure says where its time went."""
 import csv
 import pathlib
 import sys
@@ -26,6 +27,12 @@ def main():
             problems.append(f"target '{t[0]}' has no row")
         elif r["verdict"] in ("met", "missed") or r["verdict"].startswith("not run"):
             problems.append(f"target '{t[0]}': verdict '{r['verdict']}' on a {r['backend']} {r['scale']} run")
+    # Each judged figure says where its time went: a layer's moe.* ranges, a step's phases.
+    for r in judged.values():
+        where = r.get("where_the_time_goes", "")
+        part = "moe." if r["target"].startswith("MoE layer") else "model."
+        if r["case"] != "none" and (" ms (" not in where or part not in where):
+            problems.append(f"target '{r['target']}': where the time goes is '{where}', naming no {part}* part")
     problems += [f"case {r['case']} {r['verdict']}" for r in rows if r["target"] in ("case: failed", "case: not run")]
     cases = {r["case"] for r in rows if r["target"].startswith("case: ") and r["target"] not in ("case: failed", "case: not run")}
     problems += [f"case {c} left no row" for c in CASES if c not in cases]

@@ -9,7 +9,9 @@
 #include <map>
 #include <string>
 #include <random>
+#include <set>
 #include "kernels/embedding.h"
+#include "models/roofline.h"
 #include "moe_test_util.h"
 #include "pipeline/gpt_model.h"
 #include "pipeline/gpt_trainer.h"
@@ -242,6 +244,66 @@ TEST_F(GptTrainerStep, AnMoEStepWithSegmentedExpertsIsCapturedAndReplaysItsEager
     ASSERT_EQ(got[i], want[i]) << "parameter " << i;
     EXPECT_LT(testing_util::rel_diff(want[i].data(), other[i].data(), want[i].size()), 1e-5) << "parameter " << i;
   }
+}
+
+// A step's breakdown times each of its phases under its path, as many times as the model runs
+// it, and every phase that models/roofline.h gives FLOPs is one of them (step_breakdown.csv
+// divides the two). Timing it changes nothing the step computes; a replayed step cannot be timed.
+TEST_F(GptTrainerStep, ABreakdownTimesEveryPhaseOfTheStepUnderItsPath) {
+  auto timed_owned = make_trainer(/*moe=*/true), plain_owned = make_trainer(/*moe=*/true);
+  GptTrainer &timed = *timed_owned, &plain = *plain_owned;
+  Breakdown b;
+  timed.set_breakdown(&b);
+  timed.step();
+  dev.synchronize();
+  timed.set_breakdown(nullptr);
+  plain.step();
+  EXPECT_EQ(timed.loss_sum(), plain.loss_sum());
+  std::map<std::string, int> calls;  // per path
+  std::map<std::string, std::set<std::string>> paths_of;  // per name
+  for (const auto& t : b.path_totals()) {
+    calls[t.path] = t.calls;
+    paths_of[t.path.substr(t.path.rfind('/') + 1)].insert(t.path);
+  }
+  const int layers = kShape.layers, moe_layers = 1;
+  const std::map<std::string, int> want = {
+      {"gpt.step", 1},
+      {"gpt.step/step.zero_grad", 1},
+      {"gpt.step/model.fwd", 1},
+      {"gpt.step/model.fwd/embed.fwd", 1},
+      {"gpt.step/model.fwd/ln.fwd", 2 * layers},
+      {"gpt.step/model.fwd/attention.fwd/attention.qkv.fwd", layers},
+      {"gpt.step/model.fwd/attention.fwd/attention.core.fwd", layers},
+      {"gpt.step/model.fwd/attention.fwd/attention.out.fwd", layers},
+      {"gpt.step/model.fwd/ffn.fwd", layers - moe_layers},
+      {"gpt.step/model.fwd/moe.fwd/moe.gating", moe_layers},
+      {"gpt.step/model.fwd/moe.fwd/moe.expert", moe_layers},
+      {"gpt.step/model.fwd/head.fwd", 1},
+      {"gpt.step/model.bwd/head.bwd", 1},
+      {"gpt.step/model.bwd/ffn.bwd", layers - moe_layers},
+      {"gpt.step/model.bwd/moe.bwd/moe.expert.bwd", moe_layers},
+      {"gpt.step/model.bwd/moe.bwd/moe.gating.bwd", moe_layers},
+      {"gpt.step/model.bwd/ln.bwd", 2 * layers},
+      {"gpt.step/model.bwd/attention.bwd/attention.core.bwd", layers},
+      {"gpt.step/model.bwd/embed.bwd", 1},
+      {"gpt.step/model.wgrad/head.wgrad", 1},
+      {"gpt.step/model.wgrad/ffn.wgrad", layers - moe_layers},
+      {"gpt.step/model.wgrad/attention.wgrad", layers},
+      {"gpt.step/step.optimizer", 1}};
+  for (const auto& [path, n] : want) {
+    ASSERT_TRUE(calls.count(path)) << path << " was not timed";
+    EXPECT_EQ(calls[path], n) << path;
+  }
+  EXPECT_FALSE(calls.count("gpt.step/model.fwd/ffn.allreduce")) << "no TP: no all-reduce range";
+  ModelShape shape = kShape;
+  shape.experts = 4;
+  shape.moe_every = 2;
+  for (const auto& [phase, flops] : gpt_step_phase_flops(shape, 2))
+    EXPECT_EQ(paths_of[phase].size(), 1u) << phase << " is not one range of the step";
+  auto captured_owned = make_trainer();
+  captured_owned->capture_step();
+  EXPECT_THROW(captured_owned->set_breakdown(&b), Error);
+  captured_owned->set_breakdown(nullptr);
 }
 
 // The MLP's GeLU lives in its GEMMs' epilogues: the first GEMM writes GeLU(z) and keeps z as its

@@ -1,6 +1,8 @@
 // The roofline's work counts against the sizes worked by hand, which term sets the floor, and
 // the rates a rank gets when CPU ranks share the machine's cores.
 #include <gtest/gtest.h>
+#include <set>
+#include <string>
 #include "models/hardware_profile.h"
 #include "models/roofline.h"
 
@@ -36,6 +38,18 @@ TEST(Roofline, GptStepWorkByHand) {
   EXPECT_DOUBLE_EQ(gpt_step_work(moe, 2, 2).flops - gpt_step_work(m, 2, 2).flops,
                    3 * 12 * (2 * tokens * h * 8 + 2 * tokens * 2 * h * f));
   EXPECT_GT(gpt_step_work(moe, 2, 2).bytes, gpt_step_work(m, 2, 2).bytes);  // eight experts' weights
+  // The step's phases (its breakdown's ranges) hold all of its FLOPs, each phase once.
+  for (const ModelShape& shape : {m, moe}) {
+    double sum = 0;
+    std::set<std::string> names;
+    for (const auto& [phase, flops] : gpt_step_phase_flops(shape, 2)) {
+      EXPECT_GT(flops, 0) << phase;
+      EXPECT_TRUE(names.insert(phase).second) << phase << " twice";
+      sum += flops;
+    }
+    EXPECT_NEAR(sum, gpt_step_work(shape, 2, 2).flops, 1e-12 * sum);
+    EXPECT_EQ(names.count("moe.expert.bwd"), shape.experts > 0 ? 1u : 0u);
+  }
 }
 
 TEST(Roofline, CpuRanksShareTheCores) {
