@@ -533,6 +533,40 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^(Segmented|GptTrainerStep)",
     },
+    # The GPT step's breakdown (runtime/range.h, harness/range_tree.h, pipeline/gpt_trainer.cpp)
+    {
+        "id": "breakdown_optimizer_untimed",
+        "mechanism": "the step's optimizer runs inside an NVTX-only range, so the breakdown misses a phase",
+        "file": "pipeline/gpt_trainer.cpp",
+        "edits": [('ScopedRange r("step.optimizer", compute_, breakdown_);', 'ScopedRange r("step.optimizer", compute_);')],
+        "targets": [UNIT],
+        "tests": r"^GptTrainerStep",
+    },
+    {
+        "id": "breakdown_paths_flat",
+        "mechanism": "a range is recorded under its name alone, not under the ranges open around it",
+        "file": "runtime/range.cpp",
+        "edits": [('std::string path = open_.empty() ? std::string(name) : open_.back() + "/" + std::string(name);',
+                   'std::string path(name);')],
+        "targets": [UNIT],
+        "tests": r"^(Breakdown|GptTrainerStep)",
+    },
+    {
+        "id": "range_tree_other_is_the_parent",
+        "mechanism": "a parent's (other) row keeps the whole parent, its children not taken off",
+        "file": "harness/range_tree.cpp",
+        "edits": [("      for (std::size_t r = 0; r < rest.size(); ++r) rest[r] -= ms[kid][r];", "")],
+        "targets": [UNIT],
+        "tests": r"^RangeTree",
+    },
+    {
+        "id": "phase_flops_core_backward_once",
+        "mechanism": "attention's core backward counted as one forward's FLOPs, not two",
+        "file": "models/roofline.cpp",
+        "edits": [('{"attention.core.bwd", 2 * core}', '{"attention.core.bwd", core}')],
+        "targets": [UNIT],
+        "tests": r"^Roofline",
+    },
     # The tree's rules (tests/cli/check_tree.py)
     {
         "id": "bench_declares_a_library",
