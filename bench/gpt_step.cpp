@@ -222,10 +222,11 @@ class GptStepBench final : public BenchProgram {
   static std::string key(bool moe) { return std::string("gpt_step/") + (moe ? "moe" : "dense"); }
 
   // gpt/step_breakdown.csv: per model, each range of the eager steps (a tree: phase is its path),
-  // with the FLOPs of the phases that do matmuls (models/roofline.h; a parent their sum).
+  // with the FLOPs of the phases that do matmuls (models/roofline.h; a parent their sum), and
+  // with a profile of this device their time over the floor those FLOPs set at its GEMM rate.
   void write_breakdown(BenchContext& ctx) const {
     CsvTable t({"model", "phase", "name", "depth", "calls_per_step", "ms", "ms_min", "ms_max", "share_of_step", "flops",
-                "achieved_tflops", "steps", "attention", "expert_gemm", "layers", "hidden", "heads", "ffn", "seq", "vocab",
+                "achieved_tflops", "time_over_compute_floor", "steps", "attention", "expert_gemm", "layers", "hidden", "heads", "ffn", "seq", "vocab",
                 "experts", "sequences"});
     for (const auto& [moe, rows] : phases_) {
       const ModelShape shape = moe ? shape_ : shape_.dense();
@@ -253,9 +254,15 @@ class GptStepBench final : public BenchProgram {
         const auto f = flops.find(r.path);
         const bool has = f != flops.end();
         const std::string na = r.other ? "n/a (unattributed)" : "n/a (no matmul)";
+        std::string over = has ? "n/a (no profile of this device: --roofline-profile)" : na;
+        if (has && roofline_.hw && r.ms.median > 0)
+          over = fmt(roofline(Work{f->second, 0}, *roofline_.hw, dtype_size(ctx.dtype()) == 2, roofline_.rate_scale,
+                              r.ms.median)
+                         .time_over_floor,
+                     4);
         t.add_row({moe ? "moe" : "dense", r.path, r.name, std::to_string(r.depth), std::to_string(r.calls), fmt(r.ms.median),
                    fmt(r.ms.min), fmt(r.ms.max), fmt(r.share, 4), has ? fmt(f->second) : na,
-                   has && r.ms.median > 0 ? fmt(f->second / (r.ms.median * 1e-3) / 1e12, 4) : na,
+                   has && r.ms.median > 0 ? fmt(f->second / (r.ms.median * 1e-3) / 1e12, 4) : na, over,
                    std::to_string(r.ms.samples), attention_kernel_name(attention_),
                    moe ? expert_gemm_name(expert_gemm_) : "n/a", std::to_string(shape.layers), std::to_string(shape.hidden),
                    std::to_string(shape.heads), std::to_string(shape.ffn), std::to_string(shape.seq),

@@ -11,6 +11,7 @@
 // spread of each measured value (low, high: the value from the repetitions' slowest and fastest
 // times) and provenance columns: models read it like a shipped profile.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -62,7 +63,7 @@ class ProfileBench final : public BenchProgram {
     }
     std::vector<int> ms, nks;
     switch (ctx.scale()) {
-      case Scale::tiny: ms = {32, 128}; nks = {32, 128}; copy_bytes_ = 1 << 20; big_message_ = 1 << 18; break;
+      case Scale::tiny: ms = {32, 128}; nks = {32, 128}; copy_bytes_ = 1 << 20; big_message_ = 4 << 20; break;
       case Scale::local: ms = {32, 128, 512, 2048}; nks = {32, 128, 512, 1024}; copy_bytes_ = 32 << 20; big_message_ = 8 << 20; break;
       case Scale::paper: ms = {256, 1024, 4096, 16384}; nks = {512, 1024, 4096, 8192}; copy_bytes_ = 256 << 20; big_message_ = 64 << 20; break;
     }
@@ -154,6 +155,10 @@ class ProfileBench final : public BenchProgram {
     };
     const Values mid = values(&Spread::median, &Spread::median), fast = values(&Spread::min, &Spread::max),
                  slow = values(&Spread::max, &Spread::min);
+    if (!std::isfinite(mid.link_bw))
+      throw Error("moebench_profile: the link's bandwidth is not measurable in this run: the " +
+                  std::to_string(big_message_ >> 20) + " MiB exchange's median time did not exceed the small one's "
+                  "(a loaded machine?); run it again");
     const double peak = mid.peak;
     std::size_t free_bytes = 0, total_bytes = 0;
     ctx.device.memory(&free_bytes, &total_bytes);
@@ -165,10 +170,12 @@ class ProfileBench final : public BenchProgram {
       t.add_row({f, "", fmt(v, 6), unit, "", "", src});
     };
     // A value from this run's measurements, with its range over the fastest and slowest repetitions.
+    // An end may be unbounded (the link's fast end, above): "inf", which no reader takes for a value.
     auto put_measured = [&](const std::string& f, double Values::*field, double scale, const std::string& unit,
                             const std::string& src) {
       const double a = fast.*field * scale, b = slow.*field * scale;
-      t.add_row({f, "", fmt(mid.*field * scale, 6), unit, fmt(std::min(a, b), 6), fmt(std::max(a, b), 6), src});
+      auto end = [](double v) { return std::isinf(v) ? std::string("inf") : fmt(v, 6); };
+      t.add_row({f, "", fmt(mid.*field * scale, 6), unit, end(std::min(a, b)), end(std::max(a, b)), src});
     };
     t.add_row({"name", "", name_ + ": " + ctx.provenance.device + ", " + std::to_string(ranks) + " ranks (" +
                                 backend_name(ctx.backend()) + " backend)",

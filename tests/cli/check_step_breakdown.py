@@ -3,7 +3,8 @@
 gpt.step, with share 1 and the step's FLOPs (step.csv's flops column); every path's depth its
 place in the tree; under each parent the children's minima summing to no more than its maximum
 and their maxima to no less than its minimum (each run's rows add up to their parent); a parent's
-FLOPs the sum of its children's; the achieved rate the FLOPs over the time; the phases the
+FLOPs the sum of its children's; the achieved rate the FLOPs over the time; the time over the
+compute floor taking every phase's floor at one GEMM rate (the profile's); the phases the
 issue's evidence needs there (attention's core forward and backward, the optimizer).
 
   check_step_breakdown.py STEP_BREAKDOWN_CSV STEP_CSV    exit 0 when all holds, 1 with a line per breach
@@ -29,6 +30,7 @@ def main(breakdown_path, step_path):
     step = {r["model"]: r for r in csv.DictReader(open(step_path, newline=""))}
     if not rows:
         breaches.append(f"{breakdown_path}: no rows")
+    rates = []  # the GEMM rate each time_over_compute_floor implies, in TFLOP/s
     for model in sorted({r["model"] for r in rows}):
         mine = {r["phase"]: r for r in rows if r["model"] == model}
         roots = [p for p in mine if "/" not in p]
@@ -50,6 +52,9 @@ def main(breakdown_path, step_path):
             ms, flops, achieved = number(r["ms"]), number(r["flops"]), number(r["achieved_tflops"])
             if flops is not None and ms and not close(achieved or 0, flops / (ms * 1e-3) / 1e12, 1e-2):
                 breaches.append(f"{model} {path}: achieved_tflops {r['achieved_tflops']} is not its flops over its ms")
+            over = number(r.get("time_over_compute_floor"))
+            if over is not None and flops:
+                rates.append(over * flops / (ms * 1e-3) / 1e12)
             if not children:
                 continue
             if not any(c["name"] == "(other)" for c in children):
@@ -62,6 +67,8 @@ def main(breakdown_path, step_path):
             child_flops = [number(c["flops"]) for c in children if number(c["flops"]) is not None]
             if flops is not None and child_flops and not close(flops, sum(child_flops)):
                 breaches.append(f"{model} {path}: flops {flops:g}, its children's {sum(child_flops):g}")
+    if rates and max(rates) > 1.01 * min(rates):
+        breaches.append(f"time_over_compute_floor implies GEMM rates {min(rates):g}..{max(rates):g} TFLOP/s, not one")
     for b in breaches:
         print(f"check_step_breakdown: {b}")
     return 1 if breaches else 0
