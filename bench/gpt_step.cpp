@@ -222,21 +222,24 @@ class GptStepBench final : public BenchProgram {
   static std::string key(bool moe) { return std::string("gpt_step/") + (moe ? "moe" : "dense"); }
 
   // gpt/step_breakdown.csv: per model, each range of the eager steps (a tree: phase is its path),
-  // with the FLOPs of the phases that do matmuls (models/roofline.h; a parent their sum), and
-  // with a profile of this device their time over the floor those FLOPs set at its GEMM rate.
+  // with its work as models/roofline.h counts it -- a matmul phase's FLOPs (a parent's the sum of
+  // its children's), the optimizer's bytes -- and, with a profile of this device, its time over
+  // the floor that work sets at the profile's GEMM rate or copy bandwidth.
   void write_breakdown(BenchContext& ctx) const {
     CsvTable t({"model", "phase", "name", "depth", "calls_per_step", "ms", "ms_min", "ms_max", "share_of_step", "flops",
-                "achieved_tflops", "time_over_compute_floor", "steps", "attention", "expert_gemm", "layers", "hidden", "heads", "ffn", "seq", "vocab",
-                "experts", "sequences"});
+                "achieved_tflops", "time_over_compute_floor", "min_bytes", "time_over_memory_floor", "steps", "attention",
+                "expert_gemm", "layers", "hidden", "heads", "ffn", "seq", "vocab", "experts", "sequences"});
+    const int es = int(dtype_size(ctx.dtype()));
     for (const auto& [moe, rows] : phases_) {
       const ModelShape shape = moe ? shape_ : shape_.dense();
-      std::map<std::string, double> phase_flops;
-      for (const auto& [phase, f] : gpt_step_phase_flops(shape, sequences_)) phase_flops[phase] = f;
-      std::map<std::string, double> flops;  // per path; children come after their parent, so go backwards
+      std::map<std::string, Work> phase_work;
+      for (const auto& [phase, w] : gpt_step_phases(shape, sequences_, es)) phase_work[phase] = w;
+      std::map<std::string, double> flops, bytes;  // per path; children come after their parent: go backwards
       for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
         if (it->other) continue;
-        if (auto f = phase_flops.find(it->name); f != phase_flops.end()) {
-          flops[it->path] = f->second;
+        if (auto w = phase_work.find(it->name); w != phase_work.end()) {
+          if (w->second.flops > 0) flops[it->path] = w->second.flops;
+          if (w->second.bytes > 0) bytes[it->path] = w->second.bytes;
           continue;
         }
         double sum = 0;
@@ -249,21 +252,25 @@ class GptStepBench final : public BenchProgram {
           }
         if (any) flops[it->path] = sum;
       }
+      // A cell of work, and the time over the floor it sets (bytes: at the copy bandwidth).
+      auto cells = [&](const std::map<std::string, double>& of, const RangeRow& r, bool memory, const std::string& none) {
+        const auto w = of.find(r.path);
+        if (w == of.end()) return std::pair{none, none};
+        if (!roofline_.hw || r.ms.median <= 0)
+          return std::pair{fmt(w->second), std::string("n/a (no profile of this device: --roofline-profile)")};
+        const Work work = memory ? Work{0, w->second} : Work{w->second, 0};
+        const Roofline floor = roofline(work, *roofline_.hw, es == 2, roofline_.rate_scale, r.ms.median);
+        return std::pair{fmt(w->second), fmt(floor.time_over_floor, 4)};
+      };
       std::vector<const RangeRow*> leaves;
       for (const RangeRow& r : rows) {
-        const auto f = flops.find(r.path);
-        const bool has = f != flops.end();
-        const std::string na = r.other ? "n/a (unattributed)" : "n/a (no matmul)";
-        std::string over = has ? "n/a (no profile of this device: --roofline-profile)" : na;
-        if (has && roofline_.hw && r.ms.median > 0)
-          over = fmt(roofline(Work{f->second, 0}, *roofline_.hw, dtype_size(ctx.dtype()) == 2, roofline_.rate_scale,
-                              r.ms.median)
-                         .time_over_floor,
-                     4);
+        const auto [f, over_compute] = cells(flops, r, false, r.other ? "n/a (unattributed)" : "n/a (no matmul)");
+        const auto [b, over_memory] = cells(bytes, r, true, r.other ? "n/a (unattributed)" : "n/a (bytes counted for the optimizer only)");
+        const auto fl = flops.find(r.path);
         t.add_row({moe ? "moe" : "dense", r.path, r.name, std::to_string(r.depth), std::to_string(r.calls), fmt(r.ms.median),
-                   fmt(r.ms.min), fmt(r.ms.max), fmt(r.share, 4), has ? fmt(f->second) : na,
-                   has && r.ms.median > 0 ? fmt(f->second / (r.ms.median * 1e-3) / 1e12, 4) : na, over,
-                   std::to_string(r.ms.samples), attention_kernel_name(attention_),
+                   fmt(r.ms.min), fmt(r.ms.max), fmt(r.share, 4), f,
+                   fl != flops.end() && r.ms.median > 0 ? fmt(fl->second / (r.ms.median * 1e-3) / 1e12, 4) : f,
+                   over_compute, b, over_memory, std::to_string(r.ms.samples), attention_kernel_name(attention_),
                    moe ? expert_gemm_name(expert_gemm_) : "n/a", std::to_string(shape.layers), std::to_string(shape.hidden),
                    std::to_string(shape.heads), std::to_string(shape.ffn), std::to_string(shape.seq),
                    std::to_string(shape.vocab), std::to_string(moe ? shape.experts : 0), std::to_string(sequences_)});

@@ -16,7 +16,21 @@ Work moe_layer_work(double tokens, int hidden, int ffn, int experts, int local_e
   return w;
 }
 
-std::vector<std::pair<std::string, double>> gpt_step_phase_flops(const ModelShape& m, int sequences) {
+namespace {
+// The trained weights' elements (embeddings, projections, FFNs or experts and gates; not the
+// LayerNorms').
+double trained_weights(const ModelShape& m) {
+  const double h = m.hidden, f = m.ffn;
+  double weights = double(m.vocab) * h + m.seq * h;  // tied embedding, positions
+  for (int l = 0; l < m.layers; ++l) {
+    weights += 4 * h * h;  // q, k, v, projection
+    weights += m.is_moe(l) ? m.experts * 2 * h * f + h * m.experts : 2 * h * f;
+  }
+  return weights;
+}
+}  // namespace
+
+std::vector<std::pair<std::string, Work>> gpt_step_phases(const ModelShape& m, int sequences, int element_bytes) {
   const double h = m.hidden, f = m.ffn, S = m.seq, V = m.vocab, tokens = double(sequences) * S, L = m.layers;
   const int routed = m.top_k * m.prototypes;
   int moe_layers = 0;
@@ -39,23 +53,24 @@ std::vector<std::pair<std::string, double>> gpt_step_phase_flops(const ModelShap
     out_flops.push_back({"moe.expert.bwd", 2 * experts});
     out_flops.push_back({"moe.gating.bwd", 2 * gate});
   }
-  return out_flops;
+  std::vector<std::pair<std::string, Work>> phases;
+  for (const auto& [phase, flops] : out_flops) phases.push_back({phase, Work{flops, 0}});
+  // AdamW: the gradient read, m and v read and written in fp32, and the weight read and written
+  // -- in fp32 it is its own master; a 16-bit weight has an fp32 master beside it.
+  const double es = element_bytes, per_weight = element_bytes == 4 ? 4 + 2 * 2 * 4 + 2 * 4 : es + 2 * 3 * 4 + es;
+  phases.push_back({"step.optimizer", Work{0, trained_weights(m) * per_weight}});
+  return phases;
 }
 
 Work gpt_step_work(const ModelShape& m, int sequences, int element_bytes) {
   const double h = m.hidden, f = m.ffn, V = m.vocab, tokens = double(sequences) * m.seq, es = element_bytes;
-  double weights = V * h + m.seq * h;  // tied embedding, positions
-  for (int l = 0; l < m.layers; ++l) {
-    weights += 4 * h * h;  // q, k, v, projection
-    weights += m.is_moe(l) ? m.experts * 2 * h * f + h * m.experts : 2 * h * f;
-  }
   Work w;
-  for (const auto& [phase, flops] : gpt_step_phase_flops(m, sequences)) w.flops += flops;
+  for (const auto& [phase, work] : gpt_step_phases(m, sequences, element_bytes)) {
+    w.flops += work.flops;
+    w.bytes += work.bytes;  // the optimizer's
+  }
   const double activations = 2 * tokens * m.layers * (7 * h + 2 * f) * es + 2 * tokens * V * 4;
-  // AdamW: the gradient read, m and v read and written in fp32, and the weight read and written
-  // -- in fp32 it is its own master; a 16-bit weight has an fp32 master beside it.
-  const double optimizer = element_bytes == 4 ? 4 + 2 * 2 * 4 + 2 * 4 : es + 2 * 3 * 4 + es;
-  w.bytes = 3 * weights * es + weights * optimizer + activations;
+  w.bytes += 3 * trained_weights(m) * es + activations;  // weights read twice, gradients written
   return w;
 }
 

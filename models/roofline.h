@@ -34,12 +34,13 @@ Work moe_layer_work(double tokens, int hidden, int ffn, int experts, int local_e
 // One training step of the whole model on `sequences` sequences (dropless top-k MoE layers route
 // every token to top_k x prototypes experts).
 Work gpt_step_work(const ModelShape& shape, int sequences, int element_bytes);
-// The same step's FLOPs by phase, each named as the step's breakdown range that runs it
-// (GptTrainer::set_breakdown): head.*, attention.qkv.*, attention.core.*, attention.out.*,
-// attention.wgrad, ffn.*, moe.gating, moe.expert and their .bwd (an MoE layer's weight gradients
-// are in its backward), over all layers. Their sum is gpt_step_work's
-// flops; a phase with no matmul (LayerNorms, embedding, optimizer) has none listed.
-std::vector<std::pair<std::string, double>> gpt_step_phase_flops(const ModelShape& shape, int sequences);
+// The same step's work by phase, each named as the step's breakdown range that runs it
+// (GptTrainer::set_breakdown): the FLOPs of head.*, attention.qkv.*, attention.core.*,
+// attention.out.*, attention.wgrad, ffn.*, moe.gating, moe.expert and their .bwd (an MoE layer's
+// weight gradients are in its backward), over all layers, and the bytes AdamW moves
+// (step.optimizer). The FLOPs sum to gpt_step_work's; the optimizer's bytes are among its bytes.
+// The matmul phases' bytes and the LayerNorms' and embedding's work are not counted.
+std::vector<std::pair<std::string, Work>> gpt_step_phases(const ModelShape& shape, int sequences, int element_bytes);
 
 struct Roofline {
   double flops = 0, bytes = 0;

@@ -4,7 +4,8 @@ gpt.step, with share 1 and the step's FLOPs (step.csv's flops column); every pat
 place in the tree; under each parent the children's minima summing to no more than its maximum
 and their maxima to no less than its minimum (each run's rows add up to their parent); a parent's
 FLOPs the sum of its children's; the achieved rate the FLOPs over the time; the time over the
-compute floor taking every phase's floor at one GEMM rate (the profile's); the phases the
+compute floor taking every phase's floor at one GEMM rate (the profile's); the optimizer's bytes
+counted; the phases the
 issue's evidence needs there (attention's core forward and backward, the optimizer).
 
   check_step_breakdown.py STEP_BREAKDOWN_CSV STEP_CSV    exit 0 when all holds, 1 with a line per breach
@@ -45,6 +46,9 @@ def main(breakdown_path, step_path):
         for phase in ("attention.core.fwd", "attention.core.bwd", "step.optimizer"):
             if not any(p.endswith("/" + phase) for p in mine):
                 breaches.append(f"{model}: no {phase} row")
+        optimizer = mine.get("gpt.step/step.optimizer", {})
+        if not (number(optimizer.get("min_bytes")) or 0) > 0:
+            breaches.append(f"{model}: the optimizer's min_bytes is {optimizer.get('min_bytes')}, not AdamW's traffic")
         for path, r in mine.items():
             if int(r["depth"]) != path.count("/"):
                 breaches.append(f"{model} {path}: depth {r['depth']}")

@@ -298,7 +298,7 @@ TEST_F(GptTrainerStep, ABreakdownTimesEveryPhaseOfTheStepUnderItsPath) {
   ModelShape shape = kShape;
   shape.experts = 4;
   shape.moe_every = 2;
-  for (const auto& [phase, flops] : gpt_step_phase_flops(shape, 2))
+  for (const auto& [phase, work] : gpt_step_phases(shape, 2, 4))
     EXPECT_EQ(paths_of[phase].size(), 1u) << phase << " is not one range of the step";
   auto captured_owned = make_trainer();
   captured_owned->capture_step();

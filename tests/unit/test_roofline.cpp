@@ -38,14 +38,23 @@ TEST(Roofline, GptStepWorkByHand) {
   EXPECT_DOUBLE_EQ(gpt_step_work(moe, 2, 2).flops - gpt_step_work(m, 2, 2).flops,
                    3 * 12 * (2 * tokens * h * 8 + 2 * tokens * 2 * h * f));
   EXPECT_GT(gpt_step_work(moe, 2, 2).bytes, gpt_step_work(m, 2, 2).bytes);  // eight experts' weights
-  // The step's phases (its breakdown's ranges) hold all of its FLOPs, each phase once.
+  // The step's phases (its breakdown's ranges) hold all of its FLOPs, each phase once, and AdamW's
+  // bytes: per weight a bf16 gradient read, fp32 m, v and master read and written, the weight written.
   for (const ModelShape& shape : {m, moe}) {
     double sum = 0;
     std::set<std::string> names;
-    for (const auto& [phase, flops] : gpt_step_phase_flops(shape, 2)) {
-      EXPECT_GT(flops, 0) << phase;
+    for (const auto& [phase, work] : gpt_step_phases(shape, 2, 2)) {
+      EXPECT_GT(work.flops + work.bytes, 0) << phase;
       EXPECT_TRUE(names.insert(phase).second) << phase << " twice";
-      sum += flops;
+      sum += work.flops;
+      if (phase == "step.optimizer") {
+        const double weights = 50304.0 * h + 2048 * h + 24 * 4 * h * h +
+                               (shape.experts ? 12 * (2 * h * f) + 12 * (8 * 2 * h * f + h * 8) : 24 * 2 * h * f);
+        EXPECT_DOUBLE_EQ(work.bytes, weights * (2 + 24 + 2));
+        EXPECT_EQ(work.flops, 0);
+      } else {
+        EXPECT_EQ(work.bytes, 0) << phase;
+      }
     }
     EXPECT_NEAR(sum, gpt_step_work(shape, 2, 2).flops, 1e-12 * sum);
     EXPECT_EQ(names.count("moe.expert.bwd"), shape.experts > 0 ? 1u : 0u);
