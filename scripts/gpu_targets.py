@@ -4,11 +4,12 @@ scripts/gpu_targets.sh left in TARGETS_DIR/<case>/, printed one line each and wr
 TARGETS_DIR/targets.csv, with every expert-GEMM route's and attention's figures beside them.
 
 The limits are for one H100 at the paper scale in bf16: a run at another scale, backend or type
-gets its figures and the verdict "not comparable"; a figure a run could not measure (n/a in its
-CSV) gets "not measured" with the reason; a case that failed (cases.tsv) gets a row naming its
-log, and a target none of whose cases ended well "not run". Each row says where its time went (the
-largest parts: a layer's moe.* ranges, a step's phases from its step_breakdown.csv), printed
-under a missed target. Exit 0 when the table is written, 2 for a bad folder."""
+gets its figures and the verdict "not comparable", one on another GPU its verdict naming that GPU;
+a figure a run could not measure (n/a in its CSV) gets "not measured" with the reason; a case that
+failed (cases.tsv) gets a row naming its log, and a target none of whose cases ended well "not
+run". Each row says where its time went (the largest parts: a layer's moe.* ranges, a step's
+phases from its step_breakdown.csv), printed under a missed target. Exit 0 when the table is
+written, 2 for a bad folder."""
 import csv
 import pathlib
 import sys
@@ -116,6 +117,8 @@ def main():
             verdict = "not comparable (the limit is for one H100 at the paper scale in bf16)"
         else:
             verdict = "met" if (v <= limit if op == "<=" else v >= limit) else "missed"
+            if "H100" not in row.get("device", ""):  # an H200, say: judged, but not on the limit's own GPU
+                verdict += f" on {row.get('device') or 'an unnamed GPU'} (the limit is one H100's)"
         table.append({"target": target, "case": case, "how": how, "measured": value, "unit": unit,
                       "limit": f"{op} {limit:g}" if limit is not None else "", "verdict": verdict,
                       "where_the_time_goes": where_time_goes(row, path),
@@ -162,7 +165,7 @@ def main():
         shown = r["measured"] if number(r["measured"]) is not None else "n/a"
         print(f"{r['target']:55s} {shown:>12s} {r.get('unit', ''):2s} {r['limit']:>8s}  {r['verdict']}"
               f"  [{r['case']}{', ' + r['how'] if r.get('how') else ''}]")
-        if r["verdict"] == "missed":
+        if r["verdict"].startswith("missed"):
             print(f"{'':57s}where the time goes: {r.get('where_the_time_goes', 'n/a')}")
     print(f"wrote {out}")
     return 0

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""scripts/gpu_targets.py on runs shaped like a GPU lease's (paper scale, cuda, bf16), which no
+machine without a GPU produces: a figure within its limit is "met" and one beyond it "missed", on
+an H100; on another GPU the verdict names that GPU; the fastest route or attention is the one
+judged; a missed target prints where its time went (a layer's largest moe.* range, a step's
+largest phase); a case that failed is named. Exit 0 when all holds, 1 with a line per breach.
+
+  check_gpu_target_verdicts.py
+"""
+import csv
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "gpu_targets.py"
+RUN = {"scale": "paper", "backend": "cuda", "dtype": "bf16"}
+
+
+def write(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def layer(device, route, total, experts=64, top_k=1, **extra):
+    row = {"experts": experts, "top_k": top_k, "expert_gemm": route, "popularity": "natural", "total_ms": total,
+           "time_over_floor": 1.2, "moe.gating_ms": 0.04, "moe.expert_ms": 0.5, "moe.expert.bwd_ms": total - 0.6,
+           "speed_vs_torch": 1.3, "overhead_ratio": 1.1, "device": device, "commit": "abc", **RUN}
+    row.update(extra)
+    return [row]
+
+
+def steps(device, dense_ms):
+    return [{"model": m, "ms_per_step": dense_ms if m == "dense" else 40.0, "speed_vs_torch": 1.05,
+             "memory_vs_torch": 1.05, "attention": "cudnn", "expert_gemm": "n/a" if m == "dense" else "grouped",
+             "step_graph": "captured", "device": device, "commit": "abc", **RUN} for m in ("dense", "moe")]
+
+
+def breakdown(dense_core_ms):
+    rows = []
+    for model in ("dense", "moe"):
+        for phase, ms, share in (("gpt.step", 30, 1), ("gpt.step/model.bwd", 20, 0.67),
+                                 ("gpt.step/model.bwd/attention.bwd", 12, 0.4),
+                                 ("gpt.step/model.bwd/attention.bwd/attention.core.bwd", dense_core_ms, 0.33),
+                                 ("gpt.step/model.bwd/(other)", 8, 0.27), ("gpt.step/step.optimizer", 10, 0.33)):
+            rows.append({"model": model, "phase": phase, "ms": ms, "share_of_step": share})
+    return rows
+
+
+def run(folder, device, dense_ms, grouped_ms, padded_ms):
+    write(folder / "moe-top1-grouped" / "moe" / "layer_local.csv", layer(device, "grouped", grouped_ms))
+    write(folder / "moe-top1-padded" / "moe" / "layer_local.csv", layer(device, "padded", padded_ms))
+    write(folder / "moe-8x-top2-grouped" / "moe" / "layer_local.csv", layer(device, "grouped", 1.5, experts=8, top_k=2))
+    write(folder / "gpt-cudnn" / "gpt" / "step.csv", steps(device, dense_ms))
+    write(folder / "gpt-cudnn" / "gpt" / "step_breakdown.csv", breakdown(10))
+    (folder / "cases.tsv").write_text("case\texit\tlog\nmoe-top1-grouped\t0\tmoe-top1-grouped.log\n"
+                                      "gpt-broken\t1\tgpt-broken.log\n")
+    p = subprocess.run([sys.executable, str(SCRIPT), str(folder)], capture_output=True, text=True)
+    table = {r["target"]: r for r in csv.DictReader((folder / "targets.csv").open(newline=""))}
+    return p, table
+
+
+def main():
+    breaches = []
+    with tempfile.TemporaryDirectory() as tmp:
+        # An H100: the top-1 layer's fastest route (padded, 2.0 ms) meets 2.2 ms; the dense step misses 25 ms.
+        p, t = run(pathlib.Path(tmp) / "h100", "NVIDIA H100 80GB HBM3", 30.0, 4.7, 2.0)
+        top1 = t.get("MoE layer top-1: forward + backward", {})
+        if top1.get("verdict") != "met" or top1.get("how") != "padded":
+            breaches.append(f"H100 top-1 layer at 2.0 ms (padded): {top1.get('verdict')} [{top1.get('how')}], not met [padded]")
+        dense = t.get("GPT step, dense: time", {})
+        if dense.get("verdict") != "missed":
+            breaches.append(f"H100 dense step at 30 ms: verdict {dense.get('verdict')}, not missed")
+        if "attention.core.bwd 10 ms (33%)" not in dense.get("where_the_time_goes", ""):
+            breaches.append(f"the dense step's evidence is '{dense.get('where_the_time_goes')}', not its phases")
+        if "where the time goes: step.optimizer" not in p.stdout and "where the time goes: model.bwd" not in p.stdout:
+            breaches.append("no evidence printed under the missed dense step:\n" + p.stdout)
+        if "case gpt-broken: failed (exit 1)" not in p.stdout:
+            breaches.append("the failed case is not named")
+        if t.get("GPT step, MoE: time (reported)", {}).get("verdict") != "reported":
+            breaches.append("the MoE step's time is judged, not reported")
+        # An H200: judged, and the verdict says on which GPU.
+        _, t = run(pathlib.Path(tmp) / "h200", "NVIDIA H200", 20.0, 2.0, 2.5)
+        top1 = t.get("MoE layer top-1: forward + backward", {})
+        want = "met on NVIDIA H200 (the limit is one H100's)"
+        if top1.get("verdict") != want or top1.get("how") != "grouped":
+            breaches.append(f"H200 top-1 layer: '{top1.get('verdict')}' [{top1.get('how')}], not '{want}' [grouped]")
+        if "moe.expert.bwd" not in top1.get("where_the_time_goes", ""):
+            breaches.append(f"the layer's evidence is '{top1.get('where_the_time_goes')}', naming no moe.* range")
+    for b in breaches:
+        print(f"check_gpu_target_verdicts: {b}")
+    return 1 if breaches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
