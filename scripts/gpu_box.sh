@@ -11,8 +11,9 @@
 # few minutes, where bench runs every experiment.
 # lease: what one device lease holds, in one call of --budget seconds (default 540): the build of
 # what the checks need, for this GPU's architecture alone; the GPU tests; the targets, the most
-# telling first, none started within 90 s of the end (the rest listed as out of time); memcheck on
-# the GPU tests in the time left. Its files go to $OUT (else RESULTS/lease): lease.log,
+# telling first, none started within 90 s of the end (the rest listed as out of time), after
+# racecheck and memcheck on the tests of the kernels no GPU has run yet (30 s each at most); then
+# memcheck on every GPU test in the time left. Its files go to $OUT (else RESULTS/lease): lease.log,
 # gpu_tests.log, cudnn_device.json (this GPU's properties as cuDNN serializes them, to replace
 # tests/cudnn/h100_device.json), targets.csv, sanitize.log and results.tar.gz (the targets' folders
 # and logs).
@@ -151,6 +152,9 @@ lease_architecture() {
   esac
 }
 
+# The GPU tests of kernels a lease checks under the sanitizers before all the others.
+lease_new_kernels='GpuSegmentGemm.*:GpuSegmentOffsets.*'
+
 do_lease() {
   local out="${OUT:-$results/lease}" t0=$SECONDS status=0
   mkdir -p "$out"
@@ -165,6 +169,18 @@ do_lease() {
     MOEBENCH_CUDNN_DEVICE_JSON_OUT="$out/cudnn_device.json" \
       timeout "$(( $(left) / 4 + 1 ))" "$build/tests/moebench_gpu_tests" > "$out/gpu_tests.log" 2>&1 || status=1
     tail -n 3 "$out/gpu_tests.log"
+    # The kernels no GPU has run before, under racecheck and memcheck (pool poisoned) at once: half
+    # a minute each at most, before the targets time them.
+    local cs tool
+    cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+    : > "$out/sanitize.log"
+    for tool in racecheck memcheck; do
+      echo "== lease: $tool on $lease_new_kernels at $((SECONDS - t0)) s" | tee -a "$out/sanitize.log"
+      MOEBENCH_POOL_POISON=1 timeout 30 "$cs" --tool "$tool" --report-api-errors no --error-exitcode 1 \
+        "$build/tests/moebench_gpu_tests" --gtest_filter="$lease_new_kernels" >> "$out/sanitize.log" 2>&1 ||
+        { [ $? = 124 ] && echo "== lease: $tool stopped at its 30 s: not a verdict" >> "$out/sanitize.log"; status=1; }
+      tail -n 2 "$out/sanitize.log"
+    done
     echo "== lease: targets at $((SECONDS - t0)) s"
     # torch.compile of a 24-layer model (and its MoE) could take the lease: a minute each at most.
     MOEBENCH_TORCH_COMPILE_LIMIT="${MOEBENCH_TORCH_COMPILE_LIMIT:-60}" MOEBENCH_BUILD="$build" MOEBENCH_LAUNCHER=none \
@@ -172,14 +188,12 @@ do_lease() {
       --results "$results" --deadline "$(( $(date +%s) + $(left 90) ))" || status=1
     python3 scripts/gpu_targets.py "$results/targets" > /dev/null || true  # the verdicts also of a run cut short
     if [ "$(left 60)" -gt 1 ]; then
-      echo "== lease: memcheck on the GPU tests at $((SECONDS - t0)) s"
-      local cs
-      cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+      echo "== lease: memcheck on every GPU test at $((SECONDS - t0)) s" | tee -a "$out/sanitize.log"
       MOEBENCH_POOL_POISON=1 timeout "$(left 20)" "$cs" --tool memcheck --report-api-errors no --error-exitcode 1 \
-        "$build/tests/moebench_gpu_tests" > "$out/sanitize.log" 2>&1 || status=1
-      tail -n 3 "$out/sanitize.log"
+        "$build/tests/moebench_gpu_tests" >> "$out/sanitize.log" 2>&1 || status=1
+      tail -n 2 "$out/sanitize.log"
     else
-      echo "== lease: no time left for memcheck" | tee "$out/sanitize.log"
+      echo "== lease: no time left for memcheck on every GPU test" | tee -a "$out/sanitize.log"
     fi
     echo "== lease: done at $((SECONDS - t0)) s (exit $status)"
   } 2>&1 | tee "$out/lease.log"
