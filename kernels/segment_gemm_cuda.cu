@@ -4,11 +4,14 @@
 // rows form: grid.x walks every segment's row tiles -- at most ceil(bound / 128) + segments of
 // them, so the host sizes the launch without the counts -- and each block finds its segment with
 // one warp scanning the device offsets; grid.y is C's column tiles. weights form: grid.y is the
-// segment, grid.x the tiles of C_e, and K runs over the segment's rows.
+// segment, grid.x the tiles of C_e, and K runs over the segment's rows. Each form (and the rows
+// form with B_e read as [n, k]) is its own instantiation: ptxas gives the bf16 rows forms 162-168
+// registers and the weights form 122 (two blocks per SM), where one kernel for all took 224.
 // Operands move as 16-byte vectors; a vector past a bound is read as zeros. The epilogue goes
 // through a per-warp 16 x 16 fp32 staging tile, so it sees the unrounded product.
 #include <mma.h>
 #include <algorithm>
+#include <type_traits>
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_types.cuh"
 #include "kernels/gelu_math.h"
@@ -24,13 +27,11 @@ constexpr int kWarpM = 64, kWarpN = 32;  // warps in a 2 x 4 grid
 constexpr int kFragM = kWarpM / 16, kFragN = kWarpN / 16;
 constexpr int kVec = 8;  // 16-bit elements in 16 bytes
 
-struct Params {
-  int form;  // 0 rows, 1 weights
+struct Params {  // the form and trans_b are the kernel's template arguments
   int segments;
   const std::int32_t* offset;
   long long bound;
   int m, n, k;
-  bool trans_b;
   float beta;
   const void* a;
   const void* b;
@@ -96,7 +97,9 @@ __device__ bool find_row_tile(const Params& p, int slot, int* segment, long long
 template <class T>
 __device__ __forceinline__ float widen(T v) { return cuda::load(&v, 0); }
 
-template <class T>
+// kWeights: the weights form; kTransB: the rows form's B_e read as [n, k]. Compile-time, so that
+// each instantiation holds one form's fragments and addressing only.
+template <class T, bool kWeights, bool kTransB>
 __global__ void __launch_bounds__(kThreads) segment_gemm_kernel(Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();  // 16-bit WMMA with bf16 needs sm_80; the host refuses older devices first
@@ -111,14 +114,14 @@ __global__ void __launch_bounds__(kThreads) segment_gemm_kernel(Params p) {
   __shared__ __align__(128) T s_b[kBElems];
   __shared__ __align__(128) float s_stage[kWarps][16 * 16];
 
-  const bool weights = p.form == 1;
+  constexpr bool weights = kWeights;
   long long first_row = 0, end_row = 0;  // the segment rows this block reads
   int m0 = 0, n0 = 0, e = 0;
   const T* a = static_cast<const T*>(p.a);
   const T* b = static_cast<const T*>(p.b);
   T* c = static_cast<T*>(p.c);
   int K, M;
-  if (!weights) {
+  if constexpr (!weights) {
     if (!find_row_tile(p, blockIdx.x, &e, &first_row, &end_row)) return;
     n0 = blockIdx.y * kTileN;
     K = p.k;
@@ -147,34 +150,33 @@ __global__ void __launch_bounds__(kThreads) segment_gemm_kernel(Params p) {
   // Vector v of a step's A tile and of its B tile: where it goes in shared memory, and its value
   // (zeros past a bound). 512 of each per step, two per thread.
   auto a_vec = [&](int v, int k0, int* slot) {
-    if (!weights) {  // A [rows, k]: tile row v / 4, columns (v % 4) * 8
+    if constexpr (!weights) {  // A [rows, k]: tile row v / 4, columns (v % 4) * 8
       const int r = v / (kTileK / kVec), col = (v % (kTileK / kVec)) * kVec;
       const long long row = first_row + r;
       *slot = r * kALd + col;
       return load_vec(a, row, row < end_row, k0 + col, K, p.k);
+    } else {  // A [rows, m] read as A^T: segment row k0 + v / 16, columns m0 + (v % 16) * 8
+      const int r = v / (kTileM / kVec), col = (v % (kTileM / kVec)) * kVec;
+      const long long row = first_row + k0 + r;
+      *slot = r * kATLd + col;
+      return load_vec(a, row, row < end_row, m0 + col, p.m, p.m);
     }
-    // A [rows, m] read as A^T: segment row k0 + v / 16, columns m0 + (v % 16) * 8
-    const int r = v / (kTileM / kVec), col = (v % (kTileM / kVec)) * kVec;
-    const long long row = first_row + k0 + r;
-    *slot = r * kATLd + col;
-    return load_vec(a, row, row < end_row, m0 + col, p.m, p.m);
   };
   auto b_vec = [&](int v, int k0, int* slot) {
-    if (weights) {  // B [rows, n]: segment row k0 + v / 16
+    if constexpr (weights) {  // B [rows, n]: segment row k0 + v / 16
       const int r = v / (kTileN / kVec), col = (v % (kTileN / kVec)) * kVec;
       const long long row = first_row + k0 + r;
       *slot = r * kBLd + col;
       return load_vec(b, row, row < end_row, n0 + col, p.n, p.n);
-    }
-    if (!p.trans_b) {  // B_e [k, n]
+    } else if constexpr (!kTransB) {  // B_e [k, n]
       const int r = v / (kTileN / kVec), col = (v % (kTileN / kVec)) * kVec;
       *slot = r * kBLd + col;
       return load_vec(b, (long long)k0 + r, k0 + r < K, n0 + col, p.n, p.n);
+    } else {  // B_e [n, k]: tile row j = v / 4 is C's column n0 + j
+      const int j = v / (kTileK / kVec), col = (v % (kTileK / kVec)) * kVec;
+      *slot = j * kBTLd + col;
+      return load_vec(b, (long long)n0 + j, n0 + j < p.n, k0 + col, K, p.k);
     }
-    // B_e [n, k]: tile row j = v / 4 is C's column n0 + j
-    const int j = v / (kTileK / kVec), col = (v % (kTileK / kVec)) * kVec;
-    *slot = j * kBTLd + col;
-    return load_vec(b, (long long)n0 + j, n0 + j < p.n, k0 + col, K, p.k);
   };
   static_assert(kTileM * kTileK / kVec == 2 * kThreads && kTileK * kTileN / kVec == 2 * kThreads);
   // The next step's vectors are read into registers while the tensor cores work on this one's.
@@ -198,32 +200,28 @@ __global__ void __launch_bounds__(kThreads) segment_gemm_kernel(Params p) {
     if (k0 + kTileK < K) fetch(k0 + kTileK);
 #pragma unroll
     for (int kk = 0; kk < kTileK; kk += 16) {
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b_row[kFragN];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b_col[kFragN];
-      const bool b_is_col = !weights && p.trans_b;
+      // op(B) column-major with trans_b (rows form), row-major otherwise; op(A) column-major in
+      // the weights form (A^T), row-major in the rows form.
+      constexpr bool b_is_col = !weights && kTransB;
+      using BLayout = std::conditional_t<b_is_col, wmma::col_major, wmma::row_major>;
+      using ALayout = std::conditional_t<weights, wmma::col_major, wmma::row_major>;
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, BLayout> b_frag[kFragN];
 #pragma unroll
       for (int j = 0; j < kFragN; ++j) {
-        if (b_is_col)
-          wmma::load_matrix_sync(b_col[j], s_b + (wn + j * 16) * kBTLd + kk, kBTLd);
+        if constexpr (b_is_col)
+          wmma::load_matrix_sync(b_frag[j], s_b + (wn + j * 16) * kBTLd + kk, kBTLd);
         else
-          wmma::load_matrix_sync(b_row[j], s_b + kk * kBLd + wn + j * 16, kBLd);
+          wmma::load_matrix_sync(b_frag[j], s_b + kk * kBLd + wn + j * 16, kBLd);
       }
 #pragma unroll
       for (int i = 0; i < kFragM; ++i) {
-        if (weights) {
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::col_major> a_frag;
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, ALayout> a_frag;
+        if constexpr (weights)
           wmma::load_matrix_sync(a_frag, s_a + kk * kATLd + wm + i * 16, kATLd);
-#pragma unroll
-          for (int j = 0; j < kFragN; ++j) wmma::mma_sync(acc[i][j], a_frag, b_row[j], acc[i][j]);
-        } else {
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a_frag;
+        else
           wmma::load_matrix_sync(a_frag, s_a + (wm + i * 16) * kALd + kk, kALd);
 #pragma unroll
-          for (int j = 0; j < kFragN; ++j) {
-            if (b_is_col) wmma::mma_sync(acc[i][j], a_frag, b_col[j], acc[i][j]);
-            else wmma::mma_sync(acc[i][j], a_frag, b_row[j], acc[i][j]);
-          }
-        }
+        for (int j = 0; j < kFragN; ++j) wmma::mma_sync(acc[i][j], a_frag, b_frag[j], acc[i][j]);
       }
     }
     __syncthreads();
@@ -243,7 +241,7 @@ __global__ void __launch_bounds__(kThreads) segment_gemm_kernel(Params p) {
       const int col = n0 + wn + j * 16 + c8;
       bool in;
       long long row;
-      if (weights) {
+      if constexpr (weights) {
         row = m0 + wm + i * 16 + r;
         in = row < M && col < p.n;
       } else {
@@ -296,8 +294,8 @@ void segment_gemm_cuda(const SegmentGemmArgs& g, void* stream) {
   MOEBENCH_CUDA_CHECK(cudaGetDevice(&device));
   MOEBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   if (major < 8) throw Error("segment_gemm: its 16-bit tensor-core tiles need compute capability 8.0 or newer");
-  Params p{g.form == SegmentForm::rows ? 0 : 1, g.segments, g.offset, (long long)g.bound, g.m, g.n, g.k, g.trans_b,
-           g.beta, g.a, g.b, g.c, g.stride_b, g.stride_c, int(g.epilogue), g.aux};
+  Params p{g.segments, g.offset, (long long)g.bound, g.m, g.n, g.k, g.beta, g.a, g.b, g.c, g.stride_b, g.stride_c,
+           int(g.epilogue), g.aux};
   dim3 grid;
   if (g.form == SegmentForm::rows) {
     const long long slots = ((long long)g.bound + kTileM - 1) / kTileM + g.segments;
@@ -313,7 +311,12 @@ void segment_gemm_cuda(const SegmentGemmArgs& g, void* stream) {
     if constexpr (std::is_same_v<T, float>) {
       throw Error("segment_gemm: fp32 operands have no tensor-core path here");
     } else {
-      segment_gemm_kernel<T><<<grid, kThreads, 0, s>>>(p);
+      if (g.form == SegmentForm::weights)
+        segment_gemm_kernel<T, true, false><<<grid, kThreads, 0, s>>>(p);
+      else if (g.trans_b)
+        segment_gemm_kernel<T, false, true><<<grid, kThreads, 0, s>>>(p);
+      else
+        segment_gemm_kernel<T, false, false><<<grid, kThreads, 0, s>>>(p);
       MOEBENCH_CUDA_LAUNCH_CHECK();
     }
   });
