@@ -149,7 +149,8 @@ class MoELayerBench final : public BenchProgram {
                                        "total_ms_min", "total_ms_max"};
       for (const auto& n : kRanges) cols.push_back(n + "_ms");
       for (const char* extra :
-           {"expert_gemms_ms", "expert_gemms_ms_min", "expert_gemms_ms_max", "overhead_ratio", "overhead_ratio_min",
+           {"expert_gemms_ms", "expert_gemms_ms_min", "expert_gemms_ms_max", "expert_gemms_over_floor", "overhead_ratio",
+            "overhead_ratio_min",
             "overhead_ratio_max", "overhead_status", "target_ratio", "tokens_per_s", "peak_model_states_bytes",
             "peak_activations_bytes", "peak_buffers_bytes", "peak_temporary_bytes", "tokens_dropped_fraction", "load_cv",
             "popularity", "busiest_over_mean_load", "computed_rows_over_routed", "repetitions", "iterations"})
@@ -168,6 +169,11 @@ class MoELayerBench final : public BenchProgram {
                                       gate_impl_name(c.gate), fmt(total.median), fmt(total.min), fmt(total.max)};
       for (const auto& n : kRanges) row.push_back(fmt(r.counter(n).median));
       for (double v : {gem.median, gem.min, gem.max}) row.push_back(fmt(v));
+      // The expert GEMMs alone against their own floor (models/roofline.h's moe_expert_work).
+      const Work experts_work{r.counter("roofline_expert_flops").median, r.counter("roofline_expert_bytes").median};
+      row.push_back(roofline_.hw ? fmt(roofline(experts_work, *roofline_.hw, dtype_size(c.dtype) == 2, roofline_.rate_scale,
+                                                gem.median).time_over_floor, 4)
+                                 : "n/a (no profile of this device: --roofline-profile)");
       for (double v : {ratio.median, ratio.min, ratio.max}) row.push_back(unresolved ? "n/a" : fmt(v, 4));
       row.push_back(unresolved ? "unresolved: " + *unresolved : "ok");
       row.push_back(fmt(kOverheadTarget));
@@ -345,6 +351,10 @@ class MoELayerBench final : public BenchProgram {
                                      double(f.last->experts.total_rows()), int(dtype_size(c.dtype)));
     st.counters["roofline_flops"] = ctx.rt.max(work.flops);
     st.counters["roofline_bytes"] = ctx.rt.max(work.bytes);
+    const Work experts_work = moe_expert_work(c.hidden, c.ffn, layer.experts().count(),
+                                              double(f.last->experts.total_rows()), int(dtype_size(c.dtype)));
+    st.counters["roofline_expert_flops"] = ctx.rt.max(experts_work.flops);
+    st.counters["roofline_expert_bytes"] = ctx.rt.max(experts_work.bytes);
     const LoadStats load = global_load(ctx, d, *f.last);
     st.counters["dropped_fraction"] = load.dropped_fraction;
     st.counters["load_cv"] = load.cv;

@@ -7,12 +7,16 @@
 
 namespace moebench {
 
+Work moe_expert_work(int hidden, int ffn, int local_experts, double rows, int element_bytes) {
+  const double h = hidden, f = ffn, es = element_bytes, weights = 2.0 * local_experts * h * f * es;
+  return Work{12 * rows * h * f, 3 * weights + 2 * rows * f * es};
+}
+
 Work moe_layer_work(double tokens, int hidden, int ffn, int experts, int local_experts, double rows, int element_bytes) {
-  const double h = hidden, f = ffn, es = element_bytes;
-  Work w;
-  w.flops = 6 * tokens * h * experts + 12 * rows * h * f;
-  const double expert_weights = 2.0 * local_experts * h * f * es, gate_weights = h * experts * 4.0;  // fp32 gate
-  w.bytes = 3 * (expert_weights + gate_weights) + 4 * tokens * h * es + 2 * rows * f * es;
+  const double h = hidden, es = element_bytes, gate_weights = h * experts * 4.0;  // fp32 gate
+  Work w = moe_expert_work(hidden, ffn, local_experts, rows, element_bytes);
+  w.flops += 6 * tokens * h * experts;
+  w.bytes += 3 * gate_weights + 4 * tokens * h * es;
   return w;
 }
 

@@ -31,6 +31,9 @@ struct Work {
 // One rank's MoE layer: `tokens` on this rank, `local_experts` of `experts` held here, `rows`
 // routed to them (kept slots), 16-bit or 32-bit elements.
 Work moe_layer_work(double tokens, int hidden, int ffn, int experts, int local_experts, double rows, int element_bytes);
+// Its experts alone (the expert GEMMs, forward and backward): 12 R h f FLOPs; their weights read
+// twice and gradients written once, and the hidden activation written and read once.
+Work moe_expert_work(int hidden, int ffn, int local_experts, double rows, int element_bytes);
 // One training step of the whole model on `sequences` sequences (dropless top-k MoE layers route
 // every token to top_k x prototypes experts).
 Work gpt_step_work(const ModelShape& shape, int sequences, int element_bytes);

@@ -69,7 +69,9 @@ def where_time_goes(row, path, parts=3):
                  for r in phases if r["phase"] not in parents]
         found = [x for x in found if x[1] is not None]
     found.sort(key=lambda x: -x[1])
-    return "; ".join(f"{k} {v:.3g} ms ({100 * share:.0f}%)" for k, v, share in found[:parts]) or "n/a"
+    where = "; ".join(f"{k} {v:.3g} ms ({100 * share:.0f}%)" for k, v, share in found[:parts]) or "n/a"
+    floor = number(row.get("expert_gemms_over_floor"))
+    return where + (f"; the expert GEMMs alone at {floor:.3g}x their floor" if floor is not None else "")
 
 
 def how_it_ran(row):
