@@ -15,6 +15,10 @@ TEST(Roofline, MoELayerWorkByHand) {
   EXPECT_DOUBLE_EQ(w.flops, 6.0 * 8192 * 1024 * 64 + 12.0 * 8192 * 1024 * 4096);  // ~415 GFLOP
   const double weights = 2.0 * 64 * 1024 * 4096 * 2;                                // ~1.07 GB
   EXPECT_DOUBLE_EQ(w.bytes, 3 * (weights + 1024.0 * 64 * 4) + 4.0 * 8192 * 1024 * 2 + 2.0 * 8192 * 4096 * 2);
+  // The experts alone: their GEMMs, weights and hidden activation, without the gate and the tokens.
+  const Work experts = moe_expert_work(1024, 4096, 64, 8192, 2);
+  EXPECT_DOUBLE_EQ(experts.flops, 12.0 * 8192 * 1024 * 4096);
+  EXPECT_DOUBLE_EQ(experts.bytes, 3 * weights + 2.0 * 8192 * 4096 * 2);
   // On an H100 node's profile it is memory-bound: 3.2 GB of weights and gradients dominate.
   const HardwareProfile h100 = load_hardware_profile(resolve_profile("h100-node"));
   const Roofline r = roofline(w, h100, true, 1.0, 2.0);
