@@ -14,6 +14,8 @@ mechanisms, and quote its table.
   scripts/mutation_check.py                      every bug
   scripts/mutation_check.py --only zb_h1_is_1f1b  some (comma-separated ids)
   scripts/mutation_check.py --list               the bugs, not run
+  scripts/mutation_check.py --check-snippets     every bug's snippets still in the code (no build;
+                                                 a CTest case, so moved code fails CI, not the next run)
   --scratch DIR   where the copy and its build live (default /tmp/moebench-mutants; kept, so a
                   second run rebuilds incrementally)
 Exit status: 0 when every bug run was killed, 1 otherwise, 2 for bad options.
@@ -56,10 +58,24 @@ def copy_tree(scratch_src):
             shutil.copy(src, dst)  # a fresh mtime: make must see the copy as newer than its old objects
 
 
+def moved_snippets(tree, chosen):
+    """A line per mutant whose file in `tree` does not hold one of its snippets exactly once."""
+    out = []
+    for m in chosen:
+        text = (tree / m["file"]).read_text()
+        for i, (old, _) in enumerate(m["edits"]):
+            if text.count(old) != 1:
+                out.append(f"{m['id']}: its snippet {i + 1} occurs {text.count(old)} times in {m['file']} (must be once): "
+                           "the code moved, update tests/mutation/mutations.py")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="", help="comma-separated mutation ids")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--check-snippets", action="store_true",
+                    help="check that every mutant's snippets occur once in the working tree, and exit (no build)")
     ap.add_argument("--scratch", default="/tmp/moebench-mutants")
     args = ap.parse_args()
     ids = [m["id"] for m in MUTATIONS]
@@ -75,6 +91,12 @@ def main():
         for m in chosen:
             print(f"{m['id']:32} {m['mechanism']}")
         return 0
+    if args.check_snippets:
+        moved = moved_snippets(ROOT, chosen)
+        for line in moved:
+            print(f"mutation_check: error: {line}", file=sys.stderr)
+        print(f"mutation_check: {len(chosen) - len(moved)} of {len(chosen)} mutants' snippets in place")
+        return 1 if moved else 0
 
     scratch = pathlib.Path(args.scratch)
     src, build = scratch / "src", scratch / "build"
@@ -82,13 +104,9 @@ def main():
     log = open(scratch / "mutation_check.log", "w")
     copy_tree(src)
     # Every mutant's file must hold its snippet exactly once, before anything is built.
-    for m in chosen:
-        text = (src / m["file"]).read_text()
-        for i, (old, _) in enumerate(m["edits"]):
-            if text.count(old) != 1:
-                print(f"mutation_check: error: {m['id']}: its snippet {i + 1} occurs {text.count(old)} times in {m['file']} "
-                      f"(must be once): the code moved, update tests/mutation/mutations.py", file=sys.stderr)
-                return 2
+    for line in moved_snippets(src, chosen):
+        print(f"mutation_check: error: {line}", file=sys.stderr)
+        return 2
     print(f"mutation_check: configuring and building the unmutated copy in {build}", flush=True)
     rc, out = sh(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"], src, log)
     if rc == 0:  # everything once (a test's fixtures may run other binaries), then each bug's targets
