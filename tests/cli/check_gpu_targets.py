@@ -25,7 +25,7 @@ def main():
         r = judged.get(t[0])
         if r is None:
             problems.append(f"target '{t[0]}' has no row")
-        elif r["verdict"] in ("met", "missed") or r["verdict"].startswith("not run"):
+        elif r["verdict"].startswith(("met", "missed", "not run")):  # "met on <GPU> (...)" too
             problems.append(f"target '{t[0]}': verdict '{r['verdict']}' on a {r['backend']} {r['scale']} run")
     # Each judged figure says where its time went: a layer's moe.* ranges, a step's phases.
     for r in judged.values():
