@@ -222,64 +222,80 @@ class GptStepBench final : public BenchProgram {
   static std::string key(bool moe) { return std::string("gpt_step/") + (moe ? "moe" : "dense"); }
 
   // gpt/step_breakdown.csv: per model, each range of the eager steps (a tree: phase is its path),
-  // with its work as models/roofline.h counts it -- a matmul phase's FLOPs (a parent's the sum of
-  // its children's), the optimizer's bytes -- and, with a profile of this device, its time over
-  // the floor that work sets at the profile's GEMM rate or copy bandwidth.
+  // with its work as models/roofline.h counts it (a phase's FLOPs and least bytes; a parent's the
+  // sums of its children's) and, with a profile of this device, its floor: a phase's
+  // max(FLOPs / GEMM rate, bytes / bandwidth) at the profile's rates, a parent's the sum of its
+  // children's (they run one after another), and its time over that floor.
   void write_breakdown(BenchContext& ctx) const {
     CsvTable t({"model", "phase", "name", "depth", "calls_per_step", "ms", "ms_min", "ms_max", "share_of_step", "flops",
-                "achieved_tflops", "time_over_compute_floor", "min_bytes", "time_over_memory_floor", "steps", "attention",
+                "achieved_tflops", "min_bytes", "floor_ms", "floor_bound", "time_over_floor", "steps", "attention",
                 "expert_gemm", "layers", "hidden", "heads", "ffn", "seq", "vocab", "experts", "sequences"});
     const int es = int(dtype_size(ctx.dtype()));
     for (const auto& [moe, rows] : phases_) {
       const ModelShape shape = moe ? shape_ : shape_.dense();
       std::map<std::string, Work> phase_work;
       for (const auto& [phase, w] : gpt_step_phases(shape, sequences_, es)) phase_work[phase] = w;
-      std::map<std::string, double> flops, bytes;  // per path; children come after their parent: go backwards
+      struct Counted {
+        Work work;
+        double floor_ms = 0;
+        std::string bound;
+      };
+      std::map<std::string, Counted> counted;  // per path; children come after their parent: go backwards
       for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
         if (it->other) continue;
         if (auto w = phase_work.find(it->name); w != phase_work.end()) {
-          if (w->second.flops > 0) flops[it->path] = w->second.flops;
-          if (w->second.bytes > 0) bytes[it->path] = w->second.bytes;
+          Counted c{w->second, 0, ""};
+          if (roofline_.hw) {
+            const Roofline r = roofline(w->second, *roofline_.hw, es == 2, roofline_.rate_scale, it->ms.median);
+            c.floor_ms = r.floor_ms;
+            c.bound = r.bound;
+          }
+          counted[it->path] = c;
           continue;
         }
-        double sum = 0;
+        Counted sum{{}, 0, "sum of its phases'"};
         bool any = false;
-        for (const auto& [path, f] : flops)
+        for (const auto& [path, c] : counted)
           if (path.size() > it->path.size() && path.compare(0, it->path.size() + 1, it->path + "/") == 0 &&
               path.find('/', it->path.size() + 1) == std::string::npos) {
-            sum += f;
+            sum.work.flops += c.work.flops;
+            sum.work.bytes += c.work.bytes;
+            sum.floor_ms += c.floor_ms;
             any = true;
           }
-        if (any) flops[it->path] = sum;
+        if (any) counted[it->path] = sum;
       }
-      // A cell of work, and the time over the floor it sets (bytes: at the copy bandwidth).
-      auto cells = [&](const std::map<std::string, double>& of, const RangeRow& r, bool memory, const std::string& none) {
-        const auto w = of.find(r.path);
-        if (w == of.end()) return std::pair{none, none};
-        if (!roofline_.hw || r.ms.median <= 0)
-          return std::pair{fmt(w->second), std::string("n/a (no profile of this device: --roofline-profile)")};
-        const Work work = memory ? Work{0, w->second} : Work{w->second, 0};
-        const Roofline floor = roofline(work, *roofline_.hw, es == 2, roofline_.rate_scale, r.ms.median);
-        return std::pair{fmt(w->second), fmt(floor.time_over_floor, 4)};
-      };
       std::vector<const RangeRow*> leaves;
       for (const RangeRow& r : rows) {
-        const auto [f, over_compute] = cells(flops, r, false, r.other ? "n/a (unattributed)" : "n/a (no matmul)");
-        const auto [b, over_memory] = cells(bytes, r, true, r.other ? "n/a (unattributed)" : "n/a (bytes counted for the optimizer only)");
-        const auto fl = flops.find(r.path);
-        t.add_row({moe ? "moe" : "dense", r.path, r.name, std::to_string(r.depth), std::to_string(r.calls), fmt(r.ms.median),
-                   fmt(r.ms.min), fmt(r.ms.max), fmt(r.share, 4), f,
-                   fl != flops.end() && r.ms.median > 0 ? fmt(fl->second / (r.ms.median * 1e-3) / 1e12, 4) : f,
-                   over_compute, b, over_memory, std::to_string(r.ms.samples), attention_kernel_name(attention_),
-                   moe ? expert_gemm_name(expert_gemm_) : "n/a", std::to_string(shape.layers), std::to_string(shape.hidden),
-                   std::to_string(shape.heads), std::to_string(shape.ffn), std::to_string(shape.seq),
-                   std::to_string(shape.vocab), std::to_string(moe ? shape.experts : 0), std::to_string(sequences_)});
+        const auto c = counted.find(r.path);
+        std::vector<std::string> work(6, r.other ? "n/a (unattributed)" : "n/a (not counted: no work of the paper's computation)");
+        if (c != counted.end()) {
+          const double ms = r.ms.median;
+          work = {fmt(c->second.work.flops), ms > 0 ? fmt(c->second.work.flops / (ms * 1e-3) / 1e12, 4) : "n/a (no time)",
+                  fmt(c->second.work.bytes), fmt(c->second.floor_ms, 5), c->second.bound,
+                  ms > 0 && c->second.floor_ms > 0 ? fmt(ms / c->second.floor_ms, 4) : "n/a (no time)"};
+          if (!roofline_.hw) work[3] = work[4] = work[5] = "n/a (no profile of this device: --roofline-profile)";
+        }
+        std::vector<std::string> row = {moe ? "moe" : "dense", r.path, r.name, std::to_string(r.depth), std::to_string(r.calls),
+                                        fmt(r.ms.median), fmt(r.ms.min), fmt(r.ms.max), fmt(r.share, 4)};
+        row.insert(row.end(), work.begin(), work.end());
+        for (const std::string& cell :
+             {std::to_string(r.ms.samples), std::string(attention_kernel_name(attention_)),
+              std::string(moe ? expert_gemm_name(expert_gemm_) : "n/a"), std::to_string(shape.layers),
+              std::to_string(shape.hidden), std::to_string(shape.heads), std::to_string(shape.ffn), std::to_string(shape.seq),
+              std::to_string(shape.vocab), std::to_string(moe ? shape.experts : 0), std::to_string(sequences_)})
+          row.push_back(cell);
+        t.add_row(row);
         if (r.leaf) leaves.push_back(&r);
       }
       std::sort(leaves.begin(), leaves.end(), [](const RangeRow* a, const RangeRow* b) { return a->ms.median > b->ms.median; });
       std::printf("gpt.step %-5s eager step by phase:", moe ? "moe" : "dense");
-      for (std::size_t i = 0; i < std::min<std::size_t>(4, leaves.size()); ++i)
-        std::printf("  %s %.1f%%", leaves[i]->path.substr(leaves[i]->path.find('/') + 1).c_str(), 100 * leaves[i]->share);
+      for (std::size_t i = 0; i < std::min<std::size_t>(4, leaves.size()); ++i) {
+        const RangeRow& r = *leaves[i];
+        std::printf("  %s %.1f%%", r.path.substr(r.path.find('/') + 1).c_str(), 100 * r.share);
+        if (const auto c = counted.find(r.path); c != counted.end() && c->second.floor_ms > 0)
+          std::printf(" (%.2gx its floor)", r.ms.median / c->second.floor_ms);
+      }
       std::printf("\n");
     }
     t.write(ctx.opts.out_dir + "/gpt/step_breakdown.csv", ctx.provenance);

@@ -35,34 +35,58 @@ double trained_weights(const ModelShape& m) {
 }  // namespace
 
 std::vector<std::pair<std::string, Work>> gpt_step_phases(const ModelShape& m, int sequences, int element_bytes) {
-  const double h = m.hidden, f = m.ffn, S = m.seq, V = m.vocab, tokens = double(sequences) * S, L = m.layers;
-  const int routed = m.top_k * m.prototypes;
+  const double h = m.hidden, f = m.ffn, S = m.seq, V = m.vocab, T = double(sequences) * S, L = m.layers,
+               es = element_bytes, heads = m.heads, E = m.experts;
   int moe_layers = 0;
   for (int l = 0; l < m.layers; ++l) moe_layers += m.is_moe(l) ? 1 : 0;
-  const double dense_layers = L - moe_layers;
-  // Forward FLOPs; a matmul's backward is its input gradient and its weight gradient, each as
-  // much again; causal attention's core (half the S x S square of QK^T and PV) twice its forward.
-  const double logits = 2 * tokens * h * V, qkv = L * 2 * tokens * 3 * h * h, out = L * 2 * tokens * h * h,
-               core = L * 2 * double(sequences) * S * S * h, ffn = dense_layers * 2 * tokens * 2 * h * f,
-               gate = moe_layers * 2 * tokens * h * m.experts, experts = moe_layers * 2 * tokens * routed * 2 * h * f;
-  std::vector<std::pair<std::string, double>> out_flops = {
-      {"attention.qkv.fwd", qkv}, {"attention.core.fwd", core}, {"attention.out.fwd", out}, {"head.fwd", logits},
-      {"head.bwd", logits},       {"attention.out.bwd", out},   {"attention.core.bwd", 2 * core},
-      {"attention.qkv.bwd", qkv}, {"head.wgrad", logits},       {"attention.wgrad", qkv + out}};
-  if (dense_layers > 0)
-    for (const char* phase : {"ffn.fwd", "ffn.bwd", "ffn.wgrad"}) out_flops.push_back({phase, ffn});
-  if (moe_layers > 0) {  // the MoE layer's weight gradients are inside its backward
-    out_flops.push_back({"moe.gating", gate});
-    out_flops.push_back({"moe.expert", experts});
-    out_flops.push_back({"moe.expert.bwd", 2 * experts});
-    out_flops.push_back({"moe.gating.bwd", 2 * gate});
-  }
+  const double ML = moe_layers, DL = L - moe_layers, R = T * m.top_k * m.prototypes;  // dropless rows
   std::vector<std::pair<std::string, Work>> phases;
-  for (const auto& [phase, flops] : out_flops) phases.push_back({phase, Work{flops, 0}});
+  // Bytes: each phase's own least traffic -- its weights read once, its weight gradients written
+  // once, every activation it takes from or leaves to another phase moved once (what a phase
+  // computes and consumes inside itself is not counted). 4-byte ids, statistics and gate values.
+  // FLOPs: the forward's matmuls; a matmul's backward is its input gradient and its weight
+  // gradient, each as much again; causal attention's core (half the S x S square of QK^T and PV)
+  // twice its forward in the backward.
+  auto add = [&](const char* phase, double flops, double bytes) { phases.push_back({phase, Work{flops, bytes}}); };
+  const double logits = 2 * T * h * V, qkv = L * 2 * T * 3 * h * h, out = L * 2 * T * h * h,
+               core = L * 2 * double(sequences) * S * S * h, ffn = DL * 2 * T * 2 * h * f;
+  add("embed.fwd", 0, T * (4 + 2 * h * es) + S * h * es);         // ids, token and position rows in, x out
+  add("embed.bwd", 0, T * (4 + 3 * h * es) + S * h * es);         // dx in; the token rows' gradient read
+                                                                   // and written, the positions' written
+  add("ln.fwd", 0, 2 * L * T * (2 * h * es + 8));                  // x in, y and mean, rstd out
+  add("ln.bwd", 0, 2 * L * T * (4 * h * es + 8));                  // x, dy, the residual's gradient, statistics in; dx out
+  add("attention.qkv.fwd", qkv, L * (T * 4 * h * es + 3 * h * h * es));        // x in, q, k, v out
+  add("attention.core.fwd", core, L * T * (4 * h * es + 4 * heads));           // q, k, v in; o and its logsumexp out
+  add("attention.out.fwd", out, L * (T * 3 * h * es + h * h * es));            // o and the residual in, the sum out
+  add("attention.out.bwd", out, L * (T * 2 * h * es + h * h * es));            // dy in, do out
+  add("attention.core.bwd", 2 * core, L * T * (8 * h * es + 4 * heads));       // q, k, v, o, do in; dq, dk, dv out
+  add("attention.qkv.bwd", qkv, L * (T * 4 * h * es + 3 * h * h * es));        // dq, dk, dv in, dx out
+  add("attention.wgrad", qkv + out, L * (T * 6 * h * es + 4 * h * h * es));    // x, dqkv, o, dy in; dW out
+  if (DL > 0) {
+    add("ffn.fwd", ffn, DL * (T * (3 * h + 2 * f) * es + 2 * h * f * es));     // x, residual in; z, GeLU(z), y out
+    add("ffn.bwd", ffn, DL * (T * (2 * h + 2 * f) * es + 2 * h * f * es));     // dy, z in; dz, dx out
+    add("ffn.wgrad", ffn, DL * (T * (2 * h + 2 * f) * es + 2 * h * f * es));   // GeLU(z), dy, x, dz in; dW out
+  }
+  if (ML > 0) {  // the gate in fp32; an MoE layer's weight gradients are inside its backward
+    const double gate = ML * 2 * T * h * E, experts = ML * 2 * R * 2 * h * f, weights = ML * E * 2 * h * f * es,
+                 gate_weights = ML * h * E * 4;
+    add("moe.gating", gate, ML * T * (h * es + 4 * E) + ML * R * 8 + gate_weights);  // x in; probabilities, picks out
+    add("moe.dispatch", 0, ML * (T * h * es + R * (h * es + 4)));                       // x in, its rows out
+    add("moe.expert", experts, ML * R * (2 * h + f) * es + weights);                    // rows in; hidden, out
+    add("moe.combine", 0, ML * (R * (h * es + 8) + T * h * es));                        // rows, weights in; y out
+    add("moe.combine.bwd", 0, ML * (T * h * es + R * (2 * h * es + 12)));               // dy, rows in; drows, dweights out
+    add("moe.expert.bwd", 2 * experts, ML * R * (3 * h + f) * es + 2 * weights);        // dy, x rows, hidden in; dx rows, dW out
+    add("moe.dispatch.bwd", 0, ML * (R * (h * es + 4) + T * h * es));                   // drows in, dx out
+    add("moe.gating.bwd", 2 * gate, ML * T * (3 * h * es + 4 * E) + ML * R * 4 + 2 * gate_weights);  // x, p, dweights in; dx, dWg out
+  }
+  add("head.fwd", logits, T * (2 * h * es + 16) + V * h * es + T * V * es);  // x, targets in; LN out, its statistics,
+                                                                             // the loss, the logits' gradient out
+  add("head.bwd", logits, T * V * es + V * h * es + T * (2 * h * es + 8));   // dlogits, x, statistics in; dx out
+  add("head.wgrad", logits, T * V * es + T * h * es + 2 * V * h * es);       // dlogits, LN in; the tied gradient read, written
   // AdamW: the gradient read, m and v read and written in fp32, and the weight read and written
   // -- in fp32 it is its own master; a 16-bit weight has an fp32 master beside it.
-  const double es = element_bytes, per_weight = element_bytes == 4 ? 4 + 2 * 2 * 4 + 2 * 4 : es + 2 * 3 * 4 + es;
-  phases.push_back({"step.optimizer", Work{0, trained_weights(m) * per_weight}});
+  const double per_weight = element_bytes == 4 ? 4 + 2 * 2 * 4 + 2 * 4 : es + 2 * 3 * 4 + es;
+  add("step.optimizer", 0, trained_weights(m) * per_weight);
   return phases;
 }
 
@@ -71,9 +95,9 @@ Work gpt_step_work(const ModelShape& m, int sequences, int element_bytes) {
   Work w;
   for (const auto& [phase, work] : gpt_step_phases(m, sequences, element_bytes)) {
     w.flops += work.flops;
-    w.bytes += work.bytes;  // the optimizer's
+    if (phase == "step.optimizer") w.bytes += work.bytes;
   }
-  const double activations = 2 * tokens * m.layers * (7 * h + 2 * f) * es + 2 * tokens * V * 4;
+  const double activations = 2 * tokens * m.layers * (7 * h + 2 * f) * es + 2 * tokens * V * es;
   w.bytes += 3 * trained_weights(m) * es + activations;  // weights read twice, gradients written
   return w;
 }

@@ -13,7 +13,8 @@
 //     layer's top-k experts and gate in place of its FFN; bytes: the weights read in the forward
 //     and the backward, the gradients written, AdamW reading the gradient and reading and writing
 //     an fp32 master, m and v and writing the weight, and each saved activation written and read
-//     once (per layer and token 7 h + 2 f, and the fp32 logits).
+//     once (per layer and token 7 h + 2 f, and the logits, whose loss reads them in the
+//     element type).
 #pragma once
 #include <optional>
 #include <string>
@@ -38,11 +39,12 @@ Work moe_expert_work(int hidden, int ffn, int local_experts, double rows, int el
 // every token to top_k x prototypes experts).
 Work gpt_step_work(const ModelShape& shape, int sequences, int element_bytes);
 // The same step's work by phase, each named as the step's breakdown range that runs it
-// (GptTrainer::set_breakdown): the FLOPs of head.*, attention.qkv.*, attention.core.*,
-// attention.out.*, attention.wgrad, ffn.*, moe.gating, moe.expert and their .bwd (an MoE layer's
-// weight gradients are in its backward), over all layers, and the bytes AdamW moves
-// (step.optimizer). The FLOPs sum to gpt_step_work's; the optimizer's bytes are among its bytes.
-// The matmul phases' bytes and the LayerNorms' and embedding's work are not counted.
+// (GptTrainer::set_breakdown), over all layers: embed.*, ln.*, attention.qkv|core|out.fwd|bwd,
+// attention.wgrad, ffn.*, the MoE layer's moe.gating, moe.dispatch, moe.expert, moe.combine and
+// their .bwd (its weight gradients are in its backward), head.* and step.optimizer. The FLOPs sum
+// to gpt_step_work's. A phase's bytes are its own least traffic: its weights read once, its weight
+// gradients written once, and each activation it takes from or leaves to another phase moved
+// once -- so, every boundary costing a round trip, they sum to more than the whole step's.
 std::vector<std::pair<std::string, Work>> gpt_step_phases(const ModelShape& shape, int sequences, int element_bytes);
 
 struct Roofline {

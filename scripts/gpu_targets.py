@@ -52,8 +52,8 @@ def rows_of(folder):
 
 def where_time_goes(row, path, parts=3):
     """The largest parts of a row's time, with their shares: a layer row's moe.* range columns
-    (of its total_ms), a step row's innermost phases (step_breakdown.csv beside its step.csv, the
-    eager steps of its model)."""
+    (of its total_ms), a step row's innermost phases with their times over their floors
+    (step_breakdown.csv beside its step.csv, the eager steps of its model)."""
     if "total_ms" in row:
         total = number(row.get("total_ms"))
         found = [(k[:-3], number(v)) for k, v in row.items() if k.startswith("moe.") and k.endswith("_ms")]
@@ -65,11 +65,13 @@ def where_time_goes(row, path, parts=3):
         with breakdown.open(newline="") as f:
             phases = [r for r in csv.DictReader(f) if r.get("model") == row.get("model")]
         parents = {r["phase"].rsplit("/", 1)[0] for r in phases if "/" in r["phase"]}
-        found = [(r["phase"].split("/", 1)[-1], number(r["ms"]), number(r["share_of_step"]) or 0)
-                 for r in phases if r["phase"] not in parents]
+        found = [(r["phase"].split("/", 1)[-1], number(r["ms"]), number(r["share_of_step"]) or 0,
+                  number(r.get("time_over_floor"))) for r in phases if r["phase"] not in parents]
         found = [x for x in found if x[1] is not None]
+    found = [x if len(x) == 4 else (*x, None) for x in found]
     found.sort(key=lambda x: -x[1])
-    where = "; ".join(f"{k} {v:.3g} ms ({100 * share:.0f}%)" for k, v, share in found[:parts]) or "n/a"
+    where = "; ".join(f"{k} {v:.3g} ms ({100 * share:.0f}%" + (f", {over:.3g}x its floor)" if over else ")")
+                      for k, v, share, over in found[:parts]) or "n/a"
     floor = number(row.get("expert_gemms_over_floor"))
     return where + (f"; the expert GEMMs alone at {floor:.3g}x their floor" if floor is not None else "")
 

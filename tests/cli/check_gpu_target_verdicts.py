@@ -42,11 +42,12 @@ def steps(device, dense_ms):
 def breakdown(dense_core_ms):
     rows = []
     for model in ("dense", "moe"):
-        for phase, ms, share in (("gpt.step", 30, 1), ("gpt.step/model.bwd", 20, 0.67),
-                                 ("gpt.step/model.bwd/attention.bwd", 12, 0.4),
-                                 ("gpt.step/model.bwd/attention.bwd/attention.core.bwd", dense_core_ms, 0.33),
-                                 ("gpt.step/model.bwd/(other)", 8, 0.27), ("gpt.step/step.optimizer", 10, 0.33)):
-            rows.append({"model": model, "phase": phase, "ms": ms, "share_of_step": share})
+        for phase, ms, share, over in (("gpt.step", 30, 1, 1.5), ("gpt.step/model.bwd", 20, 0.67, 1.6),
+                                       ("gpt.step/model.bwd/attention.bwd", 12, 0.4, 2.5),
+                                       ("gpt.step/model.bwd/attention.bwd/attention.core.bwd", dense_core_ms, 0.33, 4.2),
+                                       ("gpt.step/model.bwd/(other)", 8, 0.27, "n/a (unattributed)"),
+                                       ("gpt.step/step.optimizer", 10, 0.33, 3.9)):
+            rows.append({"model": model, "phase": phase, "ms": ms, "share_of_step": share, "time_over_floor": over})
     return rows
 
 
@@ -74,7 +75,7 @@ def main():
         dense = t.get("GPT step, dense: time", {})
         if dense.get("verdict") != "missed":
             breaches.append(f"H100 dense step at 30 ms: verdict {dense.get('verdict')}, not missed")
-        if "attention.core.bwd 10 ms (33%)" not in dense.get("where_the_time_goes", ""):
+        if "attention.core.bwd 10 ms (33%, 4.2x its floor)" not in dense.get("where_the_time_goes", ""):
             breaches.append(f"the dense step's evidence is '{dense.get('where_the_time_goes')}', not its phases")
         if "where the time goes: step.optimizer" not in p.stdout and "where the time goes: model.bwd" not in p.stdout:
             breaches.append("no evidence printed under the missed dense step:\n" + p.stdout)

@@ -563,9 +563,26 @@ MUTATIONS = [
         "id": "phase_flops_core_backward_once",
         "mechanism": "attention's core backward counted as one forward's FLOPs, not two",
         "file": "models/roofline.cpp",
-        "edits": [('{"attention.core.bwd", 2 * core}', '{"attention.core.bwd", core}')],
+        "edits": [('add("attention.core.bwd", 2 * core,', 'add("attention.core.bwd", core,')],
         "targets": [UNIT],
         "tests": r"^Roofline",
+    },
+    {
+        "id": "phase_bytes_core_materialized",
+        "mechanism": "attention's core forward is floored at the materialized S x S probabilities' traffic, not flash's",
+        "file": "models/roofline.cpp",
+        "edits": [("L * T * (4 * h * es + 4 * heads));           // q, k, v in; o",
+                   "L * T * (4 * h * es + 4 * heads) + L * sequences * heads * S * S * es);  // q, k, v in; o")],
+        "targets": [UNIT],
+        "tests": r"^Roofline",
+    },
+    {
+        "id": "breakdown_parent_floor_the_largest",
+        "mechanism": "a parent phase's floor is its largest child's, not the sum of its children's run one after another",
+        "file": "bench/gpt_step.cpp",
+        "edits": [("            sum.floor_ms += c.floor_ms;", "            sum.floor_ms = std::max(sum.floor_ms, c.floor_ms);")],
+        "targets": ["moebench_gpt_step", "moebench_profile"],
+        "tests": r"^bench\.gpt_step\.breakdown$",
     },
     # The tree's rules (tests/cli/check_tree.py)
     {

@@ -1,7 +1,7 @@
 // The roofline's work counts against the sizes worked by hand, which term sets the floor, and
 // the rates a rank gets when CPU ranks share the machine's cores.
 #include <gtest/gtest.h>
-#include <set>
+#include <map>
 #include <string>
 #include "models/hardware_profile.h"
 #include "models/roofline.h"
@@ -42,26 +42,44 @@ TEST(Roofline, GptStepWorkByHand) {
   EXPECT_DOUBLE_EQ(gpt_step_work(moe, 2, 2).flops - gpt_step_work(m, 2, 2).flops,
                    3 * 12 * (2 * tokens * h * 8 + 2 * tokens * 2 * h * f));
   EXPECT_GT(gpt_step_work(moe, 2, 2).bytes, gpt_step_work(m, 2, 2).bytes);  // eight experts' weights
-  // The step's phases (its breakdown's ranges) hold all of its FLOPs, each phase once, and AdamW's
-  // bytes: per weight a bf16 gradient read, fp32 m, v and master read and written, the weight written.
+  // The whole step's bytes: weights read twice and gradients written, AdamW's traffic, per layer
+  // and token 7 h + 2 f saved activations and the logits, each written and read once, in bf16.
+  const double dense_weights = 50304.0 * h + 2048 * h + 24 * (4 * h * h + 2 * h * f);
+  EXPECT_DOUBLE_EQ(gpt_step_work(m, 2, 2).bytes,
+                   3 * dense_weights * 2 + dense_weights * 28 + 2 * tokens * 24 * (7 * h + 2 * f) * 2 + 2 * tokens * 50304 * 2);
+  // The step's phases (its breakdown's ranges) hold all of its FLOPs, each phase once; each moves
+  // its own least bytes -- AdamW per weight a bf16 gradient read, fp32 m, v and master read and
+  // written, the weight written -- and, each boundary a round trip, together more than the step.
   for (const ModelShape& shape : {m, moe}) {
-    double sum = 0;
-    std::set<std::string> names;
+    double flops = 0, bytes = 0;
+    std::map<std::string, Work> by_name;
     for (const auto& [phase, work] : gpt_step_phases(shape, 2, 2)) {
-      EXPECT_GT(work.flops + work.bytes, 0) << phase;
-      EXPECT_TRUE(names.insert(phase).second) << phase << " twice";
-      sum += work.flops;
-      if (phase == "step.optimizer") {
-        const double weights = 50304.0 * h + 2048 * h + 24 * 4 * h * h +
-                               (shape.experts ? 12 * (2 * h * f) + 12 * (8 * 2 * h * f + h * 8) : 24 * 2 * h * f);
-        EXPECT_DOUBLE_EQ(work.bytes, weights * (2 + 24 + 2));
-        EXPECT_EQ(work.flops, 0);
-      } else {
-        EXPECT_EQ(work.bytes, 0) << phase;
-      }
+      EXPECT_GT(work.bytes, 0) << phase;
+      EXPECT_TRUE(by_name.emplace(phase, work).second) << phase << " twice";
+      flops += work.flops;
+      bytes += work.bytes;
     }
-    EXPECT_NEAR(sum, gpt_step_work(shape, 2, 2).flops, 1e-12 * sum);
-    EXPECT_EQ(names.count("moe.expert.bwd"), shape.experts > 0 ? 1u : 0u);
+    const double weights = 50304.0 * h + 2048 * h + 24 * 4 * h * h +
+                           (shape.experts ? 12 * (2 * h * f) + 12 * (8 * 2 * h * f + h * 8) : 24 * 2 * h * f);
+    EXPECT_DOUBLE_EQ(by_name["step.optimizer"].bytes, weights * (2 + 24 + 2));
+    EXPECT_EQ(by_name["step.optimizer"].flops, 0);
+    // Flash-style attention's least traffic: q, k, v in and o out, the fp32 logsumexp per head;
+    // its backward q, k, v, o, do in and dq, dk, dv out. No S x S tensor.
+    EXPECT_DOUBLE_EQ(by_name["attention.core.fwd"].bytes, 24 * tokens * (4 * h * 2 + 4 * 16));
+    EXPECT_DOUBLE_EQ(by_name["attention.core.bwd"].bytes, 24 * tokens * (8 * h * 2 + 4 * 16));
+    EXPECT_DOUBLE_EQ(by_name["ln.fwd"].bytes, 2 * 24 * tokens * (2 * h * 2 + 8));  // two per layer: x in, y, mean, rstd out
+    EXPECT_DOUBLE_EQ(by_name["head.wgrad"].bytes, tokens * 50304 * 2 + tokens * h * 2 + 2 * 50304 * h * 2);
+    EXPECT_EQ(by_name["ln.bwd"].flops, 0);
+    EXPECT_NEAR(flops, gpt_step_work(shape, 2, 2).flops, 1e-12 * flops);
+    EXPECT_GT(bytes, gpt_step_work(shape, 2, 2).bytes);
+    EXPECT_EQ(by_name.count("ffn.fwd"), 1u);  // the dense FFNs between the MoE layers too
+    EXPECT_EQ(by_name.count("moe.expert.bwd"), shape.experts > 0 ? 1u : 0u);
+    if (shape.experts > 0) {  // 12 MoE layers, 8 experts, top-2: 2 x 4096 rows each
+      const double rows = 2 * tokens, expert_weights = 12 * 8 * 2 * h * f * 2;
+      EXPECT_DOUBLE_EQ(by_name["moe.expert"].bytes, 12 * rows * (2 * h + f) * 2 + expert_weights);
+      EXPECT_DOUBLE_EQ(by_name["moe.expert.bwd"].bytes, 12 * rows * (3 * h + f) * 2 + 2 * expert_weights);
+      EXPECT_DOUBLE_EQ(by_name["moe.expert.bwd"].flops, 2 * 12 * 2 * rows * 2 * h * f);
+    }
   }
 }
 
