@@ -12,11 +12,12 @@
 # lease: what one device lease holds, in one call of --budget seconds (default 540): the build of
 # what the checks need, for this GPU's architecture alone; the GPU tests; the targets, the most
 # telling first, none started within 90 s of the end (the rest listed as out of time), after
-# racecheck and memcheck on the tests of the kernels no GPU has run yet (30 s each at most); then
-# memcheck on every GPU test in the time left. Its files go to $OUT (else RESULTS/lease): lease.log,
-# gpu_tests.log, cudnn_device.json (this GPU's properties as cuDNN serializes them, to replace
-# tests/cudnn/h100_device.json), targets.csv, sanitize.log and results.tar.gz (the targets' folders
-# and logs).
+# racecheck and memcheck on the tests of the kernels no GPU has run yet (30 s each at most) and
+# ncu's per-kernel summary of one MoE layer iteration (a minute at most); then memcheck on every
+# GPU test in the time left. Its files go to $OUT (else RESULTS/lease): lease.log, gpu_tests.log,
+# cudnn_device.json (this GPU's properties as cuDNN serializes them, to replace
+# tests/cudnn/h100_device.json), targets.csv, sanitize.log, ncu_moe_layer.txt and results.tar.gz
+# (the targets' folders and logs).
 # Env: MOEBENCH_DEPS_PREFIX (default /tmp/moebench-deps), CMAKE_CUDA_ARCHITECTURES (default: by toolkit),
 # MOEBENCH_CMAKE_ARGS (more configure arguments).
 source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
@@ -155,6 +156,29 @@ lease_architecture() {
 # The GPU tests of kernels a lease checks under the sanitizers before all the others.
 lease_new_kernels='GpuSegmentGemm.*:GpuSegmentOffsets.*'
 
+# Kernel by kernel, what one measured iteration of the headline MoE layer (top-1, grouped) runs:
+# ncu's speed-of-light summary per kernel (duration, compute and memory throughput against the
+# GPU's peaks) over the iteration --profile brackets (its first 80 kernels, so that the summary
+# comes out in time), into OUT/ncu_moe_layer.txt. A minute at most, taken before the targets only
+# with four more minutes left for them: evidence for a missed target, not a check, so a failure
+# is logged, not the lease's.
+lease_ncu() {  # OUT SECONDS_LEFT
+  local out="$1" limit="$2" ncu
+  ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+  if [ ! -x "$ncu" ] || [ "$limit" -lt 30 ]; then
+    echo "== lease: no ncu summary (${limit} s left; ncu: $ncu)" | tee "$out/ncu_moe_layer.txt"
+    return 0
+  fi
+  [ "$limit" -gt 60 ] && limit=60
+  echo "== lease: ncu on one iteration of the MoE layer (top-1, grouped), ${limit} s at most"
+  timeout "$limit" "$ncu" --clock-control none --profile-from-start off --launch-count 80 --section SpeedOfLight \
+    --print-summary per-kernel \
+    "$build/bench/moebench_moe_layer" --backend cuda --scale "$scale" --dtype "${dtype_given:-bf16}" --dispatchers local \
+    --expert-gemm grouped --warmup 1 --iters 1 --repetitions 1 --profile --out "$(mktemp -d)" \
+    > "$out/ncu_moe_layer.txt" 2>&1 || echo "== lease: ncu ended with exit $? (its output: ncu_moe_layer.txt)"
+  tail -n 3 "$out/ncu_moe_layer.txt"
+}
+
 do_lease() {
   local out="${OUT:-$results/lease}" t0=$SECONDS status=0
   mkdir -p "$out"
@@ -181,6 +205,7 @@ do_lease() {
         { [ $? = 124 ] && echo "== lease: $tool stopped at its 30 s: not a verdict" >> "$out/sanitize.log"; status=1; }
       tail -n 2 "$out/sanitize.log"
     done
+    lease_ncu "$out" "$(left 240)"
     echo "== lease: targets at $((SECONDS - t0)) s"
     # torch.compile of a 24-layer model (and its MoE) could take the lease: a minute each at most.
     MOEBENCH_TORCH_COMPILE_LIMIT="${MOEBENCH_TORCH_COMPILE_LIMIT:-60}" MOEBENCH_BUILD="$build" MOEBENCH_LAUNCHER=none \
