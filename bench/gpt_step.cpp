@@ -18,6 +18,7 @@
 #include "kernels/sdpa.h"
 #include "pipeline/gpt_trainer.h"
 #include "harness/bench.h"
+#include "harness/kernel_table.h"
 #include "harness/range_tree.h"
 #include "models/csv_rows.h"
 #include "models/paper_specs.h"
@@ -57,6 +58,9 @@ class GptStepBench final : public BenchProgram {
     add_choice(app, "--expert-gemm", expert_gemm_opt_, {"grouped", "serial", "padded", "streams", "segmented"},
                "The MoE model's experts (moebench_moe_layer's routes; segmented keeps the counts on the device) "
                "(default grouped)");
+    app.add_flag("--kernels", kernels_,
+                 "Also log the breakdown's eager steps op by op (on cuda every kernel, copy and memset, through CUPTI) "
+                 "into gpt/step_kernels.csv, each under the phase that launched it");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {
@@ -214,6 +218,7 @@ class GptStepBench final : public BenchProgram {
     }
     t.write(ctx.opts.out_dir + "/gpt/step.csv", ctx.provenance);
     write_breakdown(ctx);
+    write_kernels(ctx);
     return 0;
   }
 
@@ -301,6 +306,44 @@ class GptStepBench final : public BenchProgram {
     t.write(ctx.opts.out_dir + "/gpt/step_breakdown.csv", ctx.provenance);
   }
 
+  // gpt/step_kernels.csv (--kernels): per model the ops of the breakdown's eager steps by phase
+  // (the innermost timed range they were launched in) and kernel, the slowest first; or, where
+  // the log could not run, one row per model saying why.
+  void write_kernels(BenchContext& ctx) const {
+    if (!kernels_) return;
+    CsvTable t({"model", "phase", "kernel", "calls_per_step", "ms", "ms_min", "ms_max", "share_of_device_time", "steps",
+                "attention", "expert_gemm", "layers", "hidden", "heads", "ffn", "seq", "vocab", "experts", "sequences"});
+    for (const bool moe : {false, true}) {
+      if (!phases_.count(moe)) continue;
+      const ModelShape shape = moe ? shape_ : shape_.dense();
+      std::vector<std::string> tail = {attention_kernel_name(attention_), moe ? expert_gemm_name(expert_gemm_) : "n/a",
+                                       std::to_string(shape.layers), std::to_string(shape.hidden),
+                                       std::to_string(shape.heads), std::to_string(shape.ffn), std::to_string(shape.seq),
+                                       std::to_string(shape.vocab), std::to_string(moe ? shape.experts : 0),
+                                       std::to_string(sequences_)};
+      const auto rows = kernels_by_model_.find(moe);
+      if (rows == kernels_by_model_.end()) {
+        const std::string why = "n/a (no kernel log: " + kernel_log_failure_ + ")";
+        std::vector<std::string> row = {moe ? "moe" : "dense", why, why, why, why, why, why, why, "0"};
+        row.insert(row.end(), tail.begin(), tail.end());
+        t.add_row(row);
+        std::printf("gpt.step %-5s %s\n", moe ? "moe" : "dense", why.c_str());
+        continue;
+      }
+      std::printf("gpt.step %-5s slowest kernels:", moe ? "moe" : "dense");
+      for (const KernelRow& k : rows->second) {
+        std::vector<std::string> row = {moe ? "moe" : "dense", k.path, k.name, fmt(k.calls, 4), fmt(k.ms.median),
+                                        fmt(k.ms.min), fmt(k.ms.max), fmt(k.share, 4), std::to_string(k.ms.samples)};
+        row.insert(row.end(), tail.begin(), tail.end());
+        t.add_row(row);
+      }
+      for (std::size_t i = 0; i < std::min<std::size_t>(3, rows->second.size()); ++i)
+        std::printf("  %s in %s %.1f%%", rows->second[i].name.c_str(), rows->second[i].path.c_str(), 100 * rows->second[i].share);
+      std::printf("\n");
+    }
+    t.write(ctx.opts.out_dir + "/gpt/step_kernels.csv", ctx.provenance);
+  }
+
   void run(benchmark::State& st, BenchContext& ctx, bool moe) {
     if (!trainer_ || trainer_moe_ != moe) {
       trainer_.reset();
@@ -314,15 +357,22 @@ class GptStepBench final : public BenchProgram {
       // Where the time goes: eager steps timed range by range, before any capture (a replayed
       // step times nothing). They are not the measured steps.
       std::vector<std::vector<Breakdown::PathTotal>> steps;
+      std::vector<std::vector<KernelRecord>> logged;  // with --kernels
       for (int r = 0; r < ctx.repetitions(); ++r) {
         Breakdown b;
         trainer_->set_breakdown(&b);
+        if (kernels_ && kernel_log_failure_.empty()) kernel_log_failure_ = KernelLog::start(ctx.backend());
         trainer_->step();
         ctx.device.synchronize();
+        if (KernelLog::on()) logged.push_back(KernelLog::stop());
         trainer_->set_breakdown(nullptr);
         steps.push_back(b.path_totals());
       }
       phases_[moe] = range_tree(steps);
+      if (std::any_of(logged.begin(), logged.end(), [](const auto& step) { return step.empty(); }))
+        kernel_log_failure_ = "a step's log held no op (on cuda: CUPTI delivered no records)";
+      else if (!logged.empty())
+        kernels_by_model_[moe] = kernel_table(logged);
       if (captured_ && (!moe || expert_gemm_ == ExpertGemm::segmented)) {
         trainer_->capture_step();  // a step more, then the capture
         graph_nodes_[moe] = trainer_->graph_nodes();
@@ -346,6 +396,9 @@ class GptStepBench final : public BenchProgram {
   int panel_rows_ = 0;
   std::map<bool, double> peak_mib_;  // per model, over the measured steps
   std::map<bool, std::vector<RangeRow>> phases_;  // per model: its eager steps' ranges
+  bool kernels_ = false;
+  std::string kernel_log_failure_;                    // why --kernels logs nothing
+  std::map<bool, std::vector<KernelRow>> kernels_by_model_;
   RooflineProfile roofline_;
   std::map<std::string, Reference> reference_rows_;
   ModelShape shape_;  // its MoE variant: top-1, dropless, an MoE layer on every other FFN

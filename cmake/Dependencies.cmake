@@ -58,6 +58,17 @@ if(MOEBENCH_WITH_CUDA)
   endif()
 endif()
 
+# CUPTI's headers for the kernel log (runtime/kernel_log.h); its library is loaded at run time
+# (this one first), so a machine without it runs everything but the log.
+set(MOEBENCH_WITH_CUPTI OFF)
+if(MOEBENCH_WITH_CUDA)
+  find_path(CUPTI_INCLUDE_DIR cupti.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/include)
+  find_library(CUPTI_LIBRARY NAMES cupti HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/lib64)
+  if(CUPTI_INCLUDE_DIR)
+    set(MOEBENCH_WITH_CUPTI ON)
+  endif()
+endif()
+
 # NVTX3 is header-only and ships with the toolkit; ranges still time without it.
 set(MOEBENCH_WITH_NVTX OFF)
 find_path(NVTX3_INCLUDE_DIR nvtx3/nvtx3.hpp HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)

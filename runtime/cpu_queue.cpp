@@ -1,6 +1,8 @@
 #include "runtime/cpu_queue.h"
 #include <algorithm>
 #include "runtime/cpu_capture.h"
+#include "runtime/kernel_log.h"
+#include "runtime/range.h"
 #include "runtime/timeline.h"
 
 namespace moebench {
@@ -21,9 +23,14 @@ void CpuQueue::enqueue(const char* name, std::function<void()> op, std::string d
     graph->add_op(this, name, std::move(op), std::move(details));
     return;
   }
+  Task task{name, std::move(op), std::move(details), false, {}};
+  if (KernelLog::on()) {  // the range is the enqueuing thread's
+    task.logged = true;
+    task.path = current_range_path();
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    tasks_.push_back(Task{name, std::move(op), std::move(details)});
+    tasks_.push_back(std::move(task));
     ++enqueued_;
   }
   wake_.notify_one();
@@ -77,7 +84,9 @@ void CpuQueue::work() {
       // What the enqueuer knew (sizes, pointers) and what the op learnt running (a communicator's bytes).
       std::string args = Timeline::take_op_args();
       if (!task.details.empty()) args = args.empty() ? std::move(task.details) : task.details + ", " + args;
-      Timeline::record_op(track_, task.name, start, Timeline::now_us(), args);
+      const double end = Timeline::now_us();
+      Timeline::record_op(track_, task.name, start, end, args);
+      if (task.logged) KernelLog::record_cpu(task.name, std::move(task.path), start, end);
     }
     bool reached = false;
     {

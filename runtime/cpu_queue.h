@@ -37,6 +37,8 @@ class CpuQueue final : public HostQueue {
     const char* name;
     std::function<void()> op;
     std::string details;
+    bool logged = false;  // into the kernel log (runtime/kernel_log.h), under `path`
+    std::string path;
   };
   void work();
 

@@ -84,12 +84,24 @@ void Breakdown::clear() {
   open_.clear();
 }
 
+namespace {
+thread_local std::vector<std::string> timed_paths;  // the open ranges' paths on this thread
+}  // namespace
+
+const std::string& current_range_path() {
+  static const std::string none;
+  return timed_paths.empty() ? none : timed_paths.back();
+}
+
 ScopedRange::ScopedRange(std::string_view name, const Stream& stream, Breakdown* breakdown)
     : name_(name), stream_(stream), breakdown_(breakdown) {
   nvtx_push(name_.c_str());
   // Inside a graph capture a range times nothing: its events would be points in the graph.
   if ((breakdown_ || Timeline::enabled()) && !stream.capturing()) {
-    if (breakdown_) path_ = breakdown_->open(name_);
+    if (breakdown_) {
+      path_ = breakdown_->open(name_);
+      timed_paths.push_back(path_);
+    }
     start_ = std::make_shared<Event>(stream.backend);
     start_->record(stream_);
   }
@@ -103,6 +115,7 @@ ScopedRange::~ScopedRange() {
     if (breakdown_) {
       breakdown_->add(name_, start_, stop, path_);
       breakdown_->close();
+      if (!timed_paths.empty()) timed_paths.pop_back();
     }
   }
   nvtx_pop();

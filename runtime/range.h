@@ -56,9 +56,13 @@ class ScopedRange {
   std::string name_;
   const Stream& stream_;
   Breakdown* breakdown_;
-  std::string path_;              // when timed into the breakdown
+  std::string path_;              // when timed into the breakdown (then also this thread's current path)
   std::shared_ptr<Event> start_;  // when timed or traced
 };
+
+// The path of the innermost range open on this thread that is timed into a breakdown ("" when
+// none): the range an op enqueued now runs under (runtime/kernel_log.h).
+const std::string& current_range_path();
 
 // NVTX push/pop in the moebench domain (no-ops in a build without NVTX headers).
 void nvtx_push(const char* name);

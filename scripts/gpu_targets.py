@@ -53,7 +53,8 @@ def rows_of(folder):
 def where_time_goes(row, path, parts=3):
     """The largest parts of a row's time, with their shares: a layer row's moe.* range columns
     (of its total_ms), a step row's innermost phases with their times over their floors
-    (step_breakdown.csv beside its step.csv, the eager steps of its model)."""
+    (step_breakdown.csv beside its step.csv, the eager steps of its model) and, where those steps
+    were logged kernel by kernel (step_kernels.csv), its two slowest kernels."""
     if "total_ms" in row:
         total = number(row.get("total_ms"))
         found = [(k[:-3], number(v)) for k, v in row.items() if k.startswith("moe.") and k.endswith("_ms")]
@@ -72,6 +73,14 @@ def where_time_goes(row, path, parts=3):
     found.sort(key=lambda x: -x[1])
     where = "; ".join(f"{k} {v:.3g} ms ({100 * share:.0f}%" + (f", {over:.3g}x its floor)" if over else ")")
                       for k, v, share, over in found[:parts]) or "n/a"
+    kernels = path.parent / "step_kernels.csv"
+    if "total_ms" not in row and kernels.is_file():
+        with kernels.open(newline="") as f:
+            logged = [r for r in csv.DictReader(f) if r.get("model") == row.get("model") and number(r.get("ms")) is not None]
+        logged.sort(key=lambda r: -number(r["ms"]))
+        if logged:
+            where += "; slowest kernels: " + ", ".join(
+                f"{r['kernel']} in {r['phase'].rsplit('/', 1)[-1]} {number(r['ms']):.3g} ms" for r in logged[:2])
     floor = number(row.get("expert_gemms_over_floor"))
     return where + (f"; the expert GEMMs alone at {floor:.3g}x their floor" if floor is not None else "")
 

@@ -1,0 +1,68 @@
+#include "runtime/kernel_log.h"
+#include <cxxabi.h>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace moebench {
+
+namespace {
+std::atomic<bool> logging{false};
+Backend logged_backend = Backend::cpu;
+std::mutex records_mutex;
+std::vector<KernelRecord> cpu_records;
+}  // namespace
+
+std::string KernelLog::start(Backend backend) {
+  if (logging) throw Error("KernelLog: started twice");
+  {
+    std::lock_guard<std::mutex> lock(records_mutex);
+    cpu_records.clear();
+  }
+  if (backend == Backend::cuda)
+    if (std::string why = cupti_log_start(); !why.empty()) return why;
+  logged_backend = backend;
+  logging = true;
+  return "";
+}
+
+std::vector<KernelRecord> KernelLog::stop() {
+  if (!logging) return {};
+  logging = false;
+  if (logged_backend == Backend::cuda) return cupti_log_stop();
+  std::lock_guard<std::mutex> lock(records_mutex);
+  return std::move(cpu_records);
+}
+
+bool KernelLog::on() { return logging.load(std::memory_order_relaxed); }
+
+void KernelLog::record_cpu(const char* name, std::string path, double start_us, double end_us) {
+  // A stream's event and its wait on another stream's event order the work; they compute nothing.
+  if (!std::strcmp(name, "event") || !std::strcmp(name, "wait event")) return;
+  std::lock_guard<std::mutex> lock(records_mutex);
+  cpu_records.push_back(KernelRecord{name, std::move(path), (end_us - start_us) / 1e3});
+}
+
+std::string readable_kernel_name(const char* mangled) {
+  int status = 1;
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : mangled;
+  std::free(demangled);
+  // The parameter list: the parenthesis closing the name and the one it matches.
+  if (!name.empty() && name.back() == ')') {
+    int depth = 0;
+    for (std::size_t i = name.size(); i-- > 0;) {
+      if (name[i] == ')') ++depth;
+      if (name[i] == '(' && --depth == 0) {
+        name.erase(i);
+        break;
+      }
+    }
+  }
+  if (name.rfind("void ", 0) == 0) name.erase(0, 5);
+  for (std::size_t at; (at = name.find("(anonymous namespace)::")) != std::string::npos;) name.erase(at, 23);
+  return name;
+}
+
+}  // namespace moebench

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""gpt/step_kernels.csv (moebench_gpt_step --kernels) against the same run's step_breakdown.csv:
+per model kernel rows, none outside the step's ranges (every op of a step is enqueued inside
+gpt.step); every phase a path of the breakdown; the ops logged under a phase and the phases
+inside it taking, run for run, no more than the phase took; every innermost phase that does work
+holding an op; and the ops a CPU step runs where they belong (the LayerNorms' in ln.*, AdamW's in
+step.optimizer, the loss in head.fwd): the kernel log puts each op under the range that launched it.
+
+  check_step_kernels.py STEP_KERNELS_CSV STEP_BREAKDOWN_CSV    exit 0 when all holds, 1 with a line per breach
+"""
+import csv
+import sys
+
+# On the CPU backend: an op each of these phases runs (the kernels' own names).
+EXPECTED = {"ln.fwd": "layernorm_forward", "ln.bwd": "layernorm_backward", "step.optimizer": "adam_step",
+            "head.fwd": "cross_entropy", "embed.fwd": "embedding_forward"}
+# Innermost phases that enqueue no op of their own.
+NO_OPS = {"(other)", "moe.sync.bwd"}
+
+
+def number(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def main(kernels_path, breakdown_path):
+    breaches = []
+    kernels = list(csv.DictReader(open(kernels_path, newline="")))
+    phases = list(csv.DictReader(open(breakdown_path, newline="")))
+    if not kernels:
+        breaches.append(f"{kernels_path}: no rows")
+    for model in sorted({r["model"] for r in phases}):
+        mine = [k for k in kernels if k["model"] == model]
+        tree = {r["phase"]: r for r in phases if r["model"] == model}
+        if not mine:
+            breaches.append(f"{model}: no kernel rows")
+            continue
+        if any(number(k["ms"]) is None for k in mine):
+            breaches.append(f"{model}: a row without a time: {next(k for k in mine if number(k['ms']) is None)}")
+            continue
+        for k in mine:
+            if k["phase"] not in tree:
+                breaches.append(f"{model}: {k['kernel']} under '{k['phase']}', no phase of the breakdown")
+            if not (number(k["calls_per_step"]) or 0) > 0:
+                breaches.append(f"{model} {k['phase']} {k['kernel']}: calls_per_step {k['calls_per_step']}")
+        parents = {p.rsplit("/", 1)[0] for p in tree if "/" in p}
+        for path, r in tree.items():
+            inside = [k for k in mine if k["phase"] == path or k["phase"].startswith(path + "/")]
+            least = sum(float(k["ms_min"]) for k in inside)
+            if least > float(r["ms_max"]) * 1.05 + 0.01:
+                breaches.append(f"{model} {path}: its ops took at least {least:g} ms, the phase at most {r['ms_max']}")
+            if path not in parents and r["name"] not in NO_OPS and not inside:
+                breaches.append(f"{model} {path}: no op logged under it")
+            want = EXPECTED.get(r["name"])
+            if want and mine[0].get("backend") == "cpu" and not any(k["kernel"] == want for k in inside):
+                breaches.append(f"{model} {path}: no {want} among its ops {sorted({k['kernel'] for k in inside})}")
+    for b in breaches:
+        print(f"check_step_kernels: {b}")
+    return 1 if breaches else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1], sys.argv[2]))

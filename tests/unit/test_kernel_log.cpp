@@ -1,0 +1,89 @@
+// The kernel log on the CPU backend: every stream op that ran while it was on, under the timed
+// range its enqueuing thread was in, without the streams' events; kernel names made readable;
+// the log of several runs as a table.
+#include <gtest/gtest.h>
+#include <chrono>
+#include <map>
+#include <thread>
+#include "harness/kernel_table.h"
+#include "runtime/device.h"
+#include "runtime/kernel_log.h"
+#include "runtime/range.h"
+
+namespace moebench {
+namespace {
+
+void busy_op(const Exec& ex, const char* name, int ms) {
+  run_host(ex, name, [ms] { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); });
+}
+
+TEST(KernelLog, EachOpUnderTheTimedRangeItWasEnqueuedIn) {
+  Device dev = Device::open(Backend::cpu);
+  const Stream s = dev.create_stream("compute"), side = dev.create_stream("side");
+  busy_op(dev.exec(s), "before", 0);  // before the log: not in it
+  ASSERT_EQ(KernelLog::start(Backend::cpu), "");
+  EXPECT_TRUE(KernelLog::on());
+  EXPECT_THROW(KernelLog::start(Backend::cpu), Error);
+  Breakdown b;
+  {
+    ScopedRange step("step", s, &b);
+    busy_op(dev.exec(s), "a", 2);
+    {
+      ScopedRange fwd("fwd", s, &b);
+      busy_op(dev.exec(side), "b", 1);  // the host's scope, whatever the stream
+      ScopedRange untimed("nvtx.only", s);  // no breakdown: not a path
+      busy_op(dev.exec(s), "c", 1);
+    }
+    Event e(Backend::cpu);
+    e.record(s);  // an event orders work; it is no op of the log
+    e.make_wait(side);
+  }
+  busy_op(dev.exec(s), "outside", 0);
+  dev.synchronize();
+  EXPECT_EQ(current_range_path(), "");
+  const auto records = KernelLog::stop();
+  EXPECT_FALSE(KernelLog::on());
+  std::map<std::string, std::string> path_of;
+  for (const KernelRecord& r : records) {
+    EXPECT_TRUE(path_of.emplace(r.name, r.path).second) << r.name << " twice";
+    EXPECT_GE(r.ms, 0) << r.name;
+  }
+  EXPECT_EQ(path_of, (std::map<std::string, std::string>{{"a", "step"}, {"b", "step/fwd"}, {"c", "step/fwd"}, {"outside", ""}}));
+  for (const KernelRecord& r : records) {
+    if (r.name == "a") {
+      EXPECT_GE(r.ms, 1.5);  // its own time on the worker
+    }
+  }
+  EXPECT_TRUE(KernelLog::stop().empty());  // stopped: nothing more
+}
+
+TEST(KernelLog, KernelNamesWithoutReturnTypeParametersOrAnonymousNamespaces) {
+  EXPECT_EQ(readable_kernel_name("_ZN8moebench12_GLOBAL__N_16kernelIfEEviPKT_"), "moebench::kernel<float>");
+  EXPECT_EQ(readable_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"),
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64");  // not mangled: as it is
+  EXPECT_EQ(readable_kernel_name("_Z6reducePKfPfi"), "reduce");
+}
+
+TEST(KernelTable, PerPathAndKernelTheMedianRunSlowestFirst) {
+  using R = KernelRecord;
+  const auto rows = kernel_table({{R{"gemm", "step/fwd", 2}, R{"gemm", "step/fwd", 1}, R{"copy", "", 1}},
+                                  {R{"gemm", "step/fwd", 4}, R{"norm", "step/fwd", 2}},
+                                  {R{"gemm", "step/fwd", 2}, R{"copy", "", 2}, R{"norm", "step/fwd", 1}}});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].name, "gemm");  // 3, 4, 2 per run
+  EXPECT_DOUBLE_EQ(rows[0].ms.median, 3);
+  EXPECT_DOUBLE_EQ(rows[0].ms.min, 2);
+  EXPECT_DOUBLE_EQ(rows[0].calls, 4.0 / 3);
+  EXPECT_EQ(rows[1].path, kOutsideRanges);  // copy 1, 0, 2 (absent from a run: 0 there)
+  EXPECT_EQ(rows[1].name, "copy");
+  EXPECT_DOUBLE_EQ(rows[1].ms.median, 1);
+  EXPECT_DOUBLE_EQ(rows[1].ms.min, 0);
+  EXPECT_EQ(rows[2].name, "norm");  // 0, 2, 1
+  EXPECT_DOUBLE_EQ(rows[2].ms.median, 1);
+  EXPECT_DOUBLE_EQ(rows[0].share, 3.0 / 5);  // run totals 4, 6, 5
+  EXPECT_THROW(kernel_table({{R{"gemm", "", 1}}, {}}), Error);  // a run the log missed
+  EXPECT_THROW(kernel_table({}), Error);
+}
+
+}  // namespace
+}  // namespace moebench
