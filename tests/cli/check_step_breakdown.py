@@ -12,14 +12,9 @@ evidence needs there (attention's core forward and backward, the LayerNorms, the
   check_step_breakdown.py STEP_BREAKDOWN_CSV STEP_CSV    exit 0 when all holds, 1 with a line per breach
 """
 import csv
-import sys
 
-
-def number(text):
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
+import checklib
+from checklib import number
 
 
 def close(a, b, rel=1e-5, absolute=1e-6):
@@ -95,13 +90,8 @@ def main(breakdown_path, step_path):
             if not close(floor, want, 1e-3):
                 breaches.append(f"{r['model']} {r['phase']}: floor_ms {floor:g} ({r['floor_bound']}), "
                                 f"max(FLOPs / rate, bytes / bandwidth) is {want:g}")
-    for b in breaches:
-        print(f"check_step_breakdown: {b}")
-    return 1 if breaches else 0
+    return checklib.report("check_step_breakdown", breaches)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    checklib.run(main, __doc__, 2)

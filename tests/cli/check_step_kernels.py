@@ -9,20 +9,15 @@ step.optimizer, the loss in head.fwd): the kernel log puts each op under the ran
   check_step_kernels.py STEP_KERNELS_CSV STEP_BREAKDOWN_CSV    exit 0 when all holds, 1 with a line per breach
 """
 import csv
-import sys
+
+import checklib
+from checklib import number
 
 # On the CPU backend: an op each of these phases runs (the kernels' own names).
 EXPECTED = {"ln.fwd": "layernorm_forward", "ln.bwd": "layernorm_backward", "step.optimizer": "adam_step",
             "head.fwd": "cross_entropy", "embed.fwd": "embedding_forward"}
 # Innermost phases that enqueue no op of their own.
 NO_OPS = {"(other)", "moe.sync.bwd"}
-
-
-def number(text):
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
 
 
 def main(kernels_path, breakdown_path):
@@ -56,13 +51,8 @@ def main(kernels_path, breakdown_path):
             want = EXPECTED.get(r["name"])
             if want and mine[0].get("backend") == "cpu" and not any(k["kernel"] == want for k in inside):
                 breaches.append(f"{model} {path}: no {want} among its ops {sorted({k['kernel'] for k in inside})}")
-    for b in breaches:
-        print(f"check_step_kernels: {b}")
-    return 1 if breaches else 0
+    return checklib.report("check_step_kernels", breaches)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    checklib.run(main, __doc__, 2)
