@@ -3,8 +3,8 @@
 # in tokens/s, beside the same model in plain PyTorch on the same device (torch_step.py; skipped,
 # and said so in the CSV, where PyTorch is not installed), each row with its roofline from the
 # results folder's profile of this machine, and where an eager step's time goes, phase by phase.
-# Writes results/gpt/step.csv, step_breakdown.csv, step_kernels.csv (the breakdown's steps kernel
-# by kernel: --kernels, which MOEBENCH_KERNEL_LOG=off leaves out), torch_step.csv, step.png and
+# Writes results/gpt/step.csv, step_breakdown.csv, step_kernels.csv (eager steps kernel by kernel:
+# --kernels, which MOEBENCH_KERNEL_LOG=off leaves out), torch_step.csv, step.png and
 # step_breakdown.png.
 #   experiments/gpt/step.sh [--scale local] [--backend cpu|cuda] [bench options, e.g. --sequences N, --dtype bf16]
 set -euo pipefail
