@@ -17,7 +17,7 @@ std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>
     if (runs[r].empty()) throw Error("kernel_table: run " + std::to_string(r) + " logged no ops");
     for (const KernelRecord& k : runs[r]) {
       Sums& s = by_kernel[{k.path.empty() ? kOutsideRanges : k.path, k.name}];
-      s.ms.resize(runs.size(), 0.0);
+      s.ms.resize(runs.size(), 0.0);  // a run without this kernel keeps its 0
       s.ms[r] += k.ms;
       s.calls += 1;
       totals[r] += k.ms;
@@ -25,8 +25,7 @@ std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>
   }
   const double total = spread_of(totals).median;
   std::vector<KernelRow> rows;
-  for (auto& [key, s] : by_kernel) {
-    s.ms.resize(runs.size(), 0.0);
+  for (const auto& [key, s] : by_kernel) {
     KernelRow row{key.first, key.second, s.calls / double(runs.size()), spread_of(s.ms), 0.0};
     row.share = total > 0 ? row.ms.median / total : 0.0;
     rows.push_back(std::move(row));

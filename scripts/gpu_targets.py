@@ -58,7 +58,7 @@ def where_time_goes(row, path, parts=3):
     if "total_ms" in row:
         total = number(row.get("total_ms"))
         found = [(k[:-3], number(v)) for k, v in row.items() if k.startswith("moe.") and k.endswith("_ms")]
-        found = [(k, v, v / total if total else 0) for k, v in found if v is not None]
+        found = [(k, v, v / total if total else 0, None) for k, v in found if v is not None]
     else:
         breakdown = path.parent / "step_breakdown.csv"
         if not breakdown.is_file():
@@ -69,7 +69,6 @@ def where_time_goes(row, path, parts=3):
         found = [(r["phase"].split("/", 1)[-1], number(r["ms"]), number(r["share_of_step"]) or 0,
                   number(r.get("time_over_floor"))) for r in phases if r["phase"] not in parents]
         found = [x for x in found if x[1] is not None]
-    found = [x if len(x) == 4 else (*x, None) for x in found]
     found.sort(key=lambda x: -x[1])
     where = "; ".join(f"{k} {v:.3g} ms ({100 * share:.0f}%" + (f", {over:.3g}x its floor)" if over else ")")
                       for k, v, share, over in found[:parts]) or "n/a"
