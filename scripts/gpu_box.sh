@@ -12,10 +12,10 @@
 # lease: what one device lease holds, in one call of --budget seconds (default 540): the build of
 # what the checks need, for this GPU's architecture alone; the GPU tests; the targets, the most
 # telling first, none started within 90 s of the end (the rest listed as out of time), after
-# racecheck and memcheck on the tests of the kernels no GPU has run yet (30 s each at most), the
-# GPT step's kernel log once at the tiny scale (the targets' steps run without it if that fails)
-# and ncu's per-kernel summary of one MoE layer iteration (a minute at most); then memcheck on
-# every GPU test in the time left. Its files go to $OUT (else RESULTS/lease): lease.log,
+# racecheck and memcheck on the tests of the kernels no GPU has run yet (30 s each at most) and
+# the GPT step's kernel log once at the tiny scale (the targets' steps run without it if that
+# fails); then, in the time left, ncu's per-kernel summary of one MoE layer iteration (a minute
+# at most) and memcheck on every GPU test. Its files go to $OUT (else RESULTS/lease): lease.log,
 # gpu_tests.log, cudnn_device.json (this GPU's properties as cuDNN serializes them, to replace
 # tests/cudnn/h100_device.json), targets.csv, sanitize.log, kernel_log.log, kernel_log_tiny.csv,
 # ncu_moe_layer.txt and results.tar.gz (the targets' folders and logs).
@@ -160,9 +160,9 @@ lease_new_kernels='GpuSegmentGemm.*:GpuSegmentOffsets.*'
 # Kernel by kernel, what one measured iteration of the headline MoE layer (top-1, grouped) runs:
 # ncu's speed-of-light summary per kernel (duration, compute and memory throughput against the
 # GPU's peaks) over the iteration --profile brackets (its first 80 kernels, so that the summary
-# comes out in time), into OUT/ncu_moe_layer.txt. A minute at most, taken before the targets only
-# with four more minutes left for them: evidence for a missed target, not a check, so a failure
-# is logged, not the lease's.
+# comes out in time), into OUT/ncu_moe_layer.txt. After the targets, in what they leave (half a
+# minute at least, a minute at most): evidence for a missed target, not a check, so a failure is
+# logged, not the lease's.
 lease_ncu() {  # OUT SECONDS_LEFT
   local out="$1" limit="$2" ncu
   ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
@@ -223,13 +223,13 @@ do_lease() {
       echo "== lease: the kernel log's run failed (kernel_log.log): the targets' GPT steps run without it"
     fi
     tail -n 2 "$out/kernel_log.log"
-    lease_ncu "$out" "$(left 240)"
     echo "== lease: targets at $((SECONDS - t0)) s"
     # torch.compile of a 24-layer model (and its MoE) could take the lease: a minute each at most.
     MOEBENCH_TORCH_COMPILE_LIMIT="${MOEBENCH_TORCH_COMPILE_LIMIT:-60}" MOEBENCH_BUILD="$build" MOEBENCH_LAUNCHER=none \
       timeout "$(left 45)" scripts/gpu_targets.sh --scale "$scale" --backend cuda --dtype "${dtype_given:-bf16}" \
       --results "$results" --deadline "$(( $(date +%s) + $(left 90) ))" || status=1
     python3 scripts/gpu_targets.py "$results/targets" > /dev/null || true  # the verdicts also of a run cut short
+    lease_ncu "$out" "$(left 20)"
     if [ "$(left 60)" -gt 1 ]; then
       echo "== lease: memcheck on every GPU test at $((SECONDS - t0)) s" | tee -a "$out/sanitize.log"
       MOEBENCH_POOL_POISON=1 timeout "$(left 20)" "$cs" --tool memcheck --report-api-errors no --error-exitcode 1 \
