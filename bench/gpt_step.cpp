@@ -311,56 +311,42 @@ class GptStepBench final : public BenchProgram {
   // the log could not run, one row per model saying why.
   void write_kernels(BenchContext& ctx) const {
     if (!kernels_) return;
-    CsvTable t({"model", "phase", "kernel", "calls_per_step", "ms", "ms_min", "ms_max", "share_of_device_time", "steps",
-                "attention", "expert_gemm", "layers", "hidden", "heads", "ffn", "seq", "vocab", "experts", "sequences"});
+    std::vector<std::string> cols = {"model"};
+    for (const auto& c : kernel_columns("step")) cols.push_back(c);
+    for (const char* c : {"attention", "expert_gemm", "layers", "hidden", "heads", "ffn", "seq", "vocab", "experts", "sequences"})
+      cols.push_back(c);
+    CsvTable t(cols);
     for (const bool moe : {false, true}) {
       if (!phases_.count(moe)) continue;
       const ModelShape shape = moe ? shape_ : shape_.dense();
-      std::vector<std::string> tail = {attention_kernel_name(attention_), moe ? expert_gemm_name(expert_gemm_) : "n/a",
-                                       std::to_string(shape.layers), std::to_string(shape.hidden),
-                                       std::to_string(shape.heads), std::to_string(shape.ffn), std::to_string(shape.seq),
-                                       std::to_string(shape.vocab), std::to_string(moe ? shape.experts : 0),
-                                       std::to_string(sequences_)};
-      const auto rows = kernels_by_model_.find(moe);
-      if (rows == kernels_by_model_.end()) {
-        const std::string why = "n/a (no kernel log: " + kernel_log_failure_ + ")";
-        std::vector<std::string> row = {moe ? "moe" : "dense", why, why, why, why, why, why, why, "0"};
-        row.insert(row.end(), tail.begin(), tail.end());
-        t.add_row(row);
-        std::printf("gpt.step %-5s %s\n", moe ? "moe" : "dense", why.c_str());
-        continue;
-      }
-      std::printf("gpt.step %-5s slowest kernels:", moe ? "moe" : "dense");
-      for (const KernelRow& k : rows->second) {
-        std::vector<std::string> row = {moe ? "moe" : "dense", k.path, k.name, fmt(k.calls, 4), fmt(k.ms.median),
-                                        fmt(k.ms.min), fmt(k.ms.max), fmt(k.share, 4), std::to_string(k.ms.samples)};
+      const std::vector<std::string> tail = {
+          attention_kernel_name(attention_), moe ? expert_gemm_name(expert_gemm_) : "n/a", std::to_string(shape.layers),
+          std::to_string(shape.hidden), std::to_string(shape.heads), std::to_string(shape.ffn), std::to_string(shape.seq),
+          std::to_string(shape.vocab), std::to_string(moe ? shape.experts : 0), std::to_string(sequences_)};
+      const auto found = kernels_by_model_.find(moe);
+      const KernelLogRuns log = found != kernels_by_model_.end() ? found->second : KernelLogRuns{{}, kernel_log_failure_};
+      for (auto& row : kernel_cells(log)) {
+        row.insert(row.begin(), moe ? "moe" : "dense");
         row.insert(row.end(), tail.begin(), tail.end());
         t.add_row(row);
       }
-      for (std::size_t i = 0; i < std::min<std::size_t>(3, rows->second.size()); ++i)
-        std::printf("  %s in %s %.1f%%", rows->second[i].name.c_str(), rows->second[i].path.c_str(), 100 * rows->second[i].share);
-      std::printf("\n");
+      std::printf("gpt.step %-5s %s\n", moe ? "moe" : "dense", slowest_kernels(log).c_str());
     }
     t.write(ctx.opts.out_dir + "/gpt/step_kernels.csv", ctx.provenance);
   }
 
   // --kernels: as many eager steps more, op by op (their ranges timed into a breakdown of their
-  // own only to give each op its phase), so that the log's cost stays out of the breakdown.
+  // own only to give each op its phase), so that the log's cost stays out of the breakdown. A
+  // failure stops the log for the other model too.
   void log_kernels(BenchContext& ctx, bool moe) {
-    std::vector<std::vector<KernelRecord>> logged;
-    for (int r = 0; r < ctx.repetitions() && kernel_log_failure_.empty(); ++r) {
-      Breakdown phases;
+    if (!kernel_log_failure_.empty()) return;
+    KernelLogRuns log = log_kernel_runs(ctx.device, ctx.repetitions(), [&](Breakdown& phases) {
       trainer_->set_breakdown(&phases);
-      kernel_log_failure_ = KernelLog::start(ctx.backend());
       trainer_->step();
-      ctx.device.synchronize();
-      if (KernelLog::on()) logged.push_back(KernelLog::stop());
       trainer_->set_breakdown(nullptr);
-    }
-    if (std::any_of(logged.begin(), logged.end(), [](const auto& step) { return step.empty(); }))
-      kernel_log_failure_ = "a step's log held no op (on cuda: CUPTI delivered no records)";
-    else if (kernel_log_failure_.empty())
-      kernels_by_model_[moe] = kernel_table(logged);
+    });
+    kernel_log_failure_ = log.failure;
+    if (log.failure.empty()) kernels_by_model_[moe] = std::move(log);
   }
 
   void run(benchmark::State& st, BenchContext& ctx, bool moe) {
@@ -411,7 +397,7 @@ class GptStepBench final : public BenchProgram {
   std::map<bool, std::vector<RangeRow>> phases_;  // per model: its eager steps' ranges
   bool kernels_ = false;
   std::string kernel_log_failure_;                    // why --kernels logs nothing
-  std::map<bool, std::vector<KernelRow>> kernels_by_model_;
+  std::map<bool, KernelLogRuns> kernels_by_model_;
   RooflineProfile roofline_;
   std::map<std::string, Reference> reference_rows_;
   ModelShape shape_;  // its MoE variant: top-1, dropless, an MoE layer on every other FFN

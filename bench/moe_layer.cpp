@@ -8,7 +8,8 @@
 // the row records the busiest expert's load over the mean). The local row's speed_vs_torch
 // holds PyTorch's layer (experiments/moe/torch_layer.py, --reference) against ours; each row
 // carries its roofline (models/roofline.h) from --roofline-profile. Writes
-// <out>/moe/layer_<dispatcher>.csv; --dump DIR writes the state of the last real forward +
+// <out>/moe/layer_<dispatcher>.csv; --kernels as many iterations more, op by op, into
+// kernels_<dispatcher>.csv (rank 0's); --dump DIR writes the state of the last real forward +
 // backward as .npy (tests/cli/check_dump.py recomputes it independently).
 #include <cstdio>
 #include <filesystem>
@@ -16,9 +17,10 @@
 #include "runtime/host_copy.h"
 #include "bench/moe_options.h"
 #include "harness/bench.h"
+#include "harness/kernel_table.h"
 #include "moe/init.h"
 #include "moe/moe_layer.h"
-#include "moe/npy.h"
+#include "moe/layer_dump.h"
 #include "moe/routing_workload.h"
 #include "runtime/layout.h"
 #include "models/csv_rows.h"
@@ -62,6 +64,9 @@ class MoELayerBench final : public BenchProgram {
                    "(default natural)");
     add_path(app, "--reference", reference_path_,
              "PyTorch's layer (experiments/moe/torch_layer.py's CSV) at the same sizes and popularity, for speed_vs_torch");
+    app.add_flag("--kernels", kernels_,
+                 "Also run as many iterations as repetitions op by op (on cuda every kernel, copy and memset, through "
+                 "CUPTI) into moe/kernels_<dispatcher>.csv, each under the range that launched it");
     add_path(app, "--roofline-profile", roofline_path_,
              "This device's profile (moebench_profile's CSV) for the roofline columns; none: they are n/a");
   }
@@ -144,6 +149,7 @@ class MoELayerBench final : public BenchProgram {
         std::printf("moe_layer/%s: skipped: %s\n", d.c_str(), r.error_message.c_str());
         continue;
       }
+      write_kernels(ctx, d);
       std::vector<std::string> cols = {"dispatcher", "tokens_per_rank", "hidden", "ffn", "experts", "prototypes",
                                        "top_k", "capacity_factor", "expert_gemm", "gate", "total_ms",
                                        "total_ms_min", "total_ms_max"};
@@ -309,8 +315,34 @@ class MoELayerBench final : public BenchProgram {
       f->layer->backward(mb, f->dy.data(), f->dx.data(), s);
     }
     ctx.device.synchronize();
+    // --kernels: iterations of their own, so that the log's cost stays out of the measured ones.
+    if (kernels_)
+      kernel_logs_[d] = log_kernel_runs(ctx.device, ctx.repetitions(), [&](Breakdown& b) {
+        MoEContext mb = f->layer->forward(f->x.data(), T, f->y.data(), s, &b);
+        f->layer->backward(mb, f->dy.data(), f->dx.data(), s, &b);
+      });
     fixture_ = std::move(f);
     return *fixture_;
+  }
+
+  // moe/kernels_<d>.csv: rank 0's ops of the logged iterations per range and kernel, slowest first.
+  void write_kernels(BenchContext& ctx, const std::string& d) const {
+    const auto log = kernel_logs_.find(d);
+    if (log == kernel_logs_.end()) return;
+    const MoEConfig& c = moe_.config;
+    std::vector<std::string> cols = {"dispatcher"};
+    for (const auto& col : kernel_columns("iteration")) cols.push_back(col);
+    for (const char* col : {"expert_gemm", "tokens_per_rank", "hidden", "ffn", "experts", "top_k", "popularity"}) cols.push_back(col);
+    CsvTable t(cols);
+    for (auto& row : kernel_cells(log->second)) {
+      row.insert(row.begin(), d);
+      for (const auto& cell : {moe_.expert_gemm, std::to_string(moe_.resolved_tokens), std::to_string(c.hidden),
+                               std::to_string(c.ffn), std::to_string(c.experts), std::to_string(c.top_k), popularity_.text})
+        row.push_back(cell);
+      t.add_row(row);
+    }
+    t.write(ctx.opts.out_dir + "/moe/kernels_" + d + ".csv", ctx.provenance);
+    std::printf("moe_layer/%-16s %s\n", d.c_str(), slowest_kernels(log->second).c_str());
   }
 
   void run(benchmark::State& st, BenchContext& ctx, const std::string& d) {
@@ -390,40 +422,9 @@ class MoELayerBench final : public BenchProgram {
   }
 
   void dump(BenchContext& ctx, const std::string& d, MoELayer& layer, Fixture& f) {
-    const MoEConfig& c = moe_.config;
-    const std::size_t T = std::size_t(moe_.resolved_tokens), h = std::size_t(c.hidden), ff = std::size_t(c.ffn);
-    const std::size_t L = std::size_t(layer.experts().count()), S = std::size_t(c.slots()), E = std::size_t(c.experts);
     const std::string folder = dump_dir_ + "/" + d;
     const std::string base = folder + "/rank" + std::to_string(ctx.world.rank()) + "_";
-    Device& dev = ctx.device;
-    auto f32 = [&](const void* p, std::size_t n, DType t) { return host_f32(dev, f.alloc, p, n, t); };
-    auto i32 = [&](const Buffer& b, std::size_t n) {
-      std::vector<std::int32_t> v(n);
-      dev.copy_to_host(v.data(), b.data(), n * 4, dev.default_stream());
-      return v;
-    };
-    write_npy(base + "x.npy", f32(f.x.data(), T * h, c.dtype).data(), {T, h});
-    write_npy(base + "y.npy", f32(f.y.data(), T * h, c.dtype).data(), {T, h});
-    write_npy(base + "dy.npy", f32(f.dy.data(), T * h, c.dtype).data(), {T, h});
-    write_npy(base + "dx.npy", f32(f.dx.data(), T * h, c.dtype).data(), {T, h});
-    write_npy(base + "gate_weight.npy", f32(layer.gate().weight().data(), h * E, DType::f32).data(), {h, E});
-    write_npy(base + "gate_grad.npy", f32(layer.gate().grad().data(), h * E, DType::f32).data(), {h, E});
-    write_npy(base + "w1.npy", f32(layer.experts().w1().data(), L * h * ff, c.dtype).data(), {L, h, ff});
-    write_npy(base + "w2.npy", f32(layer.experts().w2().data(), L * ff * h, c.dtype).data(), {L, ff, h});
-    write_npy(base + "w1_grad.npy", f32(layer.experts().w1_grad().data(), L * h * ff, c.dtype).data(), {L, h, ff});
-    write_npy(base + "w2_grad.npy", f32(layer.experts().w2_grad().data(), L * ff * h, c.dtype).data(), {L, ff, h});
-    const Routing& r = f.last->routing;
-    const auto expert = i32(r.expert, T * S), position = i32(r.position, T * S);
-    const auto weight = f32(r.weight.data(), T * S, DType::f32);
-    std::vector<float> combine(T * S);  // what each slot's expert output is multiplied by (0: dropped)
-    for (std::size_t i = 0; i < T * S; ++i) combine[i] = position[i] >= 0 ? weight[i] : 0.f;
-    write_npy(base + "probs.npy", f32(r.probs.data(), T * E, DType::f32).data(), {T, E});
-    write_npy(base + "route_expert.npy", expert.data(), {T, S});
-    write_npy(base + "route_position.npy", position.data(), {T, S});
-    write_npy(base + "route_weight.npy", weight.data(), {T, S});
-    write_npy(base + "combine_weight.npy", combine.data(), {T, S});
-    const float aux = float(r.aux_loss);
-    write_npy(base + "aux_loss.npy", &aux, {});
+    dump_layer_state(base, ctx.device, f.alloc, layer, *f.last, LayerIO{f.x.data(), f.y.data(), f.dy.data(), f.dx.data()});
     if (ctx.world.rank() == 0) write_file_atomic(folder + "/meta.json", meta_json(ctx, d, layer));
   }
 
@@ -456,6 +457,8 @@ class MoELayerBench final : public BenchProgram {
   };
   std::string dump_dir_, roofline_path_, reference_path_, popularity_text_ = "natural";
   std::optional<TorchLayer> torch_;
+  bool kernels_ = false;
+  std::map<std::string, KernelLogRuns> kernel_logs_;  // per dispatcher (--kernels)
   Popularity popularity_;
   RooflineProfile roofline_;
   int warmup_ = 1, iters_ = 3;

@@ -251,6 +251,20 @@ moebench_roofline_args() {
   if [ -f "$profile" ]; then ROOFLINE=(--roofline-profile "$profile"); fi
 }
 
+# The kernel log (the bench's --kernels): on unless MOEBENCH_KERNEL_LOG=off, or already among the
+# bench options. A run without it removes the logs an earlier run left ($@), so that none sits
+# beside this run's results. Sets KERNELS; a bad setting ends the script (exit 2).
+moebench_kernel_log_args() {
+  KERNELS=()
+  local a setting="${MOEBENCH_KERNEL_LOG:-on}"
+  case "$setting" in
+    on|off) ;;
+    *) moebench_die "MOEBENCH_KERNEL_LOG: '$setting' is not a setting; allowed: on or off" ;;
+  esac
+  for a in ${EXTRA[@]+"${EXTRA[@]}"}; do [ "$a" != --kernels ] || return 0; done
+  if [ "$setting" = on ]; then KERNELS=(--kernels); else rm -f "$@"; fi
+}
+
 moebench_experiment() {
   local single=()
   if [ "$1" = --single-rank ]; then single=(--single-rank); shift; fi

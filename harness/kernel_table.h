@@ -1,12 +1,16 @@
 // The kernel log (runtime/kernel_log.h) of several runs of the same work, such as training steps,
 // summarised per range path and kernel: its ops per run, the median milliseconds per run with
 // their range, and its share of a run's time on the device. A kernel absent from a run counts
-// 0 ms there.
+// 0 ms there. Also the runs themselves, and the table's CSV cells, which every bench writing a
+// kernel log shares.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 #include "harness/spread.h"
+#include "runtime/device.h"
 #include "runtime/kernel_log.h"
+#include "runtime/range.h"
 
 namespace moebench {
 
@@ -22,5 +26,22 @@ inline constexpr const char* kOutsideRanges = "(outside ranges)";
 
 // The slowest first; a run with no records is an Error (the log did not run).
 std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>& runs);
+
+struct KernelLogRuns {
+  std::vector<KernelRow> rows;  // empty when the log did not run
+  std::string failure;          // why it did not
+};
+
+// `run` (the work, its ranges timed into the breakdown it is handed, which gives each op its
+// path) `runs` times, each with the log on and the device waited for. Every run happens, logged
+// or not, so ranks whose runs hold collectives stay in step when one rank's log fails.
+KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::function<void(Breakdown&)>& run);
+
+// The CSV columns of a kernel table whose runs are `unit`s ("step": calls_per_step, steps), and
+// its rows' cells in that order; where the log did not run, one row of cells saying why.
+std::vector<std::string> kernel_columns(const std::string& unit);
+std::vector<std::vector<std::string>> kernel_cells(const KernelLogRuns& log);
+// "slowest kernels: NAME in PATH 12.3%, ..." (the first `count`), or why there is no log.
+std::string slowest_kernels(const KernelLogRuns& log, std::size_t count = 3);
 
 }  // namespace moebench

@@ -2,6 +2,7 @@
 // stream's work queue (ops run in order on its worker thread) or none (they run inline on the
 // calling thread). Handles are opaque pointers so that CPU-only code never includes CUDA headers.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <stdexcept>
@@ -61,6 +62,22 @@ inline thread_local int graph_captures_on_this_thread = 0;
   throw Error(std::string(name) + ": enqueued on the default stream while this thread captures a graph (it would run "
               "now, not in the graph's replays); give it one of the captured streams");
 }
+
+// While the kernel log (runtime/kernel_log.h) logs the CPU's ops: what times and records an op
+// run at once on a stream without a queue (a queued op is recorded by its queue's worker).
+using InlineOpLogger = void (*)(const char* name, const std::function<void()>& op);
+inline std::atomic<InlineOpLogger> inline_op_logger{nullptr};
+
+// An op on a stream without a queue: now, on the calling thread.
+template <class F>
+void run_inline(const char* name, F& op) {
+  if (graph_captures_on_this_thread) inline_op_while_capturing(name);
+  if (const InlineOpLogger log = inline_op_logger.load(std::memory_order_acquire)) {
+    log(name, [&op] { op(); });
+    return;
+  }
+  op();
+}
 }  // namespace detail
 
 // Runs a CPU op in stream order: on the queue of `ex`, or now when it has none.
@@ -69,8 +86,7 @@ void run_host(const Exec& ex, const char* name, F&& op, std::string details = {}
   if (ex.queue) {
     ex.queue->enqueue(name, std::function<void()>(std::forward<F>(op)), std::move(details));
   } else {
-    if (detail::graph_captures_on_this_thread) detail::inline_op_while_capturing(name);
-    op();
+    detail::run_inline(name, op);
   }
 }
 

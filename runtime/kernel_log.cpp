@@ -1,9 +1,11 @@
 #include "runtime/kernel_log.h"
 #include <cxxabi.h>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include "runtime/range.h"
 
 namespace moebench {
 
@@ -12,6 +14,17 @@ std::atomic<bool> logging{false};
 Backend logged_backend = Backend::cpu;
 std::mutex records_mutex;
 std::vector<KernelRecord> cpu_records;
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// An op the CPU's default stream runs at once, under the calling thread's range.
+void log_inline_op(const char* name, const std::function<void()>& op) {
+  const double start = now_us();
+  op();
+  KernelLog::record_cpu(name, current_range_path(), start, now_us());
+}
 }  // namespace
 
 std::string KernelLog::start(Backend backend) {
@@ -24,12 +37,14 @@ std::string KernelLog::start(Backend backend) {
     if (std::string why = cupti_log_start(); !why.empty()) return why;
   logged_backend = backend;
   logging = true;
+  if (backend == Backend::cpu) detail::inline_op_logger.store(&log_inline_op, std::memory_order_release);
   return "";
 }
 
 std::vector<KernelRecord> KernelLog::stop() {
   if (!logging) return {};
   logging = false;
+  detail::inline_op_logger.store(nullptr, std::memory_order_release);
   if (logged_backend == Backend::cuda) return cupti_log_stop();
   std::lock_guard<std::mutex> lock(records_mutex);
   return std::move(cpu_records);
@@ -38,8 +53,9 @@ std::vector<KernelRecord> KernelLog::stop() {
 bool KernelLog::on() { return logging.load(std::memory_order_relaxed); }
 
 void KernelLog::record_cpu(const char* name, std::string path, double start_us, double end_us) {
-  // A stream's event and its wait on another stream's event order the work; they compute nothing.
-  if (!std::strcmp(name, "event") || !std::strcmp(name, "wait event")) return;
+  // A stream's event and its wait on another stream's event order the work, and the pool's poison
+  // (MOEBENCH_POOL_POISON, a test mode) marks freed blocks: none computes anything.
+  if (!std::strcmp(name, "event") || !std::strcmp(name, "wait event") || !std::strcmp(name, "poison")) return;
   std::lock_guard<std::mutex> lock(records_mutex);
   cpu_records.push_back(KernelRecord{name, std::move(path), (end_us - start_us) / 1e3});
 }

@@ -1,7 +1,8 @@
 // Every op a device runs while the log is on, each with the breakdown range it was enqueued
 // under (current_range_path(), runtime/range.h), so that a range's time reads kernel by kernel:
-// on the CPU backend each stream op (its kernel's name; stream events and waits are not ops of
-// the computation and are left out), on CUDA each kernel, copy and memset as CUPTI records them.
+// on the CPU backend each stream op, queued or run at once on the default stream (its kernel's
+// name; stream events and waits, and the pool's poisoning of freed blocks, are not ops of the
+// computation and are left out), on CUDA each kernel, copy and memset as CUPTI records them.
 // libcupti is loaded when the log starts, not linked: a machine without it runs everything else
 // and start() says why there is no log. One log per process, started and stopped by one thread.
 #pragma once

@@ -35,8 +35,7 @@ void run_on(const Stream& s, const char* name, F&& op, std::string details = {})
   if (s.queue) {
     s.queue->enqueue(name, std::function<void()>(std::forward<F>(op)), std::move(details));
   } else {
-    if (detail::graph_captures_on_this_thread) detail::inline_op_while_capturing(name);
-    op();
+    detail::run_inline(name, op);
   }
 }
 

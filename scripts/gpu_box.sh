@@ -13,12 +13,12 @@
 # what the checks need, for this GPU's architecture alone; the GPU tests; the targets, the most
 # telling first, none started within 90 s of the end (the rest listed as out of time), after
 # racecheck and memcheck on the tests of the kernels no GPU has run yet (30 s each at most) and
-# the GPT step's kernel log once at the tiny scale (the targets' steps run without it if that
-# fails); then, in the time left, ncu's per-kernel summary of one MoE layer iteration (a minute
-# at most) and memcheck on every GPU test. Its files go to $OUT (else RESULTS/lease): lease.log,
+# the GPT step's and the MoE layer's kernel logs once at the tiny scale (the targets run without
+# them if that fails); then, in the time left, ncu's per-kernel summary of one MoE layer
+# iteration (a minute at most) and memcheck on every GPU test. Its files go to $OUT (else RESULTS/lease): lease.log,
 # gpu_tests.log, cudnn_device.json (this GPU's properties as cuDNN serializes them, to replace
 # tests/cudnn/h100_device.json), targets.csv, sanitize.log, kernel_log.log, kernel_log_tiny.csv,
-# ncu_moe_layer.txt and results.tar.gz (the targets' folders and logs).
+# kernel_log_layer_tiny.csv, ncu_moe_layer.txt and results.tar.gz (the targets' folders and logs).
 # Env: MOEBENCH_DEPS_PREFIX (default /tmp/moebench-deps), CMAKE_CUDA_ARCHITECTURES (default: by toolkit),
 # MOEBENCH_CMAKE_ARGS (more configure arguments).
 source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
@@ -206,21 +206,27 @@ do_lease() {
         { [ $? = 124 ] && echo "== lease: $tool stopped at its 30 s: not a verdict" >> "$out/sanitize.log"; status=1; }
       tail -n 2 "$out/sanitize.log"
     done
-    # The kernel log (CUPTI, runtime/kernel_log.h) once at the tiny scale before the targets' GPT
-    # steps use it: should that run fail, they run without it (MOEBENCH_KERNEL_LOG=off).
-    echo "== lease: the GPT step's kernel log at the tiny scale at $((SECONDS - t0)) s"
+    # The kernel log (CUPTI, runtime/kernel_log.h) once at the tiny scale, the GPT step's and the
+    # layer's, before the targets use it: should a run fail, they run without it (MOEBENCH_KERNEL_LOG=off).
+    echo "== lease: the GPT step's and the MoE layer's kernel logs at the tiny scale at $((SECONDS - t0)) s"
     local canary
     canary="$(mktemp -d)"
     if timeout 90 "$build/bench/moebench_gpt_step" --backend cuda --scale tiny --dtype bf16 --kernels --out "$canary" \
-         > "$out/kernel_log.log" 2>&1; then
+         > "$out/kernel_log.log" 2>&1 &&
+       timeout 60 "$build/bench/moebench_moe_layer" --backend cuda --scale tiny --dtype bf16 --dispatchers local \
+         --kernels --out "$canary" >> "$out/kernel_log.log" 2>&1; then
       cp "$canary/gpt/step_kernels.csv" "$out/kernel_log_tiny.csv" 2>/dev/null || true
-      # Its rows against the breakdown's tree, logged: what the CPU's tests check, read on a GPU.
+      cp "$canary/moe/kernels_local.csv" "$out/kernel_log_layer_tiny.csv" 2>/dev/null || true
+      # Their rows against the step's breakdown and the layer's ranges, logged: what the CPU's
+      # tests check, read on a GPU.
       python3 tests/cli/check_step_kernels.py "$canary/gpt/step_kernels.csv" "$canary/gpt/step_breakdown.csv" \
         >> "$out/kernel_log.log" 2>&1 && echo "check_step_kernels: all holds" >> "$out/kernel_log.log" || true
+      python3 tests/cli/check_layer_kernels.py "$canary/moe/kernels_local.csv" "$canary/moe/layer_local.csv" \
+        >> "$out/kernel_log.log" 2>&1 && echo "check_layer_kernels: all holds" >> "$out/kernel_log.log" || true
     else
       export MOEBENCH_KERNEL_LOG=off
       status=1
-      echo "== lease: the kernel log's run failed (kernel_log.log): the targets' GPT steps run without it"
+      echo "== lease: a kernel log's run failed (kernel_log.log): the targets run without it"
     fi
     tail -n 2 "$out/kernel_log.log"
     echo "== lease: targets at $((SECONDS - t0)) s"

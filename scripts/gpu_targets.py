@@ -8,7 +8,8 @@ gets its figures and the verdict "not comparable", one on another GPU its verdic
 a figure a run could not measure (n/a in its CSV) gets "not measured" with the reason; a case that
 failed (cases.tsv) gets a row naming its log, and a target none of whose cases ended well "not
 run". Each row says where its time went (the largest parts: a layer's moe.* ranges, a step's
-phases from its step_breakdown.csv), printed under a missed target. Exit 0 when the table is
+phases from its step_breakdown.csv; the slowest kernels where a kernel log ran), printed under
+a missed target. Exit 0 when the table is
 written, 2 for a bad folder."""
 import csv
 import pathlib
@@ -53,8 +54,9 @@ def rows_of(folder):
 def where_time_goes(row, path, parts=3):
     """The largest parts of a row's time, with their shares: a layer row's moe.* range columns
     (of its total_ms), a step row's innermost phases with their times over their floors
-    (step_breakdown.csv beside its step.csv, the eager steps of its model) and, where those steps
-    were logged kernel by kernel (step_kernels.csv), its two slowest kernels."""
+    (step_breakdown.csv beside its step.csv, the eager steps of its model) and, where the layer's
+    or the steps' work was logged kernel by kernel (kernels_<dispatcher>.csv, step_kernels.csv),
+    its two slowest kernels."""
     if "total_ms" in row:
         total = number(row.get("total_ms"))
         found = [(k[:-3], number(v)) for k, v in row.items() if k.startswith("moe.") and k.endswith("_ms")]
@@ -72,10 +74,12 @@ def where_time_goes(row, path, parts=3):
     found.sort(key=lambda x: -x[1])
     where = "; ".join(f"{k} {v:.3g} ms ({100 * share:.0f}%" + (f", {over:.3g}x its floor)" if over else ")")
                       for k, v, share, over in found[:parts]) or "n/a"
-    kernels = path.parent / "step_kernels.csv"
-    if "total_ms" not in row and kernels.is_file():
+    layer = "total_ms" in row
+    kernels = path.parent / (f"kernels_{row.get('dispatcher')}.csv" if layer else "step_kernels.csv")
+    if kernels.is_file():
         with kernels.open(newline="") as f:
-            logged = [r for r in csv.DictReader(f) if r.get("model") == row.get("model") and number(r.get("ms")) is not None]
+            logged = [r for r in csv.DictReader(f) if (layer or r.get("model") == row.get("model"))
+                      and number(r.get("ms")) is not None]
         logged.sort(key=lambda r: -number(r["ms"]))
         if logged:
             where += "; slowest kernels: " + ", ".join(

@@ -11,12 +11,7 @@ set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 moebench_parse_args --single-rank "$@"
 py="$(moebench_python)" || exit 2
-MOEBENCH_KERNEL_LOG="${MOEBENCH_KERNEL_LOG:-on}"
-case "$MOEBENCH_KERNEL_LOG" in
-  on) kernels=(--kernels) ;;
-  off) kernels=() ;;
-  *) moebench_die "MOEBENCH_KERNEL_LOG: '$MOEBENCH_KERNEL_LOG' is not a setting; allowed: on or off" ;;
-esac
+moebench_kernel_log_args "$MOEBENCH_RESULTS/gpt/step_kernels.csv"
 bin="$MOEBENCH_BUILD/bench/moebench_gpt_step"
 [ -x "$bin" ] || moebench_die "$bin is not built; run scripts/build.sh"
 # The batch and the element type go to the PyTorch step too (16-bit: its AMP autocast).
@@ -30,10 +25,6 @@ done
 moebench_torch_reference "$MOEBENCH_ROOT/experiments/gpt/torch_step.py" "$MOEBENCH_RESULTS/gpt/torch_step.csv" \
   --scale "$SCALE" --device "$BACKEND" ${sequences[@]+"${sequences[@]}"}
 moebench_roofline_args
-asked=0  # --kernels among the bench options: given once is enough
-for a in ${EXTRA[@]+"${EXTRA[@]}"}; do [ "$a" != --kernels ] || { asked=1; kernels=(); }; done
-# A run that logs no kernels leaves no earlier run's log beside its own results.
-[ "$MOEBENCH_KERNEL_LOG" = on ] || [ "$asked" = 1 ] || rm -f "$MOEBENCH_RESULTS/gpt/step_kernels.csv"
 moebench_launch "$MOEBENCH_RESULTS/gpt" "$bin" --scale "$SCALE" --backend "$BACKEND" --out "$MOEBENCH_RESULTS" \
-  ${REFERENCE[@]+"${REFERENCE[@]}"} ${ROOFLINE[@]+"${ROOFLINE[@]}"} ${kernels[@]+"${kernels[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
+  ${REFERENCE[@]+"${REFERENCE[@]}"} ${ROOFLINE[@]+"${ROOFLINE[@]}"} ${KERNELS[@]+"${KERNELS[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
 "$py" "$MOEBENCH_ROOT/plots/gpt_step.py" "$MOEBENCH_RESULTS/gpt"

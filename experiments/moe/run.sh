@@ -2,11 +2,12 @@
 # moe.layer: one MoE layer forward + backward per dispatcher (single-rank reference,
 # expert parallel = DPMoE, PPMoE) with its breakdown (gating, dispatch, expert, combine and
 # their backward), the overhead ratio over the expert GEMMs alone (target <= 1.15), each row's
-# roofline (FLOPs, least bytes, the floor at models/profile_this_machine.csv's rates, time over it)
+# roofline (FLOPs, least bytes, the floor at models/profile_this_machine.csv's rates, time over it),
+# where its time goes kernel by kernel (--kernels, which MOEBENCH_KERNEL_LOG=off leaves out)
 # and, beside the one-device row, the same layer in plain PyTorch (torch_layer.py: a loop over the
 # experts, and torch._grouped_mm where PyTorch has it; skipped, and said so in the CSV, where
 # PyTorch is not installed or the layer is not its dropless top-k). Writes
-# results/moe/layer_<dispatcher>.csv, torch_layer.csv and layer_breakdown.png.
+# results/moe/layer_<dispatcher>.csv, kernels_<dispatcher>.csv, torch_layer.csv and layer_breakdown.png.
 #   experiments/moe/run.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options, e.g. --popularity zipf:1.2]
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
@@ -14,6 +15,7 @@ RANKS="${RANKS:-2}"  # local scale: one rank per core
 MOEBENCH_BENCH=moebench_moe_layer
 moebench_parse_args "$@"
 py="$(moebench_python)" || exit 2
+moebench_kernel_log_args "$MOEBENCH_RESULTS"/moe/kernels_*.csv
 bin="$MOEBENCH_BUILD/bench/moebench_moe_layer"
 [ -x "$bin" ] || moebench_die "$bin is not built; run scripts/build.sh"
 # The layer's sizes, popularity and element type go to the PyTorch layer too.
@@ -35,5 +37,5 @@ else
 fi
 moebench_roofline_args
 moebench_launch "$MOEBENCH_RESULTS/moe" "$bin" --scale "$SCALE" --backend "$BACKEND" --out "$MOEBENCH_RESULTS" \
-  ${REFERENCE[@]+"${REFERENCE[@]}"} ${ROOFLINE[@]+"${ROOFLINE[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
+  ${REFERENCE[@]+"${REFERENCE[@]}"} ${ROOFLINE[@]+"${ROOFLINE[@]}"} ${KERNELS[@]+"${KERNELS[@]}"} ${EXTRA[@]+"${EXTRA[@]}"}
 "$py" "$MOEBENCH_ROOT/plots/moe_layer.py" "$MOEBENCH_RESULTS/moe"

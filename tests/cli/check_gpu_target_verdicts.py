@@ -2,8 +2,8 @@
 """scripts/gpu_targets.py on runs shaped like a GPU lease's (paper scale, cuda, bf16), which no
 machine without a GPU produces: a figure within its limit is "met" and one beyond it "missed", on
 an H100; on another GPU the verdict names that GPU; the fastest route or attention is the one
-judged; a missed target prints where its time went (a layer's largest moe.* range and its expert
-GEMMs over their floor, a step's largest phase); a case that failed is named. Exit 0 when all holds, 1 with a line per breach.
+judged; a missed target prints where its time went (a layer's largest moe.* range, its expert
+GEMMs over their floor and its slowest kernels, a step's largest phase and slowest kernels); a case that failed is named. Exit 0 when all holds, 1 with a line per breach.
 
   check_gpu_target_verdicts.py
 """
@@ -26,7 +26,7 @@ def write(path, rows):
 
 
 def layer(device, route, total, experts=64, top_k=1, **extra):
-    row = {"experts": experts, "top_k": top_k, "expert_gemm": route, "popularity": "natural", "total_ms": total,
+    row = {"dispatcher": "local", "experts": experts, "top_k": top_k, "expert_gemm": route, "popularity": "natural", "total_ms": total,
            "time_over_floor": 1.2, "moe.gating_ms": 0.04, "moe.expert_ms": 0.5, "moe.expert.bwd_ms": total - 0.6,
            "speed_vs_torch": 1.3, "overhead_ratio": 1.1, "expert_gemms_over_floor": 1.5, "device": device, "commit": "abc", **RUN}
     row.update(extra)
@@ -53,6 +53,9 @@ def breakdown(dense_core_ms):
 
 def run(folder, device, dense_ms, grouped_ms, padded_ms):
     write(folder / "moe-top1-grouped" / "moe" / "layer_local.csv", layer(device, "grouped", grouped_ms))
+    write(folder / "moe-top1-grouped" / "moe" / "kernels_local.csv",
+          [{"dispatcher": "local", "phase": "moe.expert.bwd", "kernel": "cutlass_grouped_wgrad", "ms": grouped_ms / 2},
+           {"dispatcher": "local", "phase": "moe.gating", "kernel": "gate_topk", "ms": 0.03}])
     write(folder / "moe-top1-padded" / "moe" / "layer_local.csv", layer(device, "padded", padded_ms))
     write(folder / "moe-8x-top2-grouped" / "moe" / "layer_local.csv", layer(device, "grouped", 1.5, experts=8, top_k=2))
     write(folder / "gpt-cudnn" / "gpt" / "step.csv", steps(device, dense_ms))
@@ -98,6 +101,9 @@ def main():
         if "moe.expert.bwd" not in top1.get("where_the_time_goes", "") or \
                 "expert GEMMs alone at 1.5x their floor" not in top1.get("where_the_time_goes", ""):
             breaches.append(f"the layer's evidence is '{top1.get('where_the_time_goes')}', naming no moe.* range")
+        if "slowest kernels: cutlass_grouped_wgrad in moe.expert.bwd 1 ms, gate_topk in moe.gating 0.03 ms" \
+                not in top1.get("where_the_time_goes", ""):
+            breaches.append(f"the layer's evidence is '{top1.get('where_the_time_goes')}', without its kernel log's slowest")
     for b in breaches:
         print(f"check_gpu_target_verdicts: {b}")
     return 1 if breaches else 0

@@ -57,6 +57,34 @@ TEST(KernelLog, EachOpUnderTheTimedRangeItWasEnqueuedIn) {
   EXPECT_TRUE(KernelLog::stop().empty());  // stopped: nothing more
 }
 
+// The default stream has no queue: its ops run at once on the calling thread, and are logged
+// there, timed, under that thread's range; none once the log is off.
+TEST(KernelLog, OpsTheDefaultStreamRunsAtOnce) {
+  Device dev = Device::open(Backend::cpu);
+  const Stream& s = dev.default_stream();
+  ASSERT_EQ(dev.exec(s).queue, nullptr);
+  ASSERT_EQ(KernelLog::start(Backend::cpu), "");
+  Breakdown b;
+  {
+    ScopedRange layer("layer", s, &b);
+    busy_op(dev.exec(s), "at_once", 2);
+    run_on(s, "stream_op", [] {});
+    busy_op(dev.exec(s), "poison", 0);  // the pool's test mode marking a freed block: no op of the work
+  }
+  busy_op(dev.exec(s), "after", 0);
+  const auto records = KernelLog::stop();
+  busy_op(dev.exec(s), "stopped", 0);
+  std::map<std::string, std::string> path_of;
+  for (const KernelRecord& r : records) {
+    EXPECT_TRUE(path_of.emplace(r.name, r.path).second) << r.name << " twice";
+    if (r.name == "at_once") {
+      EXPECT_GE(r.ms, 1.5);
+    }
+  }
+  EXPECT_EQ(path_of, (std::map<std::string, std::string>{{"at_once", "layer"}, {"stream_op", "layer"}, {"after", ""}}));
+  EXPECT_TRUE(KernelLog::stop().empty());
+}
+
 TEST(KernelLog, KernelNamesWithoutReturnTypeParametersOrAnonymousNamespaces) {
   EXPECT_EQ(readable_kernel_name("_ZN8moebench12_GLOBAL__N_16kernelIfEEviPKT_"), "moebench::kernel<float>");
   EXPECT_EQ(readable_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"),

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""moe/kernels_<dispatcher>.csv (moebench_moe_layer --kernels) against the same run's
+layer_<dispatcher>.csv: kernel rows for the dispatcher, every one under a range of the layer (the
+layer enqueues no op outside its moe.* ranges), each with its calls; every range of the forward
+and the backward that does work holding an op, and every range holding one timed above zero in
+the layer's measured iterations; on the CPU, the expert GEMMs under moe.expert and
+moe.expert.bwd and the gate's GEMM under moe.gating: the kernel log puts each op under the range
+that launched it.
+
+  check_layer_kernels.py KERNELS_CSV LAYER_CSV    exit 0 when all holds, 1 with a line per breach
+"""
+import csv
+
+import checklib
+from checklib import number
+
+WORKING = ["moe.gating", "moe.dispatch", "moe.expert", "moe.combine",
+           "moe.combine.bwd", "moe.expert.bwd", "moe.dispatch.bwd", "moe.gating.bwd"]
+# On the CPU backend: a kernel each of these ranges runs (a part of its name, whatever the route).
+EXPECTED = {"moe.expert": "gemm", "moe.expert.bwd": "gemm", "moe.gating": "gemm"}
+
+
+def main(kernels_path, layer_path):
+    breaches = []
+    kernels = list(csv.DictReader(open(kernels_path, newline="")))
+    layer = list(csv.DictReader(open(layer_path, newline="")))
+    if len(layer) != 1:
+        return checklib.report("check_layer_kernels", [f"{layer_path}: {len(layer)} rows, not one"])
+    row = layer[0]
+    ranges = {k[:-3]: number(v) for k, v in row.items() if k.startswith("moe.") and k.endswith("_ms")}
+    mine = [k for k in kernels if k["dispatcher"] == row["dispatcher"]]
+    if not mine or len(mine) != len(kernels):
+        breaches.append(f"{kernels_path}: {len(mine)} of {len(kernels)} rows are dispatcher {row['dispatcher']}'s")
+    for k in mine:
+        if number(k["ms"]) is None:
+            breaches.append(f"{k['phase']} {k['kernel']}: no time ({k['ms']})")
+            continue
+        if k["phase"] not in ranges:
+            breaches.append(f"{k['kernel']} under '{k['phase']}', no range of the layer ({', '.join(sorted(ranges))})")
+        elif not (ranges[k["phase"]] or 0) > 0:
+            breaches.append(f"{k['phase']}: {k['kernel']} logged under it, but the layer timed it at {ranges[k['phase']]} ms")
+        if not (number(k["calls_per_iteration"]) or 0) > 0:
+            breaches.append(f"{k['phase']} {k['kernel']}: calls_per_iteration {k['calls_per_iteration']}")
+    for name in WORKING:
+        inside = {k["kernel"] for k in mine if k["phase"] == name}
+        if not inside:
+            breaches.append(f"{name}: no op logged under it")
+        want = EXPECTED.get(name)
+        if want and row.get("backend") == "cpu" and inside and not any(want in k for k in inside):
+            breaches.append(f"{name}: no {want} among its ops {sorted(inside)}")
+    return checklib.report("check_layer_kernels", breaches)
+
+
+if __name__ == "__main__":
+    checklib.run(main, __doc__, 2)
