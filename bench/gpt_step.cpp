@@ -155,6 +155,9 @@ class GptStepBench final : public BenchProgram {
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
+    if (kernels_)
+      for (const bool moe : {false, true})
+        if (phases_.count(moe)) log_kernels(ctx, moe);
     trainer_.reset();
     std::map<std::string, Spread> ms;
     for (const auto& r : runs)
@@ -335,11 +338,13 @@ class GptStepBench final : public BenchProgram {
     t.write(ctx.opts.out_dir + "/gpt/step_kernels.csv", ctx.provenance);
   }
 
-  // --kernels: as many eager steps more, op by op (their ranges timed into a breakdown of their
-  // own only to give each op its phase), so that the log's cost stays out of the breakdown. A
-  // failure stops the log for the other model too.
+  // --kernels: as many eager steps more, op by op, of a fresh trainer (eager, whatever the measured
+  // one captured), their ranges timed into a breakdown of their own only to give each op its phase.
+  // After every measured step: CUPTI, once attached, can cost none of them. A failure stops the
+  // log for the other model too.
   void log_kernels(BenchContext& ctx, bool moe) {
     if (!kernel_log_failure_.empty()) return;
+    make_trainer(ctx, moe);
     KernelLogRuns log = log_kernel_runs(ctx.device, ctx.repetitions(), [&](Breakdown& phases) {
       trainer_->set_breakdown(&phases);
       trainer_->step();
@@ -349,16 +354,21 @@ class GptStepBench final : public BenchProgram {
     if (log.failure.empty()) kernels_by_model_[moe] = std::move(log);
   }
 
+  // A fresh trainer of the model, its steps eager, after one warm-up step.
+  void make_trainer(BenchContext& ctx, bool moe) {
+    trainer_.reset();
+    GptConfig model = layout_model(shape_, layout(moe), ctx.dtype());
+    model.attention = attention_;
+    model.attention_panel_rows = panel_rows_;
+    model.moe.expert_gemm = expert_gemm_;
+    trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(moe), model, sequences_, 1);
+    trainer_moe_ = moe;
+    trainer_->step();
+  }
+
   void run(benchmark::State& st, BenchContext& ctx, bool moe) {
     if (!trainer_ || trainer_moe_ != moe) {
-      trainer_.reset();
-      GptConfig model = layout_model(shape_, layout(moe), ctx.dtype());
-      model.attention = attention_;
-      model.attention_panel_rows = panel_rows_;
-      model.moe.expert_gemm = expert_gemm_;
-      trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(moe), model, sequences_, 1);
-      trainer_moe_ = moe;
-      trainer_->step();  // warm-up
+      make_trainer(ctx, moe);
       // Where the time goes: eager steps timed range by range, before any capture (a replayed
       // step times nothing). They are not the measured steps.
       std::vector<std::vector<Breakdown::PathTotal>> steps;
@@ -371,7 +381,6 @@ class GptStepBench final : public BenchProgram {
         steps.push_back(b.path_totals());
       }
       phases_[moe] = range_tree(steps);
-      if (kernels_) log_kernels(ctx, moe);
       if (captured_ && (!moe || expert_gemm_ == ExpertGemm::segmented)) {
         trainer_->capture_step();  // a step more, then the capture
         graph_nodes_[moe] = trainer_->graph_nodes();

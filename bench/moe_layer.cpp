@@ -11,8 +11,10 @@
 // <out>/moe/layer_<dispatcher>.csv; --kernels as many iterations more, op by op, into
 // kernels_<dispatcher>.csv (rank 0's); --dump DIR writes the state of the last real forward +
 // backward as .npy (tests/cli/check_dump.py recomputes it independently).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <thread>
 #include "runtime/host_copy.h"
 #include "bench/moe_options.h"
@@ -140,6 +142,12 @@ class MoELayerBench final : public BenchProgram {
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
+    // --kernels: iterations of their own after every measured one (CUPTI, once attached, can cost
+    // none of them), on every rank, for each dispatcher measured: the live layer first.
+    std::vector<std::string> order = kernels_ ? dispatchers_ : std::vector<std::string>{};
+    std::stable_partition(order.begin(), order.end(), [&](const auto& d) { return fixture_ && fixture_->dispatcher == d; });
+    for (const auto& d : order)
+      if (measured_.count(d)) log_kernels(ctx, d);
     fixture_.reset();
     if (ctx.rt.rank() != 0) return 0;
     const MoEConfig& c = moe_.config;
@@ -315,14 +323,17 @@ class MoELayerBench final : public BenchProgram {
       f->layer->backward(mb, f->dy.data(), f->dx.data(), s);
     }
     ctx.device.synchronize();
-    // --kernels: iterations of their own, so that the log's cost stays out of the measured ones.
-    if (kernels_)
-      kernel_logs_[d] = log_kernel_runs(ctx.device, ctx.repetitions(), [&](Breakdown& b) {
-        MoEContext mb = f->layer->forward(f->x.data(), T, f->y.data(), s, &b);
-        f->layer->backward(mb, f->dy.data(), f->dx.data(), s, &b);
-      });
     fixture_ = std::move(f);
     return *fixture_;
+  }
+
+  void log_kernels(BenchContext& ctx, const std::string& d) {
+    Fixture& f = fixture(ctx, d);
+    const Stream& s = ctx.device.default_stream();
+    kernel_logs_[d] = log_kernel_runs(ctx.device, ctx.repetitions(), [&](Breakdown& b) {
+      MoEContext mb = f.layer->forward(f.x.data(), moe_.resolved_tokens, f.y.data(), s, &b);
+      f.layer->backward(mb, f.dy.data(), f.dx.data(), s, &b);
+    });
   }
 
   // moe/kernels_<d>.csv: rank 0's ops of the logged iterations per range and kernel, slowest first.
@@ -347,6 +358,7 @@ class MoELayerBench final : public BenchProgram {
 
   void run(benchmark::State& st, BenchContext& ctx, const std::string& d) {
     Fixture& f = fixture(ctx, d);
+    measured_.insert(d);
     if (!scratch_) scratch_ = std::make_unique<TrackingAllocator>(ctx.backend(), ctx.device.default_stream());
     MoELayer& layer = *f.layer;
     const int T = moe_.resolved_tokens;
@@ -459,6 +471,7 @@ class MoELayerBench final : public BenchProgram {
   std::optional<TorchLayer> torch_;
   bool kernels_ = false;
   std::map<std::string, KernelLogRuns> kernel_logs_;  // per dispatcher (--kernels)
+  std::set<std::string> measured_;                    // dispatchers whose layer was made and run
   Popularity popularity_;
   RooflineProfile roofline_;
   int warmup_ = 1, iters_ = 3;
