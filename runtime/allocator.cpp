@@ -1,4 +1,5 @@
 #include "runtime/allocator.h"
+#include "runtime/kernel_log.h"
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -112,6 +113,7 @@ struct Pool {
 
   // 0xFF bytes over the block, in the order of `s`.
   void fill_poison(Block& b, const Stream& s) {
+    const PoolPoisoning poisoning;  // no op of the computation: the kernel log leaves it out
     if (backend == Backend::cpu) {
       run_on(s, "poison", [p = b.ptr, n = b.size] { std::memset(p, 0xFF, n); });
     } else {

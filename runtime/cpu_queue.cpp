@@ -24,7 +24,7 @@ void CpuQueue::enqueue(const char* name, std::function<void()> op, std::string d
     return;
   }
   Task task{name, std::move(op), std::move(details), false, {}};
-  if (KernelLog::on()) {  // the range is the enqueuing thread's
+  if (KernelLog::on() && !PoolPoisoning::on_this_thread()) {  // the range is the enqueuing thread's
     task.logged = true;
     task.path = current_range_path();
   }

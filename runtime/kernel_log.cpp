@@ -19,8 +19,11 @@ double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+thread_local int poisoning_scopes = 0;
+
 // An op the CPU's default stream runs at once, under the calling thread's range.
 void log_inline_op(const char* name, const std::function<void()>& op) {
+  if (poisoning_scopes) return op();
   const double start = now_us();
   op();
   KernelLog::record_cpu(name, current_range_path(), start, now_us());
@@ -53,9 +56,8 @@ std::vector<KernelRecord> KernelLog::stop() {
 bool KernelLog::on() { return logging.load(std::memory_order_relaxed); }
 
 void KernelLog::record_cpu(const char* name, std::string path, double start_us, double end_us) {
-  // A stream's event and its wait on another stream's event order the work, and the pool's poison
-  // (MOEBENCH_POOL_POISON, a test mode) marks freed blocks: none computes anything.
-  if (!std::strcmp(name, "event") || !std::strcmp(name, "wait event") || !std::strcmp(name, "poison")) return;
+  // A stream's event and its wait on another stream's event order the work; they compute nothing.
+  if (!std::strcmp(name, "event") || !std::strcmp(name, "wait event")) return;
   std::lock_guard<std::mutex> lock(records_mutex);
   cpu_records.push_back(KernelRecord{name, std::move(path), (end_us - start_us) / 1e3});
 }
@@ -80,5 +82,9 @@ std::string readable_kernel_name(const char* mangled) {
   for (std::size_t at; (at = name.find("(anonymous namespace)::")) != std::string::npos;) name.erase(at, 23);
   return name;
 }
+
+PoolPoisoning::PoolPoisoning() { ++poisoning_scopes; }
+PoolPoisoning::~PoolPoisoning() { --poisoning_scopes; }
+bool PoolPoisoning::on_this_thread() { return poisoning_scopes > 0; }
 
 }  // namespace moebench

@@ -1,8 +1,7 @@
 // Every op a device runs while the log is on, each with the breakdown range it was enqueued
 // under (current_range_path(), runtime/range.h), so that a range's time reads kernel by kernel:
 // on the CPU backend each stream op, queued or run at once on the default stream (its kernel's
-// name; stream events and waits, and the pool's poisoning of freed blocks, are not ops of the
-// computation and are left out), on CUDA each kernel, copy and memset as CUPTI records them.
+// name; stream events and waits are not ops of the computation and are left out), on CUDA each kernel, copy and memset as CUPTI records them.
 // libcupti is loaded when the log starts, not linked: a machine without it runs everything else
 // and start() says why there is no log. One log per process, started and stopped by one thread.
 #pragma once
@@ -27,6 +26,18 @@ class KernelLog {
   static bool on();
   // A CPU stream op that ran (runtime/cpu_queue.cpp) and the path it was enqueued under.
   static void record_cpu(const char* name, std::string path, double start_us, double end_us);
+};
+
+// While one lives on a thread, what the thread enqueues is the pool marking freed blocks
+// (MOEBENCH_POOL_POISON, a test mode), no op of the computation: the log leaves it out, on the CPU
+// and on CUDA alike.
+class PoolPoisoning {
+ public:
+  PoolPoisoning();
+  ~PoolPoisoning();
+  PoolPoisoning(const PoolPoisoning&) = delete;
+  PoolPoisoning& operator=(const PoolPoisoning&) = delete;
+  static bool on_this_thread();
 };
 
 // The CUDA half (runtime/kernel_log_cupti.cpp): "" once CUPTI records, else why not; then the

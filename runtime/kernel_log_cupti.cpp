@@ -92,6 +92,8 @@ struct Raw {
 std::mutex state_mutex;
 std::vector<Raw> raw;
 std::unordered_map<std::uint32_t, std::string> path_of;       // correlation id -> range path
+// The path of a call the pool's poisoning made (PoolPoisoning): no range is named so.
+const std::string kPoolPoisoning = "\x01pool poisoning";
 std::unordered_map<const char*, std::string> readable_names;  // CUPTI shares one name per kernel
 
 const char* copy_kind(std::uint8_t kind) {
@@ -138,10 +140,11 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
 void CUPTIAPI on_api_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
   const auto* call = static_cast<const CUpti_CallbackData*>(data);
   if (call->callbackSite != CUPTI_API_ENTER) return;
+  const bool poisoning = PoolPoisoning::on_this_thread();
   const std::string& path = current_range_path();
-  if (path.empty()) return;
+  if (path.empty() && !poisoning) return;
   std::lock_guard<std::mutex> lock(state_mutex);
-  path_of[call->correlationId] = path;
+  path_of[call->correlationId] = poisoning ? kPoolPoisoning : path;
 }
 
 void switch_off(const Cupti& c) {
@@ -188,6 +191,7 @@ std::vector<KernelRecord> cupti_log_stop() {
   out.reserve(raw.size());
   for (const Raw& r : raw) {
     const auto path = path_of.find(r.correlation);
+    if (path != path_of.end() && path->second == kPoolPoisoning) continue;
     out.push_back(KernelRecord{r.name, path == path_of.end() ? std::string() : path->second, double(r.ns) / 1e6});
   }
   raw.clear();

@@ -69,7 +69,11 @@ TEST(KernelLog, OpsTheDefaultStreamRunsAtOnce) {
     ScopedRange layer("layer", s, &b);
     busy_op(dev.exec(s), "at_once", 2);
     run_on(s, "stream_op", [] {});
-    busy_op(dev.exec(s), "poison", 0);  // the pool's test mode marking a freed block: no op of the work
+    {
+      const PoolPoisoning poisoning;  // the pool's test mode marking a freed block: no op of the work
+      busy_op(dev.exec(s), "poisoned", 0);
+      busy_op(dev.exec(dev.create_stream("queued")), "poisoned_queued", 0);
+    }
   }
   busy_op(dev.exec(s), "after", 0);
   const auto records = KernelLog::stop();
