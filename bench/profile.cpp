@@ -147,10 +147,13 @@ class ProfileBench final : public BenchProgram {
       v.latency = link_ ? link_->intra_latency : ms(small_key) / kExchangeRounds * 1e-3 / steps;
       // At the fast end the big exchange's fastest repetition may not outlast the small one's
       // slowest (a noisy machine, a tiny message): the bandwidth is then unbounded above.
+      if (link_) {  // one rank ran no exchange
+        v.link_bw = link_->intra_bw;
+        return v;
+      }
       const double big_less_small = ms(big_key) - spread.at(small_key).*other_end;
-      v.link_bw = link_ ? link_->intra_bw
-                  : big_less_small > 0 ? steps * double(big_message_) / ranks / (big_less_small / kExchangeRounds * 1e-3)
-                                       : std::numeric_limits<double>::infinity();
+      v.link_bw = big_less_small > 0 ? steps * double(big_message_) / ranks / (big_less_small / kExchangeRounds * 1e-3)
+                                     : std::numeric_limits<double>::infinity();
       return v;
     };
     const Values mid = values(&Spread::median, &Spread::median), fast = values(&Spread::min, &Spread::max),

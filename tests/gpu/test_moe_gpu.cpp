@@ -365,10 +365,19 @@ static void compare_layer_with_cpu(Device& dev, MoEConfig c, int T, bool tensor_
   EXPECT_EQ(to_host<std::int32_t>(dev, mb.routing.expert, std::size_t(T) * c.slots()), ref.slots(ref.routing().expert)) << what;
   EXPECT_EQ(to_host<std::int32_t>(dev, mb.routing.position, std::size_t(T) * c.slots()), ref.slots(ref.routing().position))
       << what;
-  if (c.gate == GateImpl::paper) {  // the dense tensors, element for element
+  if (c.gate == GateImpl::paper) {  // the dense tensors: the mask exactly; the combine weights to
+    // fp32 rounding (the GPU's gate GEMM and softmax sum in other orders than the CPU's)
     const std::size_t n = std::size_t(T) * c.experts * mb.routing.shape.capacity;
     const float* want = ref.routing().combine.as<float>();
-    EXPECT_EQ(to_host<float>(dev, mb.routing.combine, n), std::vector<float>(want, want + n)) << what;
+    const std::vector<float> got = to_host<float>(dev, mb.routing.combine, n);
+    double worst = 0;
+    std::size_t zeros_differ = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      worst = std::max(worst, double(std::fabs(got[i] - want[i])));
+      zeros_differ += (got[i] == 0.f) != (want[i] == 0.f);
+    }
+    EXPECT_EQ(zeros_differ, 0u) << what;
+    EXPECT_LE(worst, 1e-6) << what << ": largest combine-weight difference";
     const float* mask = ref.routing().dispatch.as<float>();
     EXPECT_EQ(to_host<float>(dev, mb.routing.dispatch, n), std::vector<float>(mask, mask + n)) << what;
   }

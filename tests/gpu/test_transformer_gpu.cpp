@@ -57,6 +57,15 @@ TEST(GpuTransformer, MoEStepMatchesCpu) {
 }
 
 // fp16 and bf16 weights and activations (LayerNorms, gate and loss in fp32), dense and MoE.
+// In 16 bits the two devices' residual streams differ in their last bits (sums in other orders),
+// enough to swap a token's first choice between two nearly tied experts: a different computation,
+// not an error. (On a GPU in bf16 at top-1, some seeds' gradients differed many times more than
+// the others', in the MoE block alone: that signature.) So the MoE block routes every token to
+// every expert and leaves out the balance loss, which counts first choices: nothing discrete is
+// left to swap, and all of the 16-bit MoE arithmetic is compared. Top-1 routing in 16 bits is
+// compared where both devices see the same tokens
+// (GpuMoELayer.SixteenBitWithTensorCoresMatchesTheCpuLayer), the balance loss in fp32
+// (MoEStepMatchesCpu).
 TEST(GpuTransformer, SixteenBitStepsMatchTheCpusSixteenBitModel) {
   for (DType t : {DType::f16, DType::bf16}) {
     GptConfig c = gpt_config({.layers = 2, .hidden = 64, .ffn = 256, .heads = 4, .seq = 24, .vocab = 97});
@@ -66,7 +75,8 @@ TEST(GpuTransformer, SixteenBitStepsMatchTheCpusSixteenBitModel) {
     c.moe_every = 2;
     c.moe.ffn = 256;
     c.moe.experts = 8;
-    c.moe.top_k = 1;
+    c.moe.top_k = 8;
+    c.moe.aux_coef = 0;
     c.moe.capacity_factor = std::nullopt;
     expect_same_step(c, 2e-3, 3e-2);
   }
