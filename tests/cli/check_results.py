@@ -25,6 +25,7 @@ OTHER_PROVENANCE = {
     "gpt/torch_step.csv": "PyTorch's run (experiments/gpt/torch_step.py): torch, torch_device, date",
     "moe/torch_layer.csv": "PyTorch's run (experiments/moe/torch_layer.py): torch, torch_device, date",
     "runtime/before_after.csv": "two builds side by side: before_commit, after_commit, date",
+    "targets/targets.csv": "the GPU targets' verdicts (scripts/gpu_targets.py): device, scale, backend, dtype, commit and source CSV per row",
 }
 
 
@@ -74,12 +75,14 @@ def main(source):
         if repeated:
             breaches.append(f"{rel}: columns named twice: {', '.join(repeated)}")
         key = rel.split("/", 1)[1] if rel.startswith("cuda/") else rel
+        case = re.fullmatch(r"targets/[^/]+/(.+)", key)  # a GPU target case's folder holds a results tree
+        key = case.group(1) if case else key
         if header[-len(PROVENANCE):] != PROVENANCE and key not in OTHER_PROVENANCE:
             breaches.append(f"{rel}: its rows do not end with the provenance columns ({', '.join(PROVENANCE)})")
         for k in ("scale", "backend", "device"):
             if k in header:
                 i = header.index(k)
-                kinds = {r[i] for r in body if len(r) == len(header)}
+                kinds = {r[i] for r in body if len(r) == len(header) and r[i]}  # empty: a row with no run
                 if len(kinds) > 1:
                     breaches.append(f"{rel}: rows of {len(kinds)} {k}s ({', '.join(sorted(kinds))})")
         for i, column in enumerate(header):
