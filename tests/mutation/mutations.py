@@ -642,6 +642,15 @@ MUTATIONS = [
         "targets": ["moebench_gpt_step", "moebench_profile"],
         "tests": r"^bench\.gpt_step\.breakdown$",
     },
+    # Initialisation (moe/init.cpp)
+    {
+        "id": "init_slices_restart_the_stream",
+        "mechanism": "a fill on threads starts every slice at the stream's first value: the weights repeat, slice after slice",
+        "file": "moe/init.cpp",
+        "edits": [("seed, id, std_dev, first + s * per);", "seed, id, std_dev, first);")],
+        "targets": [UNIT],
+        "tests": r"^DeterministicInit\.",
+    },
     # The tree's rules (tests/cli/check_tree.py)
     {
         "id": "bench_declares_a_library",
