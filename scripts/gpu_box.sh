@@ -15,10 +15,12 @@
 # racecheck and memcheck on the tests of the kernels no GPU has run yet (30 s each at most) and
 # the GPT step's and the MoE layer's kernel logs once at the tiny scale (the targets run without
 # them if that fails); then, in the time left, ncu's per-kernel summary of one MoE layer
-# iteration (a minute at most) and memcheck on every GPU test. Its files go to $OUT (else RESULTS/lease): lease.log,
-# gpu_tests.log, cudnn_device.json (this GPU's properties as cuDNN serializes them, to replace
-# tests/cudnn/h100_device.json), targets.csv, sanitize.log, kernel_log.log, kernel_log_tiny.csv,
-# kernel_log_layer_tiny.csv, ncu_moe_layer.txt and results.tar.gz (the targets' folders and logs).
+# iteration (a minute at most) and memcheck on every GPU test. Its files go to $OUT (else RESULTS/lease),
+# seven of them, as a device lease returns eight at most: lease.log, gpu_tests.log, sanitize.log,
+# kernel_log.log, targets.csv, ncu_moe_layer.txt and results.tar.gz (the targets' folders, the
+# GPU's profile under models/, and lease/: cudnn_device.json -- this GPU's properties as cuDNN
+# serializes them, to replace tests/cudnn/h100_device.json on an H100 -- kernel_log_tiny.csv and
+# kernel_log_layer_tiny.csv).
 # Env: MOEBENCH_DEPS_PREFIX (default /tmp/moebench-deps), CMAKE_CUDA_ARCHITECTURES (default: by toolkit),
 # MOEBENCH_CMAKE_ARGS (more configure arguments).
 source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
@@ -181,8 +183,10 @@ lease_ncu() {  # OUT SECONDS_LEFT
 }
 
 do_lease() {
-  local out="${OUT:-$results/lease}" t0=$SECONDS status=0
+  local out="${OUT:-$results/lease}" t0=$SECONDS status=0 extra
   mkdir -p "$out"
+  extra="$(mktemp -d)/lease"  # packed into results.tar.gz: $OUT returns eight files at most
+  mkdir -p "$extra"
   # Seconds left in the budget, less a margin, and at least 1 (timeout 0 would mean no limit).
   left() { local s=$((budget - (SECONDS - t0) - ${1:-0})); echo $((s > 0 ? s : 1)); }
   {
@@ -191,7 +195,7 @@ do_lease() {
     echo "== lease: build for ${CMAKE_CUDA_ARCHITECTURES:-the toolkit default architectures}"
     do_build moebench_gpu_tests moebench_moe_layer moebench_gpt_step moebench_profile || status=1
     echo "== lease: GPU tests at $((SECONDS - t0)) s"
-    MOEBENCH_CUDNN_DEVICE_JSON_OUT="$out/cudnn_device.json" \
+    MOEBENCH_CUDNN_DEVICE_JSON_OUT="$extra/cudnn_device.json" \
       timeout "$(( $(left) / 4 + 1 ))" "$build/tests/moebench_gpu_tests" > "$out/gpu_tests.log" 2>&1 || status=1
     tail -n 3 "$out/gpu_tests.log"
     # The kernels no GPU has run before, under racecheck and memcheck (pool poisoned) at once: half
@@ -215,8 +219,8 @@ do_lease() {
          > "$out/kernel_log.log" 2>&1 &&
        timeout 60 "$build/bench/moebench_moe_layer" --backend cuda --scale tiny --dtype bf16 --dispatchers local \
          --kernels --out "$canary" >> "$out/kernel_log.log" 2>&1; then
-      cp "$canary/gpt/step_kernels.csv" "$out/kernel_log_tiny.csv" 2>/dev/null || true
-      cp "$canary/moe/kernels_local.csv" "$out/kernel_log_layer_tiny.csv" 2>/dev/null || true
+      cp "$canary/gpt/step_kernels.csv" "$extra/kernel_log_tiny.csv" 2>/dev/null || true
+      cp "$canary/moe/kernels_local.csv" "$extra/kernel_log_layer_tiny.csv" 2>/dev/null || true
       # Their rows against the step's breakdown and the layer's ranges, logged: what the CPU's
       # tests check, read on a GPU.
       python3 tests/cli/check_step_kernels.py "$canary/gpt/step_kernels.csv" "$canary/gpt/step_breakdown.csv" \
@@ -247,7 +251,9 @@ do_lease() {
     echo "== lease: done at $((SECONDS - t0)) s (exit $status)"
   } 2>&1 | tee "$out/lease.log"
   [ -f "$results/targets/targets.csv" ] && cp "$results/targets/targets.csv" "$out/targets.csv"
-  tar -czf "$out/results.tar.gz" -C "$results" targets models 2>/dev/null || tar -czf "$out/results.tar.gz" -C "$results" targets
+  local packed=()
+  for d in targets models; do [ -d "$results/$d" ] && packed+=("$d"); done
+  tar -czf "$out/results.tar.gz" -C "$results" ${packed[@]+"${packed[@]}"} -C "$(dirname "$extra")" lease
   grep -q "(exit 0)$" "$out/lease.log"
 }
 

@@ -49,8 +49,9 @@ results="$(cd "$results" && pwd)"
 # Without a profile the cases still run, their roofline columns n/a.
 profile="$results/models/profile_this_machine.csv" profiled=0
 if [ "$backend" = cuda ]; then
+  # 3 repetitions: at the paper scale the sweep's largest GEMMs took two minutes at 5 on an H200.
   MOEBENCH_LAUNCHER="${MOEBENCH_LAUNCHER:-none}" experiments/models/profile.sh --scale "$scale" --backend cuda --ranks 1 \
-    --results "$results" && profiled=1
+    --results "$results" --repetitions 3 && profiled=1
 else
   experiments/models/profile.sh --scale "$scale" --backend cpu --ranks 2 --results "$results" && profiled=1
 fi
@@ -85,16 +86,17 @@ run_case() {
 }
 moe() { run_case "$1" experiments/moe/run.sh "${layer[@]}" "${@:2}"; }
 gpt() { run_case "$1" experiments/gpt/step.sh "${common[@]}" ${roofline[@]+"${roofline[@]}"} "${@:2}"; }
-# The likely fastest routes and the step first: a run cut short at --deadline has the headline targets.
+# The fastest routes and the step first (on the first H200 lease: padded experts, cuDNN's
+# attention), so that a run cut short at --deadline has the headline targets.
 # segmented: our segment GEMMs with the counts on the device; its GPT case captures the MoE step.
-moe moe-top1-grouped --expert-gemm grouped
 moe moe-top1-padded --expert-gemm padded
-moe moe-top1-segmented --expert-gemm segmented
-gpt gpt-blocked --attention blocked
 gpt gpt-cudnn --attention cudnn
-gpt gpt-moe-segmented --attention blocked --expert-gemm segmented
-moe moe-8x-top2-grouped --experts 8 --top-k 2 --expert-gemm grouped
 moe moe-8x-top2-padded --experts 8 --top-k 2 --expert-gemm padded
+moe moe-top1-grouped --expert-gemm grouped
+moe moe-8x-top2-grouped --experts 8 --top-k 2 --expert-gemm grouped
+gpt gpt-blocked --attention blocked
+moe moe-top1-segmented --expert-gemm segmented
+gpt gpt-moe-segmented --attention blocked --expert-gemm segmented
 moe moe-8x-top2-segmented --experts 8 --top-k 2 --expert-gemm segmented
 gpt gpt-blocked-eager --attention blocked --step-graph eager
 gpt gpt-cudnn-eager --attention cudnn --step-graph eager
