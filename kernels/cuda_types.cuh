@@ -2,6 +2,7 @@
 // runtime DType to a templated launch.
 #pragma once
 #include <cuda_bf16.h>
+#include <cstdint>
 #include <cuda_fp16.h>
 #include <library_types.h>
 #include "kernels/dtype.h"
@@ -18,6 +19,45 @@ template <class T> __device__ __forceinline__ void store(T* p, size_t i, float v
 template <> __device__ __forceinline__ void store<float>(float* p, size_t i, float v) { p[i] = v; }
 template <> __device__ __forceinline__ void store<__half>(__half* p, size_t i, float v) { p[i] = __float2half_rn(v); }
 template <> __device__ __forceinline__ void store<__nv_bfloat16>(__nv_bfloat16* p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+// Four consecutive values at p + i, i a multiple of 4 and p aligned to four values: one 16-byte
+// (fp32) or 8-byte (16-bit) access instead of four, each value rounded as load/store round it.
+template <class T> __device__ __forceinline__ void load4(const T* p, size_t i, float (&out)[4]);
+template <> __device__ __forceinline__ void load4<float>(const float* p, size_t i, float (&out)[4]) {
+  const float4 q = *reinterpret_cast<const float4*>(p + i);
+  out[0] = q.x, out[1] = q.y, out[2] = q.z, out[3] = q.w;
+}
+template <> __device__ __forceinline__ void load4<__half>(const __half* p, size_t i, float (&out)[4]) {
+  const uint2 q = *reinterpret_cast<const uint2*>(p + i);
+  const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&q.x)), hi = __half22float2(*reinterpret_cast<const __half2*>(&q.y));
+  out[0] = lo.x, out[1] = lo.y, out[2] = hi.x, out[3] = hi.y;
+}
+template <> __device__ __forceinline__ void load4<__nv_bfloat16>(const __nv_bfloat16* p, size_t i, float (&out)[4]) {
+  const uint2 q = *reinterpret_cast<const uint2*>(p + i);
+  const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&q.x)),
+               hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&q.y));
+  out[0] = lo.x, out[1] = lo.y, out[2] = hi.x, out[3] = hi.y;
+}
+
+template <class T> __device__ __forceinline__ void store4(T* p, size_t i, const float (&v)[4]);
+template <> __device__ __forceinline__ void store4<float>(float* p, size_t i, const float (&v)[4]) {
+  *reinterpret_cast<float4*>(p + i) = make_float4(v[0], v[1], v[2], v[3]);
+}
+template <> __device__ __forceinline__ void store4<__half>(__half* p, size_t i, const float (&v)[4]) {
+  uint2 q;
+  *reinterpret_cast<__half2*>(&q.x) = __floats2half2_rn(v[0], v[1]);
+  *reinterpret_cast<__half2*>(&q.y) = __floats2half2_rn(v[2], v[3]);
+  *reinterpret_cast<uint2*>(p + i) = q;
+}
+template <> __device__ __forceinline__ void store4<__nv_bfloat16>(__nv_bfloat16* p, size_t i, const float (&v)[4]) {
+  uint2 q;
+  *reinterpret_cast<__nv_bfloat162*>(&q.x) = __floats2bfloat162_rn(v[0], v[1]);
+  *reinterpret_cast<__nv_bfloat162*>(&q.y) = __floats2bfloat162_rn(v[2], v[3]);
+  *reinterpret_cast<uint2*>(p + i) = q;
+}
+
+// Whether p can be read four values at a time.
+template <class T> inline bool aligned4(const T* p) { return reinterpret_cast<std::uintptr_t>(p) % (4 * sizeof(T)) == 0; }
 
 // Calls f(T{}) with T the storage type of a float DType.
 template <class F> void dispatch_float(DType t, const char* op, F&& f) {

@@ -20,9 +20,14 @@ double tolerance(DType t) { return 2 * dtype_epsilon(t) + 1e-5; }
 TEST(GpuLayerNorm, ForwardAndBackwardMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
   TrackingAllocator alloc(dev.backend());
-  const LayerNormShape s{37, 1000};
-  const std::size_t n = std::size_t(s.rows) * s.cols;
+  // A warp per row holding it in registers (1000: 8 groups of four a lane, the last partly
+  // empty; 64: one, half the lanes idle), and a block per row (1026: not by fours; 2048: too long
+  // for a warp's registers).
+  for (const LayerNormShape s : {LayerNormShape{37, 1000}, LayerNormShape{50, 64}, LayerNormShape{9, 1026},
+                                 LayerNormShape{4, 2048}})
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    SCOPED_TRACE("cols " + std::to_string(s.cols));
+    const std::size_t n = std::size_t(s.rows) * s.cols;
     auto x = random_rounded(n, t, 11, 2.f), dy = random_rounded(n, t, 12);
     for (auto& v : x) v = round_to(t, v + 1.f);
     const auto gamma = random_rounded(s.cols, DType::f32, 13), beta = random_rounded(s.cols, DType::f32, 14);
