@@ -33,6 +33,34 @@ __device__ __forceinline__ float block_reduce(float v, float* scratch) {
   return scratch[0];
 }
 
+// Online softmax's reduction: (m, s) stands for s = sum of exp(x - m) over some values; two such
+// pairs combine into one at the larger m. Every thread gets the block's pair; 64 floats of
+// shared scratch (sm, ss), barriers as in block_reduce.
+__device__ __forceinline__ void combine_max_sum(float& m, float& s, float om, float os) {
+  const float nm = fmaxf(m, om);
+  s = s * __expf(m - nm) + os * __expf(om - nm);
+  m = nm;
+}
+__device__ __forceinline__ void block_max_sum(float& m, float& s, float* sm, float* ss) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  for (int o = 16; o > 0; o >>= 1)
+    combine_max_sum(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+  __syncthreads();
+  if (lane == 0) { sm[warp] = m; ss[warp] = s; }
+  __syncthreads();
+  if (warp == 0) {
+    m = lane < warps ? sm[lane] : -FLT_MAX;
+    s = lane < warps ? ss[lane] : 0.f;
+    for (int o = 16; o > 0; o >>= 1)
+      combine_max_sum(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) { sm[0] = m; ss[0] = s; }
+  __syncthreads();
+  m = sm[0];
+  s = ss[0];
+}
+
 // Arg-max over the block: larger value wins, ties go to the lower index.
 __device__ __forceinline__ void better(float& v, int& i, float ov, int oi) {
   if (ov > v || (ov == v && oi < i)) { v = ov; i = oi; }
