@@ -3,14 +3,16 @@
 
 namespace moebench {
 
-// A block per (32 experts, group): thread (x, y) sums expert x's column over the group's tokens
-// y, y + kLanes, ... (adjacent x read adjacent columns of a probs row), then the lanes' partial
-// sums are added in a fixed tree order -- parallel over the tokens, and the same result every run.
-constexpr int kLanes = 32;
+// A block per (kCols experts, group): thread (x, y) sums expert x's column over the group's
+// tokens y, y + kLanes, ... (adjacent x read adjacent columns of a probs row), then the lanes'
+// partial sums are added in a fixed tree order -- parallel over the tokens, and the same result
+// every run. Four experts a block: the paper's 64 experts make 16 blocks of 1024 threads (32
+// experts a block made 2, which looped over 256 tokens each).
+constexpr int kCols = 4, kLanes = 256;
 __global__ void aux_loss_stats_kernel(GateShape g, int groups, const float* probs, const int* expert, float* density,
                                       float* proxy) {
-  __shared__ float part_p[kLanes][33], part_d[kLanes][33];
-  const int x = threadIdx.x, lane = threadIdx.y, e = blockIdx.x * 32 + x, gr = blockIdx.y;
+  __shared__ float part_p[kLanes][kCols + 1], part_d[kLanes][kCols + 1];
+  const int x = threadIdx.x, lane = threadIdx.y, e = blockIdx.x * kCols + x, gr = blockIdx.y;
   const int F = g.experts / g.prototypes, S = g.prototypes * g.k, per_group = g.tokens / groups;
   float p = 0.f, d = 0.f;
   if (e < g.experts) {
@@ -47,7 +49,8 @@ __global__ void add_group_bias_kernel(int tokens, int experts, int groups, const
 
 void aux_loss_stats_cuda(const GateShape& g, int groups, const float* probs, const std::int32_t* expert,
                          float* density, float* proxy, void* stream) {
-  aux_loss_stats_kernel<<<dim3((g.experts + 31) / 32, groups), dim3(32, kLanes), 0, static_cast<cudaStream_t>(stream)>>>(
+  aux_loss_stats_kernel<<<dim3((g.experts + kCols - 1) / kCols, groups), dim3(kCols, kLanes), 0,
+                          static_cast<cudaStream_t>(stream)>>>(
       g, groups, probs, expert, density, proxy);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }

@@ -288,13 +288,14 @@ TEST(GpuAuxAndAxpy, MatchCpu) {
   add_group_bias_cpu(96, 32, 3, density.data(), probs.data());
   add_group_bias(ex, 96, 32, 3, dd.as<float>(), dp.as<float>());
   EXPECT_LT(rel_l2(to_host<float>(dev, dp, te), probs), 1e-6);
+  for (std::size_t n : {1000, 1003})  // all four at a time; then three one at a time
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
-    const auto x = random_rounded(1000, t, 14), y0 = random_rounded(1000, t, 15);
+    const auto x = random_rounded(n, t, 14), y0 = random_rounded(n, t, 15);
     std::vector<float> y = y0;
-    axpy_cpu(1000, -0.5f, x.data(), y.data());
+    axpy_cpu(n, -0.5f, x.data(), y.data());
     Buffer dx = upload(dev, alloc, x, t), dy = upload(dev, alloc, y0, t);
-    axpy(ex, 1000, -0.5f, dx.data(), dy.data(), t);
-    EXPECT_LT(rel_l2(download(dev, alloc, dy, 1000, t), y), 2 * dtype_epsilon(t) + 1e-7) << dtype_name(t);
+    axpy(ex, n, -0.5f, dx.data(), dy.data(), t);
+    EXPECT_LT(rel_l2(download(dev, alloc, dy, n, t), y), 2 * dtype_epsilon(t) + 1e-7) << dtype_name(t) << " n " << n;
   }
 }
 
