@@ -37,6 +37,7 @@ BatchedGemmArgs with_epilogue(const GemmArgs& g, Epilogue epilogue, void* aux) {
 
 static void check_batched(const BatchedGemmArgs& b) {
   if (b.batch < 0) throw Error("batched_gemm: negative batch " + std::to_string(b.batch));
+  if (b.g.c_dtype && *b.g.c_dtype != b.g.dtype) throw Error("batched_gemm: C in the operands' dtype only");
   if (b.g.k == 0 && b.g.beta != 0.f && b.g.beta != 1.f) throw Error("batched_gemm: k = 0 supports beta 0 or 1");
   if (b.epilogue != Epilogue::none && (b.g.beta != 0.f || !b.aux))
     throw Error(std::string("batched_gemm: the ") + epilogue_name(b.epilogue) + " epilogue needs beta 0 and an aux matrix");

@@ -1,9 +1,11 @@
 // GEMM, row-major: C = alpha * op(A) * op(B) + beta * C, with op(X) = X or X^T.
-// CPU: OpenBLAS sgemm (fp32; 16-bit operands widened, kernels/host_widen.h). CUDA: cublasGemmEx in fp32/fp16/bf16 with fp32 accumulation;
+// CPU: OpenBLAS sgemm (fp32; 16-bit operands widened, kernels/host_widen.h). CUDA: cublasGemmEx in fp32/fp16/bf16 with fp32 accumulation
+// (C in A and B's dtype, or fp32 from 16-bit A and B: GemmArgs::c_dtype);
 // Exec::tensor_cores selects tensor-core math (TF32 for fp32 operands) or none: plain fp32 for fp32
 // operands, pedantic fp32 for 16-bit ones. The cuBLAS handle comes bound to the Exec's stream.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include "kernels/dtype.h"
 #include "kernels/exec.h"
@@ -18,6 +20,8 @@ struct GemmArgs {
   const void* b = nullptr; int ldb = 0;
   void* c = nullptr; int ldc = 0;
   DType dtype = DType::f32;           // of A, B and C
+  // C's where it is not `dtype`: fp32 from 16-bit A and B (products exact, sums in fp32).
+  std::optional<DType> c_dtype;
 };
 
 // Leading dimensions of dense row-major operands.

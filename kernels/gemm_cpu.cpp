@@ -23,21 +23,26 @@ static void check_gemm(const GemmArgs& g) {
   if (g.m < 0 || g.n < 0 || g.k < 0)
     throw Error("gemm: negative size m=" + std::to_string(g.m) + " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k));
   if (!is_float(g.dtype)) throw Error("gemm: dtype must be fp32, fp16 or bf16");
+  if (g.c_dtype && *g.c_dtype != g.dtype && *g.c_dtype != DType::f32)
+    throw Error("gemm: C in " + std::string(dtype_name(*g.c_dtype)) + " from " + std::string(dtype_name(g.dtype)) +
+                " operands; allowed: C in the operands' dtype, or fp32");
 }
 
 void gemm_cpu(const GemmArgs& g) {
   check_gemm(g);
   if (g.m == 0 || g.n == 0) return;
-  if (g.dtype != DType::f32) {  // 16-bit storage: sgemm on widened operands, C narrowed back
+  const DType ct = g.c_dtype.value_or(g.dtype);
+  if (g.dtype != DType::f32 || ct != DType::f32) {  // 16-bit storage: sgemm on widened operands, C narrowed back
     const std::size_t ar = g.trans_a ? g.k : g.m, ac = g.trans_a ? g.m : g.k;
     const std::size_t br = g.trans_b ? g.n : g.k, bc = g.trans_b ? g.k : g.n;
     WidenedView a(g.a, g.dtype, ar, ac, g.lda, true), b(g.b, g.dtype, br, bc, g.ldb, true),
-        c(g.c, g.dtype, g.m, g.n, g.ldc, g.beta != 0.f);
+        c(g.c, ct, g.m, g.n, g.ldc, g.beta != 0.f);
     GemmArgs f = g;
     f.a = a.data();
     f.b = b.data();
     f.c = c.data();
     f.dtype = DType::f32;
+    f.c_dtype.reset();
     gemm_cpu(f);
     c.narrow();
     return;

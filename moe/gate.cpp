@@ -4,6 +4,7 @@
 #include <cstring>
 #include "kernels/aux_loss.h"
 #include "kernels/axpy.h"
+#include "kernels/bf16_split.h"
 #include "kernels/convert.h"
 #include "kernels/gemm.h"
 #include "kernels/looped_gating.h"
@@ -77,13 +78,17 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s, bo
   const std::size_t host_words = (cfg_.aux_loss ? 4 : 2) * ge;
   r.host_read_dev = alloc_.allocate(host_words * 4, MemTag::buffers, s);
 
-  const float* x32 = static_cast<const float*>(x);
-  if (cfg_.dtype != DType::f32) {
-    r.x32 = alloc_.allocate(th * 4, MemTag::activations, s);
-    convert(ex, x, cfg_.dtype, r.x32.data(), DType::f32, th);
-    x32 = r.x32.as<float>();
+  if (cfg_.dtype == DType::bf16) {
+    logits_from_bf16(x, tokens, r.logits.as<float>(), s);
+  } else {
+    const float* x32 = static_cast<const float*>(x);
+    if (cfg_.dtype != DType::f32) {
+      r.x32 = alloc_.allocate(th * 4, MemTag::activations, s);
+      convert(ex, x, cfg_.dtype, r.x32.data(), DType::f32, th);
+      x32 = r.x32.as<float>();
+    }
+    gemm(ex, dense_gemm(false, false, tokens, cfg_.experts, cfg_.hidden, x32, weight_.data(), r.logits.data()));
   }
-  gemm(ex, dense_gemm(false, false, tokens, cfg_.experts, cfg_.hidden, x32, weight_.data(), r.logits.data()));
   if (cfg_.gate == GateImpl::paper)
     route_looped(r, s);
   else
@@ -92,6 +97,41 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s, bo
   if (cfg_.aux_loss) aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
   if (read) read_counts(r, s);
   return r;
+}
+
+// bf16 tokens against the fp32 weight's three bf16 parts, side by side: one tensor-core GEMM
+// with fp32 sums, its three slices summed (kernels/bf16_split.h). Nothing is widened.
+void Gate::logits_from_bf16(const void* x, int tokens, float* logits, const Stream& s) {
+  const int H = cfg_.hidden, E = cfg_.experts;
+  const Exec ex = dev_.exec(s);
+  Buffer parts = alloc_.allocate(std::size_t(H) * 3 * E * 2, MemTag::temporary, s);
+  split_bf16(ex, weight_.as<float>(), H, E, Bf16Parts{3, {0, 1, 2}}, parts.data());
+  Buffer slices = alloc_.allocate(std::size_t(tokens) * 3 * E * 4, MemTag::temporary, s);
+  GemmArgs g = dense_gemm(false, false, tokens, 3 * E, H, x, parts.data(), slices.data(), DType::bf16);
+  g.c_dtype = DType::f32;
+  gemm(ex, g);
+  sum_split3(ex, slices.as<float>(), tokens, E, logits);
+}
+
+// The backward of logits_from_bf16: dlogits in bf16 parts [hi | lo | lo2 | hi]. The weight's
+// gradient x^T dlogits from the first three, summed; dx += dlogits w^T from all four against
+// the weight's parts [hi | hi | hi | lo] -- dlogits w_hi + dlogits_hi w_lo, whose error, the
+// terms left out, is 2^-16 of the product: far below bf16's rounding of dx, which is the GEMM's
+// one rounding (it adds into dx itself).
+void Gate::backward_bf16(const void* x, int tokens, const float* dlogits, void* dx, float* grad_out, const Stream& s) {
+  const int H = cfg_.hidden, E = cfg_.experts;
+  const Exec ex = dev_.exec(s);
+  Buffer dparts = alloc_.allocate(std::size_t(tokens) * 4 * E * 2, MemTag::temporary, s);
+  split_bf16(ex, dlogits, tokens, E, Bf16Parts{4, {0, 1, 2, 0}}, dparts.data());
+  Buffer slices = alloc_.allocate(std::size_t(H) * 3 * E * 4, MemTag::temporary, s);
+  GemmArgs dw = dense_gemm(true, false, H, 3 * E, tokens, x, dparts.data(), slices.data(), DType::bf16);
+  dw.ldb = 4 * E;  // the first three slices of each row
+  dw.c_dtype = DType::f32;
+  gemm(ex, dw);
+  sum_split3(ex, slices.as<float>(), H, E, grad_out);
+  Buffer wparts = alloc_.allocate(std::size_t(H) * 4 * E * 2, MemTag::temporary, s);
+  split_bf16(ex, weight_.as<float>(), H, E, Bf16Parts{4, {0, 0, 0, 1}}, wparts.data());
+  gemm(ex, dense_gemm(false, true, tokens, H, 4 * E, dparts.data(), wparts.data(), dx, DType::bf16, 1.f, 1.f));
 }
 
 void Gate::read_counts(Routing& r, const Stream& s) {
@@ -175,6 +215,7 @@ void Gate::backward(const Routing& r, const void* x, const float* dweight, void*
   }
   softmax_backward(ex, g, r.probs.as<float>(), dprobs.as<float>(), dlogits.as<float>());
 
+  if (cfg_.dtype == DType::bf16) return backward_bf16(x, T, dlogits.as<float>(), dx, grad_out, s);
   const std::size_t th = std::size_t(T) * cfg_.hidden;
   const float* x32 = cfg_.dtype == DType::f32 ? static_cast<const float*>(x) : r.x32.as<float>();  // kept from forward
   gemm(ex, dense_gemm(true, false, cfg_.hidden, cfg_.experts, T, x32, dlogits.data(), grad_out));

@@ -17,7 +17,7 @@ namespace moebench {
 
 struct Routing {
   CapacityShape shape;  // tokens, experts, prototypes, k, groups, capacity
-  Buffer x32;                      // the input as fp32 when it is 16-bit (backward reads it)
+  Buffer x32;                      // the input as fp32 when it is fp16 (backward reads it; bf16 needs none)
   Buffer logits, probs;            // [T, E] fp32
   Buffer expert, position;         // [T, S] int32: global expert id; position in its expert or -1
   Buffer weight;                   // [T, S] fp32 combine weights
@@ -84,6 +84,10 @@ class Gate {
   // logits -> probs, expert, weight, position, routed / kept counts: fused or looped (paper).
   void route_fused(Routing& r, const Stream& s);
   void route_looped(Routing& r, const Stream& s);
+  // bf16 tokens: the logits, and the backward's weight and input gradients, from bf16 parts of
+  // fp32 values (kernels/bf16_split.h) on the tensor cores, to fp32 accuracy.
+  void logits_from_bf16(const void* x, int tokens, float* logits, const Stream& s);
+  void backward_bf16(const void* x, int tokens, const float* dlogits, void* dx, float* grad_out, const Stream& s);
   const MoEConfig& cfg_;
   Device& dev_;
   TrackingAllocator& alloc_;

@@ -4,6 +4,7 @@
 #include "runtime/comm.h"
 #include "runtime/runtime.h"
 #include "kernels/adam.h"
+#include "kernels/bf16_split.h"
 #include "kernels/gelu.h"
 #include "kernels/gemm.h"
 
@@ -50,6 +51,29 @@ TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
     EXPECT_LT(rel_l2(download(dev, alloc, dyv, n, t), y), tol) << dtype_name(t);
     EXPECT_LT(rel_l2(download(dev, alloc, ddx, n, t), dx), tol) << dtype_name(t);
   }
+}
+
+// The bf16 gate's parts and the sum of its slices: the host's, bit for bit.
+TEST(GpuBf16Split, PartsAndSlicesEqualTheHostsBitForBit) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(dev.backend());
+  const int rows = 37, cols = 33;
+  const auto w = random_rounded(std::size_t(rows) * cols, DType::f32, 41, 3.f);
+  const Bf16Parts parts{4, {0, 1, 2, 0}};
+  std::vector<std::uint16_t> want(std::size_t(rows) * 4 * cols);
+  split_bf16_cpu(w.data(), rows, cols, parts, want.data());
+  Buffer dw = upload(dev, alloc, w, DType::f32), dparts = alloc.allocate(want.size() * 2, MemTag::temporary);
+  const Exec ex = dev.exec(dev.default_stream());
+  split_bf16(ex, dw.as<float>(), rows, cols, parts, dparts.data());
+  std::vector<float> want_values(want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) want_values[i] = from_bits16(DType::bf16, want[i]);
+  EXPECT_EQ(download(dev, alloc, dparts, want.size(), DType::bf16), want_values);
+  const auto slices = random_rounded(std::size_t(rows) * 3 * cols, DType::f32, 42);
+  std::vector<float> sum(std::size_t(rows) * cols);
+  sum_split3_cpu(slices.data(), rows, cols, sum.data());
+  Buffer dslices = upload(dev, alloc, slices, DType::f32), dsum = alloc.allocate(sum.size() * 4, MemTag::temporary);
+  sum_split3(ex, dslices.as<float>(), rows, cols, dsum.as<float>());
+  EXPECT_EQ(download(dev, alloc, dsum, sum.size(), DType::f32), sum);
 }
 
 TEST(GpuConvert, RoundsExactlyLikeTheHost) {

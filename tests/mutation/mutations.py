@@ -642,6 +642,32 @@ MUTATIONS = [
         "targets": ["moebench_gpt_step", "moebench_profile"],
         "tests": r"^bench\.gpt_step\.breakdown$",
     },
+    # The bf16 gate (kernels/bf16_split_cpu.cpp, moe/gate.cpp)
+    {
+        "id": "bf16_split_leading_part_only",
+        "mechanism": "the bf16 parts of an fp32 value keep its leading part alone: the gate's GEMMs become bf16 GEMMs",
+        "file": "kernels/bf16_split_cpu.cpp",
+        "edits": [("      bits[1] = to_bits16(DType::bf16, rest);\n      bits[2] = to_bits16(DType::bf16, rest - from_bits16(DType::bf16, bits[1]));",
+                   "      bits[1] = 0;\n      bits[2] = 0;")],
+        "targets": [UNIT],
+        "tests": r"^Bf16Split\.",
+    },
+    {
+        "id": "bf16_gate_dx_without_weight_low_part",
+        "mechanism": "the bf16 gate's input gradient leaves out the weight's second part: dx is a bf16 GEMM's",
+        "file": "moe/gate.cpp",
+        "edits": [("Bf16Parts{4, {0, 0, 0, 1}}", "Bf16Parts{4, {0, 0, 0, 0}}")],
+        "targets": [UNIT],
+        "tests": r"^Bf16Split\.TheBf16Gate",
+    },
+    {
+        "id": "bf16_gate_widens_tokens",
+        "mechanism": "the bf16 gate widens its tokens to fp32 and runs an fp32 GEMM again",
+        "file": "moe/gate.cpp",
+        "edits": [("  if (cfg_.dtype == DType::bf16) {\n    logits_from_bf16(", "  if (false) {\n    logits_from_bf16(")],
+        "targets": [UNIT],
+        "tests": r"^Bf16Split\.TheBf16Gate",
+    },
     # Initialisation (moe/init.cpp)
     {
         "id": "init_slices_restart_the_stream",

@@ -90,9 +90,9 @@ TEST(SixteenBitOnTheCpu, KernelsAreTheFp32ReferenceOnRoundedValues) {
     const auto a = rounded(t, m * k, 1.f, 1), b = rounded(t, k * n, 1.f, 2), c0 = rounded(t, m * ldc, 1.f, 3);
     auto c = bits(t, c0);
     auto want = c0;
-    gemm_cpu(GemmArgs{false, false, m, n, k, 1.f, 1.f, a.data(), k, b.data(), n, want.data() + 1, ldc, DType::f32});
+    gemm_cpu(GemmArgs{false, false, m, n, k, 1.f, 1.f, a.data(), k, b.data(), n, want.data() + 1, ldc, DType::f32, {}});
     const auto a16 = bits(t, a), b16 = bits(t, b);
-    gemm(Exec{}, GemmArgs{false, false, m, n, k, 1.f, 1.f, a16.data(), k, b16.data(), n, c.data() + 1, ldc, t});
+    gemm(Exec{}, GemmArgs{false, false, m, n, k, 1.f, 1.f, a16.data(), k, b16.data(), n, c.data() + 1, ldc, t, {}});
     EXPECT_EQ(values(t, c), rounded(t, want));
     // GeLU forward and backward (in place), LayerNorm, the causal softmax, cross-entropy, axpy.
     const std::size_t len = 24;
