@@ -128,7 +128,7 @@ do_sanitize() {
     --backend cuda --scale tiny --dtype fp16 --repetitions 1 --fresh-search --out "$(mktemp -d)"
   echo "== compute-sanitizer racecheck: our shared-memory kernels"
   "$cs" --tool racecheck --report-api-errors no --error-exitcode 1 "$build/tests/moebench_gpu_tests" \
-    --gtest_filter='GpuGating.*:GpuCapacity.*:GpuPermute.*:GpuAuxAndAxpy.*:GpuGelu.*:GpuLayerNorm.*:GpuCausalSoftmax.*:GpuCrossEntropy.*:GpuAttentionPanels.*:GpuSwapDims.*:GpuPadRows.*:GpuSegmentGemm.*:GpuSegmentOffsets.*'
+    --gtest_filter='GpuGating.*:GpuCapacity.*:GpuPermute.*:GpuAuxAndAxpy.*:GpuGelu.*:GpuLayerNorm.*:GpuCausalSoftmax.*:GpuCrossEntropy.*:GpuAttentionPanels.*:GpuSwapDims.*:GpuPadRows.*:GpuSegmentGemm.*:GpuSegmentOffsets.*:GpuBf16Split.*'
 }
 
 do_bench() {
@@ -157,7 +157,7 @@ lease_architecture() {
 }
 
 # The GPU tests of kernels a lease checks under the sanitizers before all the others.
-lease_new_kernels='GpuSegmentGemm.*:GpuSegmentOffsets.*'
+lease_new_kernels='GpuAdam.*:GpuLayerNorm.*:GpuCrossEntropy.*:GpuConvert.*:GpuAuxAndAxpy.*:GpuBf16Split.*'
 
 # Kernel by kernel, what one measured iteration of the headline MoE layer (top-1, grouped) runs:
 # ncu's speed-of-light summary per kernel (duration, compute and memory throughput against the
