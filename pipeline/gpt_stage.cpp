@@ -22,6 +22,7 @@ GptConfig gpt_config(const ModelShape& shape, DType dtype) {
   if (shape.has_moe()) {
     c.moe_every = shape.moe_every;
     c.moe.hidden = shape.hidden;
+    c.moe.dtype = dtype;  // what the blocks build; the bench validates this config first
     c.moe.ffn = shape.ffn;
     c.moe.experts = shape.experts;
     c.moe.top_k = shape.top_k;

@@ -31,6 +31,14 @@ std::string format_bytes(double b) {
   return buf;
 }
 
+// The order a stream's work runs in: its CUDA stream, or its CPU worker (nullptr: the calling
+// thread). Not Stream::id, a timeline track: every device's default stream is track 0, and a
+// block freed on one stream is reused at once only by work that runs after it.
+static const void* order_of(const Stream& s) {
+  return s.backend == Backend::cuda ? s.handle : static_cast<const void*>(s.queue);
+}
+static bool same_order(const Stream& a, const Stream& b) { return a.backend == b.backend && order_of(a) == order_of(b); }
+
 // A piece of memory taken from the system once and handed out again and again.
 struct Block {
   void* ptr = nullptr;
@@ -52,7 +60,7 @@ struct Pool {
   bool poison = false;
   std::mutex mutex;
   std::vector<std::unique_ptr<Block>> blocks;
-  std::map<int, std::multimap<std::size_t, Block*>> free_lists;  // stream id -> size -> block
+  std::map<const void*, std::multimap<std::size_t, Block*>> free_lists;  // order_of(stream) -> size -> block
   std::vector<Block*> deferred;                                  // waiting for other streams' work
   std::uint64_t capturing = 0, next_graph = 1;                   // the graph whose capture is open (0: none)
   std::map<std::uint64_t, std::multimap<std::size_t, Block*>> graph_free;  // graph -> its free blocks
@@ -131,7 +139,7 @@ struct Pool {
       for (const auto& e : b->pending) done = done && e->query();
       if (!done) { ++i; continue; }
       b->pending.clear();
-      free_lists[b->owner.id].emplace(b->size, b);
+      free_lists[order_of(b->owner)].emplace(b->size, b);
       deferred[i] = deferred.back();
       deferred.pop_back();
     }
@@ -166,7 +174,7 @@ struct Pool {
     if (auto it = best_fit(list, size, pinned); it != list.end()) {
       b = it->second;
       list.erase(it);
-      if (b->owner.id != s.id) b->freed->make_wait(s);
+      if (!same_order(b->owner, s)) b->freed->make_wait(s);
       b->owner = s;
     } else if ((b = new_block(size, pinned, s))) {
       b->graph = capturing;
@@ -181,14 +189,14 @@ struct Pool {
       throw Error("allocation on a stream being captured into a graph, with no capture open in this allocator "
                   "(TrackingAllocator::begin_capture)");
     if (!capturing) collect_deferred();  // a capture's events cannot be queried
-    auto& mine = free_lists[s.id];
+    auto& mine = free_lists[order_of(s)];
     if (auto it = best_fit(mine, size, pinned); it != mine.end()) {  // stream order makes it safe at once
       Block* b = it->second;
       mine.erase(it);
       return b;
     }
-    for (auto& [id, list] : free_lists) {  // another stream's: wait for what it did with it
-      if (id == s.id) continue;
+    for (auto& [order, list] : free_lists) {  // another stream's: wait for what it did with it
+      if (order == order_of(s)) continue;
       auto it = best_fit(list, size, pinned);
       if (it == list.end() || !it->second->freed) continue;
       Block* b = it->second;
@@ -225,7 +233,7 @@ struct Pool {
       b->freed->record(b->owner);
     }
     if (b->pending.empty())
-      free_lists[b->owner.id].emplace(b->size, b);
+      free_lists[order_of(b->owner)].emplace(b->size, b);
     else
       deferred.push_back(b);
   }
@@ -250,7 +258,7 @@ struct Pool {
     for (auto& [size, b] : graph_free[id]) {
       b->freed = std::make_unique<Event>(b->owner.backend);
       b->freed->record(b->owner);
-      free_lists[b->owner.id].emplace(size, b);
+      free_lists[order_of(b->owner)].emplace(size, b);
     }
     graph_free.erase(id);
     for (auto& b : blocks)
@@ -270,10 +278,10 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 }
 
 void Buffer::record_stream(const Stream& s) {
-  if (!block_ || s.id == block_->owner.id) return;
+  if (!block_ || same_order(s, block_->owner)) return;
   std::lock_guard<std::mutex> lock(pool_->mutex);
   for (const Stream& t : block_->also_used_on)
-    if (t.id == s.id) return;
+    if (same_order(t, s)) return;
   block_->also_used_on.push_back(s);
 }
 
@@ -286,6 +294,9 @@ void Buffer::release() {
 }
 
 TrackingAllocator::TrackingAllocator(Backend backend, Stream default_stream) : pool_(std::make_shared<Pool>()) {
+  if (backend == Backend::cuda && !default_stream.handle)
+    throw Error("TrackingAllocator: on cuda its default stream must be one of the device's streams "
+                "(Device::default_stream()); the legacy stream is not ordered with them");
   pool_->backend = backend;
   default_stream.backend = backend;
   pool_->default_stream = default_stream;

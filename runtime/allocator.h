@@ -85,7 +85,8 @@ class GraphPool {
 
 class TrackingAllocator {
  public:
-  // `default_stream`: what allocate() without a stream means (the device's default stream).
+  // `default_stream`: what allocate() without a stream means: the device's default stream, which
+  // on cuda it must be (Device::default_stream()).
   explicit TrackingAllocator(Backend backend, Stream default_stream = {});
   TrackingAllocator(const TrackingAllocator&) = delete;
   TrackingAllocator& operator=(const TrackingAllocator&) = delete;

@@ -23,7 +23,7 @@ double tolerance(DType t) { return 2 * dtype_epsilon(t) + 1e-5; }
 
 TEST(GpuAttentionPanels, ForwardBackwardAndRowDotMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const Exec ex = dev.exec(dev.default_stream());
   const int heads = 3, seq = 2100;
   struct Case { int rows, row0, cols, col0; };
@@ -72,7 +72,7 @@ TEST(GpuAttentionPanels, ForwardBackwardAndRowDotMatchCpuInEveryDtype) {
 // The head-major swap on the GPU equals the CPU's for widths of 16-, 4-, 2- and 1-byte units.
 TEST(GpuSwapDims, EqualsTheCpuForEveryCopyUnit) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const Exec ex = dev.exec(dev.default_stream());
   for (int width_bytes : {128, 12, 6, 3}) {
     const int outer = 37, inner = 48;
@@ -94,7 +94,7 @@ struct LayerResult {
 };
 
 LayerResult run_layer(Device& dev, AttentionKernel kernel, DType t, int sequences, int seq, int heads, int d) {
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const Stream& s = dev.default_stream();
   AttentionConfig cfg{heads * d, heads, d, 0, 2, t};
   cfg.kernel = kernel;
@@ -139,7 +139,7 @@ void expect_matches_the_cpu(Device& gpu, std::initializer_list<AttentionKernel> 
 TEST(GpuBlockedAttention, MatchesTheCpuReferenceAtSequenceLengths64To2048) {
   MOEBENCH_REQUIRE_GPU(gpu);
   if (gpu.backend() == Backend::cuda) {  // (the tests' logic on the CPU has the CPU's default)
-    TrackingAllocator probe(Backend::cuda);
+    TrackingAllocator probe(Backend::cuda, gpu.default_stream());
     CausalSelfAttention def({64, 1, 64, 0, 0, DType::bf16}, gpu, probe);
     EXPECT_EQ(def.kernel(), AttentionKernel::blocked) << "the GPU's default keeps no [seq, seq] tensor";
   }

@@ -12,7 +12,7 @@ using namespace gputest;
 
 TEST(GpuBatchedGemm, EpiloguesTransposesAndBetaMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const int batch = 5, P = 37, h = 64, f = 96;  // P odd: rows padded to a busiest expert's 37
   struct Shape {
     const char* name;
@@ -55,7 +55,7 @@ TEST(GpuBatchedGemm, EpiloguesTransposesAndBetaMatchCpuInEveryDtype) {
 
 TEST(GpuPadRows, PaddedBlocksAndBackMatchCpuForEveryCopyWidth) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   // Experts of 3, 0, 40 (the hot one), 1 and 0 rows.
   const std::vector<std::size_t> offset = {0, 3, 3, 43, 44, 44};
   for (auto [t, width] : {std::pair{DType::bf16, 72}, std::pair{DType::f16, 100}, std::pair{DType::f32, 3},

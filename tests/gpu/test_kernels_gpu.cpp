@@ -13,7 +13,7 @@ using namespace gputest;
 
 TEST(GpuGemm, MatchesCpuInEveryDtypeTransposeAndMathMode) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const int m = 96, n = 80, k = 128;
   for (DType t : {DType::f32, DType::f16, DType::bf16})
     for (bool tc : {true, false})
@@ -35,7 +35,7 @@ TEST(GpuGemm, MatchesCpuInEveryDtypeTransposeAndMathMode) {
 
 TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const std::size_t n = 100003;  // not a multiple of the block size
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
     const auto x = random_rounded(n, t, 5, 2.f), dy = random_rounded(n, t, 6);
@@ -56,7 +56,7 @@ TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
 // The bf16 gate's parts and the sum of its slices: the host's, bit for bit.
 TEST(GpuBf16Split, PartsAndSlicesEqualTheHostsBitForBit) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const int rows = 37, cols = 33;
   const auto w = random_rounded(std::size_t(rows) * cols, DType::f32, 41, 3.f);
   const Bf16Parts parts{4, {0, 1, 2, 0}};
@@ -78,7 +78,7 @@ TEST(GpuBf16Split, PartsAndSlicesEqualTheHostsBitForBit) {
 
 TEST(GpuConvert, RoundsExactlyLikeTheHost) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const auto x = random_rounded(4099, DType::f32, 9, 100.f);  // four at a time, then three one at a time
   for (DType t : {DType::f16, DType::bf16}) {
     Buffer d = upload(dev, alloc, x, t);
@@ -89,7 +89,7 @@ TEST(GpuConvert, RoundsExactlyLikeTheHost) {
 
 TEST(GpuAllocator, TrackedBytesAgreeWithCudaMemGetInfo) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const std::size_t bytes = std::size_t(256) << 20;
   Buffer b = alloc.allocate(bytes, MemTag::activations);
   const auto delta = alloc.device_used_delta();
@@ -103,7 +103,7 @@ TEST(GpuAllocator, TrackedBytesAgreeWithCudaMemGetInfo) {
 
 TEST(GpuNccl, WorldOfOneCollectivesAndEventsWork) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   auto comm = make_world_communicator(*Runtime::current(), Backend::cuda, 60.0);
   if (comm->size() != 1) GTEST_SKIP() << "run at world size 1";
   const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -126,7 +126,7 @@ TEST(GpuNccl, WorldOfOneCollectivesAndEventsWork) {
 // model's dtype or in fp32 (summed over a data-parallel group) and scaled, against the CPU step.
 TEST(GpuAdam, MatchesCpuWithAModelCopyInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const std::size_t n = 70001;  // four at a time, then one; from element 1, all one at a time
   for (std::size_t first : {0, 1})
   for (DType t : {DType::f32, DType::f16, DType::bf16})

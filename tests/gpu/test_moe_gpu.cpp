@@ -34,7 +34,7 @@ static std::vector<T> to_host(Device& dev, const Buffer& b, std::size_t n) {
 
 TEST(GpuGating, SoftmaxTopkMatchesCpu) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   // The last shape's 16384 experts per prototype need 64 KiB of shared memory: the opt-in path.
   for (GateShape g : {GateShape{64, 64, 1, 1}, GateShape{64, 64, 1, 4}, GateShape{64, 64, 4, 4}, GateShape{8, 4096, 1, 16},
                       GateShape{8, 4096, 4, 4}, GateShape{6, 16384, 1, 4}}) {
@@ -68,7 +68,7 @@ TEST(GpuGating, SoftmaxTopkMatchesCpu) {
 
 TEST(GpuCapacity, PositionsCountsAndRowMapMatchCpu) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   for (int capacity : {-1, 3, 40}) {
     CapacityShape c{GateShape{256, 32, 2, 2}, 4, capacity};
     const std::size_t ts = 256 * 4, ge = 4 * 32;
@@ -108,7 +108,7 @@ TEST(GpuCapacity, PositionsCountsAndRowMapMatchCpu) {
 // (group, prototype), choices spread unevenly, capacities from dropping most to dropless.
 TEST(GpuCapacity, ParallelPositionsMatchCpuAtLargeTokenAndExpertCounts) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   for (const CapacityShape& base : {CapacityShape{GateShape{16384, 1024, 2, 4}, 2, -1},
                                     CapacityShape{GateShape{32768, 4096, 1, 1}, 1, -1},
                                     CapacityShape{GateShape{4097, 64, 1, 16}, 1, -1},
@@ -150,7 +150,7 @@ TEST(GpuCapacity, ParallelPositionsMatchCpuAtLargeTokenAndExpertCounts) {
 
 TEST(GpuPermute, DispatchCombineAndBackwardMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const int T = 50, S = 3, h = 72, R = 120;
   std::vector<std::int32_t> row_of(T * S);
   for (int i = 0; i < T * S; ++i) row_of[i] = (i % 5 == 4) ? -1 : (i * 37) % 150 < R ? (i * 37) % 150 : -1;
@@ -209,7 +209,7 @@ TEST(GpuPermute, DispatchCombineAndBackwardMatchCpuInEveryDtype) {
 
 TEST(GpuGroupedGemm, GroupedAndSerialMatchCpuWithEmptyExperts) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const int h = 64, f = 96;
   const std::vector<int> rows = {17, 0, 40, 1, 64};
   int R = 0;
@@ -259,7 +259,7 @@ TEST(GpuGroupedGemm, GroupedAndSerialMatchCpuWithEmptyExperts) {
 
 TEST(GpuAuxAndAxpy, MatchCpu) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   GateShape g{96, 32, 2, 2};
   const std::size_t te = 96 * 32, ts = 96 * 4;
   std::vector<float> logits = random_rounded(te, DType::f32, 13), probs(te), weight(ts);
@@ -308,7 +308,7 @@ TEST(GpuMoELayer, NcclDispatchersAtWorldOneMatchLocal) {
   c.hidden = 32; c.ffn = 64; c.experts = 4; c.top_k = 2;
   const int T = 40;
   const auto x = testing_util::tokens(T, 32, 3), dy = testing_util::tokens(T, 32, 4);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   dev.set_tensor_cores(false);
   std::vector<std::vector<float>> ys, dxs;
   for (int which = 0; which < 3; ++which) {
@@ -350,7 +350,7 @@ static void compare_layer_with_cpu(Device& dev, MoEConfig c, int T, bool tensor_
   }
   ref.forward(x);
   ref.backward(dy);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   dev.set_tensor_cores(tensor_cores);
   MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}, groups));
   const Stream& s = dev.default_stream();
@@ -462,7 +462,7 @@ TEST(GpuMoELayer, OddSizesWorkOrAreRefusedClearly) {
   compare_layer_with_cpu(dev, c, 77, true, 2e-2);
   c.expert_gemm = ExpertGemm::grouped;
   ASSERT_TRUE(c.validate_for(Backend::cuda));
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   MoELayer layer(c, dev, alloc, make_local_dispatcher(DispatcherEnv{c, dev, alloc}));
   layer.init(7, dev.default_stream());
   const auto x = testing_util::tokens(77, c.hidden, 1);

@@ -22,7 +22,7 @@ std::vector<std::int32_t> offsets_of(const std::vector<int>& rows) {
 
 TEST(GpuSegmentGemm, BothFormsMatchCpuWithEmptyOddAndHotSegments) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const std::vector<int> rows = {0, 1, 37, 300, 0, 129, 8};  // 300 and 129: more than a 128-row tile
   const int S = int(rows.size()), h = 72, f = 200;              // neither a multiple of the tile
   const auto offset = offsets_of(rows);
@@ -83,7 +83,7 @@ TEST(GpuSegmentGemm, BothFormsMatchCpuWithEmptyOddAndHotSegments) {
 
 TEST(GpuSegmentOffsets, MatchCpuOverGroupsAndExpertRanges) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const int G = 3, E = 1100;  // more local experts than the kernel's 1024 threads: two scan rounds
   std::vector<std::int32_t> kept(std::size_t(G) * E);
   for (std::size_t i = 0; i < kept.size(); ++i) kept[i] = std::int32_t((i * 7919) % 13 == 0 ? 0 : (i * 31) % 17);

@@ -24,7 +24,7 @@ void expect_same_step(const GptConfig& cfg, double loss_tol = 1e-4, double grad_
   MOEBENCH_REQUIRE_GPU(gpu);
   gpu.set_tensor_cores(false);
   Device cpu = Device::open(Backend::cpu);
-  TrackingAllocator galloc(gpu.backend()), calloc(Backend::cpu);
+  TrackingAllocator galloc(gpu.backend(), gpu.default_stream()), calloc(Backend::cpu);
   const int sequences = 3, T = sequences * cfg.seq;
   const auto tokens = testing_util::token_ids(T, cfg.vocab, 5), targets = testing_util::token_ids(T, cfg.vocab, 6);
   auto local = [](const DispatcherEnv& env) { return make_local_dispatcher(env, 1); };

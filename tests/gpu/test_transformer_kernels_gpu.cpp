@@ -19,7 +19,7 @@ double tolerance(DType t) { return 2 * dtype_epsilon(t) + 1e-5; }
 
 TEST(GpuLayerNorm, ForwardAndBackwardMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   // A warp per row holding it in registers (1000: 8 groups of four a lane, the last partly
   // empty; 64: one, half the lanes idle), and a block per row (1026: not by fours; 2048: too long
   // for a warp's registers).
@@ -58,7 +58,7 @@ TEST(GpuLayerNorm, ForwardAndBackwardMatchCpuInEveryDtype) {
 // (3000: its two fp32 rows exceed 16 KiB) and both long-row paths (4200).
 TEST(GpuCausalSoftmax, ForwardAndBackwardMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   for (const CausalSoftmaxShape s : {CausalSoftmaxShape{5, 77, 0.125f}, CausalSoftmaxShape{1, 2048, 0.125f},
                                      CausalSoftmaxShape{1, 3000, 0.125f}, CausalSoftmaxShape{1, 4200, 0.125f}})
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
@@ -87,7 +87,7 @@ TEST(GpuCausalSoftmax, ForwardAndBackwardMatchCpuInEveryDtype) {
 
 TEST(GpuCrossEntropy, LossesAndGradientMatchCpuInEveryDtypeAlsoInPlace) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   for (const CrossEntropyShape s : {CrossEntropyShape{23, 5001, 1.f / 23}, CrossEntropyShape{23, 5000, 1.f / 23}})
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {  // one logit a load, then four
     SCOPED_TRACE("vocab " + std::to_string(s.vocab));
@@ -108,7 +108,7 @@ TEST(GpuCrossEntropy, LossesAndGradientMatchCpuInEveryDtypeAlsoInPlace) {
 
 TEST(GpuEmbedding, ForwardAndAccumulatedBackwardMatchCpu) {
   MOEBENCH_REQUIRE_GPU(dev);
-  TrackingAllocator alloc(dev.backend());
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const EmbeddingShape s{300, 30, 77, 41};
   std::vector<std::int32_t> tokens(s.rows);
   for (int r = 0; r < s.rows; ++r) tokens[r] = (r * 7 + r / 5) % s.vocab;  // repeats: the backward adds

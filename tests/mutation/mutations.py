@@ -451,7 +451,7 @@ MUTATIONS = [
         "id": "graph_blocks_back_to_the_pool",
         "mechanism": "a block freed in a capture goes back to the shared pool, where work outside the graph is given what every replay writes",
         "file": "runtime/allocator.cpp",
-        "edits": [("    graph_free[b->graph].emplace(b->size, b);\n  }", "    free_lists[b->owner.id].emplace(b->size, b);\n  }")],
+        "edits": [("    graph_free[b->graph].emplace(b->size, b);\n  }", "    free_lists[order_of(b->owner)].emplace(b->size, b);\n  }")],
         "targets": [UNIT],
         "tests": r"^StreamGraphTest\.",
     },
@@ -616,6 +616,23 @@ MUTATIONS = [
         "edits": [('(f"kernels_{row.get(\'dispatcher\')}.csv" if layer else "step_kernels.csv")', '"step_kernels.csv"')],
         "targets": ["moebench_kernels"],  # nothing to build: the script is Python
         "tests": r"^script\.gpu_targets\.verdicts$",
+    },
+    {
+        "id": "pool_keys_streams_by_track_id",
+        "mechanism": "the pool takes two streams of one timeline id (every device's default stream is 0) for one order, and hands a block on at once while its poison fill is still queued",
+        "file": "runtime/allocator.cpp",
+        "edits": [("  return s.backend == Backend::cuda ? s.handle : static_cast<const void*>(s.queue);",
+                   "  return reinterpret_cast<const void*>(std::intptr_t(s.id));")],
+        "targets": [UNIT],
+        "tests": r"^AllocatorPool\.",
+    },
+    {
+        "id": "gpt_moe_config_without_dtype",
+        "mechanism": "a GPT model's MoE config keeps fp32 whatever the model's dtype, so the bench refuses a bf16 model's segmented experts on the GPU",
+        "file": "pipeline/gpt_stage.cpp",
+        "edits": [("    c.moe.dtype = dtype;  // what the blocks build; the bench validates this config first\n", "")],
+        "targets": [UNIT],
+        "tests": r"^GptLayout\.",
     },
     {
         "id": "pool_poison_in_kernel_log",

@@ -207,6 +207,37 @@ TEST(AllocatorPool, PoisonWaitsForTheStreamsThatStillUseTheBlock) {
   EXPECT_TRUE(std::isnan(p[0]));  // and the fill did land
 }
 
+// Stream ids are timeline tracks, not identities: every device's default stream is track 0. A
+// block freed on a stream with work still queued goes to another stream of the same id only
+// behind an event (on the GPU, the legacy stream's poison fill landed after the next user's
+// writes: cuBLAS then read 0xFF pointers).
+TEST(AllocatorPool, AStreamSharingAnIdIsStillAnotherStream) {
+  Device dev = Device::open(Backend::cpu);
+  Stream worker = dev.create_stream("worker");
+  worker.id = dev.default_stream().id;  // as another device's default stream would have
+  TrackingAllocator a(Backend::cpu, dev.default_stream());
+  a.set_poison(true);
+  Buffer b = a.allocate(64 * 4, MemTag::buffers, worker);
+  run_on(worker, "slow work", [] { std::this_thread::sleep_for(std::chrono::milliseconds(200)); });
+  b.release();  // its poison fill is queued on the worker, behind the sleep
+  Buffer next = a.allocate(64 * 4, MemTag::buffers);  // on the default stream: the host itself
+  for (int i = 0; i < 64; ++i) next.as<float>()[i] = 3.f;
+  dev.synchronize();
+  EXPECT_EQ(next.as<float>()[0], 3.f);
+  EXPECT_EQ(next.as<float>()[63], 3.f);
+}
+
+// On cuda the allocator's default stream must be the device's: the CUDA legacy stream (a Stream
+// without a handle) is not ordered with the device's non-blocking streams.
+TEST(TrackingAllocator, OnCudaItsDefaultStreamMustBeOneOfTheDevices) {
+  try {
+    TrackingAllocator a(Backend::cuda);
+    FAIL() << "a cuda allocator without a stream was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Device::default_stream()"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AllocatorPool, PinnedHostMemoryIsCountedApartFromDeviceTags) {
   TrackingAllocator a(Backend::cpu);
   Buffer p = a.allocate_pinned(5000, MemTag::activations, Stream{});

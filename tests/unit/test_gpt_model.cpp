@@ -310,6 +310,18 @@ TEST_F(GptTrainerStep, ABreakdownTimesEveryPhaseOfTheStepUnderItsPath) {
 // aux output, the backward's first GEMM applies GeLU's gradient from it; no GeLU kernel runs.
 // Attention's score and context GEMMs run as one strided batch over every head of every sequence
 // (two in the forward, four in the backward), not one GEMM per head or per sequence.
+// The GPT bench validates the MoE of layout_model() before it builds the model: that config
+// must carry the model's dtype (a bf16 model's segmented experts were refused on an H200 as fp32).
+TEST(GptLayout, ItsMoEConfigCarriesTheModelsDtype) {
+  const ModelShape shape{.layers = 2, .hidden = 1024, .ffn = 4096, .heads = 16, .seq = 8, .vocab = 11, .experts = 8,
+                         .moe_every = 2};
+  MoEConfig m = layout_model(shape, ParallelLayout::of(LayoutKind::ppmoe, 1, 1, 1), DType::bf16).moe;
+  EXPECT_EQ(m.dtype, DType::bf16);
+  m.expert_gemm = ExpertGemm::segmented;
+  const auto refusal = m.validate_for(Backend::cuda);
+  EXPECT_FALSE(refusal) << *refusal;
+}
+
 TEST(GptBlock, GeluInTheGemmEpiloguesAndAttentionBatchedOverEveryHeadAndSequence) {
   Device dev = Device::open(Backend::cpu);
   TrackingAllocator alloc(Backend::cpu);
