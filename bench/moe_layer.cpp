@@ -330,10 +330,14 @@ class MoELayerBench final : public BenchProgram {
   void log_kernels(BenchContext& ctx, const std::string& d) {
     Fixture& f = fixture(ctx, d);
     const Stream& s = ctx.device.default_stream();
-    kernel_logs_[d] = log_kernel_runs(ctx.device, ctx.repetitions(), [&](Breakdown& b) {
-      MoEContext mb = f.layer->forward(f.x.data(), moe_.resolved_tokens, f.y.data(), s, &b);
-      f.layer->backward(mb, f.dy.data(), f.dx.data(), s, &b);
-    });
+    // zero_grad as in the timed iterations, unlogged: the weight gradients overwritten, not added to.
+    kernel_logs_[d] = log_kernel_runs(
+        ctx.device, ctx.repetitions(),
+        [&](Breakdown& b) {
+          MoEContext mb = f.layer->forward(f.x.data(), moe_.resolved_tokens, f.y.data(), s, &b);
+          f.layer->backward(mb, f.dy.data(), f.dx.data(), s, &b);
+        },
+        [&] { f.layer->zero_grad(s); });
   }
 
   // moe/kernels_<d>.csv: rank 0's ops of the logged iterations per range and kernel, slowest first.

@@ -36,11 +36,16 @@ std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>
   return rows;
 }
 
-KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::function<void(Breakdown&)>& run) {
+KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::function<void(Breakdown&)>& run,
+                              const std::function<void()>& before) {
   std::vector<std::vector<KernelRecord>> logged;
   KernelLogRuns out;
   for (int r = 0; r < runs; ++r) {
     Breakdown ranges;
+    if (before) {
+      before();
+      device.synchronize();
+    }
     if (out.failure.empty()) out.failure = KernelLog::start(device.backend());
     run(ranges);
     device.synchronize();

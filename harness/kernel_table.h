@@ -34,8 +34,10 @@ struct KernelLogRuns {
 
 // `run` (the work, its ranges timed into the breakdown it is handed, which gives each op its
 // path) `runs` times, each with the log on and the device waited for. Every run happens, logged
-// or not, so ranks whose runs hold collectives stay in step when one rank's log fails.
-KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::function<void(Breakdown&)>& run);
+// or not, so ranks whose runs hold collectives stay in step when one rank's log fails. `before`,
+// if given, runs ahead of each run with the log off (what the timed loop does untimed).
+KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::function<void(Breakdown&)>& run,
+                              const std::function<void()>& before = {});
 
 // The CSV columns of a kernel table whose runs are `unit`s ("step": calls_per_step, steps), and
 // its rows' cells in that order; where the log did not run, one row of cells saying why.

@@ -1,9 +1,11 @@
 // The experts' padded route (--expert-gemm padded): each expert's rows are copied into a block of
 // as many rows as the busiest expert has, padding rows zero, so that every step of the FFN is one
 // strided-batched GEMM over the experts (kernels/batched_gemm.h) -- on the GPU one cublasLtMatmul
-// with GeLU in the forward's epilogue (its input kept as the aux matrix, T_M) and GeLU's gradient
-// in the backward's. Zero padding rows add nothing to the weight gradients. What it costs under
-// skew is the padding: ExpertsContext::computed_rows() against total_rows().
+// with GeLU in the forward's epilogue (its input kept as the aux matrix, T_M); GeLU's gradient
+// follows the backward's GEMM as a kernel of ours (over a batch, cuBLASLt runs its DGELU epilogue
+// as a separate kernel of its own, the slower one: results/cuda/targets). Zero padding rows add
+// nothing to the weight gradients. What it costs under skew is the padding:
+// ExpertsContext::computed_rows() against total_rows().
 #include <algorithm>
 #include "kernels/batched_gemm.h"
 #include "kernels/gelu.h"
@@ -61,9 +63,9 @@ void Experts::backward_padded(const ExpertsContext& c, const void* dy, void* dx,
   const Buffer& act = c.a ? c.a : recomputed;
   Buffer dyp = pad(c, dy, h, s);
   Buffer dh = alloc_.allocate(rows * f * es_, MemTag::temporary, s);
-  // dH = (dY W2^T) * GeLU'(H), GeLU's gradient in the epilogue; dW2 (+)= A^T dY.
-  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, dyp.data(), w2_.data(), dh.data(), t), count_, Ph, hf, Pf,
-                                Epilogue::dgelu, c.h.data()));
+  // dH = (dY W2^T) * GeLU'(H), GeLU's gradient in place; dW2 (+)= A^T dY.
+  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, dyp.data(), w2_.data(), dh.data(), t), count_, Ph, hf, Pf));
+  gelu_backward(ex, c.h.data(), dh.data(), dh.data(), c.computed_rows() * f, t);
   batched_gemm(ex, strided_batch(dense_gemm(true, false, f, h, P, act.data(), dyp.data(), w2_grad_.data(), t, 1.f, beta),
                                 count_, Pf, Ph, hf));
   recomputed.release();
@@ -76,8 +78,9 @@ void Experts::backward_padded(const ExpertsContext& c, const void* dy, void* dx,
   if (keep_grad_h) *keep_grad_h = std::move(dh);
 }
 
-// The six batched GEMMs of forward + backward on the context's padded shapes, every operand and
-// output in scratch (inputs zeroed once, when the scratch is taken): the layer's state stays.
+// The six batched GEMMs of forward + backward on the context's padded shapes (GeLU's gradient, a
+// kernel apart, is not one of them), every operand and output in scratch (inputs zeroed once,
+// when the scratch is taken): the layer's state stays.
 void Experts::gemms_only_padded(const ExpertsContext& c, TrackingAllocator& scratch_alloc, const Stream& s) {
   const int h = cfg_.hidden, f = cfg_.ffn, P = c.padded, wide = std::max(h, f);
   const DType t = cfg_.dtype;
@@ -96,8 +99,7 @@ void Experts::gemms_only_padded(const ExpertsContext& c, TrackingAllocator& scra
   batched_gemm(ex, strided_batch(dense_gemm(false, false, P, f, h, in, w1_.data(), out, t), count_, Ph, hf, Pf,
                                 Epilogue::gelu_aux, aux));
   batched_gemm(ex, strided_batch(dense_gemm(false, false, P, h, f, in, w2_.data(), out, t), count_, Pf, hf, Ph));
-  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, in, w2_.data(), out, t), count_, Ph, hf, Pf,
-                                Epilogue::dgelu, aux));
+  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, in, w2_.data(), out, t), count_, Ph, hf, Pf));
   batched_gemm(ex, strided_batch(dense_gemm(true, false, f, h, P, in, in, g, t), count_, Pf, Ph, hf));
   batched_gemm(ex, strided_batch(dense_gemm(true, false, h, f, P, in, in, g, t), count_, Ph, Pf, hf));
   batched_gemm(ex, strided_batch(dense_gemm(false, true, P, h, f, in, w1_.data(), out, t), count_, Pf, hf, Ph));

@@ -36,20 +36,31 @@ TEST(GpuGemm, MatchesCpuInEveryDtypeTransposeAndMathMode) {
 TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
   MOEBENCH_REQUIRE_GPU(dev);
   TrackingAllocator alloc(dev.backend(), dev.default_stream());
-  const std::size_t n = 100003;  // not a multiple of the block size
+  const std::size_t n = 100003;  // not a multiple of the block size, nor of four
+  // offset 0: four values a load (then a tail of three); 1: arrays not aligned for it, one at a
+  // time. The backward also in place (dx = dy), as the padded experts run it.
+  for (std::size_t offset : {0, 1})
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
-    const auto x = random_rounded(n, t, 5, 2.f), dy = random_rounded(n, t, 6);
+    const auto x = random_rounded(n + offset, t, 5, 2.f), dy = random_rounded(n + offset, t, 6);
     std::vector<float> y(n), dx(n);
-    gelu_forward_cpu(x.data(), y.data(), n);
-    gelu_backward_cpu(x.data(), dy.data(), dx.data(), n);
-    Buffer dxv = upload(dev, alloc, x, t), ddy = upload(dev, alloc, dy, t);
-    Buffer dyv = upload(dev, alloc, std::vector<float>(n, NAN), t), ddx = upload(dev, alloc, std::vector<float>(n, NAN), t);
+    gelu_forward_cpu(x.data() + offset, y.data(), n);
+    gelu_backward_cpu(x.data() + offset, dy.data() + offset, dx.data(), n);
+    Buffer dxv = upload(dev, alloc, x, t), ddy = upload(dev, alloc, dy, t), in_place = upload(dev, alloc, dy, t);
+    Buffer dyv = upload(dev, alloc, std::vector<float>(n + offset, NAN), t);
+    Buffer ddx = upload(dev, alloc, std::vector<float>(n + offset, NAN), t);
+    const std::size_t skip = offset * dtype_size(t);
     const Exec ex = dev.exec(dev.default_stream());
-    gelu_forward(ex, dxv.data(), dyv.data(), n, t);
-    gelu_backward(ex, dxv.data(), ddy.data(), ddx.data(), n, t);
+    gelu_forward(ex, dxv.as<char>() + skip, dyv.as<char>() + skip, n, t);
+    gelu_backward(ex, dxv.as<char>() + skip, ddy.as<char>() + skip, ddx.as<char>() + skip, n, t);
+    gelu_backward(ex, dxv.as<char>() + skip, in_place.as<char>() + skip, in_place.as<char>() + skip, n, t);
+    const auto tail = [&](const Buffer& b) {
+      const auto all = download(dev, alloc, b, n + offset, t);
+      return std::vector<float>(all.begin() + offset, all.end());
+    };
     const double tol = 2 * dtype_epsilon(t) + 1e-6;
-    EXPECT_LT(rel_l2(download(dev, alloc, dyv, n, t), y), tol) << dtype_name(t);
-    EXPECT_LT(rel_l2(download(dev, alloc, ddx, n, t), dx), tol) << dtype_name(t);
+    EXPECT_LT(rel_l2(tail(dyv), y), tol) << dtype_name(t) << " offset " << offset;
+    EXPECT_LT(rel_l2(tail(ddx), dx), tol) << dtype_name(t) << " offset " << offset;
+    EXPECT_LT(rel_l2(tail(in_place), dx), tol) << dtype_name(t) << " offset " << offset << " in place";
   }
 }
 

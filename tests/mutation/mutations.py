@@ -306,6 +306,17 @@ MUTATIONS = [
         "tests": r"^PaddedExperts\.",
     },
     {
+        "id": "padded_dgelu_back_in_the_batched_epilogue",
+        "mechanism": "the padded backward puts GeLU's gradient back into the batched GEMM's epilogue, which cuBLASLt runs as a slower kernel apart",
+        "file": "moe/experts_padded.cpp",
+        "edits": [("  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, dyp.data(), w2_.data(), dh.data(), t), count_, Ph, hf, Pf));\n"
+                   "  gelu_backward(ex, c.h.data(), dh.data(), dh.data(), c.computed_rows() * f, t);\n",
+                   "  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, dyp.data(), w2_.data(), dh.data(), t), count_, Ph, hf, Pf,\n"
+                   "                                Epilogue::dgelu, c.h.data()));\n")],
+        "targets": [UNIT],
+        "tests": r"^PaddedExperts\.",
+    },
+    {
         "id": "blocked_attention_is_materialized",
         "mechanism": "blocked attention runs the materialized path: P [heads, seq, seq] kept for the backward",
         "file": "pipeline/attention.cpp",
@@ -633,6 +644,14 @@ MUTATIONS = [
         "edits": [("    c.moe.dtype = dtype;  // what the blocks build; the bench validates this config first\n", "")],
         "targets": [UNIT],
         "tests": r"^GptLayout\.",
+    },
+    {
+        "id": "kernel_log_skips_what_runs_before",
+        "mechanism": "the kernel log's runs skip what the timed loop does ahead of each iteration (the layer's zero_grad), so its tables time other GEMMs (accumulating weight gradients) than the timed ones",
+        "file": "harness/kernel_table.cpp",
+        "edits": [("    if (before) {\n      before();", "    if (false) {\n      before();")],
+        "targets": [UNIT],
+        "tests": r"^KernelTable\.",
     },
     {
         "id": "pool_poison_in_kernel_log",

@@ -89,6 +89,31 @@ TEST(KernelLog, OpsTheDefaultStreamRunsAtOnce) {
   EXPECT_TRUE(KernelLog::stop().empty());
 }
 
+// What a timed loop does untimed ahead of each iteration (zeroing gradients) runs ahead of each
+// logged run, with the log off: in no run's table, and every run after its own.
+TEST(KernelTable, WhatRunsBeforeEachRunIsNotLogged) {
+  Device dev = Device::open(Backend::cpu);
+  const Stream& s = dev.default_stream();
+  int before = 0, runs = 0;
+  const KernelLogRuns log = log_kernel_runs(
+      dev, 3,
+      [&](Breakdown& b) {
+        EXPECT_EQ(before, runs + 1) << "each run after its own before";
+        ++runs;
+        ScopedRange step("step", s, &b);
+        busy_op(dev.exec(s), "work", 0);
+      },
+      [&] {
+        ++before;
+        busy_op(dev.exec(s), "zero_grad", 0);
+      });
+  ASSERT_EQ(log.failure, "");
+  EXPECT_EQ(before, 3);
+  ASSERT_EQ(log.rows.size(), 1u);
+  EXPECT_EQ(log.rows[0].name, "work");
+  EXPECT_EQ(log.rows[0].calls, 1);
+}
+
 TEST(KernelLog, KernelNamesWithoutReturnTypeParametersOrAnonymousNamespaces) {
   EXPECT_EQ(readable_kernel_name("_ZN8moebench12_GLOBAL__N_16kernelIfEEviPKT_"), "moebench::kernel<float>");
   EXPECT_EQ(readable_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"),
