@@ -86,14 +86,18 @@ run_case() {
 }
 moe() { run_case "$1" experiments/moe/run.sh "${layer[@]}" "${@:2}"; }
 gpt() { run_case "$1" experiments/gpt/step.sh "${common[@]}" ${roofline[@]+"${roofline[@]}"} "${@:2}"; }
-# The fastest routes and the step first (on the first H200 lease: padded experts, cuDNN's
-# attention), so that a run cut short at --deadline has the headline targets.
+# The fastest routes and the step first (on the H200 leases: padded experts, cuDNN's attention),
+# so that a run cut short at --deadline has the headline targets; then what padding costs under
+# skew, which decides the default route.
 # segmented: our segment GEMMs with the counts on the device; its GPT case captures the MoE step.
 moe moe-top1-padded --expert-gemm padded
 gpt gpt-cudnn --attention cudnn
 moe moe-8x-top2-padded --experts 8 --top-k 2 --expert-gemm padded
 moe moe-top1-grouped --expert-gemm grouped
 moe moe-8x-top2-grouped --experts 8 --top-k 2 --expert-gemm grouped
+for pop in zipf:1.2 hot:0.25; do
+  for route in grouped padded; do moe "moe-top1-$route-${pop%%:*}" --expert-gemm "$route" --popularity "$pop"; done
+done
 gpt gpt-blocked --attention blocked
 moe moe-top1-segmented --expert-gemm segmented
 gpt gpt-moe-segmented --attention blocked --expert-gemm segmented
@@ -105,9 +109,6 @@ for route in streams serial; do
   moe "moe-8x-top2-$route" --experts 8 --top-k 2 --expert-gemm "$route"
 done
 gpt gpt-materialized --attention materialized
-for pop in zipf:1.2 hot:0.25; do
-  for route in grouped padded; do moe "moe-top1-$route-${pop%%:*}" --expert-gemm "$route" --popularity "$pop"; done
-done
 python3 scripts/gpu_targets.py "$targets"
 [ "$failed" = 0 ] || { echo "gpu_targets.sh: $failed case(s) failed; the verdicts above name them" >&2; exit 1; }
 [ "$late" = 0 ] || { echo "gpu_targets.sh: $late case(s) not started before the deadline; cases.tsv lists them" >&2; exit 1; }

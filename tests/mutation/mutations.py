@@ -616,7 +616,7 @@ MUTATIONS = [
         "mechanism": "the layer's logged iterations time no ranges, so its ops land under none of the layer's",
         "file": "bench/moe_layer.cpp",
         "edits": [("moe_.resolved_tokens, f.y.data(), s, &b);", "moe_.resolved_tokens, f.y.data(), s, nullptr);"),
-                  ("f.dx.data(), s, &b);\n    });", "f.dx.data(), s, nullptr);\n      (void)b;\n    });")],
+                  ("f.dx.data(), s, &b);\n        },", "f.dx.data(), s, nullptr);\n          (void)b;\n        },")],
         "targets": ["moebench_moe_layer"],
         "tests": r"^bench\.moe_layer\.kernels\.",
     },
