@@ -7,7 +7,7 @@
 #   moe-8x-top2-ROUTE the same widths with 8 experts top-2, each route
 #   moe-top1-ROUTE-P  grouped and padded under skewed popularity P (zipf:1.2, hot:0.25)
 #   gpt-ATTENTION     the GPT step, dense and MoE, with blocked and materialized attention (the
-#                     dense step replayed from a graph on cuda)
+#                     dense step replayed from a graph on cuda); gpt-cudnn-padded its MoE experts padded
 #   gpt-blocked-eager the same with blocked attention, every step enqueued op by op
 # every one with the device's profile (models/profile_this_machine.csv) for its roofline, the
 # most telling cases first. A case that fails is logged (RESULTS/targets/CASE.log), listed in
@@ -98,6 +98,7 @@ moe moe-8x-top2-grouped --experts 8 --top-k 2 --expert-gemm grouped
 for pop in zipf:1.2 hot:0.25; do
   for route in grouped padded; do moe "moe-top1-$route-${pop%%:*}" --expert-gemm "$route" --popularity "$pop"; done
 done
+gpt gpt-cudnn-padded --attention cudnn --expert-gemm padded
 gpt gpt-blocked --attention blocked
 moe moe-top1-segmented --expert-gemm segmented
 gpt gpt-moe-segmented --attention blocked --expert-gemm segmented
