@@ -20,7 +20,10 @@ rc=$?
 csv="$dir/targets/targets.csv"
 [ -f "$csv" ] || fail "no targets.csv"
 late=$(grep -c 'not run: out of time' "$csv")
-[ "$late" = 20 ] || fail "$late cases listed as out of time, not 20"
+cases=$(grep -c 'out of time$' "$dir/targets/cases.tsv")
+announced=$(grep -c '^== gpu_targets: .* not started: the deadline has passed' "$dir/log")
+[ "$cases" = "$announced" ] && [ "$cases" -ge 21 ] || fail "cases.tsv lists $cases cases out of time, the log $announced (21 at least)"
+[ "$late" = "$cases" ] || fail "$late cases listed as out of time in targets.csv, not the $cases of cases.tsv"
 ! grep -q ',met,\|,missed,' "$csv" || fail "a target was judged with no case run"
 [ "$(grep -c 'not run (no case of it ended well)' "$csv")" -ge 9 ] || fail "targets without a case are not 'not run'"
 ! ls -d "$dir"/targets/*/ >/dev/null 2>&1 || fail "a case wrote results after the deadline"
