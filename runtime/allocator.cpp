@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 #if MOEBENCH_WITH_CUDA
 #include <cuda_runtime.h>
@@ -31,11 +32,13 @@ std::string format_bytes(double b) {
   return buf;
 }
 
-// The order a stream's work runs in: its CUDA stream, or its CPU worker (nullptr: the calling
-// thread). Not Stream::id, a timeline track: every device's default stream is track 0, and a
-// block freed on one stream is reused at once only by work that runs after it.
-static const void* order_of(const Stream& s) {
-  return s.backend == Backend::cuda ? s.handle : static_cast<const void*>(s.queue);
+// The order a stream's work runs in: its id with its CUDA stream, or with its CPU worker
+// (nullptr: the calling thread). The id alone is a timeline track, and every device's default
+// stream is track 0; the handle alone could be a destroyed stream's, reused. A block freed on
+// one stream is reused at once only by work that runs after it.
+using StreamOrder = std::pair<int, const void*>;
+static StreamOrder order_of(const Stream& s) {
+  return {s.id, s.backend == Backend::cuda ? s.handle : static_cast<const void*>(s.queue)};
 }
 static bool same_order(const Stream& a, const Stream& b) { return a.backend == b.backend && order_of(a) == order_of(b); }
 
@@ -60,7 +63,7 @@ struct Pool {
   bool poison = false;
   std::mutex mutex;
   std::vector<std::unique_ptr<Block>> blocks;
-  std::map<const void*, std::multimap<std::size_t, Block*>> free_lists;  // order_of(stream) -> size -> block
+  std::map<StreamOrder, std::multimap<std::size_t, Block*>> free_lists;  // order_of(stream) -> size -> block
   std::vector<Block*> deferred;                                  // waiting for other streams' work
   std::uint64_t capturing = 0, next_graph = 1;                   // the graph whose capture is open (0: none)
   std::map<std::uint64_t, std::multimap<std::size_t, Block*>> graph_free;  // graph -> its free blocks
