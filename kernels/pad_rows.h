@@ -22,8 +22,12 @@ struct RowPadding {
 void pad_rows(const Exec& ex, const RowPadding& p, const void* packed, void* padded);
 // padded -> packed (padding rows dropped).
 void unpad_rows(const Exec& ex, const RowPadding& p, const void* padded, void* packed);
+// Zeroes the padding rows of a padded buffer whose expert rows were written there directly (a
+// dispatcher's row map into the blocks); nothing runs when no block has padding.
+void zero_padding_rows(const Exec& ex, const RowPadding& p, void* padded);
 
-void pad_rows_cpu(const RowPadding& p, const void* packed, void* padded, bool to_padded);
-void pad_rows_cuda(const RowPadding& p, const void* packed, void* padded, bool to_padded, void* stream);
+enum class PadMove { to_padded, to_packed, zero_padding };
+void pad_rows_cpu(const RowPadding& p, const void* packed, void* padded, PadMove move);
+void pad_rows_cuda(const RowPadding& p, const void* packed, void* padded, PadMove move, void* stream);
 
 }  // namespace moebench

@@ -14,27 +14,29 @@ struct ExpertChunk {
   int first_expert, count;
 };
 
-// One block per padded row of the chunk: a row of the expert's copies across, a padding row is
-// zeroed (to_padded) or skipped.
+// One block per padded row of the chunk: a row of the expert's copies across (to_padded,
+// to_packed), a padding row is zeroed (to_padded, zero_padding) or skipped.
 template <class Unit>
 __global__ void pad_rows_kernel(ExpertChunk chunk, int padded, size_t row_units, Unit* packed, Unit* padded_rows,
-                                bool to_padded) {
+                                PadMove move) {
   const long long r = blockIdx.x;
   const int e = int(r / padded), p = int(r % padded);
   const long long rows = chunk.first_row[e + 1] - chunk.first_row[e];
   Unit* block_row = padded_rows + (size_t(chunk.first_expert + e) * padded + p) * row_units;
+  if (p >= rows) {
+    if (move == PadMove::to_packed) return;
+    for (size_t i = threadIdx.x; i < row_units; i += blockDim.x) block_row[i] = Unit{};
+    return;
+  }
+  if (move == PadMove::zero_padding) return;
   Unit* packed_row = packed + size_t(chunk.first_row[e] + p) * row_units;
   for (size_t i = threadIdx.x; i < row_units; i += blockDim.x) {
-    if (p < rows) {
-      if (to_padded) block_row[i] = packed_row[i]; else packed_row[i] = block_row[i];
-    } else if (to_padded) {
-      block_row[i] = Unit{};
-    }
+    if (move == PadMove::to_padded) block_row[i] = packed_row[i]; else packed_row[i] = block_row[i];
   }
 }
 
 template <class Unit>
-static void launch(const RowPadding& p, void* packed, void* padded, bool to_padded, cudaStream_t s) {
+static void launch(const RowPadding& p, void* packed, void* padded, PadMove move, cudaStream_t s) {
   const std::size_t row_units = std::size_t(p.width) * dtype_size(p.dtype) / sizeof(Unit);
   const unsigned threads = unsigned(std::min<std::size_t>(256, std::max<std::size_t>(32, (row_units + 31) / 32 * 32)));
   for (int first = 0; first < p.experts(); first += kExpertsPerLaunch) {
@@ -45,22 +47,22 @@ static void launch(const RowPadding& p, void* packed, void* padded, bool to_padd
     const long long blocks = (long long)chunk.count * p.padded;
     if (blocks == 0) continue;
     pad_rows_kernel<Unit><<<unsigned(blocks), threads, 0, s>>>(chunk, p.padded, row_units, static_cast<Unit*>(packed),
-                                                               static_cast<Unit*>(padded), to_padded);
+                                                               static_cast<Unit*>(padded), move);
     MOEBENCH_CUDA_LAUNCH_CHECK();
   }
 }
 
-void pad_rows_cuda(const RowPadding& p, const void* packed, void* padded, bool to_padded, void* stream) {
+void pad_rows_cuda(const RowPadding& p, const void* packed, void* padded, PadMove move, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   const std::size_t row_bytes = std::size_t(p.width) * dtype_size(p.dtype);
-  const auto aligned = [&](std::size_t unit) {
+  const auto aligned = [&](std::size_t unit) {  // a null packed (zero_padding) is aligned
     return row_bytes % unit == 0 && reinterpret_cast<std::uintptr_t>(packed) % unit == 0 &&
            reinterpret_cast<std::uintptr_t>(padded) % unit == 0;
   };
   void* pk = const_cast<void*>(packed);
-  if (aligned(16)) return launch<uint4>(p, pk, padded, to_padded, s);
-  if (aligned(4)) return launch<std::uint32_t>(p, pk, padded, to_padded, s);
-  launch<std::uint16_t>(p, pk, padded, to_padded, s);
+  if (aligned(16)) return launch<uint4>(p, pk, padded, move, s);
+  if (aligned(4)) return launch<std::uint32_t>(p, pk, padded, move, s);
+  launch<std::uint16_t>(p, pk, padded, move, s);
 }
 
 }  // namespace moebench

@@ -35,6 +35,10 @@ struct DispatchState {
   // dispatch: the local experts' rows, expert-major [R, h], and how many per local expert
   Buffer rows;
   std::vector<int> rows_per_expert;
+  // ... or, where the dispatcher writes them straight into --expert-gemm padded's blocks, `rows`
+  // is [local experts, padded, h]: expert l's rows first in block l, its padding rows zero. The
+  // expert outputs and their gradient (d_expert_out) keep that layout.
+  int padded = 0;
   // ... or, where the counts stay on the device (--expert-gemm segmented), each local expert's
   // first row and the end ([local experts + 1], on the device), `rows` holding row_bound rows.
   Buffer expert_offset;

@@ -7,6 +7,7 @@
 //    tokens and route them identically; each computes its E / TP experts and the outputs are
 //    all-reduced over the group (the combine's exchange). Backward: each rank's input-gradient
 //    and gate-gradient shares are all-reduced; the aux-loss gradient is split evenly over the group.
+#include "kernels/pad_rows.h"
 #include "moe/dispatcher.h"
 #include "moe/dispatcher_rows.h"
 
@@ -45,11 +46,13 @@ class IndexSelectDispatcher final : public TokenDispatcher {
       st->row_bound = total;
     } else {
       std::vector<std::int32_t> base;
-      st->rows_per_expert = expert_major_bases(r, first_, count_, base);
+      st->rows_per_expert = padded() ? padded_expert_bases(r, first_, count_, base, &st->padded)
+                                     : expert_major_bases(r, first_, count_, base);
       st->mapping = build_row_mapping(env_.dev, env_.alloc, upload_, r, base, s);
-      for (int n : st->rows_per_expert) total += std::size_t(n);
+      total = row_count(*st);
     }
     st->rows = env_.alloc.allocate(std::max<std::size_t>(total, 1) * hidden_bytes(), MemTag::activations, s);
+    zero_padding(*st, st->rows, s);
     move_dispatch(env_.dev, env_.alloc, st->mapping, env_.cfg.hidden, env_.cfg.dtype, x, st->rows.data(), s);  // index_select
     st->end(s);
     return st;
@@ -62,9 +65,9 @@ class IndexSelectDispatcher final : public TokenDispatcher {
     auto re = std::make_unique<IndexSelectState>(env_.dev.backend());
     re->rows_per_expert = from.rows_per_expert;
     re->row_bound = from.row_bound;  // the offsets stay the first state's (it outlives this one)
-    std::size_t total = from.row_bound;
-    for (int n : re->rows_per_expert) total += std::size_t(n);
-    re->rows = env_.alloc.allocate(std::max<std::size_t>(total, 1) * hidden_bytes(), MemTag::activations, s);
+    re->padded = from.padded;
+    re->rows = env_.alloc.allocate(std::max<std::size_t>(row_count(*re), 1) * hidden_bytes(), MemTag::activations, s);
+    zero_padding(*re, re->rows, s);
     move_dispatch(env_.dev, env_.alloc, from.mapping, env_.cfg.hidden, env_.cfg.dtype, x, re->rows.data(), s);
     re->end(s);
     return re;
@@ -101,6 +104,7 @@ class IndexSelectDispatcher final : public TokenDispatcher {
     auto& st = state(base);
     st.begin(s);
     st.d_expert_out = env_.alloc.allocate(st.expert_out_bytes, MemTag::temporary, s);
+    zero_padding(st, st.d_expert_out, s);  // zero gradients: the padding adds nothing to dW1, dW2
     move_combine_backward(env_.dev, env_.alloc, st.mapping, env_.cfg.hidden, env_.cfg.dtype, dy, st.expert_out,
                           r.weight.as<float>(), st.d_expert_out.data(), dweight, false, s);
     st.end(s);
@@ -133,6 +137,21 @@ class IndexSelectDispatcher final : public TokenDispatcher {
  private:
   static IndexSelectState& state(DispatchState& s) { return static_cast<IndexSelectState&>(s); }
   bool segmented() const { return env_.cfg.expert_gemm == ExpertGemm::segmented; }
+  bool padded() const { return env_.cfg.expert_gemm == ExpertGemm::padded; }
+  // Rows of st's layout: its padded blocks, or its bound (segmented), or the rows themselves.
+  std::size_t row_count(const DispatchState& st) const {
+    if (st.padded) return std::size_t(count_) * std::size_t(st.padded);
+    std::size_t total = st.row_bound;
+    for (int n : st.rows_per_expert) total += std::size_t(n);
+    return total;
+  }
+  // The padding rows of `rows` in st's padded layout are zeroed (the map writes the others).
+  void zero_padding(const DispatchState& st, Buffer& rows, const Stream& s) {
+    if (!st.padded) return;
+    std::vector<std::size_t> offset(count_ + 1, 0);
+    for (int l = 0; l < count_; ++l) offset[l + 1] = offset[l] + std::size_t(st.rows_per_expert[l]);
+    zero_padding_rows(env_.dev.exec(s), RowPadding{offset, st.padded, env_.cfg.hidden, env_.cfg.dtype}, rows.data());
+  }
   std::size_t hidden_bytes() const { return std::size_t(env_.cfg.hidden) * dtype_size(env_.cfg.dtype); }
 
   DispatcherEnv env_;

@@ -1,4 +1,5 @@
 #include "moe/dispatcher_rows.h"
+#include <algorithm>
 #include "kernels/segment_offsets.h"
 
 namespace moebench {
@@ -16,6 +17,19 @@ std::vector<int> expert_major_bases(const Routing& r, int first, int count, std:
       rows[l] += r.kept[std::size_t(g) * E + e];
     }
   }
+  return rows;
+}
+
+std::vector<int> padded_expert_bases(const Routing& r, int first, int count, std::vector<std::int32_t>& base,
+                                     int* padded) {
+  const std::vector<int> rows = expert_major_bases(r, first, count, base);
+  const int P = rows.empty() ? 0 : *std::max_element(rows.begin(), rows.end());
+  const int G = r.groups(), E = r.shape.gate.experts;
+  for (int l = 0; l < count; ++l) {  // shift expert l from its packed start to its block's
+    const std::int32_t start = base[std::size_t(first + l)];  // group 0 comes first inside an expert
+    for (int g = 0; g < G; ++g) base[std::size_t(g) * E + first + l] += l * P - start;
+  }
+  *padded = P;
   return rows;
 }
 

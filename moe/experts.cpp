@@ -1,4 +1,6 @@
 #include "moe/experts.h"
+#include <algorithm>
+#include <string>
 #include "kernels/convert.h"
 #include "kernels/gelu.h"
 #include "moe/init.h"
@@ -60,7 +62,7 @@ static char* row_at(const void* base, std::size_t row, int width, std::size_t es
   return static_cast<char*>(const_cast<void*>(base)) + row * width * es;
 }
 
-ExpertsContext Experts::forward(const void* x, const std::vector<int>& rows, void* y, const Stream& s) {
+ExpertsContext Experts::forward(const void* x, const std::vector<int>& rows, void* y, const Stream& s, int padded) {
   const int h = cfg_.hidden, f = cfg_.ffn;
   const DType t = cfg_.dtype;
   ExpertsContext c;
@@ -70,7 +72,14 @@ ExpertsContext Experts::forward(const void* x, const std::vector<int>& rows, voi
   for (int e = 0; e < count_; ++e) c.offset[e + 1] = c.offset[e] + std::size_t(rows[e]);
   if (cfg_.expert_gemm == ExpertGemm::segmented)
     throw Error("Experts: --expert-gemm segmented reads its row counts on the device; this dispatcher gave host counts");
+  if (padded && cfg_.expert_gemm != ExpertGemm::padded)
+    throw Error(std::string("Experts: rows in padded blocks are for --expert-gemm padded, not ") +
+                expert_gemm_name(cfg_.expert_gemm));
+  if (padded && !rows.empty() && *std::max_element(rows.begin(), rows.end()) > padded)
+    throw Error("Experts: an expert has more rows than the " + std::to_string(padded) + " of its padded block");
   if (cfg_.expert_gemm == ExpertGemm::padded) {
+    c.padded = padded;
+    c.given_padded = padded > 0;
     forward_padded(c, y, s);
     return c;
   }

@@ -2,8 +2,8 @@
 // weight pair per expert. Rows arrive expert-major ([rows of expert 0][rows of expert 1]...)
 // and all experts run through one grouped GEMM call per step, one GEMM after another, one GEMM
 // per expert over side streams running at once (moe/expert_streams.cpp), or -- padded to the
-// busiest expert's rows -- one strided-batched GEMM per step with GeLU and its gradient in the
-// epilogues (moe/experts_padded.cpp), or -- row counts on the device only -- one segment GEMM per
+// busiest expert's rows -- one strided-batched GEMM per step with GeLU in the forward's epilogue
+// (moe/experts_padded.cpp; the rows padded here, or given so by the dispatcher), or -- row counts on the device only -- one segment GEMM per
 // step that reads each expert's rows from device offsets (moe/experts_segmented.cpp); cfg.expert_gemm picks. The module keeps weights and their gradients only: forward returns the
 // micro-batch's context (its rows, saved activations) that backward consumes, so several
 // micro-batches may be in flight. Backward adds into the weight gradients; the first backward
@@ -28,6 +28,7 @@ struct ExpertsContext {
   std::vector<std::size_t> offset;   // first row of each expert, and R at the end
   Buffer h, a;                       // pre-activation and activation [R, f]; a only if kept
   int padded = 0;                    // --expert-gemm padded: rows per expert block; h and a are [E, padded, f]
+  bool given_padded = false;         // ... and x, y, dy, dx too: the dispatcher wrote the blocks
   // --expert-gemm segmented: each expert's first row and the end, [count + 1] on the device; rows
   // and offset stay empty until Experts::read_rows. h and a hold `bound` rows.
   const std::int32_t* device_offset = nullptr;
@@ -43,8 +44,10 @@ class Experts {
   // Weights of global expert e come from the stream (seed, e): the same on any layout.
   void init(std::uint64_t seed, const Stream& s);
 
-  // x [R, h] -> y [R, h] with R = sum(rows).
-  ExpertsContext forward(const void* x, const std::vector<int>& rows, void* y, const Stream& s);
+  // x [R, h] -> y [R, h] with R = sum(rows). With `padded` (--expert-gemm padded only), x and y --
+  // and backward's dy and dx -- are in blocks of `padded` rows, at least the busiest expert's,
+  // padding rows of x and dy zero: expert l's rows first in block l (DispatchState::padded).
+  ExpertsContext forward(const void* x, const std::vector<int>& rows, void* y, const Stream& s, int padded = 0);
   // --expert-gemm segmented: the rows of expert l are [offset[l], offset[l + 1]) of x and y, offset
   // [count + 1] on the device (alive until backward), x and y holding `bound` rows. Nothing here
   // reads the counts on the host.
@@ -81,6 +84,8 @@ class Experts {
   void backward_padded(const ExpertsContext& c, const void* dy, void* dx, float beta, const Stream& s, Buffer* keep_grad_h);
   void gemms_only_padded(const ExpertsContext& c, TrackingAllocator& scratch_alloc, const Stream& s);
   Buffer pad(const ExpertsContext& c, const void* packed, int width, const Stream& s);  // [E, padded, width]
+  // The context's rows in the padded layout: x itself when given padded, else a padded copy in *copy.
+  const void* padded_x(const ExpertsContext& c, Buffer* copy, const Stream& s);
   // The segmented route (experts_segmented.cpp).
   void compute_middle_segmented(ExpertsContext& c, const Stream& s);
   void backward_segmented(const ExpertsContext& c, const void* dy, void* dx, float beta, const Stream& s, Buffer* keep_grad_h);

@@ -35,7 +35,7 @@ MoEContext MoELayer::forward(const void* x, int tokens, void* y, const Stream& s
     const DispatchState& d = *c.dispatch;
     c.experts = d.expert_offset ? experts_.forward(d.rows.data(), d.expert_offset.as<std::int32_t>(), d.row_bound,
                                                    c.expert_out.data(), s)
-                                : experts_.forward(d.rows.data(), d.rows_per_expert, c.expert_out.data(), s);
+                                : experts_.forward(d.rows.data(), d.rows_per_expert, c.expert_out.data(), s, d.padded);
   }
   {
     ScopedRange r("moe.combine", s, b);

@@ -234,7 +234,8 @@ PipelinedContext PipelinedMoELayer::forward(const void* x, int tokens, void* y, 
     p.expert_out = alloc_.allocate(std::max<std::size_t>(p.dispatch->rows.bytes(), 1), MemTag::activations, cs);
     {
       ScopedRange r("moe.expert", cs, b);
-      p.experts = experts_.forward(p.dispatch->rows.data(), p.dispatch->rows_per_expert, p.expert_out.data(), cs);
+      p.experts = experts_.forward(p.dispatch->rows.data(), p.dispatch->rows_per_expert, p.expert_out.data(), cs,
+                                   p.dispatch->padded);
     }
     if (offloads_middle(reuse)) offload(p.experts.h, p.host_middle, st, b);
     {

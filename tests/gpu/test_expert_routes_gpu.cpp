@@ -1,7 +1,8 @@
 // The padded expert route's GPU parts against their CPU references: cuBLASLt's strided-batched
 // GEMM with the GELU_AUX and DGELU epilogues (every dtype, the transposes the experts use, beta 0
 // and 1, an odd row count, k = 0) and the row padding (every copy width the kernel picks, empty
-// experts, an expert far above the mean). Skipped where there is no GPU.
+// experts, an expert far above the mean; blocks padded from packed rows or zero-padded in place).
+// Skipped where there is no GPU.
 #include <string>
 #include "gpu/gpu_test_util.h"
 #include "kernels/batched_gemm.h"
@@ -64,7 +65,7 @@ TEST(GpuPadRows, PaddedBlocksAndBackMatchCpuForEveryCopyWidth) {
     const RowPadding p{offset, 40, width, t};
     const auto packed = random_rounded(offset.back() * width, t, 51);
     std::vector<float> padded(std::size_t(5) * 40 * width, NAN);  // the reference, on fp32 host values
-    pad_rows_cpu(RowPadding{offset, 40, width, DType::f32}, packed.data(), padded.data(), true);
+    pad_rows_cpu(RowPadding{offset, 40, width, DType::f32}, packed.data(), padded.data(), PadMove::to_padded);
     Buffer dpacked = upload(dev, alloc, packed, t), dpadded = upload(dev, alloc, std::vector<float>(padded.size(), NAN), t);
     Buffer dback = upload(dev, alloc, std::vector<float>(packed.size(), NAN), t);
     const Exec ex = dev.exec(dev.default_stream());
@@ -72,6 +73,12 @@ TEST(GpuPadRows, PaddedBlocksAndBackMatchCpuForEveryCopyWidth) {
     unpad_rows(ex, p, dpadded.data(), dback.data());
     EXPECT_EQ(download(dev, alloc, dpadded, padded.size(), t), padded);
     EXPECT_EQ(download(dev, alloc, dback, packed.size(), t), packed);
+    // Blocks written in place (a dispatcher's map): the padding rows zeroed, the expert rows kept.
+    auto in_place = random_rounded(padded.size(), t, 52);
+    Buffer dplace = upload(dev, alloc, in_place, t);
+    zero_padding_rows(ex, p, dplace.data());
+    pad_rows_cpu(RowPadding{offset, 40, width, DType::f32}, nullptr, in_place.data(), PadMove::zero_padding);
+    EXPECT_EQ(download(dev, alloc, dplace, in_place.size(), t), in_place);
   }
 }
 

@@ -298,8 +298,8 @@ MUTATIONS = [
         "id": "padded_route_is_grouped",
         "mechanism": "--expert-gemm padded runs the grouped per-expert GEMMs and GeLU kernels",
         "file": "moe/experts.cpp",
-        "edits": [("  if (cfg_.expert_gemm == ExpertGemm::padded) {\n    forward_padded(c, y, s);",
-                   "  if (false) {\n    forward_padded(c, y, s);"),
+        "edits": [("  if (cfg_.expert_gemm == ExpertGemm::padded) {\n    c.padded = padded;",
+                   "  if (false) {\n    c.padded = padded;"),
                   ("  if (cfg_.expert_gemm == ExpertGemm::padded) return compute_middle_padded(c, s);", ""),
                   ("  if (cfg_.expert_gemm == ExpertGemm::padded) return backward_padded(c, dy, dx, beta, s, keep_grad_h);", "")],
         "targets": [UNIT],
@@ -309,12 +309,37 @@ MUTATIONS = [
         "id": "padded_dgelu_back_in_the_batched_epilogue",
         "mechanism": "the padded backward puts GeLU's gradient back into the batched GEMM's epilogue, which cuBLASLt runs as a slower kernel apart",
         "file": "moe/experts_padded.cpp",
-        "edits": [("  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, dyp.data(), w2_.data(), dh.data(), t), count_, Ph, hf, Pf));\n"
+        "edits": [("  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, dyp, w2_.data(), dh.data(), t), count_, Ph, hf, Pf));\n"
                    "  gelu_backward(ex, c.h.data(), dh.data(), dh.data(), c.computed_rows() * f, t);\n",
-                   "  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, dyp.data(), w2_.data(), dh.data(), t), count_, Ph, hf, Pf,\n"
+                   "  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, dyp, w2_.data(), dh.data(), t), count_, Ph, hf, Pf,\n"
                    "                                Epilogue::dgelu, c.h.data()));\n")],
         "targets": [UNIT],
         "tests": r"^PaddedExperts\.",
+    },
+    {
+        "id": "local_dispatch_packs_padded_rows",
+        "mechanism": "the local dispatcher packs the rows again: the padded experts pad and unpad every operand themselves",
+        "file": "moe/dispatcher_index_select.cpp",
+        "edits": [("  bool padded() const { return env_.cfg.expert_gemm == ExpertGemm::padded; }",
+                   "  bool padded() const { return false; }")],
+        "targets": [UNIT],
+        "tests": r"^PaddedExperts\.",
+    },
+    {
+        "id": "redispatch_packs_padded_rows",
+        "mechanism": "a redispatch (S2, S4) refills packed rows where the dispatch wrote padded blocks",
+        "file": "moe/dispatcher_index_select.cpp",
+        "edits": [("    re->padded = from.padded;\n", "")],
+        "targets": [UNIT],
+        "tests": r"^PaddedExperts\.ARedispatch",
+    },
+    {
+        "id": "output_gradient_padding_unzeroed",
+        "mechanism": "the gradient of the padded outputs keeps what its memory held in the padding rows",
+        "file": "moe/dispatcher_index_select.cpp",
+        "edits": [("    zero_padding(st, st.d_expert_out, s);", "")],
+        "targets": [UNIT],
+        "tests": r"^PaddedExperts\.EqualTheGroupedLayer",
     },
     {
         "id": "blocked_attention_is_materialized",

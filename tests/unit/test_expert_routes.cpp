@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -71,7 +72,7 @@ TEST(BatchedGemm, GeluEpiloguesPerEntryAndEmptyProducts) {
   EXPECT_THROW(batched_gemm(Exec{}, args), Error);
 }
 
-TEST(PadRows, BlocksOfTheBusiestExpertsRowsZeroPaddedAndBack) {
+TEST(PadRows, BlocksOfTheBusiestExpertsRowsZeroPaddedAndBackOrInPlace) {
   const int width = 3;
   const RowPadding p{{0, 2, 2, 5}, 3, width, DType::f32};  // experts of 2, 0 and 3 rows
   std::vector<float> packed(5 * width), padded(3 * 3 * width, NAN), back(5 * width, NAN);
@@ -84,6 +85,12 @@ TEST(PadRows, BlocksOfTheBusiestExpertsRowsZeroPaddedAndBack) {
     for (int j = 0; j < width; ++j) EXPECT_EQ(padded[r * width + j], 0.f) << "padding row " << r;
   unpad_rows(Exec{}, p, padded.data(), back.data());
   EXPECT_EQ(back, packed);
+  // Rows a dispatcher wrote into the blocks itself: only the padding rows become zero.
+  std::vector<float> in_place(padded.size(), NAN);
+  for (int r : {0, 1, 6, 7, 8}) std::fill_n(in_place.begin() + r * width, width, float(r));
+  zero_padding_rows(Exec{}, p, in_place.data());
+  for (int r = 0; r < 9; ++r)
+    for (int j = 0; j < width; ++j) EXPECT_EQ(in_place[r * width + j], r >= 2 && r <= 5 ? 0.f : float(r)) << r;
   const RowPadding too_short{{0, 2, 2, 5}, 2, width, DType::f32};
   EXPECT_THROW(pad_rows(Exec{}, too_short, packed.data(), padded.data()), Error);
 }
@@ -104,6 +111,7 @@ TEST(PaddedExperts, EqualTheGroupedLayerWithEmptyAndHotExperts) {
     SCOPED_TRACE(cs.name);
     CpuLayer grouped(route_config(ExpertGemm::grouped, cs.experts, cs.k, cs.keep), local);
     CpuLayer padded(route_config(ExpertGemm::padded, cs.experts, cs.k, cs.keep), local);
+    padded.alloc.set_poison(true);  // padding rows left unzeroed would be NaN
     expect_same_step(padded, grouped, cs.tokens, cs.hot);
     const ExpertsContext& ec = padded.ctx->experts;
     const int busiest = *std::max_element(ec.rows.begin(), ec.rows.end());
@@ -136,6 +144,102 @@ TEST(PaddedExperts, OneBatchedGemmPerStepWithGeluInTheForwardsEpilogue) {
   const std::vector<std::string> want = {"\"gelu_aux\"", "\"none\"", "\"none\"", "gelu_backward",
                                          "\"none\"",     "\"none\"", "\"none\""};
   EXPECT_EQ(steps, want);
+}
+
+// The local dispatcher writes the rows straight into the blocks and the combine reads them there:
+// nothing is padded or unpadded in the step, the padding rows of the rows and of their gradient
+// are zeroed in place (one op each), and the blocks are all the dispatched rows there are.
+TEST(PaddedExperts, TheLocalDispatcherFillsTheBlocksItself) {
+  const int E = 4, T = 24;
+  CpuLayer L(route_config(ExpertGemm::padded, E, 1), local);
+  int busiest = 0;
+  std::map<std::string, int> ops;
+  for (const TimelineEntry& e : recorded_hot_step(L, T, 1, &busiest))
+    if (!e.range) ++ops[e.name];
+  EXPECT_EQ(ops["pad_rows"], 0);
+  EXPECT_EQ(ops["unpad_rows"], 0);
+  EXPECT_EQ(ops["zero_padding_rows"], 2) << "the dispatched rows, the gradient of the outputs";
+  EXPECT_EQ(ops["dispatch_rows"], 1);
+  L.forward(tokens(T, L.cfg().hidden, 3));
+  const DispatchState& d = *L.ctx->dispatch;
+  EXPECT_EQ(d.padded, L.ctx->experts.padded);
+  EXPECT_TRUE(L.ctx->experts.given_padded);
+  EXPECT_EQ(d.rows.bytes(), std::size_t(E) * d.padded * L.cfg().hidden * sizeof(float));
+}
+
+// MPMoE's S2 / S4 restore dropped rows by dispatching again: the same blocks, padding included.
+TEST(PaddedExperts, ARedispatchRefillsTheSameBlocks) {
+  const int E = 4, T = 24;
+  CpuLayer L(route_config(ExpertGemm::padded, E, 2), local);
+  L.alloc.set_poison(true);
+  auto x = tokens(T, L.cfg().hidden, 3);
+  make_hot(L, x, T, 1);
+  L.forward(x);
+  const Stream& s = L.dev.default_stream();
+  const DispatchState& d = *L.ctx->dispatch;
+  const auto re = L.layer->dispatcher().redispatch(d, x.data(), s);
+  s.synchronize();
+  EXPECT_EQ(re->padded, d.padded);
+  ASSERT_EQ(re->rows.bytes(), d.rows.bytes());
+  EXPECT_EQ(0, std::memcmp(re->rows.data(), d.rows.data(), d.rows.bytes()));
+}
+
+// The experts take rows packed (as the expert-parallel exchanges deliver them: padded and unpadded
+// here) or already in their blocks, and compute the same.
+TEST(PaddedExperts, TakeRowsPackedOrInTheirBlocks) {
+  const int E = 4, h = 16, f = 24, P = 7;
+  const MoEConfig cfg = route_config(ExpertGemm::padded, E, 1);
+  Device dev = Device::open(Backend::cpu);
+  TrackingAllocator alloc(Backend::cpu);
+  alloc.set_poison(true);
+  const Stream& s = dev.default_stream();
+  const std::vector<int> rows = {3, 0, 7, 1};
+  const std::vector<std::size_t> offset = {0, 3, 3, 10, 11};
+  const RowPadding pad{offset, P, h, DType::f32};
+  const auto x = tokens(11, h, 5), dy = tokens(11, h, 6);
+  struct Run {
+    std::vector<float> y, dx, g1, g2;
+  };
+  const auto run = [&](bool blocks) {
+    Experts ex(cfg, dev, alloc, 0, E);
+    ex.init(7, s);
+    const std::size_t n = blocks ? std::size_t(E) * P : 11;
+    std::vector<float> xin(n * h, NAN), din(n * h, NAN), y(n * h, NAN), dx(n * h, NAN);
+    if (blocks) {
+      pad_rows(Exec{}, pad, x.data(), xin.data());
+      pad_rows(Exec{}, pad, dy.data(), din.data());
+    } else {
+      xin = x, din = dy;
+    }
+    ex.zero_grad(s);
+    ExpertsContext c = ex.forward(xin.data(), rows, y.data(), s, blocks ? P : 0);
+    ex.backward(c, din.data(), dx.data(), s);
+    s.synchronize();
+    EXPECT_EQ(c.padded, blocks ? P : 7);
+    Run r{y, dx, {}, {}};
+    if (blocks) {
+      r.y.resize(11 * h), r.dx.resize(11 * h);
+      unpad_rows(Exec{}, pad, y.data(), r.y.data());
+      unpad_rows(Exec{}, pad, dx.data(), r.dx.data());
+    }
+    const float* g1 = ex.w1_grad().as<float>();
+    const float* g2 = ex.w2_grad().as<float>();
+    r.g1.assign(g1, g1 + std::size_t(E) * h * f);
+    r.g2.assign(g2, g2 + std::size_t(E) * h * f);
+    return r;
+  };
+  const Run packed = run(false), blocks = run(true);
+  EXPECT_LT(rel_diff(blocks.y.data(), packed.y.data(), packed.y.size()), 1e-6);
+  EXPECT_LT(rel_diff(blocks.dx.data(), packed.dx.data(), packed.dx.size()), 1e-6);
+  EXPECT_LT(rel_diff(blocks.g1.data(), packed.g1.data(), packed.g1.size()), 1e-6);
+  EXPECT_LT(rel_diff(blocks.g2.data(), packed.g2.data(), packed.g2.size()), 1e-6);
+  // Blocks lower than the busiest expert, or blocks for another route: refused.
+  Experts ex(cfg, dev, alloc, 0, E);
+  std::vector<float> buf(std::size_t(E) * P * h, 0.f), y(buf.size());
+  EXPECT_THROW(ex.forward(buf.data(), rows, y.data(), s, 6), Error);
+  const MoEConfig grouped = route_config(ExpertGemm::grouped, E, 1);
+  Experts gx(grouped, dev, alloc, 0, E);
+  EXPECT_THROW(gx.forward(buf.data(), rows, y.data(), s, P), Error);
 }
 
 TEST(PaddedExperts, TheGpuNeedsAnFfnWidthInMultiplesOfEight) {
