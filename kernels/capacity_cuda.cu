@@ -19,13 +19,27 @@ struct Sequence {
   }
 };
 
-// (1) counts[gr, z, tile, key]: how many assignments of the tile go to each expert.
+// (1) counts[gr, z, tile, key]: how many assignments of the tile go to each expert, counted in
+// shared memory a chunk of keys at a time, every entry of the tile's row written (the workspace
+// needs no clearing before).
+constexpr int kHistogramKeys = 2048;  // keys per chunk: 8 KiB of shared memory
 __global__ void tile_histogram_kernel(Sequence sq, const int* expert, int* counts) {
+  __shared__ int chunk[kHistogramKeys];
   const int tile = blockIdx.x, z = blockIdx.y, gr = blockIdx.z, F = sq.g.experts / sq.g.prototypes;
   int* row = sq.tile_row(counts, gr, z, tile);
-  const long end = min(sq.length(), long(tile + 1) * sq.tile);
-  for (long q = long(tile) * sq.tile + threadIdx.x; q < end; q += blockDim.x)
-    atomicAdd(&row[expert[sq.slot(gr, z, q)] - z * F], 1);  // integer counts: order-free, exact
+  const long begin = long(tile) * sq.tile, end = min(sq.length(), begin + sq.tile);
+  for (int first = 0; first < F; first += kHistogramKeys) {
+    const int keys = min(kHistogramKeys, F - first);
+    for (int k = threadIdx.x; k < keys; k += blockDim.x) chunk[k] = 0;
+    __syncthreads();
+    for (long q = begin + threadIdx.x; q < end; q += blockDim.x) {
+      const int key = expert[sq.slot(gr, z, q)] - z * F - first;
+      if (key >= 0 && key < keys) atomicAdd(&chunk[key], 1);  // integer counts: order-free, exact
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < keys; k += blockDim.x) row[first + k] = chunk[k];
+    __syncthreads();  // the chunk is read before the next one clears it
+  }
 }
 
 // (2) One warp per (group, expert): exclusive scan of its counts over the tiles, in place, 32
@@ -98,7 +112,6 @@ void assign_positions_cuda(const CapacityShape& c, const std::int32_t* expert, s
   if (need > workspace_bytes)
     throw Error("assign_positions: workspace of " + std::to_string(workspace_bytes) + " bytes, needs " + std::to_string(need));
   int* counts = static_cast<int*>(workspace);
-  if (need) MOEBENCH_CUDA_CHECK(cudaMemsetAsync(counts, 0, need, s));
   if (sq.tiles > 0) {
     tile_histogram_kernel<<<dim3(sq.tiles, g.prototypes, c.groups), std::min(tile, 256), 0, s>>>(sq, expert, counts);
     MOEBENCH_CUDA_LAUNCH_CHECK();

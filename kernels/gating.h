@@ -26,6 +26,13 @@ void softmax_topk_cuda(const GateShape& g, const float* logits, float* probs, st
                        void* stream);
 void softmax_topk(const Exec& ex, const GateShape& g, const float* logits, float* probs, std::int32_t* expert,
                   float* weight);
+// The same from the three fp32 slices [T, 3E] of the gate's GEMM over the weight's bf16 parts
+// (kernels/bf16_split.h): logits = (s0 + s1) + s2, summed as sum_split3 sums them and written to
+// `logits` on the way -- one kernel where sum_split3 and softmax_topk were two.
+void softmax_topk_from_slices_cuda(const GateShape& g, const float* slices, float* logits, float* probs,
+                                   std::int32_t* expert, float* weight, void* stream);
+void softmax_topk_from_slices(const Exec& ex, const GateShape& g, const float* slices, float* logits, float* probs,
+                              std::int32_t* expert, float* weight);
 
 // Shared memory of the CUDA top-k kernel: one float per expert of a prototype, beside the
 // kernel's static scratch. Past the default 48 KiB per block it must opt in, up to the device's

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <vector>
+#include "kernels/bf16_split.h"
 #include "kernels/gating.h"
 
 namespace moebench {
@@ -69,6 +70,15 @@ void softmax_topk(const Exec& ex, const GateShape& g, const float* logits, float
   if (ex.backend == Backend::cuda) return softmax_topk_cuda(g, logits, probs, expert, weight, ex.stream);
   run_host(ex, "softmax_topk", [=] { softmax_topk_cpu(g, logits, probs, expert, weight); });
 }
+void softmax_topk_from_slices(const Exec& ex, const GateShape& g, const float* slices, float* logits, float* probs,
+                              std::int32_t* expert, float* weight) {
+  if (ex.backend == Backend::cuda)
+    return softmax_topk_from_slices_cuda(g, slices, logits, probs, expert, weight, ex.stream);
+  run_host(ex, "softmax_topk_from_slices", [=] {
+    sum_split3_cpu(slices, std::size_t(g.tokens), g.experts, logits);
+    softmax_topk_cpu(g, logits, probs, expert, weight);
+  });
+}
 void softmax_backward(const Exec& ex, const GateShape& g, const float* probs, const float* dprobs, float* dlogits) {
   if (ex.backend == Backend::cuda) return softmax_backward_cuda(g, probs, dprobs, dlogits, ex.stream);
   run_host(ex, "softmax_backward", [=] { softmax_backward_cpu(g, probs, dprobs, dlogits); });
@@ -81,6 +91,9 @@ void scatter_slot_grads(const Exec& ex, const GateShape& g, const std::int32_t* 
 
 #if !MOEBENCH_WITH_CUDA
 void softmax_topk_cuda(const GateShape&, const float*, float*, std::int32_t*, float*, void*) { cuda_not_built("softmax_topk"); }
+void softmax_topk_from_slices_cuda(const GateShape&, const float*, float*, float*, std::int32_t*, float*, void*) {
+  cuda_not_built("softmax_topk_from_slices");
+}
 void softmax_backward_cuda(const GateShape&, const float*, const float*, float*, void*) { cuda_not_built("softmax_backward"); }
 void scatter_slot_grads_cuda(const GateShape&, const std::int32_t*, const float*, float*, void*) { cuda_not_built("scatter_slot_grads"); }
 #endif

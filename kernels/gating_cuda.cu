@@ -7,15 +7,27 @@ namespace moebench {
 constexpr int kGateThreads = 128;
 
 // One block per (token, prototype): softmax over its F experts in shared memory, then k
-// rounds of block arg-max, each removing the winner.
-__global__ void softmax_topk_kernel(GateShape g, const float* logits, float* probs, int* expert, float* weight) {
+// rounds of block arg-max, each removing the winner. With `slices` the logits are summed from
+// them first (as sum_split3 sums) and written out; else they are read.
+__global__ void softmax_topk_kernel(GateShape g, const float* slices, float* logits, float* probs, int* expert,
+                                    float* weight) {
   extern __shared__ float row[];
   __shared__ float scratch[32];
   __shared__ int iscratch[32];
   const int t = blockIdx.x, z = blockIdx.y, F = g.experts / g.prototypes;
   const size_t o = size_t(t) * g.experts + size_t(z) * F;
+  const float* slice = slices ? slices + size_t(t) * 3 * g.experts + size_t(z) * F : nullptr;
   float mx = -FLT_MAX;
-  for (int f = threadIdx.x; f < F; f += blockDim.x) mx = fmaxf(mx, row[f] = logits[o + f]);
+  for (int f = threadIdx.x; f < F; f += blockDim.x) {
+    float v;
+    if (slice) {
+      v = (slice[f] + slice[g.experts + f]) + slice[2 * g.experts + f];
+      logits[o + f] = v;
+    } else {
+      v = logits[o + f];
+    }
+    mx = fmaxf(mx, row[f] = v);
+  }
   mx = cuda::block_reduce<true>(mx, scratch);
   float sum = 0.f;
   for (int f = threadIdx.x; f < F; f += blockDim.x) sum += (row[f] = expf(row[f] - mx));
@@ -55,8 +67,8 @@ __global__ void scatter_slot_grads_kernel(GateShape g, const int* expert, const 
   for (int s = 0; s < S; ++s) dprobs[size_t(t) * g.experts + expert[size_t(t) * S + s]] += dweight[size_t(t) * S + s];
 }
 
-void softmax_topk_cuda(const GateShape& g, const float* logits, float* probs, std::int32_t* expert, float* weight,
-                       void* stream) {
+static void launch_softmax_topk(const GateShape& g, const float* slices, float* logits, float* probs,
+                                std::int32_t* expert, float* weight, void* stream) {
   if (g.tokens == 0) return;
   int device = 0, opt_in_limit = 0;
   MOEBENCH_CUDA_CHECK(cudaGetDevice(&device));
@@ -69,8 +81,18 @@ void softmax_topk_cuda(const GateShape& g, const float* logits, float* probs, st
     MOEBENCH_CUDA_CHECK(cudaFuncSetAttribute(softmax_topk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              int(m.dynamic_bytes)));
   softmax_topk_kernel<<<dim3(g.tokens, g.prototypes), kGateThreads, m.dynamic_bytes, static_cast<cudaStream_t>(stream)>>>(
-      g, logits, probs, expert, weight);
+      g, slices, logits, probs, expert, weight);
   MOEBENCH_CUDA_LAUNCH_CHECK();
+}
+
+void softmax_topk_cuda(const GateShape& g, const float* logits, float* probs, std::int32_t* expert, float* weight,
+                       void* stream) {
+  launch_softmax_topk(g, nullptr, const_cast<float*>(logits), probs, expert, weight, stream);  // logits only read
+}
+
+void softmax_topk_from_slices_cuda(const GateShape& g, const float* slices, float* logits, float* probs,
+                                   std::int32_t* expert, float* weight, void* stream) {
+  launch_softmax_topk(g, slices, logits, probs, expert, weight, stream);
 }
 
 void softmax_backward_cuda(const GateShape& g, const float* probs, const float* dprobs, float* dlogits, void* stream) {

@@ -78,8 +78,10 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s, bo
   const std::size_t host_words = (cfg_.aux_loss ? 4 : 2) * ge;
   r.host_read_dev = alloc_.allocate(host_words * 4, MemTag::buffers, s);
 
+  Buffer slices;
   if (cfg_.dtype == DType::bf16) {
-    logits_from_bf16(x, tokens, r.logits.as<float>(), s);
+    slices = logit_slices_bf16(x, tokens, s);
+    if (cfg_.gate == GateImpl::paper) sum_split3(ex, slices.as<float>(), tokens, cfg_.experts, r.logits.as<float>());
   } else {
     const float* x32 = static_cast<const float*>(x);
     if (cfg_.dtype != DType::f32) {
@@ -92,7 +94,8 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s, bo
   if (cfg_.gate == GateImpl::paper)
     route_looped(r, s);
   else
-    route_fused(r, s);
+    route_fused(r, slices ? slices.as<float>() : nullptr, s);
+  slices.release();
   float* density = r.density_dev();  // the aux statistics after the counts
   if (cfg_.aux_loss) aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
   if (read) read_counts(r, s);
@@ -100,8 +103,8 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s, bo
 }
 
 // bf16 tokens against the fp32 weight's three bf16 parts, side by side: one tensor-core GEMM
-// with fp32 sums, its three slices summed (kernels/bf16_split.h). Nothing is widened.
-void Gate::logits_from_bf16(const void* x, int tokens, float* logits, const Stream& s) {
+// with fp32 sums, whose three slices sum to the logits (kernels/bf16_split.h). Nothing is widened.
+Buffer Gate::logit_slices_bf16(const void* x, int tokens, const Stream& s) {
   const int H = cfg_.hidden, E = cfg_.experts;
   const Exec ex = dev_.exec(s);
   Buffer parts = alloc_.allocate(std::size_t(H) * 3 * E * 2, MemTag::temporary, s);
@@ -110,7 +113,7 @@ void Gate::logits_from_bf16(const void* x, int tokens, float* logits, const Stre
   GemmArgs g = dense_gemm(false, false, tokens, 3 * E, H, x, parts.data(), slices.data(), DType::bf16);
   g.c_dtype = DType::f32;
   gemm(ex, g);
-  sum_split3(ex, slices.as<float>(), tokens, E, logits);
+  return slices;
 }
 
 // The backward of logits_from_bf16: dlogits in bf16 parts [hi | lo | lo2 | hi]. The weight's
@@ -159,10 +162,14 @@ void Gate::read_counts(Routing& r, const Stream& s) {
   }
 }
 
-void Gate::route_fused(Routing& r, const Stream& s) {
+void Gate::route_fused(Routing& r, const float* slices, const Stream& s) {
   const Exec ex = fp32_exec(s);
-  softmax_topk(ex, r.shape.gate, r.logits.as<float>(), r.probs.as<float>(), r.expert.as<std::int32_t>(),
-               r.weight.as<float>());
+  if (slices)
+    softmax_topk_from_slices(ex, r.shape.gate, slices, r.logits.as<float>(), r.probs.as<float>(),
+                             r.expert.as<std::int32_t>(), r.weight.as<float>());
+  else
+    softmax_topk(ex, r.shape.gate, r.logits.as<float>(), r.probs.as<float>(), r.expert.as<std::int32_t>(),
+                 r.weight.as<float>());
   Buffer workspace = alloc_.allocate(assign_positions_workspace_bytes(ex, r.shape), MemTag::temporary, s);
   assign_positions(ex, r.shape, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(),
                    r.routed_dev(), r.kept_dev(), workspace.data(), workspace.bytes());

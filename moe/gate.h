@@ -82,11 +82,14 @@ class Gate {
  private:
   Exec fp32_exec(const Stream& s) const;  // the device's exec without tensor cores
   // logits -> probs, expert, weight, position, routed / kept counts: fused or looped (paper).
-  void route_fused(Routing& r, const Stream& s);
+  // The fused route takes the bf16 GEMM's unsummed slices where there are some (and sums them
+  // into the logits in its first kernel).
+  void route_fused(Routing& r, const float* slices, const Stream& s);
   void route_looped(Routing& r, const Stream& s);
-  // bf16 tokens: the logits, and the backward's weight and input gradients, from bf16 parts of
-  // fp32 values (kernels/bf16_split.h) on the tensor cores, to fp32 accuracy.
-  void logits_from_bf16(const void* x, int tokens, float* logits, const Stream& s);
+  // bf16 tokens: the logits' three slices [T, 3E] (summed, they are the logits), and the
+  // backward's weight and input gradients, from bf16 parts of fp32 values (kernels/bf16_split.h)
+  // on the tensor cores, to fp32 accuracy.
+  Buffer logit_slices_bf16(const void* x, int tokens, const Stream& s);
   void backward_bf16(const void* x, int tokens, const float* dlogits, void* dx, float* grad_out, const Stream& s);
   const MoEConfig& cfg_;
   Device& dev_;

@@ -10,6 +10,7 @@
 #include "kernels/aux_loss.h"
 #include "kernels/axpy.h"
 #include "kernels/capacity.h"
+#include "kernels/bf16_split.h"
 #include "kernels/gating.h"
 #include "kernels/grouped_gemm.h"
 #include "kernels/permute.h"
@@ -63,6 +64,30 @@ TEST(GpuGating, SoftmaxTopkMatchesCpu) {
     Buffer ddw = to_device(dev, alloc, dweight);
     scatter_slot_grads(dev.exec(dev.default_stream()), g, de.as<std::int32_t>(), ddw.as<float>(), ddp.as<float>());
     EXPECT_LT(rel_l2(to_host<float>(dev, ddp, te), acc), 1e-6);
+  }
+}
+
+// From the three slices of the bf16 gate's GEMM: the logits summed bit for bit as sum_split3
+// sums them, the same experts and probabilities as the CPU's sum then softmax, in one kernel.
+TEST(GpuGating, SoftmaxTopkFromSlicesMatchesTheSumThenSoftmax) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
+  for (GateShape g : {GateShape{64, 64, 1, 1}, GateShape{37, 64, 4, 2}, GateShape{8, 4096, 1, 16}}) {
+    const std::size_t te = std::size_t(g.tokens) * g.experts, ts = std::size_t(g.tokens) * g.slots();
+    const auto slices = random_rounded(3 * te, DType::f32, 6, 2.f);
+    std::vector<float> logits(te), probs(te), weight(ts);
+    std::vector<std::int32_t> expert(ts);
+    sum_split3_cpu(slices.data(), std::size_t(g.tokens), g.experts, logits.data());
+    softmax_topk_cpu(g, logits.data(), probs.data(), expert.data(), weight.data());
+    Buffer dsl = to_device(dev, alloc, slices), dl = to_device(dev, alloc, std::vector<float>(te, NAN)),
+           dp = alloc.allocate(te * 4, MemTag::temporary), de = alloc.allocate(ts * 4, MemTag::temporary),
+           dw = alloc.allocate(ts * 4, MemTag::temporary);
+    softmax_topk_from_slices(dev.exec(dev.default_stream()), g, dsl.as<float>(), dl.as<float>(), dp.as<float>(),
+                             de.as<std::int32_t>(), dw.as<float>());
+    EXPECT_EQ(to_host<float>(dev, dl, te), logits) << "E=" << g.experts << " Z=" << g.prototypes;
+    EXPECT_LT(rel_l2(to_host<float>(dev, dp, te), probs), 1e-5);
+    EXPECT_EQ(to_host<std::int32_t>(dev, de, ts), expert) << "E=" << g.experts << " Z=" << g.prototypes << " k=" << g.k;
+    EXPECT_LT(rel_l2(to_host<float>(dev, dw, ts), weight), 1e-5);
   }
 }
 

@@ -326,6 +326,16 @@ MUTATIONS = [
         "tests": r"^PaddedExperts\.",
     },
     {
+        "id": "bf16_gate_sums_its_slices_apart",
+        "mechanism": "the bf16 gate sums its GEMM's slices in a pass of their own before the top-k kernel reads them",
+        "file": "moe/gate.cpp",
+        "edits": [("    route_fused(r, slices ? slices.as<float>() : nullptr, s);",
+                   "  {\n    if (slices) sum_split3(ex, slices.as<float>(), tokens, cfg_.experts, r.logits.as<float>());\n"
+                   "    route_fused(r, nullptr, s);\n  }")],
+        "targets": [UNIT],
+        "tests": r"^Bf16Split\.",
+    },
+    {
         "id": "redispatch_packs_padded_rows",
         "mechanism": "a redispatch (S2, S4) refills packed rows where the dispatch wrote padded blocks",
         "file": "moe/dispatcher_index_select.cpp",
@@ -725,7 +735,7 @@ MUTATIONS = [
         "id": "bf16_gate_widens_tokens",
         "mechanism": "the bf16 gate widens its tokens to fp32 and runs an fp32 GEMM again",
         "file": "moe/gate.cpp",
-        "edits": [("  if (cfg_.dtype == DType::bf16) {\n    logits_from_bf16(", "  if (false) {\n    logits_from_bf16(")],
+        "edits": [("  if (cfg_.dtype == DType::bf16) {\n    slices = logit_slices_bf16(", "  if (false) {\n    slices = logit_slices_bf16(")],
         "targets": [UNIT],
         "tests": r"^Bf16Split\.TheBf16Gate",
     },

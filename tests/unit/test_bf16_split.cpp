@@ -4,11 +4,14 @@
 // agree with the fp32 gate's on the same tokens, without a widened copy of the tokens.
 #include <gtest/gtest.h>
 #include <cmath>
+#include <map>
+#include <string>
 #include <random>
 #include "kernels/bf16_split.h"
 #include "kernels/convert.h"
 #include "kernels/gemm.h"
 #include "moe_test_util.h"
+#include "timeline_util.h"
 
 namespace moebench {
 using namespace testing_util;
@@ -117,6 +120,43 @@ TEST(Bf16Split, TheBf16GateMatchesTheFp32GateOnTheSameTokens) {
   std::size_t tipped = 0;
   for (std::size_t i = 0; i < dx16.size(); ++i) tipped += dx16[i] != to_bits16(DType::bf16, dx32[i]);
   EXPECT_LE(tipped, dx16.size() / 50) << "of " << dx16.size();
+}
+
+// The bf16 gate's routing starts from the GEMM's slices: one kernel sums them into the logits and
+// routes (no sum_split3 pass of its own), and the logits it leaves are the slices' sum.
+TEST(Bf16Split, TheBf16GateSumsItsSlicesInsideTheTopK) {
+  MoEConfig c;
+  c.hidden = 64; c.ffn = 32; c.experts = 16; c.top_k = 2; c.dtype = DType::bf16;
+  const int T = 40;
+  Device dev = Device::open(Backend::cpu);
+  TrackingAllocator alloc{Backend::cpu};
+  Gate gate(c, dev, alloc);
+  const Stream s = dev.create_stream("gate");  // queued: its ops are on the timeline
+  gate.init(5, s);
+  std::vector<float> x = tokens(T, c.hidden, 6);
+  const auto x16 = bits16(DType::bf16, x);
+  std::map<std::string, int> ops;
+  Routing r;
+  {
+    RecordedTimeline timeline;
+    r = gate.forward(x16.data(), T, 1, s);
+    s.synchronize();
+    for (const TimelineEntry& e : timeline.entries())
+      if (!e.range) ++ops[e.name];
+  }
+  EXPECT_EQ(ops["softmax_topk_from_slices"], 1);
+  EXPECT_EQ(ops["sum_split3"], 0);
+  EXPECT_EQ(ops["softmax_topk"], 0);
+  // The logits it wrote: the product over the weight's three parts, summed.
+  const std::size_t te = std::size_t(T) * c.experts;
+  std::vector<std::uint16_t> parts(std::size_t(c.hidden) * 3 * c.experts);
+  split_bf16(Exec{}, gate.weight().as<float>(), c.hidden, c.experts, Bf16Parts{3, {0, 1, 2}}, parts.data());
+  std::vector<float> slices(3 * te), want(te);
+  GemmArgs g = dense_gemm(false, false, T, 3 * c.experts, c.hidden, x16.data(), parts.data(), slices.data(), DType::bf16);
+  g.c_dtype = DType::f32;
+  gemm(Exec{}, g);
+  sum_split3(Exec{}, slices.data(), T, c.experts, want.data());
+  EXPECT_EQ(std::vector<float>(r.logits.as<float>(), r.logits.as<float>() + te), want);
 }
 
 }  // namespace moebench
