@@ -2,16 +2,18 @@
 // weight pair per expert. Rows arrive expert-major ([rows of expert 0][rows of expert 1]...)
 // and all experts run through one grouped GEMM call per step, one GEMM after another, one GEMM
 // per expert over side streams running at once (moe/expert_streams.cpp), or -- padded to the
-// busiest expert's rows -- one strided-batched GEMM per step with GeLU in the forward's epilogue
-// (moe/experts_padded.cpp; the rows padded here, or given so by the dispatcher), or -- row counts on the device only -- one segment GEMM per
-// step that reads each expert's rows from device offsets (moe/experts_segmented.cpp); cfg.expert_gemm picks. The module keeps weights and their gradients only: forward returns the
-// micro-batch's context (its rows, saved activations) that backward consumes, so several
-// micro-batches may be in flight. Backward adds into the weight gradients; the first backward
-// after zero_grad() writes them instead (beta 0: the weight-gradient GEMMs do not read what
-// they overwrite, and zero_grad() clears nothing on the device). With
-// cfg.keep_expert_activation off, a context holds the pre-activation h alone (MPMoE's T_M) and
-// backward recomputes GeLU(h); a pipelined layer that shares T_M among partitions drops h after
-// forward and brings it back before backward (compute_middle again, or a copy from the host).
+// busiest expert's rows, here or by the dispatcher -- one strided-batched GEMM per step with
+// GeLU in the forward's epilogue (moe/experts_padded.cpp), or -- row counts on the device only --
+// one segment GEMM per step that reads each expert's rows from device offsets
+// (moe/experts_segmented.cpp); cfg.expert_gemm picks. The module keeps weights and their
+// gradients only: forward returns the micro-batch's context (its rows, saved activations) that
+// backward consumes, so several micro-batches may be in flight. Backward adds into the weight
+// gradients; the first backward after zero_grad() writes them instead (beta 0: the
+// weight-gradient GEMMs do not read what they overwrite, and zero_grad() clears nothing on the
+// device). With cfg.keep_expert_activation off, a context holds the pre-activation h alone
+// (MPMoE's T_M) and backward recomputes GeLU(h); a pipelined layer that shares T_M among
+// partitions drops h after forward and brings it back before backward (compute_middle again, or
+// a copy from the host).
 #pragma once
 #include <cstdint>
 #include <vector>
