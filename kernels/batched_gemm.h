@@ -8,6 +8,7 @@
 // batch stride (C's) must be multiples of 8. 16-bit operands with Exec::tensor_cores off run as
 // pedantic GEMMs (kernels/gemm.h) with GeLU kernels after them.
 #pragma once
+#include <cstddef>
 #include <string>
 #include "kernels/gemm.h"
 
@@ -34,6 +35,14 @@ inline bool epilogue_fits(const Exec& ex, int ldc) { return ex.backend == Backen
 void batched_gemm_cpu(const BatchedGemmArgs& b);
 void batched_gemm_cuda(const BatchedGemmArgs& b, const Exec& ex);
 void batched_gemm(const Exec& ex, const BatchedGemmArgs& b);
+// How the CUDA backend has chosen its cuBLASLt algorithms in this process: the plans made (one
+// per shape), those whose algorithm was timed among the heuristic's candidates, those that took
+// the algorithm timed for their bucket of shapes, and those with a lone candidate, nothing to
+// time (kernels/batched_gemm_cuda.cu).
+struct BatchedGemmAlgoStats {
+  std::size_t plans = 0, timed = 0, reused = 0, lone = 0;
+};
+BatchedGemmAlgoStats batched_gemm_algo_stats();
 // Its shape, batch, epilogue, beta and operand addresses as a JSON object body (the timeline's).
 std::string describe_batched_gemm(const BatchedGemmArgs& b);
 const char* epilogue_name(Epilogue e);

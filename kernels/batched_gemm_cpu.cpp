@@ -155,6 +155,7 @@ void batched_gemm(const Exec& ex, const BatchedGemmArgs& b) {
 
 #if !MOEBENCH_WITH_CUDA
 void batched_gemm_cuda(const BatchedGemmArgs&, const Exec&) { cuda_not_built("batched_gemm"); }
+BatchedGemmAlgoStats batched_gemm_algo_stats() { return {}; }
 #endif
 
 }  // namespace moebench

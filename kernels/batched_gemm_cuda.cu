@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 #include "kernels/batched_gemm.h"
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_types.cuh"
@@ -32,15 +33,30 @@ cublasLtMatrixLayout_t layout(cudaDataType_t t, std::uint64_t rows, std::uint64_
   return l;
 }
 
-// A call's descriptors and the algorithm cuBLASLt's heuristic picked for them. A layer makes the
-// same few calls every step, so plans are kept per shape (and handle, and operand alignment,
-// which the heuristic's choice depends on): a step pays for the descriptors and the heuristic
-// once, not at every GEMM. Only the aux pointer changes between calls.
+// A call's descriptors, the heuristic's candidate algorithms (best predicted first) and the one
+// it runs. A layer makes the same few calls every step, so plans are kept per shape (and handle,
+// and operand alignment, which the heuristic's choice depends on): a step pays for the
+// descriptors and the heuristic once, not at every GEMM. Only the aux pointer changes between calls.
 struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> candidates;
+  bool chosen = false;  // algo timed among the candidates, or taken from its bucket's timing
+  std::string bucket;   // bucket_key()
 };
+
+// The heuristic's first pick can be far from the best of its own candidates: on the padded
+// experts' activation-gradient GEMMs (a transposed weight, ~100-300 rows per expert) it picked
+// tiles that ran at well under half the forward's rate. So a plan's first call that may run
+// more than once (beta 0, nothing it writes read by it, no graph capture or kernel log open)
+// times each candidate on its own operands and keeps the fastest; the real call follows and
+// overwrites what the trials wrote. Routing moves the padded row count from step to step, and
+// every count is a new plan: the choice is kept per bucket of shapes (each extent rounded up to
+// kBucketRows), and a new plan in a timed bucket takes the bucket's algorithm where cuBLASLt
+// accepts it for the exact shape, so a run times a few shapes, not every step's.
+constexpr int kCandidates = 8, kTrialRuns = 2;
+constexpr long long kBucketRows = 64;
 
 // An operand's alignment in bytes: the largest power of two, up to 256, dividing its address.
 // cuBLASLt's heuristic assumes 256-byte operands unless told otherwise, and an algorithm picked
@@ -51,14 +67,39 @@ std::uint32_t alignment(const void* p, long long stride_bytes = 0) {
   return a == 0 ? 256u : std::uint32_t(std::min<std::uintptr_t>(a & (~a + 1), 256));
 }
 
-std::string plan_key(const BatchedGemmArgs& args, const Exec& ex) {
+// A call's shape: everything its descriptors and the heuristic's choice depend on but the
+// operands' alignments.
+std::string shape_key(const BatchedGemmArgs& args, const Exec& ex) {
   const GemmArgs& g = args.g;
-  char buf[384];
-  std::snprintf(buf, sizeof buf, "%p|%d|%d|%d%d|%d,%d,%d|%d,%d,%d|%d|%lld,%lld,%lld|%d|%zu|%u,%u,%u,%u", ex.blas_lt,
-                int(g.dtype), int(ex.tensor_cores), int(g.trans_a), int(g.trans_b), g.m, g.n, g.k, g.lda, g.ldb, g.ldc,
-                args.batch, args.stride_a, args.stride_b, args.stride_c, int(args.epilogue), ex.workspace_bytes,
-                alignment(g.a), alignment(g.b), alignment(g.c), alignment(args.aux));
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%p|%d|%d|%d%d|%d,%d,%d|%d,%d,%d|%d|%lld,%lld,%lld|%d|%zu|", ex.blas_lt, int(g.dtype),
+                int(ex.tensor_cores), int(g.trans_a), int(g.trans_b), g.m, g.n, g.k, g.lda, g.ldb, g.ldc, args.batch,
+                args.stride_a, args.stride_b, args.stride_c, int(args.epilogue), ex.workspace_bytes);
   return buf;
+}
+
+std::string alignment_key(const BatchedGemmArgs& args) {
+  const GemmArgs& g = args.g;
+  const long long es = (long long)dtype_size(g.dtype);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%u,%u,%u,%u", alignment(g.a, args.stride_a * es), alignment(g.b, args.stride_b * es),
+                alignment(g.c, args.stride_c * es), alignment(args.aux, args.stride_c * es));
+  return buf;
+}
+
+std::string plan_key(const BatchedGemmArgs& args, const Exec& ex) { return shape_key(args, ex) + alignment_key(args); }
+
+long long bucketed(long long v) { return (v + kBucketRows - 1) / kBucketRows * kBucketRows; }
+
+// The shapes whose extents and leading dimensions round up alike, whatever their batch strides
+// (which follow the row count); the alignments stay the call's own.
+std::string bucket_key(const BatchedGemmArgs& args, const Exec& ex) {
+  BatchedGemmArgs b = args;
+  GemmArgs& g = b.g;
+  g.m = int(bucketed(g.m)), g.n = int(bucketed(g.n)), g.k = int(bucketed(g.k));
+  g.lda = int(bucketed(g.lda)), g.ldb = int(bucketed(g.ldb)), g.ldc = int(bucketed(g.ldc));
+  b.stride_a = b.stride_b = b.stride_c = 0;
+  return shape_key(b, ex) + alignment_key(args);
 }
 
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt's A is our B and its
@@ -99,33 +140,146 @@ Plan* make_plan(const BatchedGemmArgs& args, const Exec& ex) {
   for (const auto& [attr, bytes] : operands)
     if (set_status == CUBLAS_STATUS_SUCCESS)
       set_status = cublasLtMatmulPreferenceSetAttribute(preference, attr, &bytes, sizeof bytes);
-  cublasLtMatmulHeuristicResult_t best{};
+  cublasLtMatmulHeuristicResult_t found_algos[kCandidates] = {};
   int found = 0;
   const cublasStatus_t heuristic =
       set_status != CUBLAS_STATUS_SUCCESS
           ? set_status
           : cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(ex.blas_lt), p->op, p->a, p->b, p->c, p->c,
-                                           preference, 1, &best, &found);
+                                           preference, kCandidates, found_algos, &found);
   cublasLtMatmulPreferenceDestroy(preference);
   MOEBENCH_CUBLAS_CHECK(heuristic);
-  if (found == 0)
+  for (int i = 0; i < found; ++i)
+    if (found_algos[i].state == CUBLAS_STATUS_SUCCESS) p->candidates.push_back(found_algos[i].algo);
+  if (p->candidates.empty())
     throw Error("batched_gemm: cuBLASLt has no algorithm for " + describe_batched_gemm(args) + " in " +
                 std::string(dtype_name(g.dtype)));
-  p->algo = best.algo;
+  p->algo = p->candidates.front();
   return p.release();  // kept for the process's life (see plan_for)
 }
 
-// Plans live as long as the process: destroying descriptors at exit would race the library's own
-// teardown, and there are a few dozen of them.
-Plan& plan_for(const BatchedGemmArgs& args, const Exec& ex) {
-  static std::mutex mutex;
-  static auto* plans = new std::unordered_map<std::string, Plan*>();
-  const std::string key = plan_key(args, ex);
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = plans->find(key);
-  if (it == plans->end()) it = plans->emplace(key, make_plan(args, ex)).first;
-  return *it->second;
+// Whether cuBLASLt runs `algo` on the plan's exact descriptors within the workspace.
+bool fits(const Plan& p, const cublasLtMatmulAlgo_t& algo, const Exec& ex) {
+  cublasLtMatmulHeuristicResult_t check{};
+  return cublasLtMatmulAlgoCheck(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, p.a, p.b, p.c, p.c, &algo, &check) ==
+             CUBLAS_STATUS_SUCCESS &&
+         check.workspaceSize <= ex.workspace_bytes;
 }
+
+cublasStatus_t run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const BatchedGemmArgs& args, const Exec& ex) {
+  const GemmArgs& g = args.g;
+  return cublasLtMatmul(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, &g.alpha, g.b, p.a, g.a, p.b, &g.beta, g.c, p.c,
+                        g.c, p.c, &algo, ex.workspace, ex.workspace_bytes, static_cast<cudaStream_t>(ex.stream));
+}
+
+// The bytes an operand's `batch` entries span: rows x cols elements, ld apart, stride apart.
+std::pair<const char*, const char*> span(const void* p, long long rows, long long cols, long long ld, int batch,
+                                         long long stride, std::size_t es) {
+  const char* begin = static_cast<const char*>(p);
+  return {begin, begin + ((batch - 1) * stride + (rows - 1) * ld + cols) * (long long)es};
+}
+
+// Whether a second run of the call computes what the first did: beta 0, and nothing it writes
+// (C, GELU_AUX's aux) is something it reads (A, B, DGELU's aux).
+bool reruns_alike(const BatchedGemmArgs& args) {
+  const GemmArgs& g = args.g;
+  if (g.beta != 0.f) return false;
+  const std::size_t es = dtype_size(g.dtype);
+  using Span = std::pair<const char*, const char*>;
+  const Span c = span(g.c, g.m, g.n, g.ldc, args.batch, args.stride_c, es);
+  std::vector<Span> writes{c}, reads{span(g.a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, args.batch, args.stride_a, es),
+                                     span(g.b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, args.batch, args.stride_b, es)};
+  if (args.aux) {
+    const Span aux = span(args.aux, g.m, g.n, g.ldc, args.batch, args.stride_c, es);
+    (args.epilogue == Epilogue::gelu_aux ? writes : reads).push_back(aux);
+  }
+  for (const Span& w : writes)
+    for (const Span& r : reads)
+      if (w.first < r.second && r.first < w.second) return false;
+  return true;
+}
+
+bool may_time(const BatchedGemmArgs& args, const Exec& ex) {
+  if (detail::graph_captures_on_this_thread || detail::device_ops_logged.load(std::memory_order_relaxed)) return false;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  MOEBENCH_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(ex.stream), &capture));
+  return capture == cudaStreamCaptureStatusNone && reruns_alike(args);
+}
+
+// Each candidate once to warm it, then kTrialRuns times between two events; the fastest is kept.
+// A candidate cuBLASLt refuses at launch is passed over.
+void time_candidates(Plan& p, const BatchedGemmArgs& args, const Exec& ex) {
+  const auto s = static_cast<cudaStream_t>(ex.stream);
+  struct Events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~Events() {
+      if (start) cudaEventDestroy(start);
+      if (stop) cudaEventDestroy(stop);
+    }
+  } events;
+  MOEBENCH_CUDA_CHECK(cudaEventCreate(&events.start));
+  MOEBENCH_CUDA_CHECK(cudaEventCreate(&events.stop));
+  const cudaEvent_t start = events.start, stop = events.stop;
+  float best_ms = 0.f;
+  bool any = false;
+  for (const cublasLtMatmulAlgo_t& algo : p.candidates) {
+    if (run(p, algo, args, ex) != CUBLAS_STATUS_SUCCESS) continue;
+    MOEBENCH_CUDA_CHECK(cudaEventRecord(start, s));
+    for (int i = 0; i < kTrialRuns; ++i) MOEBENCH_CUBLAS_CHECK(run(p, algo, args, ex));
+    MOEBENCH_CUDA_CHECK(cudaEventRecord(stop, s));
+    MOEBENCH_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    MOEBENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (!any || ms < best_ms) best_ms = ms, p.algo = algo, any = true;
+  }
+}
+
+struct Plans {
+  std::unordered_map<std::string, Plan*> by_shape;
+  std::unordered_map<std::string, cublasLtMatmulAlgo_t> timed_by_bucket;
+  BatchedGemmAlgoStats stats;
+};
+
+// Plans live as long as the process: destroying descriptors at exit would race the library's own
+// teardown. There is one per shape a run meets. The caller holds plans_mutex().
+Plans& plans() {
+  static auto* all = new Plans();
+  return *all;
+}
+std::mutex& plans_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+Plan& plan_for(const BatchedGemmArgs& args, const Exec& ex) {
+  Plans& all = plans();
+  const std::string key = plan_key(args, ex);
+  auto it = all.by_shape.find(key);
+  if (it != all.by_shape.end()) return *it->second;
+  Plan* p = make_plan(args, ex);
+  ++all.stats.plans;
+  p->bucket = bucket_key(args, ex);
+  p->chosen = p->candidates.size() == 1;
+  all.stats.lone += p->chosen;
+  if (auto bucket = all.timed_by_bucket.find(p->bucket); !p->chosen && bucket != all.timed_by_bucket.end() &&
+                                                          fits(*p, bucket->second, ex)) {
+    p->algo = bucket->second;
+    p->chosen = true;
+    ++all.stats.reused;
+  }
+  return *all.by_shape.emplace(key, p).first->second;
+}
+
+// The plan's algorithm timed now where it has not been chosen and the call allows it.
+void choose_algorithm(Plan& p, const BatchedGemmArgs& args, const Exec& ex) {
+  if (p.chosen || !may_time(args, ex)) return;
+  time_candidates(p, args, ex);
+  p.chosen = true;
+  Plans& all = plans();
+  all.timed_by_bucket[p.bucket] = p.algo;
+  ++all.stats.timed;
+}
+
 }  // namespace
 
 void batched_gemm_cuda(const BatchedGemmArgs& args, const Exec& ex) {
@@ -144,14 +298,18 @@ void batched_gemm_cuda(const BatchedGemmArgs& args, const Exec& ex) {
   if (args.epilogue != Epilogue::none && (g.ldc % 8 != 0 || args.stride_c % 8 != 0))
     throw Error("batched_gemm: the " + std::string(epilogue_name(args.epilogue)) + " epilogue needs C's leading dimension (" +
                 std::to_string(g.ldc) + ") and batch stride (" + std::to_string(args.stride_c) + ") in multiples of 8");
-  Plan& p = plan_for(args, ex);
-  // The plan is shared by every call of its shape; only this host thread's call reads it now
+  // A plan is shared by every call of its shape; only this host thread's call reads it now
   // (cuBLASLt copies the descriptor's attributes when the call is enqueued).
-  static std::mutex call;
-  std::lock_guard<std::mutex> lock(call);
+  std::lock_guard<std::mutex> lock(plans_mutex());
+  Plan& p = plan_for(args, ex);
   if (args.epilogue != Epilogue::none) set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux);
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatmul(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, &g.alpha, g.b, p.a, g.a, p.b,
-                                       &g.beta, g.c, p.c, g.c, p.c, &p.algo, ex.workspace, ex.workspace_bytes, s));
+  choose_algorithm(p, args, ex);
+  MOEBENCH_CUBLAS_CHECK(run(p, p.algo, args, ex));
+}
+
+BatchedGemmAlgoStats batched_gemm_algo_stats() {
+  std::lock_guard<std::mutex> lock(plans_mutex());
+  return plans().stats;
 }
 
 }  // namespace moebench

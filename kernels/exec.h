@@ -63,6 +63,10 @@ inline thread_local int graph_captures_on_this_thread = 0;
               "now, not in the graph's replays); give it one of the captured streams");
 }
 
+// While the kernel log (runtime/kernel_log.h) logs this process's CUDA ops: an op then runs
+// nothing beyond its own work (no trial runs of a GEMM's algorithms), which would be logged as the step's.
+inline std::atomic<bool> device_ops_logged{false};
+
 // While the kernel log (runtime/kernel_log.h) logs the CPU's ops: what times and records an op
 // run at once on a stream without a queue (a queued op is recorded by its queue's worker).
 using InlineOpLogger = void (*)(const char* name, const std::function<void()>& op);

@@ -36,8 +36,10 @@ std::string KernelLog::start(Backend backend) {
     std::lock_guard<std::mutex> lock(records_mutex);
     cpu_records.clear();
   }
-  if (backend == Backend::cuda)
+  if (backend == Backend::cuda) {
     if (std::string why = cupti_log_start(); !why.empty()) return why;
+    detail::device_ops_logged = true;
+  }
   logged_backend = backend;
   logging = true;
   if (backend == Backend::cpu) detail::inline_op_logger.store(&log_inline_op, std::memory_order_release);
@@ -48,6 +50,7 @@ std::vector<KernelRecord> KernelLog::stop() {
   if (!logging) return {};
   logging = false;
   detail::inline_op_logger.store(nullptr, std::memory_order_release);
+  detail::device_ops_logged = false;
   if (logged_backend == Backend::cuda) return cupti_log_stop();
   std::lock_guard<std::mutex> lock(records_mutex);
   return std::move(cpu_records);
