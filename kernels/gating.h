@@ -3,8 +3,8 @@
 // E experts form Z prototypes of F = E/Z consecutive experts. Per token there are
 // S = Z*k slots; slot z*k + j holds the j-th best expert of prototype z (ties: lower index),
 // as a global expert id, and its softmax probability as the combine weight.
-// The CUDA kernel runs one block per (token, prototype), so prototypes are routed in
-// parallel: the cost follows k, not Z*k.
+// The CUDA kernel runs one warp per (token, prototype), or a block where a prototype has more
+// than 256 experts, so prototypes are routed in parallel: the cost follows k, not Z*k.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -36,9 +36,12 @@ static std::vector<T> to_host(Device& dev, const Buffer& b, std::size_t n) {
 TEST(GpuGating, SoftmaxTopkMatchesCpu) {
   MOEBENCH_REQUIRE_GPU(dev);
   TrackingAllocator alloc(dev.backend(), dev.default_stream());
-  // The last shape's 16384 experts per prototype need 64 KiB of shared memory: the opt-in path.
-  for (GateShape g : {GateShape{64, 64, 1, 1}, GateShape{64, 64, 1, 4}, GateShape{64, 64, 4, 4}, GateShape{8, 4096, 1, 16},
-                      GateShape{8, 4096, 4, 4}, GateShape{6, 16384, 1, 4}}) {
+  // Up to 256 experts a prototype a warp takes a row, its values in 1, 2, 4 or 8 registers a lane
+  // (rows not a multiple of 32 wide among them); wider rows take a block. The last shape's 16384
+  // experts per prototype need 64 KiB of shared memory: the opt-in path.
+  for (GateShape g : {GateShape{64, 64, 1, 1}, GateShape{64, 64, 1, 4}, GateShape{64, 64, 4, 4}, GateShape{33, 20, 1, 3},
+                      GateShape{50, 100, 1, 3}, GateShape{19, 256, 1, 8}, GateShape{19, 257, 1, 8},
+                      GateShape{8, 4096, 1, 16}, GateShape{8, 4096, 4, 4}, GateShape{6, 16384, 1, 4}}) {
     const std::size_t te = std::size_t(g.tokens) * g.experts, ts = std::size_t(g.tokens) * g.slots();
     const auto logits = random_rounded(te, DType::f32, 3, 2.f);
     std::vector<float> probs(te), weight(ts);
@@ -72,7 +75,7 @@ TEST(GpuGating, SoftmaxTopkMatchesCpu) {
 TEST(GpuGating, SoftmaxTopkFromSlicesMatchesTheSumThenSoftmax) {
   MOEBENCH_REQUIRE_GPU(dev);
   TrackingAllocator alloc(dev.backend(), dev.default_stream());
-  for (GateShape g : {GateShape{64, 64, 1, 1}, GateShape{37, 64, 4, 2}, GateShape{8, 4096, 1, 16}}) {
+  for (GateShape g : {GateShape{64, 64, 1, 1}, GateShape{37, 64, 4, 2}, GateShape{21, 200, 1, 5}, GateShape{8, 4096, 1, 16}}) {
     const std::size_t te = std::size_t(g.tokens) * g.experts, ts = std::size_t(g.tokens) * g.slots();
     const auto slices = random_rounded(3 * te, DType::f32, 6, 2.f);
     std::vector<float> logits(te), probs(te), weight(ts);
