@@ -12,12 +12,16 @@ __global__ void split_bf16_kernel(const float* src, size_t n, int cols, Bf16Part
     const size_t r = i / cols;
     const int c = int(i % cols);
     const float w = src[i];
-    __nv_bfloat16 p[3];
-    p[0] = __float2bfloat16_rn(w);
-    const float rest = w - __bfloat162float(p[0]);  // exact, as on the host
-    p[1] = __float2bfloat16_rn(rest);
-    p[2] = __float2bfloat16_rn(rest - __bfloat162float(p[1]));
-    for (int s = 0; s < parts.count; ++s) dst[r * out_cols + size_t(s) * cols + c] = p[parts.part[s]];
+    const __nv_bfloat16 hi = __float2bfloat16_rn(w);
+    const float rest = w - __bfloat162float(hi);  // exact, as on the host
+    const __nv_bfloat16 lo = __float2bfloat16_rn(rest), lo2 = __float2bfloat16_rn(rest - __bfloat162float(lo));
+    // Unrolled, with selects: a part picked by index from an array would live on the stack.
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+      if (s < parts.count) {
+        const int which = parts.part[s];
+        dst[r * out_cols + size_t(s) * cols + c] = which == 0 ? hi : which == 1 ? lo : lo2;
+      }
   }
 }
 
