@@ -3,7 +3,7 @@
 //   proxy[g, e]   = mean softmax probability of e over the group's tokens
 //   aux_g = coef * (F / Z) * sum_e density[g, e] * proxy[g, e]   (= coef when balanced)
 // Density is a count, so only proxy carries gradient: d aux_g / d probs[t, e] =
-// coef * (F / Z) * density[g, e] / T_g, added with add_group_bias.
+// coef * (F / Z) * density[g, e] / T_g, added by gate_logit_grads (kernels/gate_grads.h).
 #pragma once
 #include <cstdint>
 #include "kernels/exec.h"
@@ -18,9 +18,8 @@ void aux_loss_stats_cuda(const GateShape& g, int groups, const float* probs, con
 void aux_loss_stats(const Exec& ex, const GateShape& g, int groups, const float* probs, const std::int32_t* expert,
                     float* density, float* proxy);
 
-// x[t, e] += bias[group of t, e] for x [T, E] with G equal contiguous token groups.
+// x[t, e] += bias[group of t, e] for x [T, E] with G equal contiguous token groups: the gradient's
+// reference, which gate_logit_grads adds in its pass (kernels/gate_grads.h).
 void add_group_bias_cpu(int tokens, int experts, int groups, const float* bias, float* x);
-void add_group_bias_cuda(int tokens, int experts, int groups, const float* bias, float* x, void* stream);
-void add_group_bias(const Exec& ex, int tokens, int experts, int groups, const float* bias, float* x);
 
 }  // namespace moebench

@@ -31,16 +31,11 @@ void aux_loss_stats(const Exec& ex, const GateShape& g, int groups, const float*
   run_host(ex, "aux_loss_stats", [=] { aux_loss_stats_cpu(g, groups, probs, expert, density, proxy); });
 }
 
-void add_group_bias(const Exec& ex, int tokens, int experts, int groups, const float* bias, float* x) {
-  if (ex.backend == Backend::cuda) return add_group_bias_cuda(tokens, experts, groups, bias, x, ex.stream);
-  run_host(ex, "add_group_bias", [=] { add_group_bias_cpu(tokens, experts, groups, bias, x); });
-}
 
 #if !MOEBENCH_WITH_CUDA
 void aux_loss_stats_cuda(const GateShape&, int, const float*, const std::int32_t*, float*, float*, void*) {
   cuda_not_built("aux_loss_stats");
 }
-void add_group_bias_cuda(int, int, int, const float*, float*, void*) { cuda_not_built("add_group_bias"); }
 #endif
 
 }  // namespace moebench

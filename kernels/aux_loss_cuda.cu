@@ -38,28 +38,11 @@ __global__ void aux_loss_stats_kernel(GateShape g, int groups, const float* prob
   }
 }
 
-__global__ void add_group_bias_kernel(int tokens, int experts, int groups, const float* bias, float* x) {
-  const size_t n = size_t(tokens) * experts;
-  const int per_group = tokens / groups;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const int t = int(i / experts), e = int(i % experts);
-    x[i] += bias[size_t(t / per_group) * experts + e];
-  }
-}
-
 void aux_loss_stats_cuda(const GateShape& g, int groups, const float* probs, const std::int32_t* expert,
                          float* density, float* proxy, void* stream) {
   aux_loss_stats_kernel<<<dim3((g.experts + kCols - 1) / kCols, groups), dim3(kCols, kLanes), 0,
                           static_cast<cudaStream_t>(stream)>>>(
       g, groups, probs, expert, density, proxy);
-  MOEBENCH_CUDA_LAUNCH_CHECK();
-}
-
-void add_group_bias_cuda(int tokens, int experts, int groups, const float* bias, float* x, void* stream) {
-  const size_t n = size_t(tokens) * experts;
-  if (n == 0) return;
-  const unsigned grid = unsigned(std::min<size_t>((n + 255) / 256, 65535u * 8u));
-  add_group_bias_kernel<<<grid, 256, 0, static_cast<cudaStream_t>(stream)>>>(tokens, experts, groups, bias, x);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }
 

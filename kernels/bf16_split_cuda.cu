@@ -1,4 +1,5 @@
 #include "kernels/bf16_split.h"
+#include "kernels/bf16_split.cuh"
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_types.cuh"
 
@@ -11,17 +12,10 @@ __global__ void split_bf16_kernel(const float* src, size_t n, int cols, Bf16Part
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const size_t r = i / cols;
     const int c = int(i % cols);
-    const float w = src[i];
-    const __nv_bfloat16 hi = __float2bfloat16_rn(w);
-    const float rest = w - __bfloat162float(hi);  // exact, as on the host
-    const __nv_bfloat16 lo = __float2bfloat16_rn(rest), lo2 = __float2bfloat16_rn(rest - __bfloat162float(lo));
-    // Unrolled, with selects: a part picked by index from an array would live on the stack.
+    const cuda::Bf16Triple p = cuda::bf16_parts(src[i]);
 #pragma unroll
     for (int s = 0; s < 4; ++s)
-      if (s < parts.count) {
-        const int which = parts.part[s];
-        dst[r * out_cols + size_t(s) * cols + c] = which == 0 ? hi : which == 1 ? lo : lo2;
-      }
+      if (s < parts.count) dst[r * out_cols + size_t(s) * cols + c] = cuda::bf16_part(p, parts.part[s]);
   }
 }
 

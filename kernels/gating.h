@@ -44,16 +44,10 @@ struct GateSharedMemory {
 };
 GateSharedMemory softmax_topk_shared_memory(int per_prototype, std::size_t static_bytes, std::size_t opt_in_limit);
 
+// The backward's references, which gate_logit_grads runs in one pass (kernels/gate_grads.h).
 // Softmax backward inside each prototype: dlogits = p * (dp - sum_{prototype} p * dp).
 void softmax_backward_cpu(const GateShape& g, const float* probs, const float* dprobs, float* dlogits);
-void softmax_backward_cuda(const GateShape& g, const float* probs, const float* dprobs, float* dlogits, void* stream);
-void softmax_backward(const Exec& ex, const GateShape& g, const float* probs, const float* dprobs, float* dlogits);
-
 // dprobs[t, expert[t, s]] += dweight[t, s] for every slot (then the aux-loss gradient adds on).
 void scatter_slot_grads_cpu(const GateShape& g, const std::int32_t* expert, const float* dweight, float* dprobs);
-void scatter_slot_grads_cuda(const GateShape& g, const std::int32_t* expert, const float* dweight, float* dprobs,
-                             void* stream);
-void scatter_slot_grads(const Exec& ex, const GateShape& g, const std::int32_t* expert, const float* dweight,
-                        float* dprobs);
 
 }  // namespace moebench

@@ -79,23 +79,12 @@ void softmax_topk_from_slices(const Exec& ex, const GateShape& g, const float* s
     softmax_topk_cpu(g, logits, probs, expert, weight);
   });
 }
-void softmax_backward(const Exec& ex, const GateShape& g, const float* probs, const float* dprobs, float* dlogits) {
-  if (ex.backend == Backend::cuda) return softmax_backward_cuda(g, probs, dprobs, dlogits, ex.stream);
-  run_host(ex, "softmax_backward", [=] { softmax_backward_cpu(g, probs, dprobs, dlogits); });
-}
-void scatter_slot_grads(const Exec& ex, const GateShape& g, const std::int32_t* expert, const float* dweight,
-                        float* dprobs) {
-  if (ex.backend == Backend::cuda) return scatter_slot_grads_cuda(g, expert, dweight, dprobs, ex.stream);
-  run_host(ex, "scatter_slot_grads", [=] { scatter_slot_grads_cpu(g, expert, dweight, dprobs); });
-}
 
 #if !MOEBENCH_WITH_CUDA
 void softmax_topk_cuda(const GateShape&, const float*, float*, std::int32_t*, float*, void*) { cuda_not_built("softmax_topk"); }
 void softmax_topk_from_slices_cuda(const GateShape&, const float*, float*, float*, std::int32_t*, float*, void*) {
   cuda_not_built("softmax_topk_from_slices");
 }
-void softmax_backward_cuda(const GateShape&, const float*, const float*, float*, void*) { cuda_not_built("softmax_backward"); }
-void scatter_slot_grads_cuda(const GateShape&, const std::int32_t*, const float*, float*, void*) { cuda_not_built("scatter_slot_grads"); }
 #endif
 
 }  // namespace moebench

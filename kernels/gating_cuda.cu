@@ -68,18 +68,6 @@ __global__ void warp_softmax_topk_kernel(GateShape g, const float* slices, float
   }
 }
 
-// One warp per row: dlogits = p * (dp - sum p dp).
-__global__ void warp_softmax_backward_kernel(GateShape g, const float* probs, const float* dprobs, float* dlogits) {
-  const int lane = threadIdx.x & 31, F = g.experts / g.prototypes;
-  const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (row >= (long long)g.tokens * g.prototypes) return;
-  const size_t o = size_t(row / g.prototypes) * g.experts + size_t(row % g.prototypes) * F;
-  float dot = 0.f;
-  for (int f = lane; f < F; f += 32) dot += probs[o + f] * dprobs[o + f];
-  dot = cuda::warp_sum(dot);
-  for (int f = lane; f < F; f += 32) dlogits[o + f] = probs[o + f] * (dprobs[o + f] - dot);
-}
-
 // Blocks of kGateThreads / 32 warps, one row each.
 static unsigned warp_row_blocks(const GateShape& g) {
   const long long rows = (long long)g.tokens * g.prototypes, per_block = kGateThreads / 32;
@@ -129,24 +117,6 @@ __global__ void softmax_topk_kernel(GateShape g, const float* slices, float* log
   }
 }
 
-__global__ void softmax_backward_kernel(GateShape g, const float* probs, const float* dprobs, float* dlogits) {
-  __shared__ float scratch[32];
-  const int t = blockIdx.x, z = blockIdx.y, F = g.experts / g.prototypes;
-  const size_t o = size_t(t) * g.experts + size_t(z) * F;
-  float dot = 0.f;
-  for (int f = threadIdx.x; f < F; f += blockDim.x) dot += probs[o + f] * dprobs[o + f];
-  dot = cuda::block_reduce<false>(dot, scratch);
-  for (int f = threadIdx.x; f < F; f += blockDim.x) dlogits[o + f] = probs[o + f] * (dprobs[o + f] - dot);
-}
-
-// One thread per token: its slots name distinct experts, so no two writes collide.
-__global__ void scatter_slot_grads_kernel(GateShape g, const int* expert, const float* dweight, float* dprobs) {
-  const int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= g.tokens) return;
-  const int S = g.prototypes * g.k;
-  for (int s = 0; s < S; ++s) dprobs[size_t(t) * g.experts + expert[size_t(t) * S + s]] += dweight[size_t(t) * S + s];
-}
-
 template <int kPer>
 static void launch_warp_softmax_topk(const GateShape& g, const float* slices, float* logits, float* probs,
                                      std::int32_t* expert, float* weight, void* stream) {
@@ -187,25 +157,6 @@ void softmax_topk_cuda(const GateShape& g, const float* logits, float* probs, st
 void softmax_topk_from_slices_cuda(const GateShape& g, const float* slices, float* logits, float* probs,
                                    std::int32_t* expert, float* weight, void* stream) {
   launch_softmax_topk(g, slices, logits, probs, expert, weight, stream);
-}
-
-void softmax_backward_cuda(const GateShape& g, const float* probs, const float* dprobs, float* dlogits, void* stream) {
-  if (g.tokens == 0) return;
-  if (g.per_prototype() <= kWarpExperts)
-    warp_softmax_backward_kernel<<<warp_row_blocks(g), kGateThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        g, probs, dprobs, dlogits);
-  else
-    softmax_backward_kernel<<<dim3(g.tokens, g.prototypes), kGateThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        g, probs, dprobs, dlogits);
-  MOEBENCH_CUDA_LAUNCH_CHECK();
-}
-
-void scatter_slot_grads_cuda(const GateShape& g, const std::int32_t* expert, const float* dweight, float* dprobs,
-                             void* stream) {
-  if (g.tokens == 0) return;
-  scatter_slot_grads_kernel<<<(g.tokens + 127) / 128, 128, 0, static_cast<cudaStream_t>(stream)>>>(g, expert, dweight,
-                                                                                                     dprobs);
-  MOEBENCH_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace moebench

@@ -6,6 +6,7 @@
 #include "kernels/axpy.h"
 #include "kernels/bf16_split.h"
 #include "kernels/convert.h"
+#include "kernels/gate_grads.h"
 #include "kernels/gemm.h"
 #include "kernels/looped_gating.h"
 #include "moe/init.h"
@@ -116,25 +117,23 @@ Buffer Gate::logit_slices_bf16(const void* x, int tokens, const Stream& s) {
   return slices;
 }
 
-// The backward of logits_from_bf16: dlogits in bf16 parts [hi | lo | lo2 | hi]. The weight's
-// gradient x^T dlogits from the first three, summed; dx += dlogits w^T from all four against
-// the weight's parts [hi | hi | hi | lo] -- dlogits w_hi + dlogits_hi w_lo, whose error, the
-// terms left out, is 2^-16 of the product: far below bf16's rounding of dx, which is the GEMM's
-// one rounding (it adds into dx itself).
-void Gate::backward_bf16(const void* x, int tokens, const float* dlogits, void* dx, float* grad_out, const Stream& s) {
+// The backward of logits_from_bf16, from dlogits in bf16 parts [hi | lo | lo2 | hi] (written so
+// by gate_logit_grads). The weight's gradient x^T dlogits from the first three, summed; dx +=
+// dlogits w^T from all four against the weight's parts [hi | hi | hi | lo] -- dlogits w_hi +
+// dlogits_hi w_lo, whose error, the terms left out, is 2^-16 of the product: far below bf16's
+// rounding of dx, which is the GEMM's one rounding (it adds into dx itself).
+void Gate::backward_bf16(const void* x, int tokens, const void* dparts, void* dx, float* grad_out, const Stream& s) {
   const int H = cfg_.hidden, E = cfg_.experts;
   const Exec ex = dev_.exec(s);
-  Buffer dparts = alloc_.allocate(std::size_t(tokens) * 4 * E * 2, MemTag::temporary, s);
-  split_bf16(ex, dlogits, tokens, E, Bf16Parts{4, {0, 1, 2, 0}}, dparts.data());
   Buffer slices = alloc_.allocate(std::size_t(H) * 3 * E * 4, MemTag::temporary, s);
-  GemmArgs dw = dense_gemm(true, false, H, 3 * E, tokens, x, dparts.data(), slices.data(), DType::bf16);
+  GemmArgs dw = dense_gemm(true, false, H, 3 * E, tokens, x, dparts, slices.data(), DType::bf16);
   dw.ldb = 4 * E;  // the first three slices of each row
   dw.c_dtype = DType::f32;
   gemm(ex, dw);
   sum_split3(ex, slices.as<float>(), H, E, grad_out);
   Buffer wparts = alloc_.allocate(std::size_t(H) * 4 * E * 2, MemTag::temporary, s);
   split_bf16(ex, weight_.as<float>(), H, E, Bf16Parts{4, {0, 0, 0, 1}}, wparts.data());
-  gemm(ex, dense_gemm(false, true, tokens, H, 4 * E, dparts.data(), wparts.data(), dx, DType::bf16, 1.f, 1.f));
+  gemm(ex, dense_gemm(false, true, tokens, H, 4 * E, dparts, wparts.data(), dx, DType::bf16, 1.f, 1.f));
 }
 
 void Gate::read_counts(Routing& r, const Stream& s) {
@@ -205,24 +204,21 @@ void Gate::backward(const Routing& r, const void* x, const float* dweight, void*
   const GateShape& g = r.shape.gate;
   const int T = g.tokens, G = r.groups();
   const std::size_t te = std::size_t(T) * cfg_.experts;
-  Buffer dprobs = alloc_.allocate(te * 4, MemTag::temporary, s);
-  Buffer dlogits = alloc_.allocate(te * 4, MemTag::temporary, s);
-  dev_.fill_zero(dprobs.data(), te * 4, s);
-  scatter_slot_grads(ex, g, r.expert.as<std::int32_t>(), dweight, dprobs.as<float>());
+  GateGradArgs a{g, G, r.expert.as<std::int32_t>(), dweight, r.probs.as<float>()};
   if (cfg_.aux_loss) {
     // d(mean_g aux_g)/d probs[t, e] = coef (F/Z) density[g, e] / T_g / G, from the density on the
     // device: the backward reads nothing on the host.
-    const std::size_t ge = std::size_t(G) * cfg_.experts;
-    const double scale =
-        double(cfg_.aux_coef) * g.per_prototype() / g.prototypes / (double(T) / G) / G * aux_scale * loss_scale_;
-    Buffer bias = alloc_.allocate(ge * 4, MemTag::temporary, s);
-    dev_.fill_zero(bias.data(), ge * 4, s);
-    axpy(ex, ge, float(scale), r.density_dev(), bias.data(), DType::f32);
-    add_group_bias(ex, T, cfg_.experts, G, bias.as<float>(), dprobs.as<float>());
+    a.density = r.density_dev();
+    a.aux_scale = float(double(cfg_.aux_coef) * g.per_prototype() / g.prototypes / (double(T) / G) / G * aux_scale *
+                        loss_scale_);
   }
-  softmax_backward(ex, g, r.probs.as<float>(), dprobs.as<float>(), dlogits.as<float>());
-
-  if (cfg_.dtype == DType::bf16) return backward_bf16(x, T, dlogits.as<float>(), dx, grad_out, s);
+  if (cfg_.dtype == DType::bf16) {
+    Buffer dparts = alloc_.allocate(te * 4 * 2, MemTag::temporary, s);
+    gate_logit_grads(ex, a, Bf16Parts{4, {0, 1, 2, 0}}, dparts.data());
+    return backward_bf16(x, T, dparts.data(), dx, grad_out, s);
+  }
+  Buffer dlogits = alloc_.allocate(te * 4, MemTag::temporary, s);
+  gate_logit_grads(ex, a, Bf16Parts{}, dlogits.data());
   const std::size_t th = std::size_t(T) * cfg_.hidden;
   const float* x32 = cfg_.dtype == DType::f32 ? static_cast<const float*>(x) : r.x32.as<float>();  // kept from forward
   gemm(ex, dense_gemm(true, false, cfg_.hidden, cfg_.experts, T, x32, dlogits.data(), grad_out));

@@ -90,7 +90,7 @@ class Gate {
   // backward's weight and input gradients, from bf16 parts of fp32 values (kernels/bf16_split.h)
   // on the tensor cores, to fp32 accuracy.
   Buffer logit_slices_bf16(const void* x, int tokens, const Stream& s);
-  void backward_bf16(const void* x, int tokens, const float* dlogits, void* dx, float* grad_out, const Stream& s);
+  void backward_bf16(const void* x, int tokens, const void* dparts, void* dx, float* grad_out, const Stream& s);
   const MoEConfig& cfg_;
   Device& dev_;
   TrackingAllocator& alloc_;

@@ -11,6 +11,7 @@
 #include "kernels/axpy.h"
 #include "kernels/capacity.h"
 #include "kernels/bf16_split.h"
+#include "kernels/gate_grads.h"
 #include "kernels/gating.h"
 #include "kernels/grouped_gemm.h"
 #include "kernels/permute.h"
@@ -54,19 +55,15 @@ TEST(GpuGating, SoftmaxTopkMatchesCpu) {
     EXPECT_EQ(to_host<std::int32_t>(dev, de, ts), expert) << "E=" << g.experts << " Z=" << g.prototypes << " k=" << g.k;
     EXPECT_LT(rel_l2(to_host<float>(dev, dw, ts), weight), 1e-5);
 
-    const auto dprobs = random_rounded(te, DType::f32, 4);
-    std::vector<float> dlogits(te);
-    softmax_backward_cpu(g, probs.data(), dprobs.data(), dlogits.data());
-    Buffer ddp = to_device(dev, alloc, dprobs), ddl = alloc.allocate(te * 4, MemTag::temporary);
-    softmax_backward(dev.exec(dev.default_stream()), g, dp.as<float>(), ddp.as<float>(), ddl.as<float>());
-    EXPECT_LT(rel_l2(to_host<float>(dev, ddl, te), dlogits), 1e-5);
-
+    // The backward from the slots' gradients to the logits' in one pass (no aux loss here).
     const auto dweight = random_rounded(ts, DType::f32, 5);
-    std::vector<float> acc = dprobs;
-    scatter_slot_grads_cpu(g, expert.data(), dweight.data(), acc.data());
-    Buffer ddw = to_device(dev, alloc, dweight);
-    scatter_slot_grads(dev.exec(dev.default_stream()), g, de.as<std::int32_t>(), ddw.as<float>(), ddp.as<float>());
-    EXPECT_LT(rel_l2(to_host<float>(dev, ddp, te), acc), 1e-6);
+    GateGradArgs a{g, 1, expert.data(), dweight.data(), probs.data()};
+    std::vector<float> dlogits(te);
+    gate_logit_grads_cpu(a, Bf16Parts{}, dlogits.data());
+    Buffer ddw = to_device(dev, alloc, dweight), ddl = to_device(dev, alloc, std::vector<float>(te, NAN));
+    a.expert = de.as<std::int32_t>(), a.dweight = ddw.as<float>(), a.probs = dp.as<float>();
+    gate_logit_grads(dev.exec(dev.default_stream()), a, Bf16Parts{}, ddl.data());
+    EXPECT_LT(rel_l2(to_host<float>(dev, ddl, te), dlogits), 1e-5) << "E=" << g.experts << " Z=" << g.prototypes;
   }
 }
 
@@ -317,9 +314,34 @@ TEST(GpuAuxAndAxpy, MatchCpu) {
     EXPECT_EQ(to_host<float>(dev, gd, 64), bd) << "a count is exact in any order";
     EXPECT_LT(rel_l2(to_host<float>(dev, gq, 64), bq), 1e-5);
   }
-  add_group_bias_cpu(96, 32, 3, density.data(), probs.data());
-  add_group_bias(ex, 96, 32, 3, dd.as<float>(), dp.as<float>());
-  EXPECT_LT(rel_l2(to_host<float>(dev, dp, te), probs), 1e-6);
+  {  // the logits' gradient with the aux loss's, over three token groups, as fp32 and as bf16 parts
+    const auto dweight = random_rounded(ts, DType::f32, 17);
+    GateGradArgs a{g, 3, expert.data(), dweight.data(), probs.data(), density.data(), 0.37f};
+    Buffer ddw = to_device(dev, alloc, dweight);
+    GateGradArgs on_device{g, 3, de.as<std::int32_t>(), ddw.as<float>(), dp.as<float>(), dd.as<float>(), 0.37f};
+    std::vector<float> dlogits(te);
+    gate_logit_grads_cpu(a, Bf16Parts{}, dlogits.data());
+    Buffer ddl = to_device(dev, alloc, std::vector<float>(te, NAN));
+    gate_logit_grads(ex, on_device, Bf16Parts{}, ddl.data());
+    EXPECT_LT(rel_l2(to_host<float>(dev, ddl, te), dlogits), 1e-6);
+    const Bf16Parts parts{4, {0, 1, 2, 0}};
+    std::vector<std::uint16_t> want(4 * te);
+    gate_logit_grads_cpu(a, parts, want.data());
+    Buffer dparts = to_device(dev, alloc, std::vector<std::uint16_t>(4 * te, 0xFFFF));
+    gate_logit_grads(ex, on_device, parts, dparts.data());
+    const auto got = to_host<std::uint16_t>(dev, dparts, 4 * te);
+    std::vector<float> got_sum(te), want_sum(te);  // the parts sum back to dlogits; each is its share
+    for (std::size_t i = 0; i < te; ++i) {
+      const std::size_t r = i / 32, c = i % 32;
+      for (int s = 0; s < 3; ++s) {
+        got_sum[i] += from_bits16(DType::bf16, got[r * 128 + s * 32 + c]);
+        want_sum[i] += from_bits16(DType::bf16, want[r * 128 + s * 32 + c]);
+      }
+      ASSERT_EQ(got[r * 128 + 3 * 32 + c], got[r * 128 + c]) << "slice 3 is hi again";
+    }
+    EXPECT_LT(rel_l2(got_sum, want_sum), 1e-6);
+    EXPECT_LT(rel_l2(got_sum, dlogits), 1e-6);
+  }
   for (std::size_t n : {1000, 1003})  // all four at a time; then three one at a time
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
     const auto x = random_rounded(n, t, 14), y0 = random_rounded(n, t, 15);

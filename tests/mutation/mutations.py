@@ -336,6 +336,25 @@ MUTATIONS = [
         "tests": r"^Bf16Split\.",
     },
     {
+        "id": "gate_grads_lose_the_aux_bias",
+        "mechanism": "the gate's one-pass backward drops the aux loss's gradient from the logits' gradient",
+        "file": "kernels/gate_grads_cpu.cpp",
+        "edits": [("    add_group_bias_cpu(g.tokens, g.experts, a.groups, bias.data(), dprobs.data());", "    (void)bias;")],
+        "targets": [UNIT],
+        "tests": r"^GateGrads\.",
+    },
+    {
+        "id": "bf16_gate_splits_dlogits_apart",
+        "mechanism": "the bf16 gate's backward writes fp32 logit gradients and splits them in a pass of their own",
+        "file": "moe/gate.cpp",
+        "edits": [("    gate_logit_grads(ex, a, Bf16Parts{4, {0, 1, 2, 0}}, dparts.data());",
+                   "    Buffer dl = alloc_.allocate(te * 4, MemTag::temporary, s);\n"
+                   "    gate_logit_grads(ex, a, Bf16Parts{}, dl.data());\n"
+                   "    split_bf16(ex, dl.as<float>(), T, cfg_.experts, Bf16Parts{4, {0, 1, 2, 0}}, dparts.data());")],
+        "targets": [UNIT],
+        "tests": r"^GateGrads\.",
+    },
+    {
         "id": "redispatch_packs_padded_rows",
         "mechanism": "a redispatch (S2, S4) refills packed rows where the dispatch wrote padded blocks",
         "file": "moe/dispatcher_index_select.cpp",
