@@ -1,3 +1,4 @@
+#include <string>
 #include <type_traits>
 #include "kernels/block_reduce.cuh"
 #include "kernels/cuda_check.cuh"
@@ -61,36 +62,48 @@ __global__ void combine_rows_kernel(RowMap m, int quads, const T* rows, const fl
   }
 }
 
+// The slots' dot products reduced together: each warp's sum per slot into shared memory
+// ([warps][slots]), one barrier, then a thread per slot adds the warps' sums in order -- where a
+// block reduction per slot took four barriers each.
 template <class T>
 __global__ void combine_rows_backward_kernel(RowMap m, int quads, const T* dout, const T* rows, const float* weight,
                                              T* drows, float* dweight, bool slice) {
-  __shared__ float scratch[32];
-  const int t = blockIdx.x;
+  extern __shared__ float warp_dots[];
+  const int t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const size_t o = size_t(t) * m.hidden;
   for (int s = 0; s < m.slots; ++s) {
     const size_t slot = size_t(t) * m.slots + s;
-    const int r = m.row_of[slot];
-    if (r < 0) {
-      if (threadIdx.x == 0 && !slice) dweight[slot] = 0.f;
+    const int r = m.row_of[slot];  // the block's: every warp takes the same branch
+    float dot = 0.f;
+    if (r >= 0) {
+      const size_t ro = size_t(r) * m.hidden;
+      const float w = weight[slot];
+      for (int q = threadIdx.x; q < quads; q += blockDim.x) {
+        float d[4], v[4];
+        cuda::load4(dout, o + 4 * q, d);
+        cuda::load4(rows, ro + 4 * q, v);
+        for (int e = 0; e < 4; ++e) dot += d[e] * v[e], d[e] *= w;
+        cuda::store4(drows, ro + 4 * q, d);
+      }
+      for (int i = 4 * quads + threadIdx.x; i < m.hidden; i += blockDim.x) {
+        const float d = cuda::load(dout, o + i);
+        dot += d * cuda::load(rows, ro + i);
+        cuda::store(drows, ro + i, w * d);
+      }
+    }
+    dot = cuda::warp_sum(dot);
+    if (lane == 0) warp_dots[warp * m.slots + s] = dot;
+  }
+  __syncthreads();
+  for (int s = threadIdx.x; s < m.slots; s += blockDim.x) {
+    const size_t slot = size_t(t) * m.slots + s;
+    if (m.row_of[slot] < 0) {
+      if (!slice) dweight[slot] = 0.f;
       continue;
     }
-    const size_t ro = size_t(r) * m.hidden;
-    const float w = weight[slot];
-    float dot = 0.f;
-    for (int q = threadIdx.x; q < quads; q += blockDim.x) {
-      float d[4], v[4];
-      cuda::load4(dout, o + 4 * q, d);
-      cuda::load4(rows, ro + 4 * q, v);
-      for (int e = 0; e < 4; ++e) dot += d[e] * v[e], d[e] *= w;
-      cuda::store4(drows, ro + 4 * q, d);
-    }
-    for (int i = 4 * quads + threadIdx.x; i < m.hidden; i += blockDim.x) {
-      const float d = cuda::load(dout, o + i);
-      dot += d * cuda::load(rows, ro + i);
-      cuda::store(drows, ro + i, w * d);
-    }
-    dot = cuda::block_reduce<false>(dot, scratch);
-    if (threadIdx.x == 0) dweight[slot] = dot;
+    float sum = 0.f;
+    for (int w = 0; w < warps; ++w) sum += warp_dots[w * m.slots + s];
+    dweight[slot] = sum;
   }
 }
 
@@ -171,9 +184,13 @@ void combine_rows_cuda(const RowMap& m, const void* rows, const float* weight, v
 void combine_rows_backward_cuda(const RowMap& m, const void* dout, const void* rows, const float* weight, void* drows,
                                 float* dweight, bool slice, DType t, void* stream) {
   if (m.tokens == 0) return;
+  const size_t dots_bytes = size_t(kRowThreads / 32) * m.slots * sizeof(float);
+  if (dots_bytes > 48 * 1024)
+    throw Error("combine_rows_backward: " + std::to_string(m.slots) + " slots a token; allowed: up to " +
+                std::to_string(48 * 1024 / (kRowThreads / 32 * sizeof(float))));
   cuda::dispatch_float(t, "combine_rows_backward", [&](auto tag) {
     using T = decltype(tag);
-    combine_rows_backward_kernel<T><<<m.tokens, kRowThreads, 0, cs(stream)>>>(
+    combine_rows_backward_kernel<T><<<m.tokens, kRowThreads, dots_bytes, cs(stream)>>>(
         m, quads_of<T>(m, dout, rows, drows), static_cast<const T*>(dout), static_cast<const T*>(rows), weight,
         static_cast<T*>(drows), dweight, slice);
   });
