@@ -8,8 +8,9 @@ gets its figures and the verdict "not comparable", one on another GPU its verdic
 a figure a run could not measure (n/a in its CSV) gets "not measured" with the reason; a case that
 failed (cases.tsv) gets a row naming its log, and a target none of whose cases ended well "not
 run". Each row says where its time went (the largest parts: a layer's moe.* ranges, a step's
-phases from its step_breakdown.csv; the slowest kernels where a kernel log ran), printed under
-a missed target. Exit 0 when the table is
+phases from its step_breakdown.csv; the slowest kernels where a kernel log ran; for a target
+that is one range's time, the gate's forward, how much of it that range's kernels ran), printed
+under a missed target. Exit 0 when the table is
 written, 2 for a bad folder."""
 import csv
 import pathlib
@@ -88,6 +89,26 @@ def where_time_goes(row, path, parts=3):
     return where + (f"; the expert GEMMs alone at {floor:.3g}x their floor" if floor is not None else "")
 
 
+def range_kernels(row, path, name, parts=4):
+    """For a target that is one range's time (the gate's forward): how much of it the range's
+    logged kernels ran, and the largest of them; while the rest of its time went by, none of its
+    kernels ran. Empty where the layer's kernels were not logged."""
+    span = number(row.get(name + "_ms"))
+    kernels = path.parent / f"kernels_{row.get('dispatcher')}.csv"
+    if not span or not kernels.is_file():
+        return ""
+    with kernels.open(newline="") as f:
+        mine = [r for r in csv.DictReader(f) if r.get("phase") == name and number(r.get("ms")) is not None]
+    if not mine:
+        return ""
+    busy = sum(number(r["ms"]) for r in mine)
+    mine.sort(key=lambda r: -number(r["ms"]))
+    largest = ", ".join(f"{r['kernel']} {1000 * number(r['ms']):.3g} us" for r in mine[:parts])
+    return (f"{name}: its {len(mine)} logged kernels and copies ran {1000 * busy:.3g} us of its {1000 * span:.3g} us "
+            f"({100 * busy / span:.0f}%), none of them the rest (launches, the host's read of the counts); "
+            f"largest: {largest}; ")
+
+
 def how_it_ran(row):
     """A layer row's expert route; a step row's attention, its experts' route (MoE), and "graph"
     where the step was replayed from one."""
@@ -135,9 +156,12 @@ def main():
             verdict = "met" if (v <= limit if op == "<=" else v >= limit) else "missed"
             if "H100" not in row.get("device", ""):  # an H200, say: judged, but not on the limit's own GPU
                 verdict += f" on {row.get('device') or 'an unnamed GPU'} (the limit is one H100's)"
+        where = where_time_goes(row, path)
+        if column.startswith("moe.") and column.endswith("_ms"):  # one range's time: what ran inside it
+            where = range_kernels(row, path, column[:-3]) + where
         table.append({"target": target, "case": case, "how": how, "measured": value, "unit": unit,
                       "limit": f"{op} {limit:g}" if limit is not None else "", "verdict": verdict,
-                      "where_the_time_goes": where_time_goes(row, path),
+                      "where_the_time_goes": where,
                       "device": row.get("device", ""), "scale": row.get("scale", ""), "backend": row.get("backend", ""),
                       "dtype": row.get("dtype", ""), "commit": row.get("commit", ""), "source": str(path.relative_to(folder))})
     # Every case beside the targets: what each route and attention measured.

@@ -3,7 +3,8 @@
 machine without a GPU produces: a figure within its limit is "met" and one beyond it "missed", on
 an H100; on another GPU the verdict names that GPU; the fastest route or attention is the one
 judged; a missed target prints where its time went (a layer's largest moe.* range, its expert
-GEMMs over their floor and its slowest kernels, a step's largest phase and slowest kernels); a case that failed is named. Exit 0 when all holds, 1 with a line per breach.
+GEMMs over their floor and its slowest kernels, a step's largest phase and slowest kernels; for
+the gate's forward, how much of its range its kernels ran); a case that failed is named. Exit 0 when all holds, 1 with a line per breach.
 
   check_gpu_target_verdicts.py
 """
@@ -104,6 +105,10 @@ def main():
         if "slowest kernels: cutlass_grouped_wgrad in moe.expert.bwd 1 ms, gate_topk in moe.gating 0.03 ms" \
                 not in top1.get("where_the_time_goes", ""):
             breaches.append(f"the layer's evidence is '{top1.get('where_the_time_goes')}', without its kernel log's slowest")
+        gate = t.get("MoE layer top-1: gate forward", {}).get("where_the_time_goes", "")
+        if not gate.startswith("moe.gating: its 1 logged kernels and copies ran 30 us of its 40 us (75%)") or \
+                "largest: gate_topk 30 us" not in gate:
+            breaches.append(f"the gate's evidence is '{gate}', not how much of its range its kernels ran")
     for b in breaches:
         print(f"check_gpu_target_verdicts: {b}")
     return 1 if breaches else 0
