@@ -103,17 +103,17 @@ ScopedRange::ScopedRange(std::string_view name, const Stream& stream, Breakdown*
       timed_paths.push_back(path_);
     }
     start_ = std::make_shared<Event>(stream.backend);
+    stop_ = std::make_shared<Event>(stream.backend);
     start_->record(stream_);
   }
 }
 
 ScopedRange::~ScopedRange() {
   if (start_) {
-    auto stop = std::make_shared<Event>(stream_.backend);
-    stop->record(stream_);
-    if (Timeline::enabled()) Timeline::record_range(stream_.id, name_, start_, stop);
+    stop_->record(stream_);
+    if (Timeline::enabled()) Timeline::record_range(stream_.id, name_, start_, stop_);
     if (breakdown_) {
-      breakdown_->add(name_, start_, stop, path_);
+      breakdown_->add(name_, start_, stop_, path_);
       breakdown_->close();
       if (!timed_paths.empty()) timed_paths.pop_back();
     }

@@ -57,7 +57,8 @@ class ScopedRange {
   const Stream& stream_;
   Breakdown* breakdown_;
   std::string path_;              // when timed into the breakdown (then also this thread's current path)
-  std::shared_ptr<Event> start_;  // when timed or traced
+  std::shared_ptr<Event> start_, stop_;  // when timed or traced; both made before the start is
+                                         // recorded, so the span holds no event's creation
 };
 
 // The path of the innermost range open on this thread that is timed into a breakdown ("" when
