@@ -84,4 +84,10 @@ inline unsigned grid_for(size_t n, unsigned block) {
   return static_cast<unsigned>(g > 65535u * 32u ? 65535u * 32u : g);  // grid-stride loops cover the rest
 }
 
+// Blocks of `threads` / 32 warps for `rows` rows of a warp each (the gate's row kernels).
+inline unsigned blocks_of_warps(long long rows, int threads) {
+  const long long per_block = threads / 32;
+  return static_cast<unsigned>((rows + per_block - 1) / per_block);
+}
+
 }  // namespace moebench::cuda

@@ -1,6 +1,7 @@
 #include "kernels/bf16_split.cuh"
 #include "kernels/block_reduce.cuh"
 #include "kernels/cuda_check.cuh"
+#include "kernels/cuda_types.cuh"
 #include "kernels/gate_grads.h"
 
 namespace moebench {
@@ -46,9 +47,8 @@ __global__ void gate_logit_grads_kernel(GateGradArgs a, Bf16Parts parts, void* o
 }  // namespace
 
 void gate_logit_grads_cuda(const GateGradArgs& a, Bf16Parts parts, void* out, void* stream) {
-  const long long rows = (long long)a.g.tokens * a.g.prototypes, per_block = kThreads / 32;
-  gate_logit_grads_kernel<<<unsigned((rows + per_block - 1) / per_block), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      a, parts, out);
+  gate_logit_grads_kernel<<<cuda::blocks_of_warps((long long)a.g.tokens * a.g.prototypes, kThreads), kThreads, 0,
+                            static_cast<cudaStream_t>(stream)>>>(a, parts, out);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }
 

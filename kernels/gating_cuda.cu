@@ -1,13 +1,14 @@
 #include "kernels/block_reduce.cuh"
 #include "kernels/cuda_check.cuh"
+#include "kernels/cuda_types.cuh"
 #include "kernels/gating.h"
 
 namespace moebench {
 
 constexpr int kGateThreads = 128;
 // Rows of at most this many experts (per prototype) take a warp each, their values in registers;
-// wider rows take a block. The block kernel's 5 + 2k barriers per token made it the gate's
-// slowest kernel at the paper's 64 experts (11-14 us for 8192 tokens on the H200).
+// wider rows take a block, whose 5 + 2k barriers per token made it the gate's slowest kernel at
+// the paper's 64 experts (results/cuda/targets/*/moe/kernels_local.csv).
 constexpr int kWarpExperts = 256;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
@@ -68,15 +69,9 @@ __global__ void warp_softmax_topk_kernel(GateShape g, const float* slices, float
   }
 }
 
-// Blocks of kGateThreads / 32 warps, one row each.
-static unsigned warp_row_blocks(const GateShape& g) {
-  const long long rows = (long long)g.tokens * g.prototypes, per_block = kGateThreads / 32;
-  return unsigned((rows + per_block - 1) / per_block);
-}
-
 // One block per (token, prototype) of more than kWarpExperts experts: softmax over its F experts
-// in shared memory, then k rounds of block arg-max, each removing the winner. With `slices` the logits are summed from
-// them first (as sum_split3 sums) and written out; else they are read.
+// in shared memory, then k rounds of block arg-max, each removing the winner. With `slices` the
+// logits are summed from them first (as sum_split3 sums) and written out; else they are read.
 __global__ void softmax_topk_kernel(GateShape g, const float* slices, float* logits, float* probs, int* expert,
                                     float* weight) {
   extern __shared__ float row[];
@@ -120,8 +115,9 @@ __global__ void softmax_topk_kernel(GateShape g, const float* slices, float* log
 template <int kPer>
 static void launch_warp_softmax_topk(const GateShape& g, const float* slices, float* logits, float* probs,
                                      std::int32_t* expert, float* weight, void* stream) {
-  warp_softmax_topk_kernel<kPer><<<warp_row_blocks(g), kGateThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      g, slices, logits, probs, expert, weight);
+  const unsigned blocks = cuda::blocks_of_warps((long long)g.tokens * g.prototypes, kGateThreads);
+  warp_softmax_topk_kernel<kPer><<<blocks, kGateThreads, 0, static_cast<cudaStream_t>(stream)>>>(g, slices, logits, probs,
+                                                                                              expert, weight);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }
 
