@@ -100,7 +100,8 @@ class GptStepBench final : public BenchProgram {
     panel_rows_ = panel_rows_opt_.value_or(GptConfig{}.attention_panel_rows);
     captured_ = step_graph_opt_.empty() ? ctx.backend() == Backend::cuda : step_graph_opt_ == "captured";
     try {
-      roofline_ = load_roofline_profile("--roofline-profile", roofline_path_, ctx.provenance.backend, ctx.provenance.device, 1,
+      roofline_ = load_roofline_profile("--roofline-profile", roofline_path_, ctx.provenance.backend, ctx.provenance.device,
+                                        std::string(dtype_name(ctx.dtype())), 1,
                                         int(std::thread::hardware_concurrency()));
     } catch (const Error& e) {
       return std::string(e.what());

@@ -115,6 +115,7 @@ class MoELayerBench final : public BenchProgram {
     if (auto e = read_reference(ctx)) return e;
     try {
       roofline_ = load_roofline_profile("--roofline-profile", roofline_path_, ctx.provenance.backend, ctx.provenance.device,
+                                        std::string(dtype_name(ctx.dtype())),
                                         world, int(std::thread::hardware_concurrency()));
     } catch (const Error& e) {
       return std::string(e.what());

@@ -125,19 +125,20 @@ Roofline roofline(const Work& w, const HardwareProfile& hw, bool half, double ra
 }
 
 RooflineProfile load_roofline_profile(const std::string& option, const std::string& path, const std::string& backend,
-                                      const std::string& device, int ranks, int cores) {
+                                      const std::string& device, const std::string& dtype, int ranks, int cores) {
   RooflineProfile p;
   if (path.empty()) {
     p.note = "none: no profile of this device given (experiments/models/profile.sh measures one)";
     return p;
   }
   HardwareProfile hw;
-  std::string measured_backend, measured_device;
+  std::string measured_backend, measured_device, measured_dtype;
   try {
     hw = load_hardware_profile(path);
     const CsvRows t = CsvRows::read(path);
     if (t.size() > 0 && t.has("backend")) measured_backend = t.cell(0, "backend");
     if (t.size() > 0 && t.has("device")) measured_device = t.cell(0, "device");
+    if (t.size() > 0 && t.has("dtype")) measured_dtype = t.cell(0, "dtype");
   } catch (const Error& e) {
     throw Error(option + ": " + e.what());
   }
@@ -145,6 +146,16 @@ RooflineProfile load_roofline_profile(const std::string& option, const std::stri
     p.note = "none: " + std::filesystem::path(path).filename().string() + " was measured on " + (measured_backend.empty() ? "no named device (a shipped profile)"
                                                                               : measured_backend + " " + measured_device) +
              ", this run is " + backend + " " + device + " (experiments/models/profile.sh measures this one)";
+    return p;
+  }
+  // A GPU's sweep measures one precision's GEMM peak and copies it into the other's row; 16-bit
+  // tensor cores run at about twice TF32's rate, so a floor from the other precision's sweep would
+  // misplace every compute-bound row. The CPU computes fp32 whatever the dtype: one peak.
+  const auto sixteen_bit = [](const std::string& t) { return t == "fp16" || t == "bf16"; };
+  if (backend == "cuda" && sixteen_bit(measured_dtype) != sixteen_bit(dtype)) {
+    p.note = "none: " + std::filesystem::path(path).filename().string() + " measured " +
+             (measured_dtype.empty() ? std::string("no named dtype") : measured_dtype) + " GEMMs, this run is " + dtype +
+             " (experiments/models/profile.sh --dtype " + dtype + " measures its peak)";
     return p;
   }
   p.rate_scale = rank_rate_scale(hw, backend == "cuda", ranks, cores);

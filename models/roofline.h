@@ -69,10 +69,11 @@ struct RooflineProfile {
   double rate_scale = 1;
 };
 // Reads `path` (given to `option`); a profile measured on another backend or device than the
-// run's (`backend`, `device`) is not used and the note says so; a file that does not load is an
-// error naming the option.
+// run's (`backend`, `device`), or on a GPU in the other precision (fp32 against fp16/bf16, the
+// run's `dtype`), is not used and the note says so; a file that does not load is an error naming
+// the option.
 RooflineProfile load_roofline_profile(const std::string& option, const std::string& path, const std::string& backend,
-                                      const std::string& device, int ranks, int cores);
+                                      const std::string& device, const std::string& dtype, int ranks, int cores);
 // The columns a bench row gains: flops, min_bytes, floor_ms, floor_bound, achieved_tflops,
 // time_over_floor, roofline_profile.
 const std::vector<std::string>& roofline_columns();

@@ -50,8 +50,9 @@ results="$(cd "$results" && pwd)"
 profile="$results/models/profile_this_machine.csv" profiled=0
 if [ "$backend" = cuda ]; then
   # 3 repetitions: at the paper scale the sweep's largest GEMMs took two minutes at 5 on an H200.
+  # In the cases' dtype: a GPU's GEMM peak is its precision's (the bench refuses the other's).
   MOEBENCH_LAUNCHER="${MOEBENCH_LAUNCHER:-none}" experiments/models/profile.sh --scale "$scale" --backend cuda --ranks 1 \
-    --results "$results" --repetitions 3 && profiled=1
+    --results "$results" --repetitions 3 --dtype "$dtype" && profiled=1
 else
   experiments/models/profile.sh --scale "$scale" --backend cpu --ranks 2 --results "$results" && profiled=1
 fi

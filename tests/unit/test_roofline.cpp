@@ -1,6 +1,8 @@
-// The roofline's work counts against the sizes worked by hand, which term sets the floor, and
-// the rates a rank gets when CPU ranks share the machine's cores.
+// The roofline's work counts against the sizes worked by hand, which term sets the floor, the
+// rates a rank gets when CPU ranks share the machine's cores, and which profiles a run may use.
 #include <gtest/gtest.h>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include "models/hardware_profile.h"
@@ -92,6 +94,38 @@ TEST(Roofline, CpuRanksShareTheCores) {
   EXPECT_DOUBLE_EQ(rank_rate_scale(hw, true, 8, 2), 1.0);   // a GPU per rank
   hw.gpus_per_node = 1;
   EXPECT_DOUBLE_EQ(rank_rate_scale(hw, false, 4, 2), 0.5);
+}
+
+// A profile as moebench_profile writes one: every row stamped with where and in what dtype it ran.
+std::string write_profile(const std::string& name, const std::string& backend, const std::string& dtype) {
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream out(path);
+  const std::string stamp = "," + backend + ",Some GPU," + dtype + "\n";
+  out << "field,at,value,unit,source,backend,device,dtype\n";
+  out << "name,,a machine,," << stamp;
+  for (const char* row : {"gpus_per_node,,1,count", "peak_fp16,,400,TFLOP/s", "peak_fp32,,400,TFLOP/s", "memory,,80,GB",
+                          "memory_bw,,4000,GB/s", "elementwise_bw,,2500,GB/s", "intra_bw,,450,GB/s", "intra_latency,,3,us",
+                          "inter_bw,,400,GB/s", "inter_latency,,5,us", "pcie_bw,,60,GB/s", "gemm_efficiency,100,1,fraction"})
+    out << row << ",measured" << stamp;
+  return path;
+}
+
+// On a GPU the sweep measures one precision's peak and copies it into the other's row: a bf16 run
+// given an fp32 sweep would take TF32's rate for its compute floor. Its columns are n/a instead.
+TEST(Roofline, AGpuProfileOfTheOtherPrecisionIsNotUsed) {
+  const std::string fp32 = write_profile("roofline_fp32_profile.csv", "cuda", "fp32");
+  const std::string bf16 = write_profile("roofline_bf16_profile.csv", "cuda", "bf16");
+  const RooflineProfile mixed = load_roofline_profile("--roofline-profile", fp32, "cuda", "Some GPU", "bf16", 1, 2);
+  EXPECT_FALSE(mixed.hw);
+  EXPECT_NE(mixed.note.find("measured fp32 GEMMs, this run is bf16"), std::string::npos) << mixed.note;
+  EXPECT_FALSE(load_roofline_profile("--roofline-profile", bf16, "cuda", "Some GPU", "fp32", 1, 2).hw);
+  EXPECT_TRUE(load_roofline_profile("--roofline-profile", bf16, "cuda", "Some GPU", "bf16", 1, 2).hw);
+  EXPECT_TRUE(load_roofline_profile("--roofline-profile", bf16, "cuda", "Some GPU", "fp16", 1, 2).hw);
+  EXPECT_TRUE(load_roofline_profile("--roofline-profile", fp32, "cuda", "Some GPU", "fp32", 1, 2).hw);
+  // The CPU computes fp32 whatever the dtype: its one peak serves every run.
+  const std::string cpu = write_profile("roofline_cpu_profile.csv", "cpu", "fp32");
+  EXPECT_TRUE(load_roofline_profile("--roofline-profile", cpu, "cpu", "Some GPU", "bf16", 1, 2).hw);
+  for (const auto& p : {fp32, bf16, cpu}) std::filesystem::remove(p);
 }
 
 }  // namespace
