@@ -14,14 +14,16 @@ struct ExpertChunk {
   int first_expert, count;
 };
 
-// One block per padded row of the chunk: a row of the expert's copies across (to_padded,
-// to_packed), a padding row is zeroed (to_padded, zero_padding) or skipped.
+// One block per block row of the chunk: a row of the expert's copies across (to_padded,
+// to_packed), a padding row is zeroed (to_padded, zero_padding) or skipped. The block of an
+// expert in the overflow is all padding; its rows move in one copy (pad_rows_cuda).
 template <class Unit>
 __global__ void pad_rows_kernel(ExpertChunk chunk, int padded, size_t row_units, Unit* packed, Unit* padded_rows,
                                 PadMove move) {
   const long long r = blockIdx.x;
   const int e = int(r / padded), p = int(r % padded);
-  const long long rows = chunk.first_row[e + 1] - chunk.first_row[e];
+  long long rows = chunk.first_row[e + 1] - chunk.first_row[e];
+  if (rows > padded) rows = 0;
   Unit* block_row = padded_rows + (size_t(chunk.first_expert + e) * padded + p) * row_units;
   if (p >= rows) {
     if (move == PadMove::to_packed) return;
@@ -60,9 +62,20 @@ void pad_rows_cuda(const RowPadding& p, const void* packed, void* padded, PadMov
            reinterpret_cast<std::uintptr_t>(padded) % unit == 0;
   };
   void* pk = const_cast<void*>(packed);
-  if (aligned(16)) return launch<uint4>(p, pk, padded, move, s);
-  if (aligned(4)) return launch<std::uint32_t>(p, pk, padded, move, s);
-  launch<std::uint16_t>(p, pk, padded, move, s);
+  if (aligned(16)) launch<uint4>(p, pk, padded, move, s);
+  else if (aligned(4)) launch<std::uint32_t>(p, pk, padded, move, s);
+  else launch<std::uint16_t>(p, pk, padded, move, s);
+  if (move == PadMove::zero_padding) return;
+  // The overflow: each such expert's rows are one contiguous span on both sides.
+  const std::vector<std::size_t> start = padded_starts(p.offset, p.padded);
+  for (int e = 0; e < p.experts(); ++e) {
+    if (!p.overflows(e)) continue;
+    char* at = static_cast<char*>(padded) + start[e] * row_bytes;
+    char* from = static_cast<char*>(pk) + p.offset[e] * row_bytes;
+    const std::size_t bytes = p.rows(e) * row_bytes;
+    if (move == PadMove::to_padded) MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(at, from, bytes, cudaMemcpyDeviceToDevice, s));
+    else MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(from, at, bytes, cudaMemcpyDeviceToDevice, s));
+  }
 }
 
 }  // namespace moebench

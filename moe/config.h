@@ -35,6 +35,10 @@ struct MoEConfig {
   // The experts keep GeLU's output for backward (true), or only its input -- MPMoE's T_M, one
   // [rows, f] tensor as the paper's in-place ReLU -- and recompute the output in backward.
   bool keep_expert_activation = true;
+  // --expert-gemm padded: what sending one expert's rows to GEMMs of their own costs, in rows of the
+  // batched GEMMs (moe/padded_blocks.h): six GEMM launches and their tails against six rows' FLOPs,
+  // about 256 rows at the paper's widths on an H100-class GPU.
+  int padded_overflow_cost_rows = 256;
 
   int slots() const { return prototypes * top_k; }
   int per_prototype() const { return experts / prototypes; }

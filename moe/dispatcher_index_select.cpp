@@ -46,7 +46,7 @@ class IndexSelectDispatcher final : public TokenDispatcher {
       st->row_bound = total;
     } else {
       std::vector<std::int32_t> base;
-      st->rows_per_expert = padded() ? padded_expert_bases(r, first_, count_, base, &st->padded)
+      st->rows_per_expert = padded() ? padded_expert_bases(r, first_, count_, env_.cfg.padded_overflow_cost_rows, base, &st->padded)
                                      : expert_major_bases(r, first_, count_, base);
       st->mapping = build_row_mapping(env_.dev, env_.alloc, upload_, r, base, s);
       total = row_count(*st);
@@ -138,19 +138,22 @@ class IndexSelectDispatcher final : public TokenDispatcher {
   static IndexSelectState& state(DispatchState& s) { return static_cast<IndexSelectState&>(s); }
   bool segmented() const { return env_.cfg.expert_gemm == ExpertGemm::segmented; }
   bool padded() const { return env_.cfg.expert_gemm == ExpertGemm::padded; }
-  // Rows of st's layout: its padded blocks, or its bound (segmented), or the rows themselves.
+  // Rows of st's layout: its padded blocks and overflow, or its bound (segmented), or the rows themselves.
   std::size_t row_count(const DispatchState& st) const {
-    if (st.padded) return std::size_t(count_) * std::size_t(st.padded);
+    if (padded()) return padded_starts(offsets(st), st.padded).back();
     std::size_t total = st.row_bound;
     for (int n : st.rows_per_expert) total += std::size_t(n);
     return total;
   }
-  // The padding rows of `rows` in st's padded layout are zeroed (the map writes the others).
-  void zero_padding(const DispatchState& st, Buffer& rows, const Stream& s) {
-    if (!st.padded) return;
+  std::vector<std::size_t> offsets(const DispatchState& st) const {
     std::vector<std::size_t> offset(count_ + 1, 0);
     for (int l = 0; l < count_; ++l) offset[l + 1] = offset[l] + std::size_t(st.rows_per_expert[l]);
-    zero_padding_rows(env_.dev.exec(s), RowPadding{offset, st.padded, env_.cfg.hidden, env_.cfg.dtype}, rows.data());
+    return offset;
+  }
+  // The padding rows of `rows` in st's padded layout are zeroed (the map writes the others).
+  void zero_padding(const DispatchState& st, Buffer& rows, const Stream& s) {
+    if (!padded()) return;
+    zero_padding_rows(env_.dev.exec(s), RowPadding{offsets(st), st.padded, env_.cfg.hidden, env_.cfg.dtype}, rows.data());
   }
   std::size_t hidden_bytes() const { return std::size_t(env_.cfg.hidden) * dtype_size(env_.cfg.dtype); }
 

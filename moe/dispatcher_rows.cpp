@@ -1,6 +1,8 @@
 #include "moe/dispatcher_rows.h"
 #include <algorithm>
+#include "kernels/pad_rows.h"
 #include "kernels/segment_offsets.h"
+#include "moe/padded_blocks.h"
 
 namespace moebench {
 
@@ -20,14 +22,17 @@ std::vector<int> expert_major_bases(const Routing& r, int first, int count, std:
   return rows;
 }
 
-std::vector<int> padded_expert_bases(const Routing& r, int first, int count, std::vector<std::int32_t>& base,
-                                     int* padded) {
+std::vector<int> padded_expert_bases(const Routing& r, int first, int count, int overflow_cost_rows,
+                                     std::vector<std::int32_t>& base, int* padded) {
   const std::vector<int> rows = expert_major_bases(r, first, count, base);
-  const int P = rows.empty() ? 0 : *std::max_element(rows.begin(), rows.end());
+  const int P = padded_block_rows(rows, overflow_cost_rows);
+  std::vector<std::size_t> offset(count + 1, 0);
+  for (int l = 0; l < count; ++l) offset[l + 1] = offset[l] + std::size_t(rows[l]);
+  const std::vector<std::size_t> start = padded_starts(offset, P);
   const int G = r.groups(), E = r.shape.gate.experts;
-  for (int l = 0; l < count; ++l) {  // shift expert l from its packed start to its block's
-    const std::int32_t start = base[std::size_t(first + l)];  // group 0 comes first inside an expert
-    for (int g = 0; g < G; ++g) base[std::size_t(g) * E + first + l] += l * P - start;
+  for (int l = 0; l < count; ++l) {  // shift expert l from its packed start to its block's or overflow's
+    const std::int32_t shift = std::int32_t(start[l]) - std::int32_t(offset[l]);
+    for (int g = 0; g < G; ++g) base[std::size_t(g) * E + first + l] += shift;
   }
   *padded = P;
   return rows;

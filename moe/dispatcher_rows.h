@@ -20,10 +20,11 @@ namespace moebench {
 // expert, group by group inside an expert, position order inside a group. base[g, e] = -1
 // for experts outside the range. Returns rows per expert of the range.
 std::vector<int> expert_major_bases(const Routing& r, int first, int count, std::vector<std::int32_t>& base);
-// The same order in blocks of the busiest expert's rows (--expert-gemm padded, kernels/pad_rows.h):
-// expert l's rows start at row l * padded. Returns rows per expert; *padded gets the block height.
-std::vector<int> padded_expert_bases(const Routing& r, int first, int count, std::vector<std::int32_t>& base,
-                                     int* padded);
+// The same order in the padded route's layout (--expert-gemm padded, kernels/pad_rows.h): blocks of
+// padded_block_rows() rows, expert l's at row l * padded or, too busy for one, in the overflow.
+// Returns rows per expert; *padded gets the block height.
+std::vector<int> padded_expert_bases(const Routing& r, int first, int count, int overflow_cost_rows,
+                                     std::vector<std::int32_t>& base, int* padded);
 
 // One micro-batch's row of each (token, slot) on this rank, or -1.
 struct RowMapping {

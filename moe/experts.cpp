@@ -75,8 +75,6 @@ ExpertsContext Experts::forward(const void* x, const std::vector<int>& rows, voi
   if (padded && cfg_.expert_gemm != ExpertGemm::padded)
     throw Error(std::string("Experts: rows in padded blocks are for --expert-gemm padded, not ") +
                 expert_gemm_name(cfg_.expert_gemm));
-  if (padded && !rows.empty() && *std::max_element(rows.begin(), rows.end()) > padded)
-    throw Error("Experts: an expert has more rows than the " + std::to_string(padded) + " of its padded block");
   if (cfg_.expert_gemm == ExpertGemm::padded) {
     c.padded = padded;
     c.given_padded = padded > 0;

@@ -17,6 +17,7 @@
 #pragma once
 #include <cstdint>
 #include <vector>
+#include "kernels/pad_rows.h"
 #include "moe/config.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
@@ -29,15 +30,15 @@ struct ExpertsContext {
   std::vector<int> rows;             // per local expert
   std::vector<std::size_t> offset;   // first row of each expert, and R at the end
   Buffer h, a;                       // pre-activation and activation [R, f]; a only if kept
-  int padded = 0;                    // --expert-gemm padded: rows per expert block; h and a are [E, padded, f]
+  int padded = 0;                    // --expert-gemm padded: rows per expert block; h and a are in its layout
   bool given_padded = false;         // ... and x, y, dy, dx too: the dispatcher wrote the blocks
   // --expert-gemm segmented: each expert's first row and the end, [count + 1] on the device; rows
   // and offset stay empty until Experts::read_rows. h and a hold `bound` rows.
   const std::int32_t* device_offset = nullptr;
   std::size_t bound = 0;
   std::size_t total_rows() const { return offset.empty() ? 0 : offset.back(); }
-  // Rows the GEMMs compute: the padded blocks, or the rows themselves.
-  std::size_t computed_rows() const { return padded ? (offset.size() - 1) * std::size_t(padded) : total_rows(); }
+  // Rows the GEMMs compute: the padded blocks and the overflow (kernels/pad_rows.h), or the rows themselves.
+  std::size_t computed_rows() const { return padded ? padded_starts(offset, padded).back() : total_rows(); }
 };
 
 class Experts {
@@ -47,8 +48,10 @@ class Experts {
   void init(std::uint64_t seed, const Stream& s);
 
   // x [R, h] -> y [R, h] with R = sum(rows). With `padded` (--expert-gemm padded only), x and y --
-  // and backward's dy and dx -- are in blocks of `padded` rows, at least the busiest expert's,
-  // padding rows of x and dy zero: expert l's rows first in block l (DispatchState::padded).
+  // and backward's dy and dx -- are in the padded layout of blocks of `padded` rows
+  // (kernels/pad_rows.h: an expert too busy for its block in the overflow), padding rows of x and
+  // dy zero (DispatchState::padded). Without, the padded route picks its blocks' height
+  // (moe/padded_blocks.h) and pads the rows itself.
   ExpertsContext forward(const void* x, const std::vector<int>& rows, void* y, const Stream& s, int padded = 0);
   // --expert-gemm segmented: the rows of expert l are [offset[l], offset[l + 1]) of x and y, offset
   // [count + 1] on the device (alive until backward), x and y holding `bound` rows. Nothing here

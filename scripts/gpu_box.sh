@@ -6,7 +6,7 @@
 # own shared-memory kernels; any report fails), and runs the GPU benchmarks at the given scale.
 # MOEBENCH_REQUIRE_GPU=1 throughout: a GPU test that finds no usable GPU fails here.
 #   scripts/gpu_box.sh [build|test|sanitize|bench|targets|all|lease] [--scale paper] [--dtype fp16]
-#                      [--results DIR] [--budget SECONDS]
+#                      [--results DIR] [--budget SECONDS] [--cases NAME[,NAME...]] [--tests FILTER]
 # targets: the GPU targets alone (scripts/gpu_targets.sh, bf16 unless --dtype says otherwise), a
 # few minutes, where bench runs every experiment.
 # lease: what one device lease holds, in one call of --budget seconds (default 540): the build of
@@ -15,6 +15,9 @@
 # none started within 90 s of the end (the rest listed as out of time), after the GPT step's and
 # the MoE layer's kernel logs once at the tiny scale (the targets run without them if that fails);
 # then, in the time left, ncu's per-kernel summary of one MoE layer iteration (a minute at most).
+# A follow-up lease call re-measures a few cases: --cases (targets, lease) names them
+# (scripts/gpu_targets.sh), --tests (lease) is the gtest filter of the GPU tests and their memcheck;
+# with --cases the lease runs no ncu.
 # Its files go to $OUT (else RESULTS/lease),
 # seven of them, as a device lease returns eight at most: lease.log, gpu_tests.log, sanitize.log,
 # kernel_log.log, targets.csv, ncu_moe_layer.txt and results.tar.gz (the targets' folders, the
@@ -32,15 +35,18 @@ dtype=fp16  # the documents train in fp16
 dtype_given=""
 results="$PWD/results/cuda"  # beside the CPU results, not over them
 budget=540
+cases=() tests="*"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --scale|--results|--dtype|--budget)
+    --scale|--results|--dtype|--budget|--cases|--tests)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "gpu_box.sh: error: $1: needs a value" >&2; exit 2; }
       case "$1" in
         --scale) scale="$2" ;; --results) results="$2" ;; --dtype) dtype="$2"; dtype_given="$2" ;; --budget) budget="$2" ;;
+        --cases) cases=(--cases "$2") ;; --tests) tests="$2" ;;
       esac
       shift 2 ;;
-    *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --dtype, --results, --budget)" >&2; exit 2 ;;
+    *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --dtype, --results, --budget, --cases, --tests)" >&2
+       exit 2 ;;
   esac
 done
 case "$step" in build|test|sanitize|bench|targets|all|lease) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench, targets, all or lease" >&2; exit 2 ;; esac
@@ -139,10 +145,9 @@ do_bench() {
 }
 
 do_targets() {
-  find_nccl
-  find_cudnn
+  do_build moebench_moe_layer moebench_gpt_step moebench_profile
   MOEBENCH_BUILD="$build" MOEBENCH_LAUNCHER=none scripts/gpu_targets.sh --scale "$scale" --backend cuda \
-    --dtype "${dtype_given:-bf16}" --results "$results"
+    --dtype "${dtype_given:-bf16}" --results "$results" ${cases[@]+"${cases[@]}"}
 }
 
 # This GPU's architecture alone (Hopper: sm_90a), unless CMAKE_CUDA_ARCHITECTURES says otherwise.
@@ -193,7 +198,7 @@ do_lease() {
     do_build moebench_gpu_tests moebench_moe_layer moebench_gpt_step moebench_profile || status=1
     echo "== lease: GPU tests at $((SECONDS - t0)) s"
     MOEBENCH_CUDNN_DEVICE_JSON_OUT="$extra/cudnn_device.json" \
-      timeout "$(( $(left) / 4 + 1 ))" "$build/tests/moebench_gpu_tests" > "$out/gpu_tests.log" 2>&1 || status=1
+      timeout "$(( $(left) / 4 + 1 ))" "$build/tests/moebench_gpu_tests" --gtest_filter="$tests" > "$out/gpu_tests.log" 2>&1 || status=1
     tail -n 3 "$out/gpu_tests.log"
     # Every GPU test under memcheck with the pool poisoned, before the targets time the kernels
     # (about a minute on an H200; a use of memory after its stream freed it shows as 0xFF bytes).
@@ -201,7 +206,7 @@ do_lease() {
     cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
     echo "== lease: memcheck on every GPU test at $((SECONDS - t0)) s" | tee "$out/sanitize.log"
     MOEBENCH_POOL_POISON=1 timeout 120 "$cs" --tool memcheck --report-api-errors no --error-exitcode 1 --print-limit 20 \
-      "$build/tests/moebench_gpu_tests" >> "$out/sanitize.log" 2>&1 ||
+      "$build/tests/moebench_gpu_tests" --gtest_filter="$tests" >> "$out/sanitize.log" 2>&1 ||
       { [ $? = 124 ] && echo "== lease: memcheck stopped at its 120 s: not a verdict" >> "$out/sanitize.log"; status=1; }
     tail -n 2 "$out/sanitize.log"
     # The kernel log (CUPTI, runtime/kernel_log.h) once at the tiny scale, the GPT step's and the
@@ -231,9 +236,9 @@ do_lease() {
     # torch.compile of a 24-layer model (and its MoE) could take the lease: a minute each at most.
     MOEBENCH_TORCH_COMPILE_LIMIT="${MOEBENCH_TORCH_COMPILE_LIMIT:-60}" MOEBENCH_BUILD="$build" MOEBENCH_LAUNCHER=none \
       timeout "$(left 45)" scripts/gpu_targets.sh --scale "$scale" --backend cuda --dtype "${dtype_given:-bf16}" \
-      --results "$results" --deadline "$(( $(date +%s) + $(left 90) ))" || status=1
+      --results "$results" --deadline "$(( $(date +%s) + $(left 90) ))" ${cases[@]+"${cases[@]}"} || status=1
     python3 scripts/gpu_targets.py "$results/targets" > /dev/null || true  # the verdicts also of a run cut short
-    lease_ncu "$out" "$(left 20)"
+    [ ${#cases[@]} -gt 0 ] || lease_ncu "$out" "$(left 20)"
     echo "== lease: done at $((SECONDS - t0)) s (exit $status)"
   } 2>&1 | tee "$out/lease.log"
   [ -f "$results/targets/targets.csv" ] && cp "$results/targets/targets.csv" "$out/targets.csv"

@@ -182,8 +182,10 @@ def main():
         with cases.open(newline="") as f:
             for c in csv.DictReader(f, delimiter="\t"):
                 if c["exit"] == "-":
+                    why = ("not selected (--cases)" if c["log"] == "not selected"
+                           else "out of time (not started before the run's deadline)")
                     table.append({"target": "case: not run", "case": c["case"], "measured": "n/a", "limit": "",
-                                  "verdict": "not run: out of time (not started before the run's deadline)"})
+                                  "verdict": "not run: " + why})
                 elif c["exit"] != "0":
                     table.append({"target": "case: failed", "case": c["case"], "measured": "n/a", "limit": "",
                                   "verdict": f"failed (exit {c['exit']}): see {c['log']}", "source": c["log"]})

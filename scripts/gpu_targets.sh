@@ -17,24 +17,39 @@
 # and reused by the cases that share it. On a GPU box scripts/gpu_box.sh targets (or lease) runs
 # it at the paper scale in bf16; elsewhere (and in the tests) it runs the same cases at any scale
 # on the CPU.
+# --cases NAME[,NAME...] runs those cases alone (a follow-up call that re-measures a few), the
+# others listed in cases.tsv as not selected.
 #   scripts/gpu_targets.sh [--scale paper] [--backend cuda] [--dtype bf16] [--results DIR] [--deadline EPOCH]
+#                          [--cases NAME[,NAME...]]
 source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scale=paper backend=cuda dtype=bf16 results="$PWD/results/cuda" deadline=""
+scale=paper backend=cuda dtype=bf16 results="$PWD/results/cuda" deadline="" cases=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --scale|--backend|--dtype|--results|--deadline)
+    --scale|--backend|--dtype|--results|--deadline|--cases)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "gpu_targets.sh: error: $1: needs a value" >&2; exit 2; }
       case "$1" in
         --scale) scale="$2" ;; --backend) backend="$2" ;; --dtype) dtype="$2" ;; --results) results="$2" ;;
-        --deadline) deadline="$2" ;;
+        --deadline) deadline="$2" ;; --cases) cases="$2" ;;
       esac
       shift 2 ;;
-    *) echo "gpu_targets.sh: error: unknown option '$1' (allowed: --scale, --backend, --dtype, --results, --deadline)" >&2
+    *) echo "gpu_targets.sh: error: unknown option '$1' (allowed: --scale, --backend, --dtype, --results, --deadline, --cases)" >&2
        exit 2 ;;
   esac
 done
+# Every case, in the order they run (run_case refuses a name not here).
+all_cases=(moe-top1-padded gpt-cudnn moe-8x-top2-padded moe-top1-grouped moe-8x-top2-grouped
+           moe-top1-grouped-zipf moe-top1-padded-zipf moe-top1-grouped-hot moe-top1-padded-hot gpt-cudnn-padded
+           gpt-blocked moe-top1-segmented gpt-moe-segmented moe-8x-top2-segmented gpt-blocked-eager gpt-cudnn-eager
+           moe-top1-streams moe-8x-top2-streams moe-top1-serial moe-8x-top2-serial gpt-materialized)
+if [ -n "$cases" ]; then
+  IFS=, read -r -a wanted <<< "$cases"
+  for c in "${wanted[@]}"; do
+    [[ " ${all_cases[*]} " == *" $c "* ]] ||
+      { echo "gpu_targets.sh: error: --cases: '$c' is not a case; allowed: ${all_cases[*]}" >&2; exit 2; }
+  done
+fi
 if [ -n "$deadline" ] && ! [[ "$deadline" =~ ^[0-9]+$ ]]; then
   echo "gpu_targets.sh: error: --deadline: '$deadline' is not a time in seconds since the epoch (date +%s)" >&2
   exit 2
@@ -74,6 +89,11 @@ failed=0 late=0
 run_case() {
   local name="$1" status=0
   shift
+  [[ " ${all_cases[*]} " == *" $name "* ]] || { echo "gpu_targets.sh: case $name is not in all_cases" >&2; exit 1; }
+  if [ -n "$cases" ] && [[ ",$cases," != *",$name,"* ]]; then
+    printf '%s\t-\tnot selected\n' "$name" >> "$targets/cases.tsv"
+    return 0
+  fi
   if [ -n "$deadline" ] && [ "$(date +%s)" -ge "$deadline" ]; then
     printf '%s\t-\tout of time\n' "$name" >> "$targets/cases.tsv"
     late=$((late + 1))

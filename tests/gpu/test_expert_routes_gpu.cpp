@@ -59,27 +59,30 @@ TEST(GpuPadRows, PaddedBlocksAndBackMatchCpuForEveryCopyWidth) {
   TrackingAllocator alloc(dev.backend(), dev.default_stream());
   // Experts of 3, 0, 40 (the hot one), 1 and 0 rows.
   const std::vector<std::size_t> offset = {0, 3, 3, 43, 44, 44};
-  for (auto [t, width] : {std::pair{DType::bf16, 72}, std::pair{DType::f16, 100}, std::pair{DType::f32, 3},
-                          std::pair{DType::f16, 5}}) {  // 16-, 8-, 4- and 2-byte copies
-    SCOPED_TRACE(std::string(dtype_name(t)) + " width " + std::to_string(width));
-    const RowPadding p{offset, 40, width, t};
-    const auto packed = random_rounded(offset.back() * width, t, 51);
-    std::vector<float> padded(std::size_t(5) * 40 * width, NAN);  // the reference, on fp32 host values
-    pad_rows_cpu(RowPadding{offset, 40, width, DType::f32}, packed.data(), padded.data(), PadMove::to_padded);
-    Buffer dpacked = upload(dev, alloc, packed, t), dpadded = upload(dev, alloc, std::vector<float>(padded.size(), NAN), t);
-    Buffer dback = upload(dev, alloc, std::vector<float>(packed.size(), NAN), t);
-    const Exec ex = dev.exec(dev.default_stream());
-    pad_rows(ex, p, dpacked.data(), dpadded.data());
-    unpad_rows(ex, p, dpadded.data(), dback.data());
-    EXPECT_EQ(download(dev, alloc, dpadded, padded.size(), t), padded);
-    EXPECT_EQ(download(dev, alloc, dback, packed.size(), t), packed);
-    // Blocks written in place (a dispatcher's map): the padding rows zeroed, the expert rows kept.
-    auto in_place = random_rounded(padded.size(), t, 52);
-    Buffer dplace = upload(dev, alloc, in_place, t);
-    zero_padding_rows(ex, p, dplace.data());
-    pad_rows_cpu(RowPadding{offset, 40, width, DType::f32}, nullptr, in_place.data(), PadMove::zero_padding);
-    EXPECT_EQ(download(dev, alloc, dplace, in_place.size(), t), in_place);
-  }
+  for (int height : {40, 2})  // every expert in its block; experts 0 and 2 in the overflow (one copy each)
+    for (auto [t, width] : {std::pair{DType::bf16, 72}, std::pair{DType::f16, 100}, std::pair{DType::f32, 3},
+                            std::pair{DType::f16, 5}}) {  // 16-, 8-, 4- and 2-byte copies
+      SCOPED_TRACE(std::string(dtype_name(t)) + " width " + std::to_string(width) + ", blocks of " +
+                   std::to_string(height));
+      const RowPadding p{offset, height, width, t};
+      const std::size_t rows = padded_starts(offset, height).back();
+      const auto packed = random_rounded(offset.back() * width, t, 51);
+      std::vector<float> padded(rows * width, NAN);  // the reference, on fp32 host values
+      pad_rows_cpu(RowPadding{offset, height, width, DType::f32}, packed.data(), padded.data(), PadMove::to_padded);
+      Buffer dpacked = upload(dev, alloc, packed, t), dpadded = upload(dev, alloc, std::vector<float>(padded.size(), NAN), t);
+      Buffer dback = upload(dev, alloc, std::vector<float>(packed.size(), NAN), t);
+      const Exec ex = dev.exec(dev.default_stream());
+      pad_rows(ex, p, dpacked.data(), dpadded.data());
+      unpad_rows(ex, p, dpadded.data(), dback.data());
+      EXPECT_EQ(download(dev, alloc, dpadded, padded.size(), t), padded);
+      EXPECT_EQ(download(dev, alloc, dback, packed.size(), t), packed);
+      // Blocks written in place (a dispatcher's map): the padding rows zeroed, the expert rows kept.
+      auto in_place = random_rounded(padded.size(), t, 52);
+      Buffer dplace = upload(dev, alloc, in_place, t);
+      zero_padding_rows(ex, p, dplace.data());
+      pad_rows_cpu(RowPadding{offset, height, width, DType::f32}, nullptr, in_place.data(), PadMove::zero_padding);
+      EXPECT_EQ(download(dev, alloc, dplace, in_place.size(), t), in_place);
+    }
 }
 
 }  // namespace moebench

@@ -5,6 +5,7 @@
 // GEMM per expert spread over side streams.
 #include <gtest/gtest.h>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -13,6 +14,7 @@
 #include "kernels/batched_gemm.h"
 #include "kernels/gelu_math.h"
 #include "kernels/pad_rows.h"
+#include "moe/padded_blocks.h"
 #include "expert_route_run.h"
 #include "timeline_util.h"
 
@@ -91,8 +93,35 @@ TEST(PadRows, BlocksOfTheBusiestExpertsRowsZeroPaddedAndBackOrInPlace) {
   zero_padding_rows(Exec{}, p, in_place.data());
   for (int r = 0; r < 9; ++r)
     for (int j = 0; j < width; ++j) EXPECT_EQ(in_place[r * width + j], r >= 2 && r <= 5 ? 0.f : float(r)) << r;
-  const RowPadding too_short{{0, 2, 2, 5}, 2, width, DType::f32};
-  EXPECT_THROW(pad_rows(Exec{}, too_short, packed.data(), padded.data()), Error);
+  const RowPadding backwards{{0, 2, 1, 5}, 3, width, DType::f32};
+  EXPECT_THROW(pad_rows(Exec{}, backwards, packed.data(), padded.data()), Error);
+}
+
+// Blocks lower than an expert's rows: its block is all padding and its rows follow the blocks, in
+// order, experts in order, where GEMMs of their own take them.
+TEST(PadRows, AnExpertTooBusyForItsBlockGoesToTheOverflow) {
+  const int width = 2;
+  const RowPadding p{{0, 3, 4, 4, 9}, 2, width, DType::f32};  // experts of 3, 1, 0 and 5 rows
+  EXPECT_EQ(padded_starts(p.offset, p.padded), (std::vector<std::size_t>{8, 2, 4, 11, 16}));
+  std::vector<float> packed(9 * width), padded(16 * width, NAN), back(9 * width, NAN);
+  for (std::size_t i = 0; i < packed.size(); ++i) packed[i] = float(i + 1);
+  pad_rows(Exec{}, p, packed.data(), padded.data());
+  const std::vector<int> row_of_packed = {8, 9, 10, 2, 11, 12, 13, 14, 15};
+  for (int r = 0; r < 9; ++r)
+    for (int j = 0; j < width; ++j) EXPECT_EQ(padded[row_of_packed[r] * width + j], packed[r * width + j]) << r;
+  for (int r : {0, 1, 3, 4, 5, 6, 7})  // expert 0's and 3's blocks, expert 1's second row, expert 2's block
+    for (int j = 0; j < width; ++j) EXPECT_EQ(padded[r * width + j], 0.f) << "padding row " << r;
+  unpad_rows(Exec{}, p, padded.data(), back.data());
+  EXPECT_EQ(back, packed);
+  std::vector<float> in_place(padded.size(), NAN);
+  for (int r : row_of_packed) std::fill_n(in_place.begin() + r * width, width, float(r));
+  zero_padding_rows(Exec{}, p, in_place.data());
+  for (int r = 0; r < 8; ++r)
+    if (r != 2) EXPECT_EQ(in_place[r * width], 0.f) << "padding row " << r;
+  for (int r : row_of_packed) EXPECT_EQ(in_place[r * width], float(r)) << "a row of an expert, " << r;
+  // Every expert in its block, none short of it: nothing to zero.
+  const RowPadding full{{0, 2, 4}, 2, width, DType::f32};
+  EXPECT_EQ(padded_starts(full.offset, full.padded), (std::vector<std::size_t>{0, 2, 4}));
 }
 
 namespace {
@@ -119,6 +148,64 @@ TEST(PaddedExperts, EqualTheGroupedLayerWithEmptyAndHotExperts) {
     EXPECT_EQ(ec.computed_rows(), std::size_t(cs.experts) * busiest);
     if (cs.hot) EXPECT_GE(busiest, cs.tokens - 2) << "the hot expert takes the steered tokens";
     else EXPECT_TRUE(std::count(ec.rows.begin(), ec.rows.end(), 0) > 0) << "some expert is empty";
+  }
+}
+
+// The blocks' height: the busiest expert's on a balanced load; under skew, the one that costs least
+// with the hot experts' rows (and each one's fixed cost) in the overflow.
+TEST(PaddedBlocks, AsTallAsTheBusiestExpertUnlessTheOverflowCostsLess) {
+  EXPECT_EQ(padded_block_rows({}, 256), 0);
+  EXPECT_EQ(padded_block_rows({0, 0, 0}, 256), 0);
+  EXPECT_EQ(padded_block_rows({120, 171, 128, 140}, 256), 171) << "balanced: every expert in its block";
+  EXPECT_EQ(padded_block_rows({0, 0, 0, 500}, 256), 500) << "never blocks of no rows while an expert has some";
+  // 64 experts, one of 2470 rows, the rest 90: blocks of 2470 cost 158080 rows; of 90, 5760 + 2470 + 256.
+  std::vector<int> zipf(64, 90);
+  zipf[5] = 2470;
+  EXPECT_EQ(padded_block_rows(zipf, 256), 90);
+  // The fixed cost keeps a busy expert in its block: 4 x 10 rows beat 4 x 2 + 10 + 40; without it, 18.
+  EXPECT_EQ(padded_block_rows({2, 10, 2, 2}, 40), 10);
+  EXPECT_EQ(padded_block_rows({2, 10, 2, 2}, 0), 2);
+  // Equal costs: the taller blocks (4 x 6 = 24 against 4 x 2 + 6 + 10).
+  EXPECT_EQ(padded_block_rows({2, 6, 2, 2}, 10), 6);
+}
+
+// A hot expert in a layer whose overflow costs nothing extra: the blocks are the other experts'
+// height, the hot one's rows go to the overflow, and the layer is still the grouped one's; each
+// step's batched GEMM is followed by one GEMM of the hot expert's rows.
+TEST(PaddedExperts, AHotExpertInTheOverflowStillEqualsTheGroupedLayer) {
+  for (int k : {1, 2}) {
+    SCOPED_TRACE("top-" + std::to_string(k));
+    const int E = 4, T = 24;
+    MoEConfig cfg = route_config(ExpertGemm::padded, E, k);
+    cfg.padded_overflow_cost_rows = 0;
+    CpuLayer grouped(route_config(ExpertGemm::grouped, E, k), local), padded(cfg, local);
+    padded.alloc.set_poison(true);  // an overflow or padding row left unwritten would be NaN
+    expect_same_step(padded, grouped, T, true);
+    const ExpertsContext& ec = padded.ctx->experts;
+    const int busiest = *std::max_element(ec.rows.begin(), ec.rows.end());
+    ASSERT_EQ(busiest, ec.rows[2]) << "the hot expert";
+    EXPECT_LT(ec.padded, busiest);
+    EXPECT_EQ(ec.padded, padded_block_rows(ec.rows, 0));
+    std::size_t overflow = 0;
+    for (int r : ec.rows) overflow += r > ec.padded ? std::size_t(r) : 0;
+    EXPECT_EQ(ec.computed_rows(), std::size_t(E) * ec.padded + overflow);
+    EXPECT_LT(ec.computed_rows(), std::size_t(E) * busiest);
+    EXPECT_EQ(padded.ctx->dispatch->rows.bytes(), ec.computed_rows() * cfg.hidden * sizeof(float));
+  }
+  MoEConfig cfg = route_config(ExpertGemm::padded, 4, 1);
+  cfg.padded_overflow_cost_rows = 0;
+  CpuLayer L(cfg, local);
+  int P = 0;
+  std::vector<std::array<int, 3>> gemms;  // batch, m, k of each GEMM, in order
+  for (const TimelineEntry& e : recorded_hot_step(L, 24, 1, &P))
+    if (!e.range && e.name == "batched_gemm")
+      gemms.push_back({int(number_arg(e, "batch")), int(number_arg(e, "m")), int(number_arg(e, "k"))});
+  ASSERT_EQ(gemms.size(), 12u) << "six batched GEMMs, each with the hot expert's own after it";
+  for (std::size_t i = 0; i < gemms.size(); i += 2) {
+    EXPECT_EQ(gemms[i][0], 4);
+    EXPECT_TRUE(gemms[i][1] == P || gemms[i][2] == P) << "the blocks' rows, or the sum over them";
+    EXPECT_EQ(gemms[i + 1][0], 1);
+    EXPECT_TRUE(gemms[i + 1][1] >= 22 || gemms[i + 1][2] >= 22) << "the hot expert's rows, or the sum over them";
   }
 }
 
@@ -195,15 +282,15 @@ TEST(PaddedExperts, TakeRowsPackedOrInTheirBlocks) {
   const Stream& s = dev.default_stream();
   const std::vector<int> rows = {3, 0, 7, 1};
   const std::vector<std::size_t> offset = {0, 3, 3, 10, 11};
-  const RowPadding pad{offset, P, h, DType::f32};
   const auto x = tokens(11, h, 5), dy = tokens(11, h, 6);
   struct Run {
     std::vector<float> y, dx, g1, g2;
   };
-  const auto run = [&](bool blocks) {
+  const auto run = [&](int blocks) {  // the blocks' height, or 0: packed
+    const RowPadding pad{offset, blocks, h, DType::f32};
     Experts ex(cfg, dev, alloc, 0, E);
     ex.init(7, s);
-    const std::size_t n = blocks ? std::size_t(E) * P : 11;
+    const std::size_t n = blocks ? padded_starts(offset, blocks).back() : 11;
     std::vector<float> xin(n * h, NAN), din(n * h, NAN), y(n * h, NAN), dx(n * h, NAN);
     if (blocks) {
       pad_rows(Exec{}, pad, x.data(), xin.data());
@@ -212,10 +299,11 @@ TEST(PaddedExperts, TakeRowsPackedOrInTheirBlocks) {
       xin = x, din = dy;
     }
     ex.zero_grad(s);
-    ExpertsContext c = ex.forward(xin.data(), rows, y.data(), s, blocks ? P : 0);
+    ExpertsContext c = ex.forward(xin.data(), rows, y.data(), s, blocks);
     ex.backward(c, din.data(), dx.data(), s);
     s.synchronize();
-    EXPECT_EQ(c.padded, blocks ? P : 7);
+    EXPECT_EQ(c.padded, blocks ? blocks : 7) << "packed: as tall as the busiest expert, at these loads";
+    if (blocks) EXPECT_EQ(c.computed_rows(), n);
     Run r{y, dx, {}, {}};
     if (blocks) {
       r.y.resize(11 * h), r.dx.resize(11 * h);
@@ -228,15 +316,17 @@ TEST(PaddedExperts, TakeRowsPackedOrInTheirBlocks) {
     r.g2.assign(g2, g2 + std::size_t(E) * h * f);
     return r;
   };
-  const Run packed = run(false), blocks = run(true);
-  EXPECT_LT(rel_diff(blocks.y.data(), packed.y.data(), packed.y.size()), 1e-6);
-  EXPECT_LT(rel_diff(blocks.dx.data(), packed.dx.data(), packed.dx.size()), 1e-6);
-  EXPECT_LT(rel_diff(blocks.g1.data(), packed.g1.data(), packed.g1.size()), 1e-6);
-  EXPECT_LT(rel_diff(blocks.g2.data(), packed.g2.data(), packed.g2.size()), 1e-6);
-  // Blocks lower than the busiest expert, or blocks for another route: refused.
-  Experts ex(cfg, dev, alloc, 0, E);
+  const Run packed = run(0);
+  for (int height : {P, 2}) {  // every expert in its block; experts 0 and 2 in the overflow
+    SCOPED_TRACE("blocks of " + std::to_string(height) + " rows");
+    const Run blocks = run(height);
+    EXPECT_LT(rel_diff(blocks.y.data(), packed.y.data(), packed.y.size()), 1e-6);
+    EXPECT_LT(rel_diff(blocks.dx.data(), packed.dx.data(), packed.dx.size()), 1e-6);
+    EXPECT_LT(rel_diff(blocks.g1.data(), packed.g1.data(), packed.g1.size()), 1e-6);
+    EXPECT_LT(rel_diff(blocks.g2.data(), packed.g2.data(), packed.g2.size()), 1e-6);
+  }
+  // Blocks for another route: refused.
   std::vector<float> buf(std::size_t(E) * P * h, 0.f), y(buf.size());
-  EXPECT_THROW(ex.forward(buf.data(), rows, y.data(), s, 6), Error);
   const MoEConfig grouped = route_config(ExpertGemm::grouped, E, 1);
   Experts gx(grouped, dev, alloc, 0, E);
   EXPECT_THROW(gx.forward(buf.data(), rows, y.data(), s, P), Error);

@@ -1,0 +1,23 @@
+#include "moe/padded_blocks.h"
+#include <algorithm>
+#include <functional>
+
+namespace moebench {
+
+int padded_block_rows(const std::vector<int>& rows, int overflow_cost_rows) {
+  std::vector<int> sorted = rows;
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  const long long E = (long long)sorted.size();
+  long long best_cost = -1, apart = 0;  // apart: the overflow's cost, every expert above the height
+  int best = 0;
+  for (long long i = 0; i < E;) {
+    const int height = sorted[i];
+    if (height == 0 && i > 0) break;  // blocks of no rows would read as packed rows (Experts::forward)
+    const long long cost = E * height + apart;
+    if (best_cost < 0 || cost < best_cost) best_cost = cost, best = height;
+    for (; i < E && sorted[i] == height; ++i) apart += sorted[i] + overflow_cost_rows;
+  }
+  return best;
+}
+
+}  // namespace moebench
