@@ -75,6 +75,7 @@ def main(source):
         if repeated:
             breaches.append(f"{rel}: columns named twice: {', '.join(repeated)}")
         key = rel.split("/", 1)[1] if rel.startswith("cuda/") else rel
+        key = re.sub(r"^lease_[^/]+/", "", key)  # a lease's folder keeps its files as they came
         case = re.fullmatch(r"targets/[^/]+/(.+)", key)  # a GPU target case's folder holds a results tree
         key = case.group(1) if case else key
         if header[-len(PROVENANCE):] != PROVENANCE and key not in OTHER_PROVENANCE:
