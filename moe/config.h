@@ -20,6 +20,16 @@ inline const char* gate_impl_name(GateImpl g) { return g == GateImpl::fused ? "f
 const char* expert_gemm_name(ExpertGemm g);
 std::optional<ExpertGemm> parse_expert_gemm(const std::string& name);
 
+// What the padded route's layout costs, in rows of its batched GEMMs (moe/padded_blocks.h).
+struct PaddedBlockCost {
+  // One expert's rows sent to GEMMs of their own: six launches and their tails, beyond the rows'
+  // own work. About 384 rows at the paper's widths on a Hopper GPU (the overflow GEMMs of the
+  // kernel tables in results/cuda/targets, against the batched GEMMs' time per row).
+  int overflow_rows = 384;
+  // The GEMMs' row tile: blocks whose heights round up to the same multiple cost alike.
+  int row_tile = 64;
+};
+
 struct MoEConfig {
   int hidden = 768;
   int ffn = 3072;
@@ -35,10 +45,7 @@ struct MoEConfig {
   // The experts keep GeLU's output for backward (true), or only its input -- MPMoE's T_M, one
   // [rows, f] tensor as the paper's in-place ReLU -- and recompute the output in backward.
   bool keep_expert_activation = true;
-  // --expert-gemm padded: what sending one expert's rows to GEMMs of their own costs, in rows of the
-  // batched GEMMs (moe/padded_blocks.h): six GEMM launches and their tails against six rows' FLOPs,
-  // about 256 rows at the paper's widths on an H100-class GPU.
-  int padded_overflow_cost_rows = 256;
+  PaddedBlockCost padded_cost;  // --expert-gemm padded: how its blocks' height is chosen
 
   int slots() const { return prototypes * top_k; }
   int per_prototype() const { return experts / prototypes; }

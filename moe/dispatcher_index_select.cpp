@@ -46,7 +46,7 @@ class IndexSelectDispatcher final : public TokenDispatcher {
       st->row_bound = total;
     } else {
       std::vector<std::int32_t> base;
-      st->rows_per_expert = padded() ? padded_expert_bases(r, first_, count_, env_.cfg.padded_overflow_cost_rows, base, &st->padded)
+      st->rows_per_expert = padded() ? padded_expert_bases(r, first_, count_, env_.cfg.padded_cost, base, &st->padded)
                                      : expert_major_bases(r, first_, count_, base);
       st->mapping = build_row_mapping(env_.dev, env_.alloc, upload_, r, base, s);
       total = row_count(*st);

@@ -22,10 +22,10 @@ std::vector<int> expert_major_bases(const Routing& r, int first, int count, std:
   return rows;
 }
 
-std::vector<int> padded_expert_bases(const Routing& r, int first, int count, int overflow_cost_rows,
+std::vector<int> padded_expert_bases(const Routing& r, int first, int count, const PaddedBlockCost& cost,
                                      std::vector<std::int32_t>& base, int* padded) {
   const std::vector<int> rows = expert_major_bases(r, first, count, base);
-  const int P = padded_block_rows(rows, overflow_cost_rows);
+  const int P = padded_block_rows(rows, cost);
   std::vector<std::size_t> offset(count + 1, 0);
   for (int l = 0; l < count; ++l) offset[l + 1] = offset[l] + std::size_t(rows[l]);
   const std::vector<std::size_t> start = padded_starts(offset, P);

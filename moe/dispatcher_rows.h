@@ -23,7 +23,7 @@ std::vector<int> expert_major_bases(const Routing& r, int first, int count, std:
 // The same order in the padded route's layout (--expert-gemm padded, kernels/pad_rows.h): blocks of
 // padded_block_rows() rows, expert l's at row l * padded or, too busy for one, in the overflow.
 // Returns rows per expert; *padded gets the block height.
-std::vector<int> padded_expert_bases(const Routing& r, int first, int count, int overflow_cost_rows,
+std::vector<int> padded_expert_bases(const Routing& r, int first, int count, const PaddedBlockCost& cost,
                                      std::vector<std::int32_t>& base, int* padded);
 
 // One micro-batch's row of each (token, slot) on this rank, or -1.

@@ -60,7 +60,7 @@ const void* Experts::padded_x(const ExpertsContext& c, Buffer* copy, const Strea
 void Experts::forward_padded(ExpertsContext& c, void* y, const Stream& s) {
   const int h = cfg_.hidden, f = cfg_.ffn;
   const DType t = cfg_.dtype;
-  if (!c.given_padded) c.padded = padded_block_rows(c.rows, cfg_.padded_overflow_cost_rows);
+  if (!c.given_padded) c.padded = padded_block_rows(c.rows, cfg_.padded_cost);
   const int P = c.padded;
   const long long Ph = (long long)P * h, Pf = (long long)P * f, hf = (long long)h * f;
   const std::size_t rows = std::max<std::size_t>(c.computed_rows(), 1);

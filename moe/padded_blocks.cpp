@@ -4,7 +4,9 @@
 
 namespace moebench {
 
-int padded_block_rows(const std::vector<int>& rows, int overflow_cost_rows) {
+int padded_block_rows(const std::vector<int>& rows, const PaddedBlockCost& cost) {
+  const long long tile = std::max(1, cost.row_tile);
+  const auto tiled = [tile](long long n) { return (n + tile - 1) / tile * tile; };
   std::vector<int> sorted = rows;
   std::sort(sorted.begin(), sorted.end(), std::greater<>());
   const long long E = (long long)sorted.size();
@@ -13,9 +15,9 @@ int padded_block_rows(const std::vector<int>& rows, int overflow_cost_rows) {
   for (long long i = 0; i < E;) {
     const int height = sorted[i];
     if (height == 0 && i > 0) break;  // blocks of no rows would read as packed rows (Experts::forward)
-    const long long cost = E * height + apart;
-    if (best_cost < 0 || cost < best_cost) best_cost = cost, best = height;
-    for (; i < E && sorted[i] == height; ++i) apart += sorted[i] + overflow_cost_rows;
+    const long long total = E * tiled(height) + apart;
+    if (best_cost < 0 || total < best_cost) best_cost = total, best = height;
+    for (; i < E && sorted[i] == height; ++i) apart += tiled(sorted[i]) + cost.overflow_rows;
   }
   return best;
 }

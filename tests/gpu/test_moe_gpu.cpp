@@ -492,15 +492,15 @@ TEST(GpuMoELayer, SixteenBitWithTensorCoresMatchesTheCpuLayer) {
       c.dtype = t;
       compare_layer_with_cpu(dev, c, 509, /*tensor_cores=*/true, t == DType::f32 ? 1e-2 : 5e-2);
     }
-  // The padded route with the busier experts in the overflow (its fixed cost taken away, so the
-  // blocks come lower than the busiest): their GEMMs of their own after the batched ones.
+  // The padded route with the busier experts in the overflow (its fixed cost and row tile taken
+  // away, so the blocks come lower than the busiest): their GEMMs of their own after the batched ones.
   c.expert_gemm = ExpertGemm::padded;
-  c.padded_overflow_cost_rows = 0;
+  c.padded_cost = {0, 1};
   for (DType t : {DType::f32, DType::bf16}) {
     c.dtype = t;
     compare_layer_with_cpu(dev, c, 509, /*tensor_cores=*/true, t == DType::f32 ? 1e-2 : 5e-2);
   }
-  c.padded_overflow_cost_rows = MoEConfig{}.padded_overflow_cost_rows;
+  c.padded_cost = PaddedBlockCost{};
   // Our segment GEMMs, counts on the device: 16 experts of about 32 rows, then 4 of about 255 (more
   // than a 128-row tile each)
   c.expert_gemm = ExpertGemm::segmented;

@@ -152,32 +152,39 @@ TEST(PaddedExperts, EqualTheGroupedLayerWithEmptyAndHotExperts) {
 }
 
 // The blocks' height: the busiest expert's on a balanced load; under skew, the one that costs least
-// with the hot experts' rows (and each one's fixed cost) in the overflow.
+// with the hot experts' rows (and each one's fixed cost) in the overflow, rows counted in tiles.
 TEST(PaddedBlocks, AsTallAsTheBusiestExpertUnlessTheOverflowCostsLess) {
-  EXPECT_EQ(padded_block_rows({}, 256), 0);
-  EXPECT_EQ(padded_block_rows({0, 0, 0}, 256), 0);
-  EXPECT_EQ(padded_block_rows({120, 171, 128, 140}, 256), 171) << "balanced: every expert in its block";
-  EXPECT_EQ(padded_block_rows({0, 0, 0, 500}, 256), 500) << "never blocks of no rows while an expert has some";
-  // 64 experts, one of 2470 rows, the rest 90: blocks of 2470 cost 158080 rows; of 90, 5760 + 2470 + 256.
+  const PaddedBlockCost paper;  // the defaults: 384 rows apart, tiles of 64
+  EXPECT_EQ(padded_block_rows({}, paper), 0);
+  EXPECT_EQ(padded_block_rows({0, 0, 0}, paper), 0);
+  EXPECT_EQ(padded_block_rows({120, 171, 128, 140}, paper), 171) << "balanced: every expert in its block";
+  EXPECT_EQ(padded_block_rows({0, 0, 0, 500}, paper), 500) << "never blocks of no rows while an expert has some";
+  // 64 experts, one of 2470 rows, the rest 90: blocks of 2470 cost 64 x 2496 rows; of 90, 64 x 128 + 2496 + 384.
   std::vector<int> zipf(64, 90);
   zipf[5] = 2470;
-  EXPECT_EQ(padded_block_rows(zipf, 256), 90);
+  EXPECT_EQ(padded_block_rows(zipf, paper), 90);
+  // One tile holds 161 and 171 alike: lower blocks would only add an expert's own GEMMs.
+  std::vector<int> natural(64, 150);
+  natural[7] = 171;
+  natural[9] = 161;
+  EXPECT_EQ(padded_block_rows(natural, paper), 171);
+  EXPECT_EQ(padded_block_rows(natural, {0, 1}), 150) << "untiled and free, 64 x 21 rows saved against 171 + 161";
   // The fixed cost keeps a busy expert in its block: 4 x 10 rows beat 4 x 2 + 10 + 40; without it, 18.
-  EXPECT_EQ(padded_block_rows({2, 10, 2, 2}, 40), 10);
-  EXPECT_EQ(padded_block_rows({2, 10, 2, 2}, 0), 2);
+  EXPECT_EQ(padded_block_rows({2, 10, 2, 2}, {40, 1}), 10);
+  EXPECT_EQ(padded_block_rows({2, 10, 2, 2}, {0, 1}), 2);
   // Equal costs: the taller blocks (4 x 6 = 24 against 4 x 2 + 6 + 10).
-  EXPECT_EQ(padded_block_rows({2, 6, 2, 2}, 10), 6);
+  EXPECT_EQ(padded_block_rows({2, 6, 2, 2}, {10, 1}), 6);
 }
 
-// A hot expert in a layer whose overflow costs nothing extra: the blocks are the other experts'
-// height, the hot one's rows go to the overflow, and the layer is still the grouped one's; each
+// A hot expert in a layer whose overflow costs nothing extra, rows counted one by one: the blocks
+// are the other experts' height, the hot one's rows go to the overflow, and the layer is still the grouped one's; each
 // step's batched GEMM is followed by one GEMM of the hot expert's rows.
 TEST(PaddedExperts, AHotExpertInTheOverflowStillEqualsTheGroupedLayer) {
   for (int k : {1, 2}) {
     SCOPED_TRACE("top-" + std::to_string(k));
     const int E = 4, T = 24;
     MoEConfig cfg = route_config(ExpertGemm::padded, E, k);
-    cfg.padded_overflow_cost_rows = 0;
+    cfg.padded_cost = {0, 1};
     CpuLayer grouped(route_config(ExpertGemm::grouped, E, k), local), padded(cfg, local);
     padded.alloc.set_poison(true);  // an overflow or padding row left unwritten would be NaN
     expect_same_step(padded, grouped, T, true);
@@ -185,7 +192,7 @@ TEST(PaddedExperts, AHotExpertInTheOverflowStillEqualsTheGroupedLayer) {
     const int busiest = *std::max_element(ec.rows.begin(), ec.rows.end());
     ASSERT_EQ(busiest, ec.rows[2]) << "the hot expert";
     EXPECT_LT(ec.padded, busiest);
-    EXPECT_EQ(ec.padded, padded_block_rows(ec.rows, 0));
+    EXPECT_EQ(ec.padded, padded_block_rows(ec.rows, cfg.padded_cost));
     std::size_t overflow = 0;
     for (int r : ec.rows) overflow += r > ec.padded ? std::size_t(r) : 0;
     EXPECT_EQ(ec.computed_rows(), std::size_t(E) * ec.padded + overflow);
@@ -193,7 +200,7 @@ TEST(PaddedExperts, AHotExpertInTheOverflowStillEqualsTheGroupedLayer) {
     EXPECT_EQ(padded.ctx->dispatch->rows.bytes(), ec.computed_rows() * cfg.hidden * sizeof(float));
   }
   MoEConfig cfg = route_config(ExpertGemm::padded, 4, 1);
-  cfg.padded_overflow_cost_rows = 0;
+  cfg.padded_cost = {0, 1};
   CpuLayer L(cfg, local);
   int P = 0;
   std::vector<std::array<int, 3>> gemms;  // batch, m, k of each GEMM, in order
