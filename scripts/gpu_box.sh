@@ -204,7 +204,7 @@ do_lease() {
     # (about a minute on an H200; a use of memory after its stream freed it shows as 0xFF bytes).
     local cs
     cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-    echo "== lease: memcheck on every GPU test at $((SECONDS - t0)) s" | tee "$out/sanitize.log"
+    echo "== lease: memcheck on the GPU tests ($tests) at $((SECONDS - t0)) s" | tee "$out/sanitize.log"
     MOEBENCH_POOL_POISON=1 timeout 120 "$cs" --tool memcheck --report-api-errors no --error-exitcode 1 --print-limit 20 \
       "$build/tests/moebench_gpu_tests" --gtest_filter="$tests" >> "$out/sanitize.log" 2>&1 ||
       { [ $? = 124 ] && echo "== lease: memcheck stopped at its 120 s: not a verdict" >> "$out/sanitize.log"; status=1; }
