@@ -1,6 +1,7 @@
 // Loads and stores between fp32 registers and fp32/fp16/bf16 memory, and the switch from a
 // runtime DType to a templated launch.
 #pragma once
+#include <type_traits>
 #include <cuda_bf16.h>
 #include <cstdint>
 #include <cuda_fp16.h>
@@ -58,6 +59,37 @@ template <> __device__ __forceinline__ void store4<__nv_bfloat16>(__nv_bfloat16*
 
 // Whether p can be read four values at a time.
 template <class T> inline bool aligned4(const T* p) { return reinterpret_cast<std::uintptr_t>(p) % (4 * sizeof(T)) == 0; }
+
+// Sixteen bytes of values at p + i, i a multiple of their count (4 fp32, 8 16-bit) and p aligned to
+// 16 bytes: one access, the widest a thread makes, for the memory-bound elementwise kernels.
+template <class T> constexpr int kWide = 16 / int(sizeof(T));
+template <class T> __device__ __forceinline__ void load_wide(const T* p, size_t i, float (&out)[kWide<T>]) {
+  if constexpr (sizeof(T) == 4) {
+    load4(p, i, out);
+  } else {
+    const uint4 q = *reinterpret_cast<const uint4*>(p + i);
+    const unsigned words[4] = {q.x, q.y, q.z, q.w};
+    for (int w = 0; w < 4; ++w) {
+      float2 f;
+      if constexpr (std::is_same_v<T, __half>) f = __half22float2(*reinterpret_cast<const __half2*>(&words[w]));
+      else f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[w]));
+      out[2 * w] = f.x, out[2 * w + 1] = f.y;
+    }
+  }
+}
+template <class T> __device__ __forceinline__ void store_wide(T* p, size_t i, const float (&v)[kWide<T>]) {
+  if constexpr (sizeof(T) == 4) {
+    store4(p, i, v);
+  } else {
+    unsigned words[4];
+    for (int w = 0; w < 4; ++w) {
+      if constexpr (std::is_same_v<T, __half>) *reinterpret_cast<__half2*>(&words[w]) = __floats2half2_rn(v[2 * w], v[2 * w + 1]);
+      else *reinterpret_cast<__nv_bfloat162*>(&words[w]) = __floats2bfloat162_rn(v[2 * w], v[2 * w + 1]);
+    }
+    *reinterpret_cast<uint4*>(p + i) = make_uint4(words[0], words[1], words[2], words[3]);
+  }
+}
+template <class T> inline bool aligned_wide(const T* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 // Calls f(T{}) with T the storage type of a float DType.
 template <class F> void dispatch_float(DType t, const char* op, F&& f) {

@@ -5,31 +5,33 @@
 
 namespace moebench {
 
-// Four values a load and a store over the first `quads` groups (0 where an array is not
-// aligned for it), then the rest one at a time: the kernels are memory-bound.
+// Sixteen bytes a load and a store (4 fp32 or 8 16-bit values) over the first `groups` groups (0
+// where an array is not aligned for it), then the rest one at a time: the kernels are memory-bound.
 template <class T>
-__global__ void gelu_forward_kernel(const T* x, T* y, size_t n, size_t quads) {
+__global__ void gelu_forward_kernel(const T* x, T* y, size_t n, size_t groups) {
+  constexpr int W = cuda::kWide<T>;
   const size_t first = blockIdx.x * size_t(blockDim.x) + threadIdx.x, stride = size_t(gridDim.x) * blockDim.x;
-  for (size_t q = first; q < quads; q += stride) {
-    float v[4];
-    cuda::load4(x, 4 * q, v);
-    for (int e = 0; e < 4; ++e) v[e] = gelu_math::forward(v[e]);
-    cuda::store4(y, 4 * q, v);
+  for (size_t q = first; q < groups; q += stride) {
+    float v[W];
+    cuda::load_wide(x, W * q, v);
+    for (int e = 0; e < W; ++e) v[e] = gelu_math::forward(v[e]);
+    cuda::store_wide(y, W * q, v);
   }
-  for (size_t i = 4 * quads + first; i < n; i += stride) cuda::store(y, i, gelu_math::forward(cuda::load(x, i)));
+  for (size_t i = W * groups + first; i < n; i += stride) cuda::store(y, i, gelu_math::forward(cuda::load(x, i)));
 }
 
 template <class T>
-__global__ void gelu_backward_kernel(const T* x, const T* dy, T* dx, size_t n, size_t quads) {
+__global__ void gelu_backward_kernel(const T* x, const T* dy, T* dx, size_t n, size_t groups) {
+  constexpr int W = cuda::kWide<T>;
   const size_t first = blockIdx.x * size_t(blockDim.x) + threadIdx.x, stride = size_t(gridDim.x) * blockDim.x;
-  for (size_t q = first; q < quads; q += stride) {
-    float a[4], g[4];
-    cuda::load4(x, 4 * q, a);
-    cuda::load4(dy, 4 * q, g);
-    for (int e = 0; e < 4; ++e) g[e] *= gelu_math::derivative(a[e]);
-    cuda::store4(dx, 4 * q, g);
+  for (size_t q = first; q < groups; q += stride) {
+    float a[W], g[W];
+    cuda::load_wide(x, W * q, a);
+    cuda::load_wide(dy, W * q, g);
+    for (int e = 0; e < W; ++e) g[e] *= gelu_math::derivative(a[e]);
+    cuda::store_wide(dx, W * q, g);
   }
-  for (size_t i = 4 * quads + first; i < n; i += stride)
+  for (size_t i = W * groups + first; i < n; i += stride)
     cuda::store(dx, i, cuda::load(dy, i) * gelu_math::derivative(cuda::load(x, i)));
 }
 
@@ -39,9 +41,9 @@ void gelu_forward_cuda(const void* x, void* y, size_t n, DType t, void* stream) 
     using T = decltype(tag);
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(y);
-    const size_t quads = cuda::aligned4(in) && cuda::aligned4(out) ? n / 4 : 0;
-    gelu_forward_kernel<T><<<cuda::grid_for(quads ? quads : n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(in, out, n,
-                                                                                                              quads);
+    const size_t groups = cuda::aligned_wide(in) && cuda::aligned_wide(out) ? n / cuda::kWide<T> : 0;
+    gelu_forward_kernel<T><<<cuda::grid_for(groups ? groups : n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        in, out, n, groups);
   });
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }
@@ -53,9 +55,10 @@ void gelu_backward_cuda(const void* x, const void* dy, void* dx, size_t n, DType
     const T* in = static_cast<const T*>(x);
     const T* grad = static_cast<const T*>(dy);
     T* out = static_cast<T*>(dx);
-    const size_t quads = cuda::aligned4(in) && cuda::aligned4(grad) && cuda::aligned4(out) ? n / 4 : 0;
-    gelu_backward_kernel<T><<<cuda::grid_for(quads ? quads : n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-        in, grad, out, n, quads);
+    const size_t groups =
+        cuda::aligned_wide(in) && cuda::aligned_wide(grad) && cuda::aligned_wide(out) ? n / cuda::kWide<T> : 0;
+    gelu_backward_kernel<T><<<cuda::grid_for(groups ? groups : n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        in, grad, out, n, groups);
   });
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }

@@ -37,11 +37,44 @@ __global__ void pad_rows_kernel(ExpertChunk chunk, int padded, size_t row_units,
   }
 }
 
+// zero_padding: one block per padding row of the chunk, and none for the experts' rows (a
+// dispatcher wrote them). pad_first: each expert's first padding row among the chunk's, and the end.
+struct PaddingChunk {
+  long long pad_first[kExpertsPerLaunch + 1];
+  int first_expert, count;
+};
+
+template <class Unit>
+__global__ void zero_padding_kernel(PaddingChunk chunk, int padded, size_t row_units, Unit* padded_rows) {
+  const long long b = blockIdx.x;
+  int lo = 0, hi = chunk.count - 1;  // the last expert whose padding starts at or before b
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (chunk.pad_first[mid] <= b) lo = mid; else hi = mid - 1;
+  }
+  const long long pad_rows = chunk.pad_first[lo + 1] - chunk.pad_first[lo];
+  const long long p = padded - pad_rows + (b - chunk.pad_first[lo]);
+  Unit* row = padded_rows + (size_t(chunk.first_expert + lo) * padded + p) * row_units;
+  for (size_t i = threadIdx.x; i < row_units; i += blockDim.x) row[i] = Unit{};
+}
+
 template <class Unit>
 static void launch(const RowPadding& p, void* packed, void* padded, PadMove move, cudaStream_t s) {
   const std::size_t row_units = std::size_t(p.width) * dtype_size(p.dtype) / sizeof(Unit);
   const unsigned threads = unsigned(std::min<std::size_t>(256, std::max<std::size_t>(32, (row_units + 31) / 32 * 32)));
   for (int first = 0; first < p.experts(); first += kExpertsPerLaunch) {
+    if (move == PadMove::zero_padding) {
+      PaddingChunk chunk{};
+      chunk.first_expert = first;
+      chunk.count = std::min(kExpertsPerLaunch, p.experts() - first);
+      for (int i = 0; i < chunk.count; ++i)
+        chunk.pad_first[i + 1] = chunk.pad_first[i] + (p.overflows(first + i) ? p.padded : p.padded - (long long)p.rows(first + i));
+      if (chunk.pad_first[chunk.count] == 0) continue;
+      zero_padding_kernel<Unit><<<unsigned(chunk.pad_first[chunk.count]), threads, 0, s>>>(chunk, p.padded, row_units,
+                                                                                         static_cast<Unit*>(padded));
+      MOEBENCH_CUDA_LAUNCH_CHECK();
+      continue;
+    }
     ExpertChunk chunk{};
     chunk.first_expert = first;
     chunk.count = std::min(kExpertsPerLaunch, p.experts() - first);
