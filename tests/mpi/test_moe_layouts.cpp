@@ -86,18 +86,22 @@ TEST(MoELayouts, DPMoEEqualsOneRank) {
 }
 
 // Its experts by the grouped route, and by the padded one, whose rows the PPMoE dispatcher writes
-// straight into the blocks of its own experts (the pool poisoned in CTest: padding left unzeroed
-// would show as NaN).
+// straight into the blocks (and the overflow) of its own experts (the pool poisoned in CTest:
+// padding left unzeroed would show as NaN).
 TEST(MoELayouts, PPMoEInsideTheTensorParallelGroupEqualsOneRank) {
   auto world = make_mpi_communicator();
   const int t = world->size(), r = world->rank();
   Device dev = Device::open(Backend::cpu);
   const GptConfig cfg = moe_model();
   const Trained want = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, 1); }, 0, kSequences);
-  for (ExpertGemm route : {ExpertGemm::grouped, ExpertGemm::padded}) {
-    SCOPED_TRACE(expert_gemm_name(route));
+  // The padded route twice: as it picks its blocks, and with the busier experts in the overflow
+  // (its costs taken away: the blocks come lower than the busiest expert's rows).
+  for (auto [route, overflow] : {std::pair{ExpertGemm::grouped, false}, std::pair{ExpertGemm::padded, false},
+                                 std::pair{ExpertGemm::padded, true}}) {
+    SCOPED_TRACE(std::string(expert_gemm_name(route)) + (overflow ? ", experts in the overflow" : ""));
     GptConfig routed = cfg;
     routed.moe.expert_gemm = route;
+    if (overflow) routed.moe.padded_cost = {0, 1};
     const Trained got = train(dev, routed, world.get(), [&](const DispatcherEnv& env) { return make_ppmoe_dispatcher(env, *world); },
                               0, kSequences);
     EXPECT_NEAR(got.loss, want.loss, 1e-4 * want.loss);

@@ -109,18 +109,22 @@ TEST_F(PipelinedLayer, MPMoEEveryGranularityAndRestoreStrategyEqualsTheUnpipelin
   }
 }
 
-// The experts' padded route inside MPMoE's parts: T_M is the padded blocks' GeLU input, offloaded
-// (S1, S2), recomputed (S3, S4) or shared, and the layer still equals the unpipelined grouped one.
+// The experts' padded route inside MPMoE's parts: T_M is the padded layout's GeLU input, offloaded
+// (S1, S2), recomputed (S3, S4) or shared, and the layer still equals the unpipelined grouped one,
+// also with experts in the overflow.
 TEST_F(PipelinedLayer, PaddedExpertsInEveryPartEqualTheUnpipelinedLayer) {
   const Result want = unpipelined();
   cfg.expert_gemm = ExpertGemm::padded;
-  for (int n : {1, 3})
-    for (MemoryReuse reuse : {MemoryReuse::none, MemoryReuse::s1, MemoryReuse::s2, MemoryReuse::s3, MemoryReuse::s4}) {
-      PipelineConfig pipe;
-      pipe.partitions = n;
-      pipe.reuse = reuse;
-      expect_equal(pipelined(pipe), want, "padded " + pipe.describe());
-    }
+  for (bool overflow : {false, true}) {  // with its costs taken away, the busier experts in the overflow
+    if (overflow) cfg.padded_cost = {0, 1};
+    for (int n : {1, 3})
+      for (MemoryReuse reuse : {MemoryReuse::none, MemoryReuse::s1, MemoryReuse::s2, MemoryReuse::s3, MemoryReuse::s4}) {
+        PipelineConfig pipe;
+        pipe.partitions = n;
+        pipe.reuse = reuse;
+        expect_equal(pipelined(pipe), want, std::string(overflow ? "padded, overflow " : "padded ") + pipe.describe());
+      }
+  }
 }
 
 // One token per part, top-1: on 2 and 4 ranks some part routes no row at all to some rank (the
