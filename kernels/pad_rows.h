@@ -23,6 +23,8 @@ struct RowPadding {
   bool overflows(int e) const { return rows(e) > std::size_t(padded); }
 };
 
+// The packed layout's offsets of experts with `rows` rows each.
+std::vector<std::size_t> row_offsets(const std::vector<int>& rows);
 // Each expert's first row in the padded layout (its block's, or its place in the overflow), and the
 // layout's rows at the end: experts * padded + the overflowing experts' rows.
 std::vector<std::size_t> padded_starts(const std::vector<std::size_t>& offset, int padded);

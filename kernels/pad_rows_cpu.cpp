@@ -5,6 +5,12 @@
 
 namespace moebench {
 
+std::vector<std::size_t> row_offsets(const std::vector<int>& rows) {
+  std::vector<std::size_t> offset(rows.size() + 1, 0);
+  for (std::size_t e = 0; e < rows.size(); ++e) offset[e + 1] = offset[e] + std::size_t(rows[e]);
+  return offset;
+}
+
 std::vector<std::size_t> padded_starts(const std::vector<std::size_t>& offset, int padded) {
   const int E = int(offset.size()) - 1;
   std::vector<std::size_t> start(std::max(E, 0) + 1);

@@ -140,20 +140,15 @@ class IndexSelectDispatcher final : public TokenDispatcher {
   bool padded() const { return env_.cfg.expert_gemm == ExpertGemm::padded; }
   // Rows of st's layout: its padded blocks and overflow, or its bound (segmented), or the rows themselves.
   std::size_t row_count(const DispatchState& st) const {
-    if (padded()) return padded_starts(offsets(st), st.padded).back();
+    if (padded()) return padded_starts(row_offsets(st.rows_per_expert), st.padded).back();
     std::size_t total = st.row_bound;
     for (int n : st.rows_per_expert) total += std::size_t(n);
     return total;
   }
-  std::vector<std::size_t> offsets(const DispatchState& st) const {
-    std::vector<std::size_t> offset(count_ + 1, 0);
-    for (int l = 0; l < count_; ++l) offset[l + 1] = offset[l] + std::size_t(st.rows_per_expert[l]);
-    return offset;
-  }
   // The padding rows of `rows` in st's padded layout are zeroed (the map writes the others).
   void zero_padding(const DispatchState& st, Buffer& rows, const Stream& s) {
     if (!padded()) return;
-    zero_padding_rows(env_.dev.exec(s), RowPadding{offsets(st), st.padded, env_.cfg.hidden, env_.cfg.dtype}, rows.data());
+    zero_padding_rows(env_.dev.exec(s), RowPadding{row_offsets(st.rows_per_expert), st.padded, env_.cfg.hidden, env_.cfg.dtype}, rows.data());
   }
   std::size_t hidden_bytes() const { return std::size_t(env_.cfg.hidden) * dtype_size(env_.cfg.dtype); }
 

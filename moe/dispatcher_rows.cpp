@@ -26,8 +26,7 @@ std::vector<int> padded_expert_bases(const Routing& r, int first, int count, con
                                      std::vector<std::int32_t>& base, int* padded) {
   const std::vector<int> rows = expert_major_bases(r, first, count, base);
   const int P = padded_block_rows(rows, cost);
-  std::vector<std::size_t> offset(count + 1, 0);
-  for (int l = 0; l < count; ++l) offset[l + 1] = offset[l] + std::size_t(rows[l]);
+  const std::vector<std::size_t> offset = row_offsets(rows);
   const std::vector<std::size_t> start = padded_starts(offset, P);
   const int G = r.groups(), E = r.shape.gate.experts;
   for (int l = 0; l < count; ++l) {  // shift expert l from its packed start to its block's or overflow's

@@ -65,11 +65,13 @@ static char* row_at(const void* base, std::size_t row, int width, std::size_t es
 ExpertsContext Experts::forward(const void* x, const std::vector<int>& rows, void* y, const Stream& s, int padded) {
   const int h = cfg_.hidden, f = cfg_.ffn;
   const DType t = cfg_.dtype;
+  if (int(rows.size()) != count_)
+    throw Error("Experts: row counts for " + std::to_string(rows.size()) + " experts, this rank holds " +
+                std::to_string(count_));
   ExpertsContext c;
   c.x = x;
   c.rows = rows;
-  c.offset.assign(count_ + 1, 0);
-  for (int e = 0; e < count_; ++e) c.offset[e + 1] = c.offset[e] + std::size_t(rows[e]);
+  c.offset = row_offsets(rows);
   if (cfg_.expert_gemm == ExpertGemm::segmented)
     throw Error("Experts: --expert-gemm segmented reads its row counts on the device; this dispatcher gave host counts");
   if (padded && cfg_.expert_gemm != ExpertGemm::padded)

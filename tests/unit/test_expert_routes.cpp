@@ -337,6 +337,8 @@ TEST(PaddedExperts, TakeRowsPackedOrInTheirBlocks) {
   const MoEConfig grouped = route_config(ExpertGemm::grouped, E, 1);
   Experts gx(grouped, dev, alloc, 0, E);
   EXPECT_THROW(gx.forward(buf.data(), rows, y.data(), s, P), Error);
+  // Row counts for another number of experts than the rank holds: refused, never read past.
+  EXPECT_THROW(gx.forward(buf.data(), std::vector<int>{3, 0, 7}, y.data(), s), Error);
 }
 
 TEST(PaddedExperts, TheGpuNeedsAnFfnWidthInMultiplesOfEight) {
