@@ -57,7 +57,7 @@ class GptStepBench final : public BenchProgram {
                "captured only with --expert-gemm segmented: the other routes read expert counts on the host");
     add_choice(app, "--expert-gemm", expert_gemm_opt_, {"grouped", "serial", "padded", "streams", "segmented"},
                "The MoE model's experts (moebench_moe_layer's routes; segmented keeps the counts on the device) "
-               "(default grouped)");
+               "(default: padded on cuda where the FFN width is a multiple of 8, else grouped)");
     app.add_flag("--kernels", kernels_,
                  "Also run as many eager steps as repetitions op by op (on cuda every kernel, copy and memset, through "
                  "CUPTI) into gpt/step_kernels.csv, each under the phase that launched it");
@@ -108,8 +108,9 @@ class GptStepBench final : public BenchProgram {
     }
     for (bool moe : {false, true})
       if (auto e = validate_layout(layout(moe), shape_, 1)) return e;
-    expert_gemm_ = *parse_expert_gemm(expert_gemm_opt_);
     MoEConfig experts = layout_model(shape_, layout(true), ctx.dtype()).moe;
+    expert_gemm_ = expert_gemm_opt_.empty() ? default_expert_gemm(ctx.backend(), experts.ffn)
+                                            : *parse_expert_gemm(expert_gemm_opt_);
     experts.expert_gemm = expert_gemm_;
     if (auto e = experts.validate_for(ctx.backend())) return e;
     if (!reference_.empty()) {
@@ -397,7 +398,7 @@ class GptStepBench final : public BenchProgram {
   }
 
   std::optional<int> sequences_opt_, panel_rows_opt_;
-  std::string reference_, roofline_path_, attention_opt_, step_graph_opt_, expert_gemm_opt_ = "grouped";
+  std::string reference_, roofline_path_, attention_opt_, step_graph_opt_, expert_gemm_opt_;
   bool captured_ = false;  // steps replayed from a graph where the model allows (dense; MoE with segmented experts)
   std::map<bool, std::size_t> graph_nodes_;  // per model
   ExpertGemm expert_gemm_ = ExpertGemm::grouped;

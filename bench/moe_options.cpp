@@ -16,7 +16,8 @@ void MoEOptions::add(CLI::App& app) {
   add_choice(app, "--expert-gemm", expert_gemm, {"grouped", "serial", "padded", "streams", "segmented"},
              "Local experts as one grouped GEMM, serial GEMMs, one strided-batched GEMM over rows padded to the "
              "busiest expert's with GeLU in its epilogue, one GEMM per expert over 4 side streams, or one segment GEMM "
-             "per step whose row counts stay on the device (our kernel; local and ppmoe dispatchers) (default grouped)");
+             "per step whose row counts stay on the device (our kernel; local and ppmoe dispatchers) (default: padded on "
+             "cuda where f is a multiple of 8, else grouped)");
   add_choice(app, "--gate", gate, {"fused", "paper"},
              "Gate: ours (fused softmax + top-k, index dispatch) or M6-T's (k rounds of arg-max, one-hot "
              "dispatch and combine tensors; needs --capacity-factor) (default fused)");
@@ -36,7 +37,8 @@ std::optional<std::string> MoEOptions::resolve(const MoEConfig& d, int default_t
   if (capacity_factor) config.capacity_factor = *capacity_factor;
   config.aux_loss = !no_aux;
   if (aux_coef) config.aux_coef = float(*aux_coef);
-  config.expert_gemm = *parse_expert_gemm(expert_gemm);
+  config.expert_gemm = expert_gemm.empty() ? default_expert_gemm(backend, config.ffn) : *parse_expert_gemm(expert_gemm);
+  expert_gemm = expert_gemm_name(config.expert_gemm);  // what the rows record
   config.gate = gate == "paper" ? GateImpl::paper : GateImpl::fused;
   config.dtype = dtype;
   resolved_tokens = tokens.value_or(default_tokens);

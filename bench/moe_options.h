@@ -14,7 +14,7 @@ struct MoEOptions {
   std::optional<int> hidden, ffn, experts, prototypes, top_k, tokens;
   std::optional<double> capacity_factor, aux_coef;  // capacity nullopt: dropless
   bool no_aux = false;
-  std::string expert_gemm = "grouped";
+  std::string expert_gemm;  // empty: default_expert_gemm(); the route resolve() took once it has run
   std::string gate = "fused";
   std::optional<std::int64_t> seed;
 

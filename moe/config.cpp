@@ -17,6 +17,10 @@ const char* expert_gemm_name(ExpertGemm g) {
   return "?";
 }
 
+ExpertGemm default_expert_gemm(Backend backend, int ffn) {
+  return backend == Backend::cuda && ffn % 8 == 0 ? ExpertGemm::padded : ExpertGemm::grouped;
+}
+
 std::optional<ExpertGemm> parse_expert_gemm(const std::string& name) {
   for (const auto& [value, n] : kExpertGemmNames)
     if (name == n) return value;

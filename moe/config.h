@@ -18,6 +18,10 @@ inline const char* gate_impl_name(GateImpl g) { return g == GateImpl::fused ? "f
 
 // --expert-gemm's names: grouped, serial, padded, streams, segmented.
 const char* expert_gemm_name(ExpertGemm g);
+// The route a run takes unless --expert-gemm names one. On the GPU: padded, the fastest route
+// measured there at every popularity, where its cuBLASLt epilogue takes the FFN width (a multiple
+// of 8). Else -- and on the CPU, where padding rows are only more work -- grouped.
+ExpertGemm default_expert_gemm(Backend backend, int ffn);
 std::optional<ExpertGemm> parse_expert_gemm(const std::string& name);
 
 // What the padded route's layout costs, in rows of its batched GEMMs (moe/padded_blocks.h).

@@ -5,9 +5,10 @@
 #   moe-top1-ROUTE    the scale's MoE layer (at the paper scale 64 experts, top-1, 8192 tokens,
 #                     hidden 1024, ffn 4096), each --expert-gemm route
 #   moe-8x-top2-ROUTE the same widths with 8 experts top-2, each route
-#   moe-top1-ROUTE-P  grouped and padded under skewed popularity P (zipf:1.2, hot:0.25)
-#   gpt-ATTENTION     the GPT step, dense and MoE, with blocked and materialized attention (the
-#                     dense step replayed from a graph on cuda); gpt-cudnn-padded its MoE experts padded
+#   moe-top1-ROUTE-P  padded and grouped under skewed popularity P (zipf:1.2, hot:0.25)
+#   gpt-ATTENTION     the GPT step, dense and MoE (its experts by the default route: padded on
+#                     cuda), with each attention (the dense step replayed from a graph on cuda);
+#                     gpt-cudnn-grouped its MoE experts grouped
 #   gpt-blocked-eager the same with blocked attention, every step enqueued op by op
 # every one with the device's profile (models/profile_this_machine.csv) for its roofline, the
 # most telling cases first. A case that fails is logged (RESULTS/targets/CASE.log), listed in
@@ -39,8 +40,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 # Every case, in the order they run (run_case refuses a name not here).
-all_cases=(moe-top1-padded gpt-cudnn moe-8x-top2-padded moe-top1-grouped moe-8x-top2-grouped
-           moe-top1-grouped-zipf moe-top1-padded-zipf moe-top1-grouped-hot moe-top1-padded-hot gpt-cudnn-padded
+all_cases=(moe-top1-padded gpt-cudnn moe-8x-top2-padded moe-top1-padded-zipf moe-top1-padded-hot moe-top1-grouped
+           moe-8x-top2-grouped gpt-cudnn-grouped moe-top1-grouped-zipf moe-top1-grouped-hot
            gpt-blocked moe-top1-segmented gpt-moe-segmented moe-8x-top2-segmented gpt-blocked-eager gpt-cudnn-eager
            moe-top1-streams moe-8x-top2-streams moe-top1-serial moe-8x-top2-serial gpt-materialized)
 if [ -n "$cases" ]; then
@@ -108,18 +109,17 @@ run_case() {
 moe() { run_case "$1" experiments/moe/run.sh "${layer[@]}" "${@:2}"; }
 gpt() { run_case "$1" experiments/gpt/step.sh "${common[@]}" ${roofline[@]+"${roofline[@]}"} "${@:2}"; }
 # The fastest routes and the step first (on the H200 leases: padded experts, cuDNN's attention),
-# so that a run cut short at --deadline has the headline targets; then what padding costs under
-# skew, which decides the default route.
+# so that a run cut short at --deadline has the headline targets; then the padded layer under
+# skew, then the grouped route beside it.
 # segmented: our segment GEMMs with the counts on the device; its GPT case captures the MoE step.
 moe moe-top1-padded --expert-gemm padded
 gpt gpt-cudnn --attention cudnn
 moe moe-8x-top2-padded --experts 8 --top-k 2 --expert-gemm padded
+for pop in zipf:1.2 hot:0.25; do moe "moe-top1-padded-${pop%%:*}" --expert-gemm padded --popularity "$pop"; done
 moe moe-top1-grouped --expert-gemm grouped
 moe moe-8x-top2-grouped --experts 8 --top-k 2 --expert-gemm grouped
-for pop in zipf:1.2 hot:0.25; do
-  for route in grouped padded; do moe "moe-top1-$route-${pop%%:*}" --expert-gemm "$route" --popularity "$pop"; done
-done
-gpt gpt-cudnn-padded --attention cudnn --expert-gemm padded
+gpt gpt-cudnn-grouped --attention cudnn --expert-gemm grouped
+for pop in zipf:1.2 hot:0.25; do moe "moe-top1-grouped-${pop%%:*}" --expert-gemm grouped --popularity "$pop"; done
 gpt gpt-blocked --attention blocked
 moe moe-top1-segmented --expert-gemm segmented
 gpt gpt-moe-segmented --attention blocked --expert-gemm segmented

@@ -352,6 +352,17 @@ TEST(PaddedExperts, TheGpuNeedsAnFfnWidthInMultiplesOfEight) {
   EXPECT_FALSE(c.validate_for(Backend::cuda));
 }
 
+// Unless --expert-gemm names one: padded on the GPU, where it ran fastest at every popularity
+// measured and its epilogue takes the width; grouped where it does not, and on the CPU.
+TEST(PaddedExperts, TheDefaultRouteOnTheGpuWhereItsEpilogueTakesTheWidth) {
+  EXPECT_EQ(default_expert_gemm(Backend::cuda, 4096), ExpertGemm::padded);
+  EXPECT_EQ(default_expert_gemm(Backend::cuda, 36), ExpertGemm::grouped);
+  EXPECT_EQ(default_expert_gemm(Backend::cpu, 4096), ExpertGemm::grouped);
+  MoEConfig c = route_config(default_expert_gemm(Backend::cuda, 36), 8, 1);
+  c.ffn = 36;
+  EXPECT_FALSE(c.validate_for(Backend::cuda)) << "the default runs where padded would be refused";
+}
+
 // The streams route: the same layer, every expert GEMM of forward and backward on a side stream
 // (more than one of them in use), none on the layer's own stream, which keeps the gate's.
 TEST(StreamsExperts, EqualTheGroupedLayerWithTheirGemmsOnSideStreams) {
