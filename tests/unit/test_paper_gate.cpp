@@ -32,9 +32,16 @@ static const Shape kShapes[] = {{8, 1, 1, 1, 1.0}, {8, 1, 2, 1, 0.75}, {8, 1, 4,
 
 // The same layer (weights, capacity groups) with each gate.
 struct GatePair {
-  explicit GatePair(const Shape& sh)
-      : paper(config(sh.experts, sh.prototypes, sh.k, sh.capacity, GateImpl::paper), local(sh)),
+  // paper_route: the paper gate's experts (the fused gate's stay grouped); padded with its costs
+  // taken away, so that the busier experts go to the overflow.
+  explicit GatePair(const Shape& sh, ExpertGemm paper_route = ExpertGemm::grouped)
+      : paper(with_route(config(sh.experts, sh.prototypes, sh.k, sh.capacity, GateImpl::paper), paper_route), local(sh)),
         fused(config(sh.experts, sh.prototypes, sh.k, sh.capacity, GateImpl::fused), local(sh)) {}
+  static MoEConfig with_route(MoEConfig c, ExpertGemm route) {
+    c.expert_gemm = route;
+    c.padded_cost = {0, 1};
+    return c;
+  }
   static std::function<std::unique_ptr<TokenDispatcher>(const DispatcherEnv&)> local(const Shape& sh) {
     return [groups = sh.groups](const DispatcherEnv& env) { return make_local_dispatcher(env, groups); };
   }
@@ -86,9 +93,10 @@ TEST(PaperGate, RoutesExactlyAsTheFusedGate) {
 }
 
 TEST(PaperGate, LayerOutputsAndGradientsEqualTheFusedGates) {
+  for (ExpertGemm route : {ExpertGemm::grouped, ExpertGemm::padded})
   for (const Shape& sh : kShapes) {
-    SCOPED_TRACE(describe(sh));
-    GatePair layers(sh);
+    SCOPED_TRACE(describe(sh) + ", the paper gate's experts " + expert_gemm_name(route));
+    GatePair layers(sh, route);
     CpuLayer &paper = layers.paper, &fused = layers.fused;
     const auto x = tokens(24, 12, 5), dy = tokens(24, 12, 6);
     paper.forward(x);
