@@ -424,6 +424,15 @@ MUTATIONS = [
         "tests": r"^(PaddedBlocks|PaddedExperts)\.",
     },
     {
+        "id": "gpu_default_route_grouped",
+        "mechanism": "a GPU run without --expert-gemm takes the grouped route, measured slower than padded everywhere",
+        "file": "moe/config.cpp",
+        "edits": [("return backend == Backend::cuda && ffn % 8 == 0 ? ExpertGemm::padded : ExpertGemm::grouped;",
+                   "return backend == Backend::cuda && ffn % 8 == 0 ? ExpertGemm::grouped : ExpertGemm::grouped;")],
+        "targets": [UNIT],
+        "tests": r"^PaddedExperts\.",
+    },
+    {
         "id": "padded_blocks_ignore_the_row_tile",
         "mechanism": "the padded route costs its heights row by row, so blocks within one GEMM tile of the busiest expert send it to GEMMs of its own for nothing",
         "file": "moe/padded_blocks.cpp",
