@@ -50,6 +50,13 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$step" in build|test|sanitize|bench|targets|all|lease) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench, targets, all or lease" >&2; exit 2 ;; esac
+if [ ${#cases[@]} -gt 0 ]; then  # a misspelt case must not cost a lease its build and tests first
+  known=" $(scripts/gpu_targets.sh --list | tr '\n' ' ')"
+  IFS=, read -r -a wanted <<< "${cases[1]}"
+  for c in "${wanted[@]}"; do
+    [[ "$known" == *" $c "* ]] || { echo "gpu_box.sh: error: --cases: '$c' is not a case; allowed:$known" >&2; exit 2; }
+  done
+fi
 if ! [[ "$budget" =~ ^[0-9]+$ ]] || [ "$budget" -lt 180 ] || [ "$budget" -gt 3600 ]; then
   echo "gpu_box.sh: error: --budget: '$budget' is not a whole number of seconds in [180, 3600]" >&2
   exit 2

@@ -19,15 +19,16 @@
 # it at the paper scale in bf16; elsewhere (and in the tests) it runs the same cases at any scale
 # on the CPU.
 # --cases NAME[,NAME...] runs those cases alone (a follow-up call that re-measures a few), the
-# others listed in cases.tsv as not selected.
+# others listed in cases.tsv as not selected; --list prints every case's name and exits.
 #   scripts/gpu_targets.sh [--scale paper] [--backend cuda] [--dtype bf16] [--results DIR] [--deadline EPOCH]
-#                          [--cases NAME[,NAME...]]
+#                          [--cases NAME[,NAME...]] [--list]
 source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scale=paper backend=cuda dtype=bf16 results="$PWD/results/cuda" deadline="" cases=""
+scale=paper backend=cuda dtype=bf16 results="$PWD/results/cuda" deadline="" cases="" list=0
 while [ $# -gt 0 ]; do
   case "$1" in
+    --list) list=1; shift ;;
     --scale|--backend|--dtype|--results|--deadline|--cases)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "gpu_targets.sh: error: $1: needs a value" >&2; exit 2; }
       case "$1" in
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
         --deadline) deadline="$2" ;; --cases) cases="$2" ;;
       esac
       shift 2 ;;
-    *) echo "gpu_targets.sh: error: unknown option '$1' (allowed: --scale, --backend, --dtype, --results, --deadline, --cases)" >&2
+    *) echo "gpu_targets.sh: error: unknown option '$1' (allowed: --scale, --backend, --dtype, --results, --deadline, --cases, --list)" >&2
        exit 2 ;;
   esac
 done
@@ -44,6 +45,7 @@ all_cases=(moe-top1-padded gpt-cudnn moe-8x-top2-padded moe-top1-padded-zipf moe
            moe-8x-top2-grouped gpt-cudnn-grouped moe-top1-grouped-zipf moe-top1-grouped-hot
            gpt-blocked moe-top1-segmented gpt-moe-segmented moe-8x-top2-segmented gpt-blocked-eager gpt-cudnn-eager
            moe-top1-streams moe-8x-top2-streams moe-top1-serial moe-8x-top2-serial gpt-materialized)
+if [ "$list" = 1 ]; then printf '%s\n' "${all_cases[@]}"; exit 0; fi
 if [ -n "$cases" ]; then
   IFS=, read -r -a wanted <<< "$cases"
   for c in "${wanted[@]}"; do
