@@ -46,14 +46,19 @@ void expect_same_step(const GptConfig& cfg, double loss_tol = 1e-4, double grad_
 
 TEST(GpuTransformer, DenseStepMatchesCpu) { expect_same_step(gpt_config({.layers = 2, .hidden = 64, .ffn = 256, .heads = 4, .seq = 24, .vocab = 97})); }
 
+// Its experts grouped, and padded (the GPU's default route, moebench_gpt_step's without --expert-gemm).
 TEST(GpuTransformer, MoEStepMatchesCpu) {
-  GptConfig c = gpt_config({.layers = 2, .hidden = 64, .ffn = 256, .heads = 4, .seq = 24, .vocab = 97});
-  c.moe_every = 2;
-  c.moe.ffn = 256;
-  c.moe.experts = 8;
-  c.moe.top_k = 1;
-  c.moe.capacity_factor = std::nullopt;
-  expect_same_step(c);
+  for (ExpertGemm route : {ExpertGemm::grouped, ExpertGemm::padded}) {
+    SCOPED_TRACE(expert_gemm_name(route));
+    GptConfig c = gpt_config({.layers = 2, .hidden = 64, .ffn = 256, .heads = 4, .seq = 24, .vocab = 97});
+    c.moe_every = 2;
+    c.moe.ffn = 256;
+    c.moe.experts = 8;
+    c.moe.top_k = 1;
+    c.moe.capacity_factor = std::nullopt;
+    c.moe.expert_gemm = route;
+    expect_same_step(c);
+  }
 }
 
 // fp16 and bf16 weights and activations (LayerNorms, gate and loss in fp32), dense and MoE.
