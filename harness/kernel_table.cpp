@@ -7,6 +7,36 @@
 
 namespace moebench {
 
+std::string idle_until(const std::string& next_path) { return "(device idle until " + next_path + ")"; }
+
+namespace {
+
+// The run's ops with, between them, where the device ran none: each gap from the end of every op
+// begun before it (on any stream) to the next op's start, under the path of the op it follows.
+std::vector<KernelRecord> with_idle(std::vector<KernelRecord> ops, double* span) {
+  std::stable_sort(ops.begin(), ops.end(), [](const KernelRecord& a, const KernelRecord& b) { return a.start_ms < b.start_ms; });
+  std::vector<KernelRecord> out;
+  out.reserve(2 * ops.size());
+  double busy_until = ops.front().start_ms;
+  const KernelRecord* last_to_end = nullptr;
+  for (const KernelRecord& op : ops) {
+    if (last_to_end && op.start_ms > busy_until) {
+      const bool same = op.path == last_to_end->path;
+      out.push_back(KernelRecord{same ? kIdle : idle_until(op.path.empty() ? kOutsideRanges : op.path),
+                                 last_to_end->path, op.start_ms - busy_until, busy_until});
+    }
+    out.push_back(op);
+    if (!last_to_end || op.start_ms + op.ms >= busy_until) {
+      busy_until = op.start_ms + op.ms;
+      last_to_end = &op;
+    }
+  }
+  *span = busy_until - ops.front().start_ms;
+  return out;
+}
+
+}  // namespace
+
 std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>& runs) {
   if (runs.empty()) throw Error("kernel_table: no runs");
   struct Sums {
@@ -14,18 +44,17 @@ std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>
     double calls = 0;
   };
   std::map<std::pair<std::string, std::string>, Sums> by_kernel;
-  std::vector<double> totals(runs.size(), 0.0);
+  std::vector<double> spans(runs.size(), 0.0);
   for (std::size_t r = 0; r < runs.size(); ++r) {
     if (runs[r].empty()) throw Error("kernel_table: run " + std::to_string(r) + " logged no ops");
-    for (const KernelRecord& k : runs[r]) {
+    for (const KernelRecord& k : with_idle(runs[r], &spans[r])) {
       Sums& s = by_kernel[{k.path.empty() ? kOutsideRanges : k.path, k.name}];
       s.ms.resize(runs.size(), 0.0);  // a run without this kernel keeps its 0
       s.ms[r] += k.ms;
       s.calls += 1;
-      totals[r] += k.ms;
     }
   }
-  const double total = spread_of(totals).median;
+  const double total = spread_of(spans).median;
   std::vector<KernelRow> rows;
   for (const auto& [key, s] : by_kernel) {
     KernelRow row{key.first, key.second, s.calls / double(runs.size()), spread_of(s.ms), 0.0};
@@ -75,13 +104,29 @@ std::vector<std::vector<std::string>> kernel_cells(const KernelLogRuns& log) {
   return cells;
 }
 
+bool is_idle(const KernelRow& row) { return row.name.rfind("(device idle", 0) == 0; }
+
 std::string slowest_kernels(const KernelLogRuns& log, std::size_t count) {
   if (!log.failure.empty()) return "no kernel log: " + log.failure;
   std::string out = "slowest kernels:";
   char share[32];
-  for (std::size_t i = 0; i < std::min(count, log.rows.size()); ++i) {
-    std::snprintf(share, sizeof share, " %.1f%%", 100 * log.rows[i].share);
-    out += std::string(i ? "," : "") + " " + log.rows[i].name + " in " + log.rows[i].path + share;
+  std::size_t listed = 0;
+  double idle = 0;
+  const KernelRow* largest_gap = nullptr;
+  for (const KernelRow& row : log.rows) {
+    if (is_idle(row)) {
+      idle += row.share;
+      if (!largest_gap) largest_gap = &row;  // the rows run slowest first
+    } else if (listed < count) {
+      std::snprintf(share, sizeof share, " %.1f%%", 100 * row.share);
+      out += std::string(listed++ ? "," : "") + " " + row.name + " in " + row.path + share;
+    }
+  }
+  if (largest_gap) {
+    std::snprintf(share, sizeof share, "%.1f%%", 100 * idle);
+    out += std::string("; device idle ") + share + ", the most " + largest_gap->name + " in " + largest_gap->path;
+    std::snprintf(share, sizeof share, " %.1f%%", 100 * largest_gap->share);
+    out += share;
   }
   return out;
 }

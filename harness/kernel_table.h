@@ -1,8 +1,11 @@
 // The kernel log (runtime/kernel_log.h) of several runs of the same work, such as training steps,
 // summarised per range path and kernel: its ops per run, the median milliseconds per run with
-// their range, and its share of a run's time on the device. A kernel absent from a run counts
-// 0 ms there. Also the runs themselves, and the table's CSV cells, which every bench writing a
-// kernel log shares.
+// their range, and its share of a run's span on the device (its first op's start to its last op's
+// end). A kernel absent from a run counts 0 ms there. Where the device ran no op at all, on any
+// stream, the gap is a row of its own under the path of the op it follows: kIdle where the next op
+// has the same path (launches slower than the kernels), idle_until(the next op's path) where it
+// does not (a host wait between ranges, such as the gate's read of the counts). Also the runs
+// themselves, and the table's CSV cells, which every bench writing a kernel log shares.
 #pragma once
 #include <functional>
 #include <string>
@@ -19,10 +22,13 @@ struct KernelRow {
   std::string name;   // the kernel
   double calls = 0;   // per run (mean)
   Spread ms;          // per run
-  double share = 0;   // its median over the median of the runs' totals
+  double share = 0;   // its median over the median of the runs' spans
 };
 
 inline constexpr const char* kOutsideRanges = "(outside ranges)";
+inline constexpr const char* kIdle = "(device idle)";
+// "(device idle until PATH)"
+std::string idle_until(const std::string& next_path);
 
 // The slowest first; a run with no records is an Error (the log did not run).
 std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>& runs);
@@ -43,7 +49,10 @@ KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::functio
 // its rows' cells in that order; where the log did not run, one row of cells saying why.
 std::vector<std::string> kernel_columns(const std::string& unit);
 std::vector<std::vector<std::string>> kernel_cells(const KernelLogRuns& log);
-// "slowest kernels: NAME in PATH 12.3%, ..." (the first `count`), or why there is no log.
+// A row of the device's idle time (kIdle, idle_until()), not of an op.
+bool is_idle(const KernelRow& row);
+// "slowest kernels: NAME in PATH 12.3%, ..." (the first `count` ops), then "; device idle 4.5%,
+// the most NAME in PATH 2.1%" where the device sat idle; or why there is no log.
 std::string slowest_kernels(const KernelLogRuns& log, std::size_t count = 3);
 
 }  // namespace moebench

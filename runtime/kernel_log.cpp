@@ -62,7 +62,7 @@ void KernelLog::record_cpu(const char* name, std::string path, double start_us, 
   // A stream's event and its wait on another stream's event order the work; they compute nothing.
   if (!std::strcmp(name, "event") || !std::strcmp(name, "wait event")) return;
   std::lock_guard<std::mutex> lock(records_mutex);
-  cpu_records.push_back(KernelRecord{name, std::move(path), (end_us - start_us) / 1e3});
+  cpu_records.push_back(KernelRecord{name, std::move(path), (end_us - start_us) / 1e3, start_us / 1e3});
 }
 
 std::string readable_kernel_name(const char* mangled) {

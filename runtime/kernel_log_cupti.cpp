@@ -4,6 +4,7 @@
 // launch through the driver). libcupti is opened with dlopen, never linked: the binaries start
 // where it is missing.
 #include "runtime/kernel_log.h"
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -87,7 +88,7 @@ Cupti& cupti() {
 struct Raw {
   std::string name;
   std::uint32_t correlation = 0;
-  std::uint64_t ns = 0;
+  std::uint64_t start = 0, end = 0;  // ns
 };
 std::mutex state_mutex;
 std::vector<Raw> raw;
@@ -123,13 +124,13 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
         auto name = readable_names.find(k->name);
         if (name == readable_names.end()) name = readable_names.emplace(k->name, readable_kernel_name(k->name)).first;
-        raw.push_back(Raw{name->second, k->correlationId, k->end - k->start});
+        raw.push_back(Raw{name->second, k->correlationId, k->start, k->end});
       } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-        raw.push_back(Raw{copy_kind(m->copyKind), m->correlationId, m->end - m->start});
+        raw.push_back(Raw{copy_kind(m->copyKind), m->correlationId, m->start, m->end});
       } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-        raw.push_back(Raw{"memset", m->correlationId, m->end - m->start});
+        raw.push_back(Raw{"memset", m->correlationId, m->start, m->end});
       }
     }
   }
@@ -189,10 +190,13 @@ std::vector<KernelRecord> cupti_log_stop() {
   std::lock_guard<std::mutex> lock(state_mutex);
   std::vector<KernelRecord> out;
   out.reserve(raw.size());
+  std::uint64_t origin = raw.empty() ? 0 : raw.front().start;  // ns since an epoch: too fine for a double
+  for (const Raw& r : raw) origin = std::min(origin, r.start);
   for (const Raw& r : raw) {
     const auto path = path_of.find(r.correlation);
     if (path != path_of.end() && path->second == kPoolPoisoning) continue;
-    out.push_back(KernelRecord{r.name, path == path_of.end() ? std::string() : path->second, double(r.ns) / 1e6});
+    out.push_back(KernelRecord{r.name, path == path_of.end() ? std::string() : path->second, double(r.end - r.start) / 1e6,
+                               double(r.start - origin) / 1e6});
   }
   raw.clear();
   path_of.clear();

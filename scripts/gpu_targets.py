@@ -82,31 +82,43 @@ def where_time_goes(row, path, parts=3):
             logged = [r for r in csv.DictReader(f) if (layer or r.get("model") == row.get("model"))
                       and number(r.get("ms")) is not None]
         logged.sort(key=lambda r: -number(r["ms"]))
-        if logged:
+        ops = [r for r in logged if not is_idle(r["kernel"])]
+        gaps = [r for r in logged if is_idle(r["kernel"])]
+        if ops:
             where += "; slowest kernels: " + ", ".join(
-                f"{r['kernel']} in {r['phase'].rsplit('/', 1)[-1]} {number(r['ms']):.3g} ms" for r in logged[:2])
+                f"{r['kernel']} in {r['phase'].rsplit('/', 1)[-1]} {number(r['ms']):.3g} ms" for r in ops[:2])
+        if gaps:
+            where += (f"; device idle {sum(number(r['ms']) for r in gaps):.3g} ms, the most "
+                      f"{gaps[0]['kernel']} in {gaps[0]['phase'].rsplit('/', 1)[-1]} {number(gaps[0]['ms']):.3g} ms")
     floor = number(row.get("expert_gemms_over_floor"))
     return where + (f"; the expert GEMMs alone at {floor:.3g}x their floor" if floor is not None else "")
 
 
+def is_idle(kernel):
+    """A kernel table's row of the device's idle time, not of an op (harness/kernel_table.h)."""
+    return kernel.startswith("(device idle")
+
+
 def range_kernels(row, path, name, parts=4):
     """For a target that is one range's time (the gate's forward): how much of it the range's
-    logged kernels ran, and the largest of them; while the rest of its time went by, none of its
-    kernels ran. Empty where the layer's kernels were not logged."""
+    logged kernels ran, and the largest of them; how long the device sat idle between them and
+    after them until the next range's first op (launches, the host's read of the counts). Empty
+    where the layer's kernels were not logged."""
     span = number(row.get(name + "_ms"))
     kernels = path.parent / f"kernels_{row.get('dispatcher')}.csv"
     if not span or not kernels.is_file():
         return ""
     with kernels.open(newline="") as f:
-        mine = [r for r in csv.DictReader(f) if r.get("phase") == name and number(r.get("ms")) is not None]
+        logged = [r for r in csv.DictReader(f) if r.get("phase") == name and number(r.get("ms")) is not None]
+    mine = sorted((r for r in logged if not is_idle(r["kernel"])), key=lambda r: -number(r["ms"]))
     if not mine:
         return ""
     busy = sum(number(r["ms"]) for r in mine)
-    mine.sort(key=lambda r: -number(r["ms"]))
     largest = ", ".join(f"{r['kernel']} {1000 * number(r['ms']):.3g} us" for r in mine[:parts])
+    gaps = [r for r in logged if is_idle(r["kernel"])]
+    idle = "; ".join(f"{r['kernel']} {1000 * number(r['ms']):.3g} us" for r in gaps) or "no idle logged"
     return (f"{name}: its {len(mine)} logged kernels and copies ran {1000 * busy:.3g} us of its {1000 * span:.3g} us "
-            f"({100 * busy / span:.0f}%), none of them the rest (launches, the host's read of the counts); "
-            f"largest: {largest}; ")
+            f"({100 * busy / span:.0f}%); the device idle after them: {idle}; largest: {largest}; ")
 
 
 def how_it_ran(row):

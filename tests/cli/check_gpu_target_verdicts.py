@@ -3,8 +3,9 @@
 machine without a GPU produces: a figure within its limit is "met" and one beyond it "missed", on
 an H100; on another GPU the verdict names that GPU; the fastest route or attention is the one
 judged; a missed target prints where its time went (a layer's largest moe.* range, its expert
-GEMMs over their floor and its slowest kernels, a step's largest phase and slowest kernels; for
-the gate's forward, how much of its range its kernels ran); a case that failed is named. Exit 0 when all holds, 1 with a line per breach.
+GEMMs over their floor, its slowest kernels and the device's idle time, a step's largest phase and
+slowest kernels; for the gate's forward, how much of its range its kernels ran and how long the
+device sat idle after them); a case that failed is named. Exit 0 when all holds, 1 with a line per breach.
 
   check_gpu_target_verdicts.py
 """
@@ -56,7 +57,9 @@ def run(folder, device, dense_ms, grouped_ms, padded_ms):
     write(folder / "moe-top1-grouped" / "moe" / "layer_local.csv", layer(device, "grouped", grouped_ms))
     write(folder / "moe-top1-grouped" / "moe" / "kernels_local.csv",
           [{"dispatcher": "local", "phase": "moe.expert.bwd", "kernel": "cutlass_grouped_wgrad", "ms": grouped_ms / 2},
-           {"dispatcher": "local", "phase": "moe.gating", "kernel": "gate_topk", "ms": 0.03}])
+           {"dispatcher": "local", "phase": "moe.gating", "kernel": "gate_topk", "ms": 0.03},
+           {"dispatcher": "local", "phase": "moe.gating", "kernel": "(device idle until moe.dispatch)", "ms": 0.05},
+           {"dispatcher": "local", "phase": "moe.expert.bwd", "kernel": "(device idle)", "ms": 0.002}])
     write(folder / "moe-top1-padded" / "moe" / "layer_local.csv", layer(device, "padded", padded_ms))
     write(folder / "moe-8x-top2-grouped" / "moe" / "layer_local.csv", layer(device, "grouped", 1.5, experts=8, top_k=2))
     write(folder / "gpt-cudnn" / "gpt" / "step.csv", steps(device, dense_ms))
@@ -105,9 +108,13 @@ def main():
         if "slowest kernels: cutlass_grouped_wgrad in moe.expert.bwd 1 ms, gate_topk in moe.gating 0.03 ms" \
                 not in top1.get("where_the_time_goes", ""):
             breaches.append(f"the layer's evidence is '{top1.get('where_the_time_goes')}', without its kernel log's slowest")
+        if "device idle 0.052 ms, the most (device idle until moe.dispatch) in moe.gating 0.05 ms" \
+                not in top1.get("where_the_time_goes", ""):
+            breaches.append(f"the layer's evidence is '{top1.get('where_the_time_goes')}', without the device's idle time")
         gate = t.get("MoE layer top-1: gate forward", {}).get("where_the_time_goes", "")
         if not gate.startswith("moe.gating: its 1 logged kernels and copies ran 30 us of its 40 us (75%)") or \
-                "largest: gate_topk 30 us" not in gate:
+                "largest: gate_topk 30 us" not in gate or \
+                "the device idle after them: (device idle until moe.dispatch) 50 us;" not in gate:
             breaches.append(f"the gate's evidence is '{gate}', not how much of its range its kernels ran")
     for b in breaches:
         print(f"check_gpu_target_verdicts: {b}")

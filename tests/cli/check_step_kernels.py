@@ -3,16 +3,17 @@
 per model kernel rows, none outside the step's ranges (every op of a step is enqueued inside
 gpt.step); every phase a path of the breakdown; the ops logged under a phase and the phases
 inside it taking, run for run, no more than the phase took (within what noise between two runs
-allows); every innermost phase that does work
-holding an op; and the ops a CPU step runs where they belong (the LayerNorms' in ln.*, AdamW's in
-step.optimizer, the loss in head.fwd): the kernel log puts each op under the range that launched it.
+allows), and so the ops and the device's idle rows together against the whole step; every
+innermost phase that does work holding an op; and the ops a CPU step runs where they belong (the
+LayerNorms' in ln.*, AdamW's in step.optimizer, the loss in head.fwd): the kernel log puts each op
+under the range that launched it.
 
   check_step_kernels.py STEP_KERNELS_CSV STEP_BREAKDOWN_CSV    exit 0 when all holds, 1 with a line per breach
 """
 import csv
 
 import checklib
-from checklib import number
+from checklib import is_idle, number
 
 # On the CPU backend: an op each of these phases runs (the kernels' own names).
 EXPECTED = {"ln.fwd": "layernorm_forward", "ln.bwd": "layernorm_backward", "step.optimizer": "adam_step",
@@ -42,6 +43,13 @@ def main(kernels_path, breakdown_path):
             if not (number(k["calls_per_step"]) or 0) > 0:
                 breaches.append(f"{model} {k['phase']} {k['kernel']}: calls_per_step {k['calls_per_step']}")
         parents = {p.rsplit("/", 1)[0] for p in tree if "/" in p}
+        roots = [r for p, r in tree.items() if "/" not in p]
+        # A gap is the device's time between ops, so with them no more than a step's.
+        spanned = sum(float(k["ms_min"]) for k in mine)
+        if len(roots) == 1 and spanned > float(roots[0]["ms_max"]) * 1.5 + 0.05:
+            breaches.append(f"{model}: its ops and idle rows took at least {spanned:g} ms, "
+                            f"the step at most {roots[0]['ms_max']}")
+        mine = [k for k in mine if not is_idle(k["kernel"])]
         for path, r in tree.items():
             inside = [k for k in mine if k["phase"] == path or k["phase"].startswith(path + "/")]
             least = sum(float(k["ms_min"]) for k in inside)

@@ -11,6 +11,12 @@ def number(text):
         return None
 
 
+def is_idle(kernel):
+    """A kernel table's row of the device's idle time ("(device idle)", "(device idle until P)"),
+    not of an op."""
+    return kernel.startswith("(device idle")
+
+
 def report(tool, breaches):
     for b in breaches:
         print(f"{tool}: {b}")

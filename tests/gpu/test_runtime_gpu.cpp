@@ -1,13 +1,19 @@
 // The runtime on a GPU: streams with their own cuBLAS handles run GEMMs at once and events order
 // them; the pool reuses a block on its stream at once and on another after an event; NCCL
-// communicators duplicate; micro-batches of the layer on two streams equal each alone.
-// Skipped where there is no GPU.
+// communicators duplicate; micro-batches of the layer on two streams equal each alone; the kernel
+// log times a host wait between ranges as the device's idle time. Skipped where there is no GPU.
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include "gpu/gpu_test_util.h"
+#include "harness/kernel_table.h"
+#include "kernels/axpy.h"
 #include "kernels/gemm.h"
 #include "moe/moe_layer.h"
 #include "moe_test_util.h"
 #include "runtime/comm.h"
+#include "runtime/kernel_log.h"
+#include "runtime/range.h"
 #include "runtime/runtime.h"
 
 namespace moebench {
@@ -122,6 +128,50 @@ TEST(GpuMicroBatches, FourContextsOnTwoStreamsEqualEachAlone) {
     EXPECT_LT(rel_l2(download(dev, alloc, y[i], std::size_t(T) * c.hidden, DType::f32), y_ref[i]), 1e-6) << i;
     EXPECT_LT(rel_l2(download(dev, alloc, dx[i], std::size_t(T) * c.hidden, DType::f32), dx_ref[i]), 1e-6) << i;
   }
+}
+
+// The records' start times on the device: the host waiting between two ranges (as the layer's does
+// for the gate's counts) is a gap in which no op runs, under the range before it and named for the
+// one after; the ops within a range, launched back to back, leave far less.
+TEST(GpuKernelLog, AHostWaitBetweenRangesIsTheDeviceIdleUntilTheNextRange) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
+  const Stream s = dev.create_stream("compute");
+  const std::size_t n = 1 << 16;
+  Buffer x = alloc.allocate(n * 4, MemTag::temporary), y = alloc.allocate(n * 4, MemTag::temporary);
+  dev.fill_zero(x.data(), n * 4, s);
+  dev.fill_zero(y.data(), n * 4, s);
+  dev.synchronize();
+  if (const std::string why = KernelLog::start(dev.backend()); !why.empty()) GTEST_SKIP() << "no kernel log here: " << why;
+  Breakdown b;
+  {
+    ScopedRange gate("gate", s, &b);
+    for (int i = 0; i < 4; ++i) axpy(dev.exec(s), n, 1.f, x.data(), y.data(), DType::f32);
+    s.synchronize();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the host's read of the counts
+  }
+  {
+    ScopedRange dispatch("dispatch", s, &b);
+    axpy(dev.exec(s), n, 1.f, x.data(), y.data(), DType::f32);
+  }
+  dev.synchronize();
+  const std::vector<KernelRecord> records = KernelLog::stop();
+  ASSERT_EQ(records.size(), 5u);
+  const std::vector<KernelRow> rows = kernel_table({records});
+  double until_dispatch = -1, idle_in_gate = 0, busy = 0;
+  for (const KernelRow& r : rows) {
+    if (r.path == "gate" && r.name == idle_until("dispatch")) until_dispatch = r.ms.median;
+    else if (r.path == "gate" && r.name == kIdle) idle_in_gate = r.ms.median;
+    else if (!is_idle(r)) busy += r.ms.median;
+    EXPECT_TRUE(r.path == "gate" || (r.path == "dispatch" && !is_idle(r))) << r.path << " / " << r.name;
+  }
+  EXPECT_GE(until_dispatch, 19.0) << "the host's wait, as the device's idle time before the dispatch";
+  EXPECT_LT(until_dispatch, 200.0);
+  EXPECT_LT(idle_in_gate, 10.0) << "four ops launched back to back";
+  double shares = 0;
+  for (const KernelRow& r : rows) shares += r.share;
+  EXPECT_NEAR(shares, 1.0, 1e-9) << "ops and gaps on one stream fill the span";
+  EXPECT_GT(busy, 0.0);
 }
 
 }  // namespace moebench

@@ -750,6 +750,31 @@ MUTATIONS = [
         "tests": r"^KernelTable\.",
     },
     {
+        "id": "kernel_log_idle_while_another_stream_runs",
+        "mechanism": "the kernel table counts the device idle after each op ends, though an op on another stream still runs: overlap shows as idle",
+        "file": "harness/kernel_table.cpp",
+        "edits": [("    if (!last_to_end || op.start_ms + op.ms >= busy_until) {", "    {")],
+        "targets": [UNIT],
+        "tests": r"^KernelTable\.",
+    },
+    {
+        "id": "cpu_kernel_log_without_start",
+        "mechanism": "the CPU's kernel log records no start times, so a host wait between ranges shows no idle device",
+        "file": "runtime/kernel_log.cpp",
+        "edits": [("(end_us - start_us) / 1e3, start_us / 1e3});", "(end_us - start_us) / 1e3, 0.0});")],
+        "targets": ["moebench_gpu_tests"],
+        "tests": r"^gpu\.tests_on_cpu$",
+    },
+    {
+        "id": "targets_gate_idle_as_kernels",
+        "mechanism": "the gate's evidence counts the device's idle rows as kernels that ran",
+        "file": "scripts/gpu_targets.py",
+        "edits": [("    mine = sorted((r for r in logged if not is_idle(r[\"kernel\"])), key=lambda r: -number(r[\"ms\"]))",
+                   "    mine = sorted(logged, key=lambda r: -number(r[\"ms\"]))")],
+        "targets": ["moebench_kernels"],  # nothing to build: the script is Python
+        "tests": r"^script\.gpu_targets\.verdicts$",
+    },
+    {
         "id": "pool_poison_in_kernel_log",
         "mechanism": "the pool's poisoning of freed blocks (a test mode) is logged as ops of the computation, outside the layer's ranges",
         "file": "runtime/allocator.cpp",

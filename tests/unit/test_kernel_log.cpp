@@ -122,11 +122,11 @@ TEST(KernelLog, KernelNamesWithoutReturnTypeParametersOrAnonymousNamespaces) {
 }
 
 TEST(KernelTable, PerPathAndKernelTheMedianRunSlowestFirst) {
-  using R = KernelRecord;
-  const auto rows = kernel_table({{R{"gemm", "step/fwd", 2}, R{"gemm", "step/fwd", 1}, R{"copy", "", 1}},
-                                  {R{"gemm", "step/fwd", 4}, R{"norm", "step/fwd", 2}},
-                                  {R{"gemm", "step/fwd", 2}, R{"copy", "", 2}, R{"norm", "step/fwd", 1}}});
-  ASSERT_EQ(rows.size(), 3u);
+  using R = KernelRecord;  // name, path, ms, start: each run's ops back to back
+  const auto rows = kernel_table({{R{"gemm", "step/fwd", 2, 0}, R{"gemm", "step/fwd", 1, 2}, R{"copy", "", 1, 3}},
+                                  {R{"gemm", "step/fwd", 4, 10}, R{"norm", "step/fwd", 2, 14}},
+                                  {R{"gemm", "step/fwd", 2, 5}, R{"copy", "", 2, 7}, R{"norm", "step/fwd", 1, 9}}});
+  ASSERT_EQ(rows.size(), 3u) << "no gap, so no idle row";
   EXPECT_EQ(rows[0].name, "gemm");  // 3, 4, 2 per run
   EXPECT_DOUBLE_EQ(rows[0].ms.median, 3);
   EXPECT_DOUBLE_EQ(rows[0].ms.min, 2);
@@ -137,9 +137,36 @@ TEST(KernelTable, PerPathAndKernelTheMedianRunSlowestFirst) {
   EXPECT_DOUBLE_EQ(rows[1].ms.min, 0);
   EXPECT_EQ(rows[2].name, "norm");  // 0, 2, 1
   EXPECT_DOUBLE_EQ(rows[2].ms.median, 1);
-  EXPECT_DOUBLE_EQ(rows[0].share, 3.0 / 5);  // run totals 4, 6, 5
-  EXPECT_THROW(kernel_table({{R{"gemm", "", 1}}, {}}), Error);  // a run the log missed
+  EXPECT_DOUBLE_EQ(rows[0].share, 3.0 / 5);  // run spans 4, 6, 5
+  EXPECT_THROW(kernel_table({{R{"gemm", "", 1, 0}}, {}}), Error);  // a run the log missed
   EXPECT_THROW(kernel_table({}), Error);
+}
+
+// Where no op runs on any stream: a gap under the path of the op it follows, named for the path
+// the next op is under when that differs. An op on another stream covers a gap it overlaps, and
+// the order the records arrive in is not their order on the device.
+TEST(KernelTable, WhereTheDeviceRanNoOpIsARowUnderThePathItFollows) {
+  using R = KernelRecord;
+  const auto rows = kernel_table({{R{"topk", "gate", 1, 3},     // 2 idle before it, in its own path
+                                   R{"gemm", "gate", 1, 0},     //
+                                   R{"copy", "gate", 1, 4},     // the counts, then the host's wait: 3
+                                   R{"pad", "dispatch", 1, 8},  //
+                                   R{"w1", "expert", 4, 9},     // a long op on one stream, ...
+                                   R{"side", "expert", 1, 10},  // ... one inside it on another, ...
+                                   R{"w2", "expert", 1, 13}}}); // ... and the next: no gap
+  auto row = [&](const std::string& path, const std::string& name) {
+    for (const KernelRow& r : rows)
+      if (r.path == path && r.name == name) return r.ms.median;
+    ADD_FAILURE() << "no row " << path << " / " << name;
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(row("gate", kIdle), 2);
+  EXPECT_DOUBLE_EQ(row("gate", idle_until("dispatch")), 3);
+  EXPECT_EQ(rows.size(), 9u) << "7 ops and the 2 gaps";
+  EXPECT_DOUBLE_EQ(rows[0].share, 4.0 / 14) << "w1 over the span, 0 to 14";
+  EXPECT_EQ(slowest_kernels(KernelLogRuns{rows, ""}, 2),
+            "slowest kernels: w1 in expert 28.6%, pad in dispatch 7.1%; "
+            "device idle 35.7%, the most (device idle until dispatch) in gate 21.4%");
 }
 
 }  // namespace
