@@ -16,7 +16,8 @@
 # the MoE layer's kernel logs once at the tiny scale (the targets run without them if that fails);
 # then, in the time left, ncu's per-kernel summary of one MoE layer iteration (a minute at most).
 # A follow-up lease call re-measures a few cases: --cases (targets, lease) names them
-# (scripts/gpu_targets.sh), --tests (lease) is the gtest filter of the GPU tests and their memcheck;
+# (scripts/gpu_targets.sh), --tests (lease) is the gtest filter of the GPU tests and their memcheck
+# (one that selects none of them is refused before the build: scripts/gpu_test_names.py);
 # with --cases the lease runs no ncu.
 # Its files go to $OUT (else RESULTS/lease),
 # seven of them, as a device lease returns eight at most: lease.log, gpu_tests.log, sanitize.log,
@@ -57,6 +58,8 @@ if [ ${#cases[@]} -gt 0 ]; then  # a misspelt case must not cost a lease its bui
     [[ "$known" == *" $c "* ]] || { echo "gpu_box.sh: error: --cases: '$c' is not a case; allowed:$known" >&2; exit 2; }
   done
 fi
+# A filter selecting no GPU test would run none and pass; the names come from the test sources.
+if [ "$tests" != "*" ]; then python3 scripts/gpu_test_names.py --filter "$tests" > /dev/null || exit 2; fi
 if ! [[ "$budget" =~ ^[0-9]+$ ]] || [ "$budget" -lt 180 ] || [ "$budget" -gt 3600 ]; then
   echo "gpu_box.sh: error: --budget: '$budget' is not a whole number of seconds in [180, 3600]" >&2
   exit 2

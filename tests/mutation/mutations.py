@@ -775,6 +775,14 @@ MUTATIONS = [
         "tests": r"^script\.gpu_targets\.verdicts$",
     },
     {
+        "id": "gpu_test_names_prefix_match",
+        "mechanism": "a lease's --tests check takes a pattern for a prefix, as gtest does not: a filter that runs no GPU test passes it",
+        "file": "scripts/gpu_test_names.py",
+        "edits": [(' for c in text) + r"\\Z")', ' for c in text))')],
+        "targets": ["moebench_gpu_tests"],
+        "tests": r"^script\.gpu_test_names$",
+    },
+    {
         "id": "pool_poison_in_kernel_log",
         "mechanism": "the pool's poisoning of freed blocks (a test mode) is logged as ops of the computation, outside the layer's ranges",
         "file": "runtime/allocator.cpp",
