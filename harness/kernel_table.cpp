@@ -13,25 +13,31 @@ namespace {
 
 // The run's ops with, between them, where the device ran none: each gap from the end of every op
 // begun before it (on any stream) to the next op's start, under the path of the op it follows.
+// An op whose start the log could not tell (start_ms < 0) counts its time and bounds no gap.
 std::vector<KernelRecord> with_idle(std::vector<KernelRecord> ops, double* span) {
   std::stable_sort(ops.begin(), ops.end(), [](const KernelRecord& a, const KernelRecord& b) { return a.start_ms < b.start_ms; });
   std::vector<KernelRecord> out;
   out.reserve(2 * ops.size());
-  double busy_until = ops.front().start_ms;
+  double first = 0, busy_until = 0, untimed = 0;
   const KernelRecord* last_to_end = nullptr;
   for (const KernelRecord& op : ops) {
+    out.push_back(op);
+    if (op.start_ms < 0) {
+      untimed += op.ms;
+      continue;
+    }
+    if (!last_to_end) first = op.start_ms;
     if (last_to_end && op.start_ms > busy_until) {
       const bool same = op.path == last_to_end->path;
-      out.push_back(KernelRecord{same ? kIdle : idle_until(op.path.empty() ? kOutsideRanges : op.path),
-                                 last_to_end->path, op.start_ms - busy_until, busy_until});
+      out.insert(out.end() - 1, KernelRecord{same ? kIdle : idle_until(op.path.empty() ? kOutsideRanges : op.path),
+                                             last_to_end->path, op.start_ms - busy_until, busy_until});
     }
-    out.push_back(op);
     if (!last_to_end || op.start_ms + op.ms >= busy_until) {
       busy_until = op.start_ms + op.ms;
       last_to_end = &op;
     }
   }
-  *span = busy_until - ops.front().start_ms;
+  *span = busy_until - first + untimed;
   return out;
 }
 

@@ -15,7 +15,7 @@ struct KernelRecord {
   std::string name;  // the kernel's (demangled, without its parameters), or "memcpy DtoD", "memset"
   std::string path;  // the innermost timed range open where it was enqueued; "" outside ranges
   double ms = 0;     // on the device
-  double start_ms = 0;  // when it began, on one clock for the whole log (CUPTI's, or the host's)
+  double start_ms = 0;  // when it began, on one clock for the whole log (CUPTI's, or the host's); < 0: untold
 };
 
 class KernelLog {

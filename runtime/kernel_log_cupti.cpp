@@ -190,13 +190,17 @@ std::vector<KernelRecord> cupti_log_stop() {
   std::lock_guard<std::mutex> lock(state_mutex);
   std::vector<KernelRecord> out;
   out.reserve(raw.size());
-  std::uint64_t origin = raw.empty() ? 0 : raw.front().start;  // ns since an epoch: too fine for a double
-  for (const Raw& r : raw) origin = std::min(origin, r.start);
+  // CUPTI gives 0 for a timestamp it could not take: such a record's time and start are untold.
+  auto timed = [](const Raw& r) { return r.start != 0 && r.end >= r.start; };
+  std::uint64_t origin = ~std::uint64_t(0);  // ns since an epoch: too fine for a double
+  for (const Raw& r : raw)
+    if (timed(r)) origin = std::min(origin, r.start);
   for (const Raw& r : raw) {
     const auto path = path_of.find(r.correlation);
     if (path != path_of.end() && path->second == kPoolPoisoning) continue;
-    out.push_back(KernelRecord{r.name, path == path_of.end() ? std::string() : path->second, double(r.end - r.start) / 1e6,
-                               double(r.start - origin) / 1e6});
+    out.push_back(KernelRecord{r.name, path == path_of.end() ? std::string() : path->second,
+                               timed(r) ? double(r.end - r.start) / 1e6 : 0.0,
+                               timed(r) ? double(r.start - origin) / 1e6 : -1.0});
   }
   raw.clear();
   path_of.clear();

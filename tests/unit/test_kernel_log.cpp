@@ -167,6 +167,14 @@ TEST(KernelTable, WhereTheDeviceRanNoOpIsARowUnderThePathItFollows) {
   EXPECT_EQ(slowest_kernels(KernelLogRuns{rows, ""}, 2),
             "slowest kernels: w1 in expert 28.6%, pad in dispatch 7.1%; "
             "device idle 35.7%, the most (device idle until dispatch) in gate 21.4%");
+
+  // An op whose start the log could not tell (start < 0) keeps its time and bounds no gap.
+  const auto untold = kernel_table({{R{"gemm", "a", 1, 0}, R{"copy", "a", 2, -1}, R{"norm", "a", 1, 3}}});
+  ASSERT_EQ(untold.size(), 4u);
+  EXPECT_EQ(untold[0].name, kIdle);
+  EXPECT_DOUBLE_EQ(untold[0].ms.median, 2);
+  EXPECT_DOUBLE_EQ(untold[1].ms.median, 2) << "the copy";
+  EXPECT_DOUBLE_EQ(untold[2].share, 1.0 / 6) << "the span, 0 to 4, and the copy's 2";
 }
 
 }  // namespace
