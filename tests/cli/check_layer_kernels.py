@@ -6,7 +6,7 @@ and the backward that does work holding an op, and every range holding one timed
 the layer's measured iterations; on the CPU, the expert GEMMs under moe.expert and
 moe.expert.bwd and the gate's GEMM under moe.gating: the kernel log puts each op under the range
 that launched it. The device's idle rows sit under the layer's ranges too, and with the ops take no
-more than an iteration (within what noise between two runs allows): a gap is time between ops.
+more than twice an iteration (the logged ones launch slower): a gap is time between ops.
 
   check_layer_kernels.py KERNELS_CSV LAYER_CSV    exit 0 when all holds, 1 with a line per breach
 """
@@ -42,8 +42,10 @@ def main(kernels_path, layer_path):
             breaches.append(f"{k['phase']}: {k['kernel']} logged under it, but the layer timed it at {ranges[k['phase']]} ms")
         if not (number(k["calls_per_iteration"]) or 0) > 0:
             breaches.append(f"{k['phase']} {k['kernel']}: calls_per_iteration {k['calls_per_iteration']}")
+    # The logged iterations launch slower than the measured ones (CUPTI's callback on every API
+    # call), so their idle is longer; idle counted twice still exceeds this.
     spanned = sum(number(k["ms_min"]) or 0 for k in mine)
-    if spanned > (number(row.get("total_ms_max")) or 0) * 1.5 + 0.05:
+    if spanned > (number(row.get("total_ms_max")) or 0) * 2 + 0.05:
         breaches.append(f"its ops and idle rows took at least {spanned:g} ms, an iteration at most {row.get('total_ms_max')}")
     for name in WORKING:
         inside = {k["kernel"] for k in mine if k["phase"] == name and not is_idle(k["kernel"])}

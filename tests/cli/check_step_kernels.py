@@ -44,9 +44,11 @@ def main(kernels_path, breakdown_path):
                 breaches.append(f"{model} {k['phase']} {k['kernel']}: calls_per_step {k['calls_per_step']}")
         parents = {p.rsplit("/", 1)[0] for p in tree if "/" in p}
         roots = [r for p, r in tree.items() if "/" not in p]
-        # A gap is the device's time between ops, so with them no more than a step's.
+        # A gap is the device's time between ops, so with them no more than a step's; the logged
+        # steps launch slower than the measured ones (CUPTI's callback on every API call), so
+        # their idle is longer. Idle counted twice still exceeds this.
         spanned = sum(float(k["ms_min"]) for k in mine)
-        if len(roots) == 1 and spanned > float(roots[0]["ms_max"]) * 1.5 + 0.05:
+        if len(roots) == 1 and spanned > float(roots[0]["ms_max"]) * 2 + 0.05:
             breaches.append(f"{model}: its ops and idle rows took at least {spanned:g} ms, "
                             f"the step at most {roots[0]['ms_max']}")
         mine = [k for k in mine if not is_idle(k["kernel"])]
