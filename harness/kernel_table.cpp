@@ -21,17 +21,17 @@ std::vector<KernelRecord> with_idle(std::vector<KernelRecord> ops, double* span)
   double first = 0, busy_until = 0, untimed = 0;
   const KernelRecord* last_to_end = nullptr;
   for (const KernelRecord& op : ops) {
-    out.push_back(op);
     if (op.start_ms < 0) {
       untimed += op.ms;
-      continue;
-    }
-    if (!last_to_end) first = op.start_ms;
-    if (last_to_end && op.start_ms > busy_until) {
+    } else if (!last_to_end) {
+      first = op.start_ms;
+    } else if (op.start_ms > busy_until) {
       const bool same = op.path == last_to_end->path;
-      out.insert(out.end() - 1, KernelRecord{same ? kIdle : idle_until(op.path.empty() ? kOutsideRanges : op.path),
-                                             last_to_end->path, op.start_ms - busy_until, busy_until});
+      out.push_back(KernelRecord{same ? kIdle : idle_until(op.path.empty() ? kOutsideRanges : op.path),
+                                 last_to_end->path, op.start_ms - busy_until, busy_until});
     }
+    out.push_back(op);
+    if (op.start_ms < 0) continue;
     if (!last_to_end || op.start_ms + op.ms >= busy_until) {
       busy_until = op.start_ms + op.ms;
       last_to_end = &op;
