@@ -80,7 +80,7 @@ class MoELayerBench final : public BenchProgram {
       case Scale::tiny: d.hidden = 64; d.ffn = 256; d.experts = 8; tokens = 128; warmup_ = 1; iters_ = 3; break;
       case Scale::local: d.hidden = 768; d.ffn = 3072; d.experts = 16; tokens = 4096; warmup_ = 1; iters_ = 2; break;
       case Scale::paper: {  // the MoE layer of 000's GPT-3 Medium model, 4 sequences per rank
-        const ModelSpec& m = model_spec("gpt3-medium");
+        const ModelSpec m = model_spec("gpt3-medium");
         d.hidden = m.shape.hidden; d.ffn = m.shape.ffn; d.experts = m.shape.experts; tokens = 4 * m.shape.seq; warmup_ = 3; iters_ = 10;
         break;
       }

@@ -73,20 +73,27 @@ std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>
 
 KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::function<void(Breakdown&)>& run,
                               const std::function<void()>& before) {
-  std::vector<std::vector<KernelRecord>> logged;
   KernelLogRuns out;
-  for (int r = 0; r < runs; ++r) {
-    Breakdown ranges;
+  out.failure = KernelLog::start(device.backend());
+  // Run -1 is a warm-up in no table: the host's cost of starting the log (CUPTI's first records
+  // and callbacks) falls in it, where it would otherwise show as the device idle in the first
+  // range of the first run.
+  for (int r = -1; r < runs; ++r) {
     if (before) {
+      KernelLog::set_run(KernelLog::kNoRun);
       before();
       device.synchronize();
     }
-    if (out.failure.empty()) out.failure = KernelLog::start(device.backend());
+    KernelLog::set_run(r < 0 ? KernelLog::kNoRun : r);
+    Breakdown ranges;
     run(ranges);
     device.synchronize();
-    if (KernelLog::on()) logged.push_back(KernelLog::stop());
   }
+  const std::vector<KernelRecord> records = KernelLog::stop();  // none where the log did not start
   if (!out.failure.empty()) return out;
+  std::vector<std::vector<KernelRecord>> logged(std::size_t(std::max(runs, 0)));
+  for (const KernelRecord& k : records)
+    if (k.run >= 0 && k.run < runs) logged[std::size_t(k.run)].push_back(k);
   if (logged.empty() || std::any_of(logged.begin(), logged.end(), [](const auto& ops) { return ops.empty(); }))
     out.failure = "a run's log held no op (on cuda: CUPTI delivered no records)";
   else

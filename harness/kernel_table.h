@@ -39,9 +39,10 @@ struct KernelLogRuns {
 };
 
 // `run` (the work, its ranges timed into the breakdown it is handed, which gives each op its
-// path) `runs` times, each with the log on and the device waited for. Every run happens, logged
-// or not, so ranks whose runs hold collectives stay in step when one rank's log fails. `before`,
-// if given, runs ahead of each run with the log off (what the timed loop does untimed).
+// path) `runs` times, each with the log on and the device waited for, after one more run that
+// warms the log up and is in no table. Every run happens, logged or not, so ranks whose runs hold
+// collectives stay in step when one rank's log fails. `before`, if given, runs ahead of each run
+// outside the log's runs (what the timed loop does untimed).
 KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::function<void(Breakdown&)>& run,
                               const std::function<void()>& before = {});
 

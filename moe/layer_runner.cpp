@@ -88,12 +88,13 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
     double busy = 0;
     for (const auto& [name, ms] : totals) {
       sums[name] += env_.rt.max(ms);
-      for (const char* k : {"S", "C", "R", "M"})
+      for (const std::string k : {"S", "C", "R", "M"})  // lvalues: kind_ranges returns into its own table
         for (const auto& n : kind_ranges(k))
           if (n == name) busy += ms;
     }
-    std::vector<std::string> comm = kind_ranges("S");
-    for (const auto& n : kind_ranges("R")) comm.push_back(n);
+    std::vector<std::string> comm;
+    for (const std::string k : {"S", "R"})
+      for (const auto& n : kind_ranges(k)) comm.push_back(n);
     comm_union += env_.rt.max(b.union_ms(comm));
     other += env_.rt.max(Event::elapsed_ms(start, stop) - busy);
     if (adam_) {  // AdamW on every parameter, outside the layer's time

@@ -24,9 +24,10 @@ void CpuQueue::enqueue(const char* name, std::function<void()> op, std::string d
     return;
   }
   Task task{name, std::move(op), std::move(details), false, {}};
-  if (KernelLog::on() && !PoolPoisoning::on_this_thread()) {  // the range is the enqueuing thread's
-    task.logged = true;
+  if (KernelLog::on() && !PoolPoisoning::on_this_thread() && KernelLog::current_run() != KernelLog::kNoRun) {
+    task.logged = true;  // the range and the run are the enqueuing thread's
     task.path = current_range_path();
+    task.run = KernelLog::current_run();
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -86,7 +87,7 @@ void CpuQueue::work() {
       if (!task.details.empty()) args = args.empty() ? std::move(task.details) : task.details + ", " + args;
       const double end = Timeline::now_us();
       Timeline::record_op(track_, task.name, start, end, args);
-      if (task.logged) KernelLog::record_cpu(task.name, std::move(task.path), start, end);
+      if (task.logged) KernelLog::record_cpu(task.name, std::move(task.path), task.run, start, end);
     }
     bool reached = false;
     {

@@ -37,8 +37,9 @@ class CpuQueue final : public HostQueue {
     const char* name;
     std::function<void()> op;
     std::string details;
-    bool logged = false;  // into the kernel log (runtime/kernel_log.h), under `path`
+    bool logged = false;  // into the kernel log (runtime/kernel_log.h), under `path`, in `run`
     std::string path;
+    int run = 0;
   };
   void work();
 

@@ -11,6 +11,7 @@ namespace moebench {
 
 namespace {
 std::atomic<bool> logging{false};
+std::atomic<int> logged_run{0};
 Backend logged_backend = Backend::cpu;
 std::mutex records_mutex;
 std::vector<KernelRecord> cpu_records;
@@ -23,10 +24,11 @@ thread_local int poisoning_scopes = 0;
 
 // An op the CPU's default stream runs at once, under the calling thread's range.
 void log_inline_op(const char* name, const std::function<void()>& op) {
-  if (poisoning_scopes) return op();
+  const int run = KernelLog::current_run();
+  if (poisoning_scopes || run == KernelLog::kNoRun) return op();
   const double start = now_us();
   op();
-  KernelLog::record_cpu(name, current_range_path(), start, now_us());
+  KernelLog::record_cpu(name, current_range_path(), run, start, now_us());
 }
 }  // namespace
 
@@ -36,6 +38,7 @@ std::string KernelLog::start(Backend backend) {
     std::lock_guard<std::mutex> lock(records_mutex);
     cpu_records.clear();
   }
+  logged_run = 0;
   if (backend == Backend::cuda) {
     if (std::string why = cupti_log_start(); !why.empty()) return why;
     detail::device_ops_logged = true;
@@ -58,11 +61,15 @@ std::vector<KernelRecord> KernelLog::stop() {
 
 bool KernelLog::on() { return logging.load(std::memory_order_relaxed); }
 
-void KernelLog::record_cpu(const char* name, std::string path, double start_us, double end_us) {
+void KernelLog::set_run(int run) { logged_run.store(run < 0 ? kNoRun : run, std::memory_order_relaxed); }
+
+int KernelLog::current_run() { return logged_run.load(std::memory_order_relaxed); }
+
+void KernelLog::record_cpu(const char* name, std::string path, int run, double start_us, double end_us) {
   // A stream's event and its wait on another stream's event order the work; they compute nothing.
   if (!std::strcmp(name, "event") || !std::strcmp(name, "wait event")) return;
   std::lock_guard<std::mutex> lock(records_mutex);
-  cpu_records.push_back(KernelRecord{name, std::move(path), (end_us - start_us) / 1e3, start_us / 1e3});
+  cpu_records.push_back(KernelRecord{name, std::move(path), (end_us - start_us) / 1e3, start_us / 1e3, run});
 }
 
 std::string readable_kernel_name(const char* mangled) {

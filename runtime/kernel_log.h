@@ -16,17 +16,25 @@ struct KernelRecord {
   std::string path;  // the innermost timed range open where it was enqueued; "" outside ranges
   double ms = 0;     // on the device
   double start_ms = 0;  // when it began, on one clock for the whole log (CUPTI's, or the host's); < 0: untold
+  int run = 0;          // the run it was enqueued in (KernelLog::set_run)
 };
 
 class KernelLog {
  public:
+  static constexpr int kNoRun = -1;
   // Starts logging `backend`'s ops: "" when it runs, else why it cannot (nothing is logged).
+  // What is enqueued belongs to run 0 until set_run().
   static std::string start(Backend backend);
+  // What is enqueued from now on belongs to run `run`; under kNoRun to none, and the log leaves it
+  // out while staying on: a run whose records no one reads takes what starting the log costs the
+  // host (CUPTI's first records), and the work between runs is not in any.
+  static void set_run(int run);
+  static int current_run();
   // Ends the log and returns what ran since start(). The device's work must have completed.
   static std::vector<KernelRecord> stop();
   static bool on();
-  // A CPU stream op that ran (runtime/cpu_queue.cpp) and the path it was enqueued under.
-  static void record_cpu(const char* name, std::string path, double start_us, double end_us);
+  // A CPU stream op that ran (runtime/cpu_queue.cpp), the path and run it was enqueued under.
+  static void record_cpu(const char* name, std::string path, int run, double start_us, double end_us);
 };
 
 // While one lives on a thread, what the thread enqueues is the pool marking freed blocks

@@ -92,7 +92,13 @@ struct Raw {
 };
 std::mutex state_mutex;
 std::vector<Raw> raw;
-std::unordered_map<std::uint32_t, std::string> path_of;       // correlation id -> range path
+// Where an API call was made: its range path and run. A record whose call has none was made
+// outside the log's runs (KernelLog::set_run) or before the log began, and is left out.
+struct CallSite {
+  std::string path;
+  int run = 0;
+};
+std::unordered_map<std::uint32_t, CallSite> call_site;  // by correlation id
 // The path of a call the pool's poisoning made (PoolPoisoning): no range is named so.
 const std::string kPoolPoisoning = "\x01pool poisoning";
 std::unordered_map<const char*, std::string> readable_names;  // CUPTI shares one name per kernel
@@ -137,15 +143,15 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
   std::free(buffer);
 }
 
-// Every runtime and driver API call, as it enters: the range it is made in.
+// Every runtime and driver API call made in a run, as it enters: the range it is made in.
 void CUPTIAPI on_api_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
   const auto* call = static_cast<const CUpti_CallbackData*>(data);
   if (call->callbackSite != CUPTI_API_ENTER) return;
-  const bool poisoning = PoolPoisoning::on_this_thread();
-  const std::string& path = current_range_path();
-  if (path.empty() && !poisoning) return;
+  const int run = KernelLog::current_run();
+  if (run == KernelLog::kNoRun) return;
+  const std::string& path = PoolPoisoning::on_this_thread() ? kPoolPoisoning : current_range_path();
   std::lock_guard<std::mutex> lock(state_mutex);
-  path_of[call->correlationId] = poisoning ? kPoolPoisoning : path;
+  call_site[call->correlationId] = CallSite{path, run};
 }
 
 void switch_off(const Cupti& c) {
@@ -161,7 +167,7 @@ std::string cupti_log_start() {
   {
     std::lock_guard<std::mutex> lock(state_mutex);
     raw.clear();
-    path_of.clear();
+    call_site.clear();
   }
   if (!c.subscribed) {  // once per process: CUPTI takes one subscriber
     if (CUptiResult r = c.register_callbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS)
@@ -196,14 +202,13 @@ std::vector<KernelRecord> cupti_log_stop() {
   for (const Raw& r : raw)
     if (timed(r)) origin = std::min(origin, r.start);
   for (const Raw& r : raw) {
-    const auto path = path_of.find(r.correlation);
-    if (path != path_of.end() && path->second == kPoolPoisoning) continue;
-    out.push_back(KernelRecord{r.name, path == path_of.end() ? std::string() : path->second,
-                               timed(r) ? double(r.end - r.start) / 1e6 : 0.0,
-                               timed(r) ? double(r.start - origin) / 1e6 : -1.0});
+    const auto site = call_site.find(r.correlation);
+    if (site == call_site.end() || site->second.path == kPoolPoisoning) continue;
+    out.push_back(KernelRecord{r.name, site->second.path, timed(r) ? double(r.end - r.start) / 1e6 : 0.0,
+                               timed(r) ? double(r.start - origin) / 1e6 : -1.0, site->second.run});
   }
   raw.clear();
-  path_of.clear();
+  call_site.clear();
   return out;
 }
 

@@ -50,7 +50,9 @@ TEST(GpuBatchedGemm, EpiloguesTransposesAndBetaMatchCpuInEveryDtype) {
       batched_gemm(dev.exec(dev.default_stream()), device);
       const double eps = t == DType::f32 ? kTf32Epsilon : dtype_epsilon(t);
       EXPECT_LT(rel_l2(download(dev, alloc, dc, c.size(), t), c), 4 * eps + 1e-6);
-      if (sh.epilogue == Epilogue::gelu_aux) EXPECT_LT(rel_l2(download(dev, alloc, daux, aux.size(), t), aux), 4 * eps + 1e-6);
+      if (sh.epilogue == Epilogue::gelu_aux) {
+        EXPECT_LT(rel_l2(download(dev, alloc, daux, aux.size(), t), aux), 4 * eps + 1e-6);
+      }
     }
 }
 

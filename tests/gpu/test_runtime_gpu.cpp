@@ -174,4 +174,46 @@ TEST(GpuKernelLog, AHostWaitBetweenRangesIsTheDeviceIdleUntilTheNextRange) {
   EXPECT_GT(busy, 0.0);
 }
 
+// CUPTI's records joined to their runs: a kernel launched outside the log's runs is in no record
+// (the log stays on), one launched in no range has its run and no path, and the ops of a run
+// launched from a library (cuBLAS, through the driver) are in it too.
+TEST(GpuKernelLog, AnOpLaunchedOutsideTheRunsIsInNoRecordAndEachHasItsRun) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
+  const Stream s = dev.create_stream("compute");
+  const std::size_t n = 1 << 12;
+  Buffer x = alloc.allocate(n * 4, MemTag::temporary), y = alloc.allocate(n * 4, MemTag::temporary),
+         z = alloc.allocate(n * 4, MemTag::temporary);
+  dev.fill_zero(x.data(), n * 4, s);
+  dev.fill_zero(y.data(), n * 4, s);
+  dev.synchronize();
+  if (const std::string why = KernelLog::start(dev.backend()); !why.empty()) GTEST_SKIP() << "no kernel log here: " << why;
+  axpy(dev.exec(s), n, 1.f, x.data(), y.data(), DType::f32);  // run 0, in no range
+  KernelLog::set_run(KernelLog::kNoRun);
+  for (int i = 0; i < 3; ++i) axpy(dev.exec(s), n, 1.f, x.data(), y.data(), DType::f32);
+  dev.fill_zero(y.data(), n * 4, s);
+  dev.synchronize();
+  KernelLog::set_run(2);
+  Breakdown b;
+  {
+    ScopedRange scope("gemm", s, &b);
+    gemm(dev.exec(s), dense_gemm(false, false, 64, 64, 64, x.data(), y.data(), z.data()));
+  }
+  dev.synchronize();
+  const std::vector<KernelRecord> records = KernelLog::stop();
+  int in_run0 = 0, in_run2 = 0;
+  for (const KernelRecord& r : records) {
+    if (r.run == 0) {
+      ++in_run0;
+      EXPECT_EQ(r.path, "") << r.name;
+    } else {
+      EXPECT_EQ(r.run, 2) << r.name;
+      EXPECT_EQ(r.path, "gemm") << r.name;
+      ++in_run2;
+    }
+  }
+  EXPECT_EQ(in_run0, 1) << "the axpy before the runs were switched off, alone";
+  EXPECT_GE(in_run2, 1) << "the GEMM's kernels";
+}
+
 }  // namespace moebench

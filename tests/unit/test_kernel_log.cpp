@@ -89,18 +89,46 @@ TEST(KernelLog, OpsTheDefaultStreamRunsAtOnce) {
   EXPECT_TRUE(KernelLog::stop().empty());
 }
 
-// What a timed loop does untimed ahead of each iteration (zeroing gradients) runs ahead of each
-// logged run, with the log off: in no run's table, and every run after its own.
-TEST(KernelTable, WhatRunsBeforeEachRunIsNotLogged) {
+// Ops enqueued outside the log's runs are in no record, though the log stays on; each record
+// carries the run it was enqueued in, queued or run at once.
+TEST(KernelLog, OpsOutsideTheRunsAreLeftOutAndEachRecordHasItsRun) {
   Device dev = Device::open(Backend::cpu);
   const Stream& s = dev.default_stream();
+  const Stream queued = dev.create_stream("queued");
+  ASSERT_EQ(KernelLog::start(Backend::cpu), "");
+  EXPECT_EQ(KernelLog::current_run(), 0);
+  busy_op(dev.exec(s), "first", 0);
+  KernelLog::set_run(KernelLog::kNoRun);
+  busy_op(dev.exec(s), "between", 0);
+  busy_op(dev.exec(queued), "between_queued", 0);
+  dev.synchronize();
+  EXPECT_TRUE(KernelLog::on());
+  KernelLog::set_run(3);
+  busy_op(dev.exec(queued), "third", 0);
+  busy_op(dev.exec(s), "third_at_once", 0);
+  dev.synchronize();
+  std::map<std::string, int> run_of;
+  for (const KernelRecord& r : KernelLog::stop()) EXPECT_TRUE(run_of.emplace(r.name, r.run).second) << r.name << " twice";
+  EXPECT_EQ(run_of, (std::map<std::string, int>{{"first", 0}, {"third", 3}, {"third_at_once", 3}}));
+  ASSERT_EQ(KernelLog::start(Backend::cpu), "");
+  EXPECT_EQ(KernelLog::current_run(), 0) << "a new log begins at run 0";
+  KernelLog::stop();
+}
+
+// What a timed loop does untimed ahead of each iteration (zeroing gradients) runs ahead of each
+// logged run, outside the log's runs: in no run's table, and every run after its own. One run
+// more than asked warms the log up, and its ops are in no table either.
+TEST(KernelTable, WhatRunsBeforeEachRunAndTheWarmUpAreNotLogged) {
+  Device dev = Device::open(Backend::cpu);
+  const Stream& s = dev.default_stream();
+  const Stream queued = dev.create_stream("queued");
   int before = 0, runs = 0;
   const KernelLogRuns log = log_kernel_runs(
       dev, 3,
       [&](Breakdown& b) {
         EXPECT_EQ(before, runs + 1) << "each run after its own before";
-        ++runs;
         ScopedRange step("step", s, &b);
+        if (runs++ == 0) busy_op(dev.exec(queued), "warm_up", 0);
         busy_op(dev.exec(s), "work", 0);
       },
       [&] {
@@ -108,10 +136,13 @@ TEST(KernelTable, WhatRunsBeforeEachRunIsNotLogged) {
         busy_op(dev.exec(s), "zero_grad", 0);
       });
   ASSERT_EQ(log.failure, "");
-  EXPECT_EQ(before, 3);
+  EXPECT_EQ(runs, 4) << "three logged runs after one that warms the log up";
+  EXPECT_EQ(before, 4);
   ASSERT_EQ(log.rows.size(), 1u);
   EXPECT_EQ(log.rows[0].name, "work");
   EXPECT_EQ(log.rows[0].calls, 1);
+  EXPECT_EQ(log.rows[0].ms.samples, 3);
+  EXPECT_FALSE(KernelLog::on());
 }
 
 TEST(KernelLog, KernelNamesWithoutReturnTypeParametersOrAnonymousNamespaces) {
