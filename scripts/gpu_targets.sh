@@ -14,7 +14,8 @@
 # most telling cases first. A case that fails is logged (RESULTS/targets/CASE.log), listed in
 # cases.tsv and named beside the verdicts, the others still run, and the script exits 1 at the
 # end; so does a run with cases left unstarted at --deadline (seconds since the epoch), which
-# cases.tsv lists as out of time. PyTorch's reference for the same work is measured once per run
+# cases.tsv lists as out of time. cases.tsv gives each case's exit status and its seconds (what
+# the next lease's --cases has to fit), or why it did not run. PyTorch's reference for the same work is measured once per run
 # and reused by the cases that share it. On a GPU box scripts/gpu_box.sh targets (or lease) runs
 # it at the paper scale in bf16; elsewhere (and in the tests) it runs the same cases at any scale
 # on the CPU.
@@ -84,7 +85,7 @@ layer=("${common[@]}" --dispatchers local ${roofline[@]+"${roofline[@]}"})
 targets="$results/targets"
 rm -rf "${targets:?}"  # an earlier run's cases must not be judged beside this one's
 mkdir -p "$targets"
-printf 'case\texit\tlog\n' > "$targets/cases.tsv"
+printf 'case\texit\tseconds\tlog\n' > "$targets/cases.tsv"
 MOEBENCH_TORCH_REUSE="$(mktemp -d)"
 export MOEBENCH_TORCH_REUSE
 trap 'rm -rf "$MOEBENCH_TORCH_REUSE"' EXIT
@@ -94,18 +95,19 @@ run_case() {
   shift
   [[ " ${all_cases[*]} " == *" $name "* ]] || { echo "gpu_targets.sh: case $name is not in all_cases" >&2; exit 1; }
   if [ -n "$cases" ] && [[ ",$cases," != *",$name,"* ]]; then
-    printf '%s\t-\tnot selected\n' "$name" >> "$targets/cases.tsv"
+    printf '%s\t-\t-\tnot selected\n' "$name" >> "$targets/cases.tsv"
     return 0
   fi
   if [ -n "$deadline" ] && [ "$(date +%s)" -ge "$deadline" ]; then
-    printf '%s\t-\tout of time\n' "$name" >> "$targets/cases.tsv"
+    printf '%s\t-\t-\tout of time\n' "$name" >> "$targets/cases.tsv"
     late=$((late + 1))
     echo "== gpu_targets: $name not started: the deadline has passed"
     return 0
   fi
   echo "== gpu_targets: $name"
+  local started=$SECONDS
   "$@" --results "$targets/$name" 2>&1 | tee "$targets/$name.log" || status=$?
-  printf '%s\t%s\t%s\n' "$name" "$status" "$name.log" >> "$targets/cases.tsv"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - started))" "$name.log" >> "$targets/cases.tsv"
   [ "$status" = 0 ] || { failed=$((failed + 1)); echo "gpu_targets.sh: case $name failed (exit $status): $targets/$name.log" >&2; }
 }
 moe() { run_case "$1" experiments/moe/run.sh "${layer[@]}" "${@:2}"; }

@@ -2,7 +2,8 @@
 """check_gpu_targets.py TARGETS_DIR: scripts/gpu_targets.sh ran every case and judged every target.
 A CPU run is never judged against the H100 limits (met or missed): its verdicts say why not.
 PyTorch's reference was measured once for the cases that share its work: their copies are equal.
-Every judged figure says where its time went."""
+Every judged figure says where its time went. cases.tsv gives every case its exit status and the
+seconds it took."""
 import csv
 import pathlib
 import sys
@@ -58,6 +59,11 @@ def main():
             continue  # no PyTorch here: no reference anywhere
         if len(copies) != 1:
             problems.append(f"cases {', '.join(shared)}: {torch_csv} measured more than once, or missing in some")
+    with (folder / "cases.tsv").open(newline="") as f:
+        listed = list(csv.DictReader(f, delimiter="\t"))
+    problems += [f"cases.tsv: case {c['case']}: exit '{c['exit']}', seconds '{c.get('seconds')}', not 0 and a whole number"
+                 for c in listed if c["exit"] != "0" or not (c.get("seconds") or "").isdigit()]
+    problems += [f"cases.tsv lists no case {c}" for c in CASES if c not in {row["case"] for row in listed}]
     for p in problems:
         print(f"check_gpu_targets: {p}")
     print(f"check_gpu_targets: {len(rows)} rows, {len(problems)} problem(s)")
