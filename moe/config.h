@@ -30,7 +30,8 @@ struct PaddedBlockCost {
   // own work. About 384 rows at the paper's widths on a Hopper GPU (the overflow GEMMs of the
   // kernel tables in results/cuda/targets, against the batched GEMMs' time per row).
   int overflow_rows = 384;
-  // The GEMMs' row tile: blocks whose heights round up to the same multiple cost alike.
+  // The GEMMs' row tile: blocks whose heights round up to the same multiple cost alike, and are
+  // made as tall as that multiple.
   int row_tile = 64;
 };
 

@@ -19,7 +19,9 @@ int padded_block_rows(const std::vector<int>& rows, const PaddedBlockCost& cost)
     if (best_cost < 0 || total < best_cost) best_cost = total, best = height;
     for (; i < E && sorted[i] == height; ++i) apart += tiled(sorted[i]) + cost.overflow_rows;
   }
-  return best;
+  // The top of its tile, which costs the same: the experts below it fit too, and the GEMMs' shapes
+  // repeat as routing moves the rows within a tile, so they keep their cuBLASLt plans.
+  return int(tiled(best));
 }
 
 }  // namespace moebench

@@ -441,6 +441,14 @@ MUTATIONS = [
         "tests": r"^(PaddedBlocks|PaddedExperts)\.",
     },
     {
+        "id": "padded_blocks_exact_heights",
+        "mechanism": "the padded route's blocks are exactly as tall as an expert's rows, so routing that moves rows within a GEMM tile makes a new GEMM shape (on CUDA, a new cuBLASLt plan on the host) in every MoE layer of every training step",
+        "file": "moe/padded_blocks.cpp",
+        "edits": [("return int(tiled(best));", "return best;")],
+        "targets": [UNIT],
+        "tests": r"^(PaddedBlocks|PaddedExperts)\.",
+    },
+    {
         "id": "overflow_skips_its_forward_gemm",
         "mechanism": "the experts in the overflow get no forward GEMM of their own after the batched one",
         "file": "moe/experts_padded.cpp",
