@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <thread>
+#include "kernels/batched_gemm.h"
 #include "kernels/sdpa.h"
 #include "pipeline/gpt_trainer.h"
 #include "harness/bench.h"
@@ -170,7 +171,8 @@ class GptStepBench final : public BenchProgram {
                                      "torch_tokens_per_s", "speed_vs_torch", "torch_variant", "torch_attention", "torch",
                                      "torch_device", "torch_math", "attention", "attention_panel_rows", "step_graph",
                                      "graph_nodes", "expert_gemm", "peak_mib",
-                                     "torch_peak_mib", "memory_vs_torch", "repetitions"};
+                                     "torch_peak_mib", "memory_vs_torch", "repetitions", "new_gemm_plans_in_measured_steps",
+                                     "gemm_timings_in_measured_steps"};
     for (const auto& c : roofline_columns()) cols.push_back(c);
     CsvTable t(cols);
     for (bool moe : {false, true}) {
@@ -212,6 +214,10 @@ class GptStepBench final : public BenchProgram {
         row.push_back(why);
       }
       row.push_back(std::to_string(s.samples));
+      // A cuBLASLt plan made, or its algorithms timed, inside a measured step is host time in it
+      // (kernels/batched_gemm_cuda.cu): a routing whose GEMM shapes are new every step pays it each step.
+      for (std::size_t n : {plans_in_measured_[moe].plans, plans_in_measured_[moe].timed})
+        row.push_back(ctx.backend() == Backend::cuda ? std::to_string(n) : "n/a (cpu: its GEMMs make no cuBLASLt plans)");
       const Work work = gpt_step_work(moe ? shape_ : shape_.dense(), sequences_, int(dtype_size(ctx.dtype())));
       for (auto& cell : roofline_cells(roofline_, work, dtype_size(ctx.dtype()) == 2, s.median)) row.push_back(cell);
       t.add_row(row);
@@ -219,6 +225,9 @@ class GptStepBench final : public BenchProgram {
       if (has_ref)
         std::printf("   PyTorch %s (%s) on %s: %.2f ms/step -> ours %.2fx its speed", ref->second.torch.c_str(),
                     ref->second.variant.c_str(), ref->second.device.c_str(), ref->second.ms, ref->second.ms / s.median);
+      if (ctx.backend() == Backend::cuda)
+        std::printf("   %zu new cuBLASLt plans, %zu timed, in the measured steps", plans_in_measured_[moe].plans,
+                    plans_in_measured_[moe].timed);
       std::printf("\n");
     }
     t.write(ctx.opts.out_dir + "/gpt/step.csv", ctx.provenance);
@@ -390,10 +399,14 @@ class GptStepBench final : public BenchProgram {
       ctx.device.synchronize();
     }
     trainer_->reset_peak_bytes();
+    const BatchedGemmAlgoStats before = batched_gemm_algo_stats();
     ctx.profile_begin();
     for (auto _ : st) ctx.time_iteration(st, trainer_->stream(), [&] { trainer_->step(); });
     ctx.profile_end();
     ctx.device.synchronize();
+    const BatchedGemmAlgoStats after = batched_gemm_algo_stats();
+    plans_in_measured_[moe].plans += after.plans - before.plans;
+    plans_in_measured_[moe].timed += after.timed - before.timed;
     peak_mib_[moe] = std::max(peak_mib_[moe], double(trainer_->peak_bytes()) / (1 << 20));
   }
 
@@ -405,6 +418,7 @@ class GptStepBench final : public BenchProgram {
   AttentionKernel attention_ = AttentionKernel::materialized;
   int panel_rows_ = 0;
   std::map<bool, double> peak_mib_;  // per model, over the measured steps
+  std::map<bool, BatchedGemmAlgoStats> plans_in_measured_;  // per model: plans made and timed in them
   std::map<bool, std::vector<RangeRow>> phases_;  // per model: its eager steps' ranges
   bool kernels_ = false;
   std::string kernel_log_failure_;                    // why --kernels logs nothing
