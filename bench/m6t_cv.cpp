@@ -359,9 +359,10 @@ class CvBench final : public BenchProgram {
         }
         for (int l = 0; l < layers_; ++l) {
           MoELayer& L = *layers[l];
+          L.read_counts(mbs[l], s);  // the aux loss, on the device since the forward
           const LoadStats load = L.load(mbs[l]);
           tr.rows.push_back(Row{step, l, load.cv, coefficient_of_variation(load.routed), load.dropped_fraction,
-                                mbs[l].routing.aux_loss, task, mean_top_prob(ctx, mbs[l], c.top_k), gate_rms(ctx, L)});
+                                mbs[l].routing.aux_loss(), task, mean_top_prob(ctx, mbs[l], c.top_k), gate_rms(ctx, L)});
           update(ctx, set, L, opt[l].get());
         }
       });

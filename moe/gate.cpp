@@ -1,7 +1,6 @@
 #include "moe/gate.h"
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include "kernels/aux_loss.h"
 #include "kernels/axpy.h"
 #include "kernels/bf16_split.h"
@@ -97,10 +96,23 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s, bo
   else
     route_fused(r, slices ? slices.as<float>() : nullptr, s);
   slices.release();
+  // The counts' copy is queued before the aux statistics: the host waits for the counts alone,
+  // and the device computes the statistics while the host plans the dispatch.
+  const std::int32_t* counts = read ? copy_to_host(r, 0, 2 * ge, s) : nullptr;
   float* density = r.density_dev();  // the aux statistics after the counts
   if (cfg_.aux_loss) aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
-  if (read) read_counts(r, s);
+  if (read) {
+    copied_->synchronize();
+    take_counts(r, counts);
+  }
   return r;
+}
+
+double Routing::aux_loss() const {
+  if (!aux_loss_on_host)
+    throw Error("Routing::aux_loss: the aux statistics are still on the device; Gate::read_counts "
+                "(MoELayer::read_counts) reads them");
+  return *aux_loss_on_host;
 }
 
 // bf16 tokens against the fp32 weight's three bf16 parts, side by side: one tensor-core GEMM
@@ -136,29 +148,39 @@ void Gate::backward_bf16(const void* x, int tokens, const void* dparts, void* dx
   gemm(ex, dense_gemm(false, true, tokens, H, 4 * E, dparts, wparts.data(), dx, DType::bf16, 1.f, 1.f));
 }
 
-void Gate::read_counts(Routing& r, const Stream& s) {
-  if (r.counts_on_host) return;
-  const GateShape& g = r.shape.gate;
-  const std::size_t ge = r.group_experts(), host_words = (cfg_.aux_loss ? 4 : 2) * ge;
-  // Into pinned memory, so that the copy is asynchronous; the host waits for it once.
-  if (host_read_pinned_.bytes() < host_words * 4)
-    host_read_pinned_ = alloc_.allocate_pinned(host_words * 4, MemTag::buffers, s);
-  dev_.copy_to_pinned_host(host_read_pinned_.data(), r.host_read_dev.data(), host_words * 4, s);
-  s.synchronize();
-  const std::int32_t* host = host_read_pinned_.as<std::int32_t>();
+const std::int32_t* Gate::copy_to_host(const Routing& r, std::size_t first, std::size_t words, const Stream& s) {
+  // Into pinned memory, so that the copy is asynchronous; the host waits for its event alone.
+  if (host_read_pinned_.bytes() < words * 4) host_read_pinned_ = alloc_.allocate_pinned(words * 4, MemTag::buffers, s);
+  dev_.copy_to_pinned_host(host_read_pinned_.data(), r.routed_dev() + first, words * 4, s);
+  if (!copied_) copied_.emplace(dev_.backend());
+  copied_->record(s);
+  return host_read_pinned_.as<std::int32_t>();
+}
+
+void Gate::take_counts(Routing& r, const std::int32_t* host) const {
+  const std::size_t ge = r.group_experts();
   r.routed.assign(host, host + ge);
   r.kept.assign(host + ge, host + 2 * ge);
   r.counts_on_host = true;
-  r.aux_loss = 0.0;
-  if (cfg_.aux_loss) {
-    r.density.resize(ge);
-    r.proxy.resize(ge);
-    std::memcpy(r.density.data(), host + 2 * ge, ge * 4);
-    std::memcpy(r.proxy.data(), host + 3 * ge, ge * 4);
-    const double scale = double(cfg_.aux_coef) * g.per_prototype() / g.prototypes;
-    for (std::size_t i = 0; i < ge; ++i) r.aux_loss += scale * r.density[i] * r.proxy[i];
-    r.aux_loss /= r.groups();
-  }
+  if (!cfg_.aux_loss) r.aux_loss_on_host = 0.0;  // nothing more to read
+}
+
+void Gate::read_counts(Routing& r, const Stream& s) {
+  if (r.counts_on_host && r.aux_loss_on_host) return;
+  const std::size_t ge = r.group_experts(), first = r.counts_on_host ? 2 * ge : 0;
+  const std::size_t end = (cfg_.aux_loss ? 4 : 2) * ge;
+  const std::int32_t* host = copy_to_host(r, first, end - first, s);
+  copied_->synchronize();
+  if (!r.counts_on_host) take_counts(r, host);
+  if (r.aux_loss_on_host) return;
+  const float* stats = reinterpret_cast<const float*>(host + (2 * ge - first));  // density, then proxy
+  r.density.assign(stats, stats + ge);
+  r.proxy.assign(stats + ge, stats + 2 * ge);
+  const GateShape& g = r.shape.gate;
+  const double scale = double(cfg_.aux_coef) * g.per_prototype() / g.prototypes;
+  double aux = 0.0;
+  for (std::size_t i = 0; i < ge; ++i) aux += scale * r.density[i] * r.proxy[i];
+  r.aux_loss_on_host = aux / r.groups();
 }
 
 void Gate::route_fused(Routing& r, const float* slices, const Stream& s) {

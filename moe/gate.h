@@ -7,6 +7,7 @@
 // every call runs on the stream it is given.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 #include "runtime/allocator.h"
 #include "runtime/device.h"
@@ -21,17 +22,17 @@ struct Routing {
   Buffer logits, probs;            // [T, E] fp32
   Buffer expert, position;         // [T, S] int32: global expert id; position in its expert or -1
   Buffer weight;                   // [T, S] fp32 combine weights
-  // On the device, one buffer the host reads in one copy per forward: [G, E] int32 routed and
-  // kept counts (the host sizes the dispatch with them), then with the aux loss on [G, E] fp32
-  // density and proxy.
+  // On the device, what the host reads: [G, E] int32 routed and kept counts (the host sizes the
+  // dispatch with them: the forward copies them, alone), then with the aux loss on [G, E] fp32
+  // density and proxy (read when asked, Gate::read_counts).
   Buffer host_read_dev;
-  bool counts_on_host = false;             // the host copies below are filled (Gate::read_counts)
+  bool counts_on_host = false;             // routed and kept are filled
   std::vector<std::int32_t> routed, kept;  // host copies [G, E]
-  std::vector<float> density, proxy;       // host [G, E], with the aux loss on
+  std::vector<float> density, proxy;       // host [G, E], with the aux loss on, once read
   // The paper gate's dense tensors (GateImpl::paper), [T, E, C] fp32: combine weights at
   // (token, expert, position) and the dispatch mask (combine != 0). Empty for the fused gate.
   Buffer combine, dispatch;
-  double aux_loss = 0.0;                   // mean over groups
+  std::optional<double> aux_loss_on_host;  // mean over groups (0 with the aux loss off), once read
   // Only the assignments to some experts (one step of a FasterMoE-style exchange; the other
   // slots are -1 here and belong to other slices): the dispatcher adds the combine into y and
   // the dispatch backward into dx, and writes this slice's combine-weight gradients only.
@@ -44,6 +45,8 @@ struct Routing {
   int groups() const { return shape.groups; }
   int slots() const { return shape.gate.slots(); }
   bool one_hot() const { return bool(combine); }
+  // The aux loss, mean over groups; throws until Gate::read_counts (MoELayer::read_counts) read it.
+  double aux_loss() const;
 };
 
 // Load statistics of one step, from kept (computed) and routed token counts per expert.
@@ -60,11 +63,12 @@ class Gate {
   Gate(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc);
   void init(std::uint64_t seed, const Stream& s);
   // x [T, h] in cfg.dtype; groups divide T. With `read_counts`, copies the routed and kept counts
-  // (and the aux statistics) to the host and waits for them, where the dispatch is sized with
-  // them; without, nothing waits and the host copies come later, from read_counts.
+  // to the host and waits for them, where the dispatch is sized with them: the copy is queued
+  // before the aux statistics, which the device computes while the host waits and plans (the
+  // host reads them later, when asked); without, nothing waits and the host copies come later.
   Routing forward(const void* x, int tokens, int groups, const Stream& s, bool read_counts = true);
-  // The forward's one copy to the host and the wait for it (once per routing): fills
-  // r.routed, r.kept, r.density, r.proxy and r.aux_loss.
+  // What the host has not read yet, in one copy and a wait: fills r.routed and r.kept, and
+  // r.density, r.proxy and the aux loss.
   void read_counts(Routing& r, const Stream& s);
   // dweight [T, S]; adds the gate's input gradient into dx [T, h] (cfg.dtype) and writes this
   // micro-batch's gate-weight gradient to grad_out [h, E] (fp32). aux_scale multiplies the
@@ -95,7 +99,13 @@ class Gate {
   Device& dev_;
   TrackingAllocator& alloc_;
   Buffer weight_, grad_;
-  Buffer host_read_pinned_;  // where the forward's one copy of Routing::host_read_dev lands
+  // Queues the copy of `words` 4-byte words of r.host_read_dev from `first` into
+  // host_read_pinned_, which it returns, and records copied_ after it: the host reads them once
+  // copied_ completes.
+  const std::int32_t* copy_to_host(const Routing& r, std::size_t first, std::size_t words, const Stream& s);
+  void take_counts(Routing& r, const std::int32_t* host) const;  // routed, then kept
+  Buffer host_read_pinned_;  // where the copies of Routing::host_read_dev land
+  std::optional<Event> copied_;
   float loss_scale_ = 1.f;
 };
 

@@ -35,7 +35,7 @@ void dump_layer_state(const std::string& base, Device& dev, TrackingAllocator& a
   write_npy(base + "route_position.npy", position.data(), {T, S});
   write_npy(base + "route_weight.npy", weight.data(), {T, S});
   write_npy(base + "combine_weight.npy", combine.data(), {T, S});
-  const float aux = float(r.aux_loss);
+  const float aux = float(r.aux_loss());  // the caller read the counts (MoELayer::read_counts)
   write_npy(base + "aux_loss.npy", &aux, {});
 }
 

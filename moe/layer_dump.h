@@ -15,6 +15,7 @@ struct LayerIO {
   const void* dx;
 };
 
+// `step`: its counts and aux loss read (MoELayer::read_counts).
 void dump_layer_state(const std::string& base, Device& dev, TrackingAllocator& alloc, MoELayer& layer,
                       const MoEContext& step, const LayerIO& io);
 

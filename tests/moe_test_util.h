@@ -52,6 +52,10 @@ struct CpuLayer {
   }
   const Routing& routing() const { return ctx->routing; }
   LoadStats load() const { return layer->load(*ctx); }
+  double aux_loss() {  // the forward left it on the device
+    layer->read_counts(*ctx, dev.default_stream());
+    return ctx->routing.aux_loss();
+  }
   float* gate_w() { return layer->gate().weight().as<float>(); }
   float* gate_g() { return layer->gate().grad().as<float>(); }
   float* w1() { return layer->experts().w1().as<float>(); }

@@ -199,7 +199,9 @@ TEST_F(PipelineMechanism, WeightGradientsRunInWOnlyWhereTheScheduleSplitsTheBack
       int wgrads = 0;
       for (const TimelineEntry& g : ops_inside(r.timeline, range, "gemm")) wgrads += writes_weight_grad(r, g);
       in_ops += wgrads;
-      if (step.op == PipeOp::F) EXPECT_EQ(wgrads, 0) << what << ": a forward wrote weight gradients";
+      if (step.op == PipeOp::F) {
+        EXPECT_EQ(wgrads, 0) << what << ": a forward wrote weight gradients";
+      }
       if (step.op == PipeOp::B) {
         b_of[step.micro] = range;
         if (table.splits_backward())

@@ -202,12 +202,14 @@ TEST_F(PipelinedMechanism, FasterMoEStyleExchangesWithTheGroupsInTheScheduleOrde
       double total = 0;
       for (int p = 0; p < W; ++p) {
         total += sent[p];
-        if (sent[p] > 0)
+        if (sent[p] > 0) {
           EXPECT_EQ(p / g, (mine + k) % m) << pipe.describe() << ": step " << k << " sent to rank " << p << " of group "
                                            << p / g << ", the schedule says group " << (mine + k) % m;
-        if (received[p] > 0)
+        }
+        if (received[p] > 0) {
           EXPECT_EQ(p / g, (mine - k + m) % m) << pipe.describe() << ": step " << k << " received from rank " << p
                                                << ", the schedule says group " << (mine - k + m) % m;
+        }
       }
       EXPECT_GT(total, 0) << pipe.describe() << ": step " << k << " sent nothing: the case shows no order";
     }

@@ -259,12 +259,10 @@ MUTATIONS = [
     },
     {
         "id": "gate_reads_back_twice",
-        "mechanism": "the gate reads its counts and its aux statistics back in two host copies (two stalls)",
+        "mechanism": "the gate's forward reads its aux statistics back too, in a second copy and a second stall",
         "file": "moe/gate.cpp",
-        "edits": [("  dev_.copy_to_pinned_host(host_read_pinned_.data(), r.host_read_dev.data(), host_words * 4, s);\n  s.synchronize();",
-                   "  dev_.copy_to_pinned_host(host_read_pinned_.data(), r.host_read_dev.data(), 2 * ge * 4, s);\n  s.synchronize();\n"
-                   "  dev_.copy_to_pinned_host(host_read_pinned_.as<std::int32_t>() + 2 * ge, r.kept_dev() + ge,\n"
-                   "                           (host_words - 2 * ge) * 4, s);\n  s.synchronize();")],
+        "edits": [("    copied_->synchronize();\n    take_counts(r, counts);\n  }",
+                   "    copied_->synchronize();\n    take_counts(r, counts);\n    read_counts(r, s);\n  }")],
         "targets": [MPI],
         "tests": COMM_TESTS,
     },
@@ -848,6 +846,20 @@ MUTATIONS = [
         "edits": [("Bf16Parts{4, {0, 0, 0, 1}}", "Bf16Parts{4, {0, 0, 0, 0}}")],
         "targets": [UNIT],
         "tests": r"^Bf16Split\.TheBf16Gate",
+    },
+    {
+        "id": "gate_copies_counts_after_aux_stats",
+        "mechanism": "the gate queues the counts' copy after the aux statistics, so the host's wait for the counts waits for them too",
+        "file": "moe/gate.cpp",
+        "edits": [("""  const std::int32_t* counts = read ? copy_to_host(r, 0, 2 * ge, s) : nullptr;
+  float* density = r.density_dev();  // the aux statistics after the counts
+  if (cfg_.aux_loss) aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
+""", """  float* density = r.density_dev();  // the aux statistics after the counts
+  if (cfg_.aux_loss) aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
+  const std::int32_t* counts = read ? copy_to_host(r, 0, 2 * ge, s) : nullptr;
+""")],
+        "targets": [UNIT],
+        "tests": r"^MoELayer\.TheForwardCopiesTheCounts",
     },
     {
         "id": "bf16_gate_widens_tokens",

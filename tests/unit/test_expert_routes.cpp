@@ -117,7 +117,9 @@ TEST(PadRows, AnExpertTooBusyForItsBlockGoesToTheOverflow) {
   for (int r : row_of_packed) std::fill_n(in_place.begin() + r * width, width, float(r));
   zero_padding_rows(Exec{}, p, in_place.data());
   for (int r = 0; r < 8; ++r)
-    if (r != 2) EXPECT_EQ(in_place[r * width], 0.f) << "padding row " << r;
+    if (r != 2) {
+      EXPECT_EQ(in_place[r * width], 0.f) << "padding row " << r;
+    }
   for (int r : row_of_packed) EXPECT_EQ(in_place[r * width], float(r)) << "a row of an expert, " << r;
   // Every expert in its block, none short of it: nothing to zero.
   const RowPadding full{{0, 2, 4}, 2, width, DType::f32};
@@ -317,7 +319,9 @@ TEST(PaddedExperts, TakeRowsPackedOrInTheirBlocks) {
     ex.backward(c, din.data(), dx.data(), s);
     s.synchronize();
     EXPECT_EQ(c.padded, blocks ? blocks : 64) << "packed: the busiest expert's tile, at these loads";
-    if (blocks) EXPECT_EQ(c.computed_rows(), n);
+    if (blocks) {
+      EXPECT_EQ(c.computed_rows(), n);
+    }
     Run r{y, dx, {}, {}};
     if (blocks) {
       r.y.resize(11 * h), r.dx.resize(11 * h);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include "kernels/gelu_math.h"
+#include "runtime/kernel_log.h"
 #include "moe_test_util.h"
 #include "timeline_util.h"
 
@@ -141,7 +142,7 @@ TEST(MoELayer, BackwardMatchesFiniteDifferences) {
       const auto p = L.slots(L.routing().position);
       route->insert(route->end(), p.begin(), p.end());
     }
-    double s = L.routing().aux_loss;
+    double s = L.aux_loss();
     for (std::size_t i = 0; i < dy.size(); ++i) s += double(dy[i]) * L.y[i];
     return s;
   };
@@ -183,11 +184,53 @@ TEST(MoELayer, AuxLossAndLoadStatisticsOnAFixedRouting) {
   L.forward({l3, 0.f, 0.f, l15, l3, 0.f});
   // density (2/3, 1/3), proxy ((0.75 + 0.4 + 0.75) / 3, (0.25 + 0.6 + 0.25) / 3)
   const double want = 1.0 * 2 * (2.0 / 3 * 1.9 / 3 + 1.0 / 3 * 1.1 / 3);
-  EXPECT_NEAR(L.routing().aux_loss, want, 1e-6);
+  EXPECT_NEAR(L.aux_loss(), want, 1e-6);
   const LoadStats s = L.load();
   EXPECT_EQ(s.kept, (std::vector<double>{2, 1}));
   EXPECT_NEAR(s.cv, (0.5 / 1.5), 1e-12);  // mean 1.5, sigma 0.5
   EXPECT_EQ(s.dropped_fraction, 0.0);
+}
+
+// The forward's one copy to the host holds the counts alone and is queued before the aux
+// statistics, so that the host waits for the counts, not for them; the aux loss comes to the host
+// when asked, in one more copy, and until then reading it throws.
+TEST(MoELayer, TheForwardCopiesTheCountsBeforeTheAuxStatisticsAndTheAuxLossWhenAsked) {
+  for (bool aux : {true, false}) {
+    SCOPED_TRACE(aux ? "aux loss on" : "aux loss off");
+    MoEConfig c = small(4, 1, 2);
+    c.aux_loss = aux;
+    CpuLayer L(c, local);
+    const auto x = tokens(12, c.hidden, 3);
+    ASSERT_EQ(KernelLog::start(Backend::cpu), "");
+    L.forward(x);
+    const std::vector<KernelRecord> forward = KernelLog::stop();
+    std::vector<std::string> names;
+    for (const KernelRecord& r : forward) names.push_back(r.name);
+    const auto at = [&](const char* name) { return std::find(names.begin(), names.end(), name) - names.begin(); };
+    EXPECT_EQ(std::count(names.begin(), names.end(), "copy to host"), 1) << "one copy to the host a forward";
+    EXPECT_EQ(at("aux_loss_stats") < std::ptrdiff_t(names.size()), aux);
+    if (aux) {
+      EXPECT_LT(at("copy to host"), at("aux_loss_stats")) << "the host would wait for the aux statistics";
+    }
+    EXPECT_TRUE(L.routing().counts_on_host);
+    EXPECT_EQ(L.load().kept.size(), std::size_t(c.experts));
+    if (aux) {
+      EXPECT_THROW(L.routing().aux_loss(), Error);
+    } else {
+      EXPECT_EQ(L.routing().aux_loss(), 0.0) << "with the aux loss off there is nothing more to read";
+    }
+    ASSERT_EQ(KernelLog::start(Backend::cpu), "");
+    const double loss = L.aux_loss();
+    L.aux_loss();  // read once
+    const std::vector<KernelRecord> read = KernelLog::stop();
+    EXPECT_EQ(read.size(), aux ? 1u : 0u) << "the aux statistics in one copy, once";
+    if (aux) {
+      EXPECT_GT(loss, 0.0);
+      EXPECT_EQ(L.routing().density.size(), std::size_t(c.experts));
+    } else {
+      EXPECT_EQ(loss, 0.0);
+    }
+  }
 }
 
 TEST(MoEConfig, BadInputNamesTheOption) {

@@ -70,7 +70,7 @@ TEST(PaperGate, RoutesExactlyAsTheFusedGate) {
     EXPECT_EQ(0, std::memcmp(p.weight.data(), f.weight.data(), ts * 4));
     EXPECT_EQ(p.routed, f.routed);
     EXPECT_EQ(p.kept, f.kept);
-    EXPECT_DOUBLE_EQ(p.aux_loss, f.aux_loss);
+    EXPECT_DOUBLE_EQ(paper.aux_loss(), fused.aux_loss());
     int dropped = 0;
     for (auto v : paper.slots(p.position)) dropped += v < 0;
     if (sh.capacity < 1.0) {
