@@ -5,6 +5,24 @@
 
 namespace moebench {
 
+// 16-bit data through the logistic form and the hardware's exp2 and reciprocal, fp32 data through
+// the CPU's rational tanh (kernels/gelu_math.h): a few fp32 ulps apart, below 16-bit rounding.
+template <class T>
+__device__ __forceinline__ float gelu_of(float x) {
+  if constexpr (sizeof(T) == 2)
+    return gelu_math::forward_logistic(x);
+  else
+    return gelu_math::forward(x);
+}
+
+template <class T>
+__device__ __forceinline__ float gelu_derivative_of(float x) {
+  if constexpr (sizeof(T) == 2)
+    return gelu_math::derivative_logistic(x);
+  else
+    return gelu_math::derivative(x);
+}
+
 // Sixteen bytes a load and a store (4 fp32 or 8 16-bit values) over the first `groups` groups (0
 // where an array is not aligned for it), then the rest one at a time: the kernels are memory-bound.
 template <class T>
@@ -14,10 +32,10 @@ __global__ void gelu_forward_kernel(const T* x, T* y, size_t n, size_t groups) {
   for (size_t q = first; q < groups; q += stride) {
     float v[W];
     cuda::load_wide(x, W * q, v);
-    for (int e = 0; e < W; ++e) v[e] = gelu_math::forward(v[e]);
+    for (int e = 0; e < W; ++e) v[e] = gelu_of<T>(v[e]);
     cuda::store_wide(y, W * q, v);
   }
-  for (size_t i = W * groups + first; i < n; i += stride) cuda::store(y, i, gelu_math::forward(cuda::load(x, i)));
+  for (size_t i = W * groups + first; i < n; i += stride) cuda::store(y, i, gelu_of<T>(cuda::load(x, i)));
 }
 
 template <class T>
@@ -28,11 +46,11 @@ __global__ void gelu_backward_kernel(const T* x, const T* dy, T* dx, size_t n, s
     float a[W], g[W];
     cuda::load_wide(x, W * q, a);
     cuda::load_wide(dy, W * q, g);
-    for (int e = 0; e < W; ++e) g[e] *= gelu_math::derivative(a[e]);
+    for (int e = 0; e < W; ++e) g[e] *= gelu_derivative_of<T>(a[e]);
     cuda::store_wide(dx, W * q, g);
   }
   for (size_t i = W * groups + first; i < n; i += stride)
-    cuda::store(dx, i, cuda::load(dy, i) * gelu_math::derivative(cuda::load(x, i)));
+    cuda::store(dx, i, cuda::load(dy, i) * gelu_derivative_of<T>(cuda::load(x, i)));
 }
 
 void gelu_forward_cuda(const void* x, void* y, size_t n, DType t, void* stream) {

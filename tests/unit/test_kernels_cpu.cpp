@@ -58,6 +58,33 @@ TEST(GeluCpu, TanhApproximationIsWithinFp32Rounding) {
   EXPECT_LT(worst, 1e-6);
 }
 
+// The logistic form the GPU's 16-bit kernels take (with the hardware's exp2 and reciprocal, a
+// few ulps off the exact ones used here) against GeLU and its derivative in double: relative
+// to the value down to 1e-12 (below it, where a is clamped, the tail is within 1e-18 of GeLU).
+TEST(GeluCpu, TheLogisticFormIsGeluAndItsDerivative) {
+  const double c = 0.7978845608028654, k = 0.044715, ulp = std::ldexp(1.0, -24);
+  double worst_forward = 0, worst_derivative = 0, worst_against_rational = 0;
+  for (int i = -120000; i <= 120000; ++i) {
+    const float x = float(i) * 1e-4f;  // [-12, 12]
+    const double xd = x, u = c * (xd + k * xd * xd * xd), s = 1 / (1 + std::exp(-2 * u));
+    const double f = xd * s, df = s + 2 * xd * c * (1 + 3 * k * xd * xd) * s * (1 - s);
+    // e = exp(-2u) inherits the fp32 rounding of its exponent times |2u|: ulps scaled by 1 + |2u|.
+    const double scale = ulp * (1 + std::fabs(2 * u));
+    worst_forward = std::max(worst_forward, std::fabs(gelu_math::forward_logistic(x) - f) / std::max(std::fabs(f), 1e-12) / scale);
+    worst_derivative = std::max(worst_derivative, std::fabs(gelu_math::derivative_logistic(x) - df) / std::max(std::fabs(df), 0.1) / scale);
+    worst_against_rational = std::max(worst_against_rational, std::fabs(double(gelu_math::forward_logistic(x)) - gelu_math::forward(x)));
+  }
+  EXPECT_LT(worst_forward, 8);  // in fp32 ulps, scaled
+  EXPECT_LT(worst_derivative, 8);
+  EXPECT_LT(worst_against_rational, 4e-6);
+  EXPECT_EQ(gelu_math::forward_logistic(0.f), 0.f);
+  EXPECT_EQ(gelu_math::derivative_logistic(0.f), 0.5f);
+  for (float x : {-1e4f, -60.f, 60.f, 1e4f}) {  // beyond the clamp: saturated, finite
+    EXPECT_NEAR(gelu_math::forward_logistic(x), x > 0 ? x : 0.f, 1e-12f * std::fabs(x)) << x;
+    EXPECT_NEAR(gelu_math::derivative_logistic(x), x > 0 ? 1.f : 0.f, 1e-6f) << x;
+  }
+}
+
 TEST(GeluCpu, BackwardMatchesFiniteDifferences) {
   const auto x = normals(64, 3), dy = normals(64, 4);
   std::vector<float> dx(64);
