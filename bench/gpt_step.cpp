@@ -194,7 +194,7 @@ class GptStepBench final : public BenchProgram {
                  has_ref ? ref->second.torch : "n/a", has_ref ? ref->second.device : "n/a",
                  has_ref ? ref->second.math : "n/a", attention_kernel_name(attention_),
                  attention_ == AttentionKernel::blocked ? std::to_string(panel_rows_) : "n/a"};
-      const bool graph = captured_ && (!moe || expert_gemm_ == ExpertGemm::segmented);
+      const bool graph = step_captured(moe);
       row.push_back(graph       ? "captured"
                     : captured_ ? "eager (the MoE gates read their expert counts on the host; --expert-gemm segmented "
                                   "keeps them on the device)"
@@ -232,13 +232,16 @@ class GptStepBench final : public BenchProgram {
     }
     t.write(ctx.opts.out_dir + "/gpt/step.csv", ctx.provenance);
     write_breakdown(ctx);
-    write_kernels(ctx);
+    write_kernels(ctx, ms);
     return 0;
   }
 
  private:
   static ParallelLayout layout(bool moe) { return ParallelLayout::of(moe ? LayoutKind::ppmoe : LayoutKind::dense, 1, 1, 1); }
   static std::string key(bool moe) { return std::string("gpt_step/") + (moe ? "moe" : "dense"); }
+  // Whether the model's measured steps are replayed from a graph: the MoE model's only with
+  // segmented experts, the other routes reading their counts on the host.
+  bool step_captured(bool moe) const { return captured_ && (!moe || expert_gemm_ == ExpertGemm::segmented); }
 
   // gpt/step_breakdown.csv: per model, each range of the eager steps (a tree: phase is its path),
   // with its work as models/roofline.h counts it (a phase's FLOPs and least bytes; a parent's the
@@ -323,7 +326,7 @@ class GptStepBench final : public BenchProgram {
   // gpt/step_kernels.csv (--kernels): per model the ops of as many eager steps by phase
   // (the innermost timed range they were launched in) and kernel, the slowest first; or, where
   // the log could not run, one row per model saying why.
-  void write_kernels(BenchContext& ctx) const {
+  void write_kernels(BenchContext& ctx, const std::map<std::string, Spread>& measured) const {
     if (!kernels_) return;
     std::vector<std::string> cols = {"model"};
     for (const auto& c : kernel_columns("step")) cols.push_back(c);
@@ -345,6 +348,12 @@ class GptStepBench final : public BenchProgram {
         t.add_row(row);
       }
       std::printf("gpt.step %-5s %s\n", moe ? "moe" : "dense", slowest_kernels(log).c_str());
+      const auto step = measured.find(key(moe));
+      if (step_captured(moe))
+        std::printf("gpt.step %-5s the measured steps were replayed from a graph, the logged ones eager: their spans "
+                    "are not set side by side\n", moe ? "moe" : "dense");
+      else if (step != measured.end())
+        std::printf("gpt.step %-5s %s\n", moe ? "moe" : "dense", logged_against_measured(log, step->second.median).c_str());
     }
     t.write(ctx.opts.out_dir + "/gpt/step_kernels.csv", ctx.provenance);
   }
@@ -392,7 +401,7 @@ class GptStepBench final : public BenchProgram {
         steps.push_back(b.path_totals());
       }
       phases_[moe] = range_tree(steps);
-      if (captured_ && (!moe || expert_gemm_ == ExpertGemm::segmented)) {
+      if (step_captured(moe)) {
         trainer_->capture_step();  // a step more, then the capture
         graph_nodes_[moe] = trainer_->graph_nodes();
       }

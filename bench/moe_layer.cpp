@@ -158,7 +158,7 @@ class MoELayerBench final : public BenchProgram {
         std::printf("moe_layer/%s: skipped: %s\n", d.c_str(), r.error_message.c_str());
         continue;
       }
-      write_kernels(ctx, d);
+      write_kernels(ctx, d, r.time_ms().median);
       std::vector<std::string> cols = {"dispatcher", "tokens_per_rank", "hidden", "ffn", "experts", "prototypes",
                                        "top_k", "capacity_factor", "expert_gemm", "gate", "total_ms",
                                        "total_ms_min", "total_ms_max"};
@@ -342,7 +342,8 @@ class MoELayerBench final : public BenchProgram {
   }
 
   // moe/kernels_<d>.csv: rank 0's ops of the logged iterations per range and kernel, slowest first.
-  void write_kernels(BenchContext& ctx, const std::string& d) const {
+  // measured_ms: the measured iterations' median, which a logged one's span is set against.
+  void write_kernels(BenchContext& ctx, const std::string& d, double measured_ms) const {
     const auto log = kernel_logs_.find(d);
     if (log == kernel_logs_.end()) return;
     const MoEConfig& c = moe_.config;
@@ -359,6 +360,7 @@ class MoELayerBench final : public BenchProgram {
     }
     t.write(ctx.opts.out_dir + "/moe/kernels_" + d + ".csv", ctx.provenance);
     std::printf("moe_layer/%-16s %s\n", d.c_str(), slowest_kernels(log->second).c_str());
+    std::printf("moe_layer/%-16s %s\n", d.c_str(), logged_against_measured(log->second, measured_ms).c_str());
   }
 
   void run(benchmark::State& st, BenchContext& ctx, const std::string& d) {

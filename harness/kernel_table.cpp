@@ -43,7 +43,7 @@ std::vector<KernelRecord> with_idle(std::vector<KernelRecord> ops, double* span)
 
 }  // namespace
 
-std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>& runs) {
+std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>& runs, Spread* spans_out) {
   if (runs.empty()) throw Error("kernel_table: no runs");
   struct Sums {
     std::vector<double> ms;
@@ -61,6 +61,7 @@ std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>
     }
   }
   const double total = spread_of(spans).median;
+  if (spans_out) *spans_out = spread_of(spans);
   std::vector<KernelRow> rows;
   for (const auto& [key, s] : by_kernel) {
     KernelRow row{key.first, key.second, s.calls / double(runs.size()), spread_of(s.ms), 0.0};
@@ -97,7 +98,7 @@ KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::functio
   if (logged.empty() || std::any_of(logged.begin(), logged.end(), [](const auto& ops) { return ops.empty(); }))
     out.failure = "a run's log held no op (on cuda: CUPTI delivered no records)";
   else
-    out.rows = kernel_table(logged);
+    out.rows = kernel_table(logged, &out.span_ms);
   return out;
 }
 
@@ -141,6 +142,15 @@ std::string slowest_kernels(const KernelLogRuns& log, std::size_t count) {
     std::snprintf(share, sizeof share, " %.1f%%", 100 * largest_gap->share);
     out += share;
   }
+  return out;
+}
+
+std::string logged_against_measured(const KernelLogRuns& log, double measured_ms) {
+  if (!log.failure.empty()) return "no kernel log: " + log.failure;
+  char out[200];
+  std::snprintf(out, sizeof out, "a logged run spans %s ms on the device [%s .. %s] against %s ms measured without the log (%.2fx)",
+                fmt(log.span_ms.median, 4).c_str(), fmt(log.span_ms.min, 4).c_str(), fmt(log.span_ms.max, 4).c_str(),
+                fmt(measured_ms, 4).c_str(), measured_ms > 0 ? log.span_ms.median / measured_ms : 0.0);
   return out;
 }
 

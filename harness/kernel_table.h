@@ -30,12 +30,14 @@ inline constexpr const char* kIdle = "(device idle)";
 // "(device idle until PATH)"
 std::string idle_until(const std::string& next_path);
 
-// The slowest first; a run with no records is an Error (the log did not run).
-std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>& runs);
+// The slowest first; a run with no records is an Error (the log did not run). `spans`, if given,
+// gets the runs' spans on the device.
+std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>& runs, Spread* spans = nullptr);
 
 struct KernelLogRuns {
   std::vector<KernelRow> rows;  // empty when the log did not run
   std::string failure;          // why it did not
+  Spread span_ms;               // the logged runs' spans on the device
 };
 
 // `run` (the work, its ranges timed into the breakdown it is handed, which gives each op its
@@ -55,5 +57,9 @@ bool is_idle(const KernelRow& row);
 // "slowest kernels: NAME in PATH 12.3%, ..." (the first `count` ops), then "; device idle 4.5%,
 // the most NAME in PATH 2.1%" where the device sat idle; or why there is no log.
 std::string slowest_kernels(const KernelLogRuns& log, std::size_t count = 3);
+// "a logged run spans X ms on the device [min .. max] against Y ms measured without the log (Zx)":
+// the log's own cost, on CUDA CUPTI's callback on every API call and its records, is host time
+// that its runs' idle rows hold and the measured runs did not spend. Or why there is no log.
+std::string logged_against_measured(const KernelLogRuns& log, double measured_ms);
 
 }  // namespace moebench

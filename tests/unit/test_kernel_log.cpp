@@ -142,6 +142,7 @@ TEST(KernelTable, WhatRunsBeforeEachRunAndTheWarmUpAreNotLogged) {
   EXPECT_EQ(log.rows[0].name, "work");
   EXPECT_EQ(log.rows[0].calls, 1);
   EXPECT_EQ(log.rows[0].ms.samples, 3);
+  EXPECT_EQ(log.span_ms.samples, 3) << "the logged runs' spans, the warm-up's not among them";
   EXPECT_FALSE(KernelLog::on());
 }
 
@@ -169,6 +170,19 @@ TEST(KernelTable, PerPathAndKernelTheMedianRunSlowestFirst) {
   EXPECT_EQ(rows[2].name, "norm");  // 0, 2, 1
   EXPECT_DOUBLE_EQ(rows[2].ms.median, 1);
   EXPECT_DOUBLE_EQ(rows[0].share, 3.0 / 5);  // run spans 4, 6, 5
+  Spread spans;
+  kernel_table({{R{"gemm", "step/fwd", 2, 0}, R{"gemm", "step/fwd", 1, 2}, R{"copy", "", 1, 3}},
+                {R{"gemm", "step/fwd", 4, 10}, R{"norm", "step/fwd", 2, 14}},
+                {R{"gemm", "step/fwd", 2, 5}, R{"copy", "", 2, 7}, R{"norm", "step/fwd", 1, 9}}},
+               &spans);
+  EXPECT_DOUBLE_EQ(spans.median, 5);
+  EXPECT_DOUBLE_EQ(spans.min, 4);
+  EXPECT_DOUBLE_EQ(spans.max, 6);
+  // Set against the runs measured without the log, whose host did not pay for it.
+  EXPECT_EQ(logged_against_measured(KernelLogRuns{rows, "", spans}, 2.5),
+            "a logged run spans 5 ms on the device [4 .. 6] against 2.5 ms measured without the log (2.00x)");
+  EXPECT_EQ(logged_against_measured(KernelLogRuns{{}, "CUPTI: libcupti was not found", {}}, 2.5),
+            "no kernel log: CUPTI: libcupti was not found");
   EXPECT_THROW(kernel_table({{R{"gemm", "", 1, 0}}, {}}), Error);  // a run the log missed
   EXPECT_THROW(kernel_table({}), Error);
 }
