@@ -4,6 +4,7 @@
 #include <cstddef>
 #include "kernels/dtype.h"
 #include "kernels/exec.h"
+#include "kernels/pad_rows.h"
 
 namespace moebench {
 
@@ -16,5 +17,13 @@ void gelu_backward_cuda(const void* x, const void* dy, void* dx, std::size_t n, 
 
 void gelu_forward(const Exec& ex, const void* x, void* y, std::size_t n, DType t);
 void gelu_backward(const Exec& ex, const void* x, const void* dy, void* dx, std::size_t n, DType t);
+
+// GeLU's gradient in place, d = d * gelu'(x), over the rows of the padded experts' layout
+// (kernels/pad_rows.h) that hold an expert's rows: each block's first rows, and the overflow.
+// The padding rows are left as they are: there x and d are zero (GEMMs over zero rows), and a
+// zero d stays zero, so reading them would only cost their bytes -- a third of the rows on the
+// paper layer's top-1 routing.
+void gelu_backward_in_blocks(const Exec& ex, const RowPadding& p, const void* x, void* d);
+void gelu_backward_in_blocks_cuda(const RowPadding& p, const void* x, void* d, void* stream);
 
 }  // namespace moebench

@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <vector>
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_types.cuh"
 #include "kernels/gelu.h"
@@ -51,6 +53,66 @@ __global__ void gelu_backward_kernel(const T* x, const T* dy, T* dx, size_t n, s
   }
   for (size_t i = W * groups + first; i < n; i += stride)
     cuda::store(dx, i, cuda::load(dy, i) * gelu_derivative_of<T>(cuda::load(x, i)));
+}
+
+// gelu_backward_in_blocks: one block per expert row of a chunk of experts, passed by value (the
+// host's arrays need not outlive the call). Row b of the chunk is expert e's (b - first[e])-th,
+// at padded_first[e] + that in the layout; the padding rows are no block's.
+constexpr int kChunkExperts = 128;  // the parameter, 2 KiB, under the 4 KiB every toolkit takes
+struct ExpertRowsChunk {
+  long long first[kChunkExperts + 1];     // each expert's first row among the chunk's, and the end
+  long long padded_first[kChunkExperts];  // its first row in the padded layout
+  int count;
+};
+
+template <class T>
+__global__ void gelu_backward_rows_kernel(ExpertRowsChunk chunk, int width, bool wide, const T* x, T* d) {
+  const long long b = blockIdx.x;
+  int lo = 0, hi = chunk.count - 1;  // the last expert whose rows start at or before b: its range holds b
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (chunk.first[mid] <= b) lo = mid; else hi = mid - 1;
+  }
+  const size_t row = size_t(chunk.padded_first[lo] + (b - chunk.first[lo])) * size_t(width);
+  const T* xr = x + row;
+  T* dr = d + row;
+  constexpr int W = cuda::kWide<T>;
+  if (wide) {
+    for (int q = threadIdx.x; q < width / W; q += blockDim.x) {
+      float a[W], g[W];
+      cuda::load_wide(xr, size_t(W) * q, a);
+      cuda::load_wide(dr, size_t(W) * q, g);
+      for (int e = 0; e < W; ++e) g[e] *= gelu_derivative_of<T>(a[e]);
+      cuda::store_wide(dr, size_t(W) * q, g);
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < width; i += blockDim.x)
+    cuda::store(dr, i, cuda::load(dr, i) * gelu_derivative_of<T>(cuda::load(xr, i)));
+}
+
+void gelu_backward_in_blocks_cuda(const RowPadding& p, const void* x, void* d, void* stream) {
+  const std::vector<std::size_t> start = padded_starts(p.offset, p.padded);
+  cuda::dispatch_float(p.dtype, "gelu_backward_in_blocks", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x);
+    T* out = static_cast<T*>(d);
+    // Sixteen bytes a load where every row starts on sixteen (rows of whole groups, aligned bases).
+    const bool wide = p.width % cuda::kWide<T> == 0 && cuda::aligned_wide(in) && cuda::aligned_wide(out);
+    const unsigned threads = unsigned(std::min(256, std::max(32, (p.width / (wide ? cuda::kWide<T> : 1) + 31) / 32 * 32)));
+    for (int first = 0; first < p.experts(); first += kChunkExperts) {
+      ExpertRowsChunk chunk{};
+      chunk.count = std::min(kChunkExperts, p.experts() - first);
+      for (int i = 0; i < chunk.count; ++i) {
+        chunk.first[i + 1] = chunk.first[i] + (long long)p.rows(first + i);
+        chunk.padded_first[i] = (long long)start[first + i];
+      }
+      if (chunk.first[chunk.count] == 0 || p.width == 0) continue;
+      gelu_backward_rows_kernel<T><<<unsigned(chunk.first[chunk.count]), threads, 0, static_cast<cudaStream_t>(stream)>>>(
+          chunk, p.width, wide, in, out);
+      MOEBENCH_CUDA_LAUNCH_CHECK();
+    }
+  });
 }
 
 void gelu_forward_cuda(const void* x, void* y, size_t n, DType t, void* stream) {

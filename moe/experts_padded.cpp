@@ -2,10 +2,11 @@
 // padded_block_rows() rows (moe/padded_blocks.h), padding rows zero, so that every step of the FFN
 // is one strided-batched GEMM over the experts (kernels/batched_gemm.h) -- on the GPU one
 // cublasLtMatmul with GeLU in the forward's epilogue (its input kept as the aux matrix, T_M); GeLU's
-// gradient follows the backward's GEMM as a kernel of ours (over a batch, cuBLASLt runs its DGELU
-// epilogue as a separate kernel of its own, the slower one: results/cuda/targets). An expert too
-// busy for its block has its rows in the overflow after the blocks (kernels/pad_rows.h) and GEMMs
-// of its own after each batched one; its block, all padding, adds nothing to its weight gradients.
+// gradient follows the backward's GEMM as a kernel of ours over the expert rows alone, not the
+// padding (over a batch, cuBLASLt runs its DGELU epilogue as a separate kernel of its own, the
+// slower one, over every row: results/cuda/targets). An expert too busy for its block has its rows
+// in the overflow after the blocks (kernels/pad_rows.h) and GEMMs of its own after each batched
+// one; its block, all padding, adds nothing to its weight gradients.
 // The index-select dispatchers (local, PPMoE) write the rows straight into the layout and read the
 // outputs from it; the rows of the others (expert parallel, packed by their exchanges) are padded
 // here and unpadded after. What the route costs under skew is the padding and the overflow's GEMMs:
@@ -126,7 +127,7 @@ void Experts::backward_padded(const ExpertsContext& c, const void* dy, void* dx,
   for (const Overflow& o : over)
     batched_gemm(ex, one(dense_gemm(false, true, o.rows, f, h, at(dyp, o.start, h, es_), w2_at(o.expert),
                                     at(dh.data(), o.start, f, es_), t)));
-  gelu_backward(ex, c.h.data(), dh.data(), dh.data(), c.computed_rows() * f, t);
+  gelu_backward_in_blocks(ex, RowPadding{c.offset, P, f, t}, c.h.data(), dh.data());  // padding rows stay zero
   batched_gemm(ex, strided_batch(dense_gemm(true, false, f, h, P, act.data(), dyp, w2_grad_.data(), t, 1.f, beta),
                                 count_, Pf, Ph, hf));
   for (const Overflow& o : over)

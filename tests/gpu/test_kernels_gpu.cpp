@@ -1,5 +1,6 @@
 // Every CUDA kernel against its CPU reference, in each dtype, with a tolerance scaled by the
 // dtype's rounding (TF32 for fp32 GEMMs on tensor cores). Skipped where there is no GPU.
+#include <algorithm>
 #include "gpu/gpu_test_util.h"
 #include "runtime/comm.h"
 #include "runtime/runtime.h"
@@ -62,6 +63,40 @@ TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
     EXPECT_LT(rel_l2(tail(dyv), y), tol) << dtype_name(t) << " offset " << offset;
     EXPECT_LT(rel_l2(tail(ddx), dx), tol) << dtype_name(t) << " offset " << offset;
     EXPECT_LT(rel_l2(tail(in_place), dx), tol) << dtype_name(t) << " offset " << offset << " in place";
+  }
+}
+
+// GeLU's gradient over the padded experts' rows: as the CPU computes it on those rows, sixteen
+// bytes a load (width 16) and one element at a time (width 13), an expert with no rows, one in
+// the overflow, and more experts than one launch takes; the padding rows keep what they held.
+TEST(GpuGelu, TheGradientInBlocksMatchesCpuAndLeavesThePadding) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
+  std::vector<int> rows(300);
+  for (std::size_t e = 0; e < rows.size(); ++e) rows[e] = int((e * 7) % 5);  // 0 .. 4
+  rows[1] = 9;  // over the blocks' 4: in the overflow
+  for (int width : {16, 13})
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    const RowPadding p{row_offsets(rows), 4, width, t};
+    const std::vector<std::size_t> start = padded_starts(p.offset, p.padded);
+    const std::size_t n = start.back() * std::size_t(width);
+    std::vector<char> expert_row(start.back(), 0);
+    for (int e = 0; e < p.experts(); ++e) std::fill_n(expert_row.begin() + start[e], p.rows(e), 1);
+    const auto x = random_rounded(n, t, 5, 2.f);
+    std::vector<float> d = random_rounded(n, t, 6);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!expert_row[i / width]) d[i] = 7.f;  // padding: a mark
+    std::vector<float> want = d;
+    gelu_backward_in_blocks(Exec{}, RowPadding{p.offset, p.padded, width, DType::f32}, x.data(), want.data());
+    Buffer dx = upload(dev, alloc, x, t), dd = upload(dev, alloc, d, t);
+    gelu_backward_in_blocks(dev.exec(dev.default_stream()), p, dx.data(), dd.data());
+    const auto got = download(dev, alloc, dd, n, t);
+    std::size_t kept = 0, padding = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (!expert_row[i / width]) ++padding, kept += got[i] == 7.f;
+    EXPECT_GT(padding, 0u);
+    EXPECT_EQ(kept, padding) << dtype_name(t) << " width " << width << ": padding written";
+    EXPECT_LT(rel_l2(got, want), 2 * dtype_epsilon(t) + 1e-6) << dtype_name(t) << " width " << width;
   }
 }
 

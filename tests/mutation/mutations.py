@@ -310,7 +310,7 @@ MUTATIONS = [
         "edits": [("  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, dyp, w2_.data(), dh.data(), t), count_, Ph, hf, Pf));\n",
                    "  batched_gemm(ex, strided_batch(dense_gemm(false, true, P, f, h, dyp, w2_.data(), dh.data(), t), count_, Ph, hf, Pf,\n"
                    "                                Epilogue::dgelu, c.h.data()));\n"),
-                  ("  gelu_backward(ex, c.h.data(), dh.data(), dh.data(), c.computed_rows() * f, t);\n", "")],
+                  ("  gelu_backward_in_blocks(ex, RowPadding{c.offset, P, f, t}, c.h.data(), dh.data());  // padding rows stay zero\n", "")],
         "targets": [UNIT],
         "tests": r"^PaddedExperts\.",
     },
@@ -445,6 +445,24 @@ MUTATIONS = [
         "edits": [("return int(tiled(best));", "return best;")],
         "targets": [UNIT],
         "tests": r"^(PaddedBlocks|PaddedExperts)\.",
+    },
+    {
+        "id": "padded_gelu_gradient_over_the_padding",
+        "mechanism": "the padded route's GeLU gradient reads and writes every row of the layout, padding included (a third of the rows on the paper layer's top-1 routing)",
+        "file": "moe/experts_padded.cpp",
+        "edits": [("  gelu_backward_in_blocks(ex, RowPadding{c.offset, P, f, t}, c.h.data(), dh.data());",
+                   "  gelu_backward(ex, c.h.data(), dh.data(), dh.data(), c.computed_rows() * f, t);")],
+        "targets": [UNIT],
+        "tests": r"^PaddedExperts\.",
+    },
+    {
+        "id": "gelu_in_blocks_takes_the_padding",
+        "mechanism": "GeLU's gradient in blocks runs over each expert's whole block, padding rows included",
+        "file": "kernels/gelu_cpu.cpp",
+        "edits": [("      const std::size_t n = p.rows(e) * width;",
+                   "      const std::size_t n = (p.overflows(e) ? p.rows(e) : std::size_t(p.padded)) * width;")],
+        "targets": [UNIT],
+        "tests": r"^GeluCpu\.",
     },
     {
         "id": "overflow_skips_its_forward_gemm",

@@ -237,6 +237,11 @@ TEST(PaddedExperts, OneBatchedGemmPerStepWithGeluInTheForwardsEpilogue) {
   for (const TimelineEntry& e : all) {
     if (e.range) continue;
     if (e.name == "gelu_forward" || e.name == "gelu_backward") steps.push_back(e.name);
+    if (e.name == "gelu_backward_in_blocks") {  // the expert rows alone, not the padding
+      steps.push_back(e.name);
+      EXPECT_EQ(number_arg(e, "rows"), T) << e.args;
+      EXPECT_EQ(number_arg(e, "layout_rows"), double(E) * busiest) << e.args;
+    }
     if (e.name != "batched_gemm") continue;
     EXPECT_EQ(number_arg(e, "batch"), E);
     const double m = number_arg(e, "m"), k = number_arg(e, "k");
@@ -244,7 +249,7 @@ TEST(PaddedExperts, OneBatchedGemmPerStepWithGeluInTheForwardsEpilogue) {
     steps.push_back(arg_text(e, "epilogue"));
   }
   EXPECT_GE(busiest, T - 2);
-  const std::vector<std::string> want = {"\"gelu_aux\"", "\"none\"", "\"none\"", "gelu_backward",
+  const std::vector<std::string> want = {"\"gelu_aux\"", "\"none\"", "\"none\"", "gelu_backward_in_blocks",
                                          "\"none\"",     "\"none\"", "\"none\""};
   EXPECT_EQ(steps, want);
 }

@@ -7,6 +7,7 @@
 #include "kernels/gelu.h"
 #include "kernels/gelu_math.h"
 #include "kernels/gemm.h"
+#include "kernels/pad_rows.h"
 #include "moe_test_util.h"
 
 namespace moebench {
@@ -83,6 +84,27 @@ TEST(GeluCpu, TheLogisticFormIsGeluAndItsDerivative) {
     EXPECT_NEAR(gelu_math::forward_logistic(x), x > 0 ? x : 0.f, 1e-12f * std::fabs(x)) << x;
     EXPECT_NEAR(gelu_math::derivative_logistic(x), x > 0 ? 1.f : 0.f, 1e-6f) << x;
   }
+}
+
+// In the padded experts' layout: the expert rows (at the starts of their blocks, and an
+// overflowing expert's in the overflow) get GeLU's gradient; the padding rows are not touched.
+TEST(GeluCpu, TheGradientInBlocksTakesTheExpertRowsAlone) {
+  const int width = 5, padded = 4;
+  const RowPadding p{row_offsets({3, 0, 6, 2}), padded, width, DType::f32};  // expert 2 overflows
+  const std::vector<std::size_t> start = padded_starts(p.offset, padded);
+  ASSERT_EQ(start.back(), std::size_t(4 * padded + 6));
+  const std::size_t n = start.back() * width;
+  const std::vector<float> x = normals(n, 5);
+  std::vector<float> d(n, 7.f), want(n, 7.f);  // 7: padding, unread and unwritten
+  const std::vector<float> dy = normals(n, 6);
+  for (int e = 0; e < p.experts(); ++e) {
+    const std::size_t first = start[e] * width, count = p.rows(e) * width;
+    std::copy(dy.begin() + first, dy.begin() + first + count, d.begin() + first);
+    gelu_backward_cpu(x.data() + first, dy.data() + first, want.data() + first, count);
+  }
+  gelu_backward_in_blocks(Exec{}, p, x.data(), d.data());
+  EXPECT_EQ(d, want);
+  EXPECT_THROW(gelu_backward_in_blocks(Exec{}, RowPadding{{}, padded, width, DType::f32}, x.data(), d.data()), Error);
 }
 
 TEST(GeluCpu, BackwardMatchesFiniteDifferences) {
