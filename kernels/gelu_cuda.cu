@@ -11,22 +11,15 @@ namespace moebench {
 // the CPU's rational tanh (kernels/gelu_math.h): a few fp32 ulps apart, below 16-bit rounding.
 template <class T>
 __device__ __forceinline__ float gelu_of(float x) {
-  if constexpr (sizeof(T) == 2)
-    return gelu_math::forward_logistic(x);
-  else
-    return gelu_math::forward(x);
+  return sizeof(T) == 2 ? gelu_math::forward_logistic(x) : gelu_math::forward(x);
 }
-
 template <class T>
 __device__ __forceinline__ float gelu_derivative_of(float x) {
-  if constexpr (sizeof(T) == 2)
-    return gelu_math::derivative_logistic(x);
-  else
-    return gelu_math::derivative(x);
+  return sizeof(T) == 2 ? gelu_math::derivative_logistic(x) : gelu_math::derivative(x);
 }
 
 // Sixteen bytes a load and a store (4 fp32 or 8 16-bit values) over the first `groups` groups (0
-// where an array is not aligned for it), then the rest one at a time: the kernels are memory-bound.
+// where an array is not aligned for it), then the rest one at a time: the kernels should stream.
 template <class T>
 __global__ void gelu_forward_kernel(const T* x, T* y, size_t n, size_t groups) {
   constexpr int W = cuda::kWide<T>;
