@@ -21,8 +21,8 @@ void gelu_backward(const Exec& ex, const void* x, const void* dy, void* dx, std:
 // GeLU's gradient in place, d = d * gelu'(x), over the rows of the padded experts' layout
 // (kernels/pad_rows.h) that hold an expert's rows: each block's first rows, and the overflow.
 // The padding rows are left as they are: there x and d are zero (GEMMs over zero rows), and a
-// zero d stays zero, so reading them would only cost their bytes -- a third of the rows on the
-// paper layer's top-1 routing.
+// zero d stays zero, so reading them would only cost their bytes (the layer bench's
+// computed_rows_over_routed says how many there are).
 void gelu_backward_in_blocks(const Exec& ex, const RowPadding& p, const void* x, void* d);
 void gelu_backward_in_blocks_cuda(const RowPadding& p, const void* x, void* d, void* stream);
 

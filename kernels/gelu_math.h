@@ -53,11 +53,12 @@ MOEBENCH_HD float derivative(float x) {
 // e = exp(-2u) = 2^a, and 1 - tanh^2 u = 4 s (1 - s) with 1 - s = e s, so that no two
 // near-equal numbers are subtracted: GeLU(x) = x s, GeLU'(x) = s + 2 x u' s (1 - s). With the
 // GPU's exp2 and reciprocal instructions that is about a dozen operations an element where the
-// rational tanh takes about forty, which kept the GPU's GeLU kernels compute-bound: in ncu's
-// summary of the H200 lease at 430541b, gelu_forward_kernel ran at 79% of the SMs' throughput
-// and 47% of DRAM's. On the device exp2 and the reciprocal are the hardware's approximations,
-// a few fp32 ulps, used for 16-bit data, whose own rounding is far coarser; on the host they are
-// exact, which is how the tests check the formula. a is clamped where tanh is +-1 in fp32.
+// rational tanh takes about forty, which kept the GPU's GeLU kernels compute-bound (ncu's
+// summary, results/cuda/lease_2026-11-27_430541b/ncu_moe_layer.txt, has gelu_forward_kernel's
+// SM throughput well above its DRAM's). On the device exp2 and the reciprocal are the hardware's
+// approximations, a few fp32 ulps, used for 16-bit data, whose own rounding is far coarser; on
+// the host they are exact, which is how the tests check the formula. a is clamped where tanh is
+// +-1 in fp32.
 constexpr float kLogisticLinear = float(-2 * 1.4426950408889634 * 0.7978845608028654);  // a = x (l + c x^2)
 constexpr float kLogisticCubic = float(-2 * 1.4426950408889634 * 0.7978845608028654 * 0.044715);
 constexpr float kLogisticClamp = 64.f;
