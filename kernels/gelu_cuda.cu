@@ -18,6 +18,21 @@ __device__ __forceinline__ float gelu_derivative_of(float x) {
   return sizeof(T) == 2 ? gelu_math::derivative_logistic(x) : gelu_math::derivative(x);
 }
 
+// GeLU's gradient of group q (kWide<T> elements, sixteen bytes) or of element i: dx = dy * gelu'(x).
+template <class T>
+__device__ __forceinline__ void gelu_gradient_group(const T* x, const T* dy, T* dx, size_t q) {
+  constexpr int W = cuda::kWide<T>;
+  float a[W], g[W];
+  cuda::load_wide(x, W * q, a);
+  cuda::load_wide(dy, W * q, g);
+  for (int e = 0; e < W; ++e) g[e] *= gelu_derivative_of<T>(a[e]);
+  cuda::store_wide(dx, W * q, g);
+}
+template <class T>
+__device__ __forceinline__ void gelu_gradient_element(const T* x, const T* dy, T* dx, size_t i) {
+  cuda::store(dx, i, cuda::load(dy, i) * gelu_derivative_of<T>(cuda::load(x, i)));
+}
+
 // Sixteen bytes a load and a store (4 fp32 or 8 16-bit values) over the first `groups` groups (0
 // where an array is not aligned for it), then the rest one at a time: the kernels should stream.
 template <class T>
@@ -37,15 +52,8 @@ template <class T>
 __global__ void gelu_backward_kernel(const T* x, const T* dy, T* dx, size_t n, size_t groups) {
   constexpr int W = cuda::kWide<T>;
   const size_t first = blockIdx.x * size_t(blockDim.x) + threadIdx.x, stride = size_t(gridDim.x) * blockDim.x;
-  for (size_t q = first; q < groups; q += stride) {
-    float a[W], g[W];
-    cuda::load_wide(x, W * q, a);
-    cuda::load_wide(dy, W * q, g);
-    for (int e = 0; e < W; ++e) g[e] *= gelu_derivative_of<T>(a[e]);
-    cuda::store_wide(dx, W * q, g);
-  }
-  for (size_t i = W * groups + first; i < n; i += stride)
-    cuda::store(dx, i, cuda::load(dy, i) * gelu_derivative_of<T>(cuda::load(x, i)));
+  for (size_t q = first; q < groups; q += stride) gelu_gradient_group(x, dy, dx, q);
+  for (size_t i = W * groups + first; i < n; i += stride) gelu_gradient_element(x, dy, dx, i);
 }
 
 // gelu_backward_in_blocks: one block per expert row of a chunk of experts, passed by value (the
@@ -69,19 +77,11 @@ __global__ void gelu_backward_rows_kernel(ExpertRowsChunk chunk, int width, bool
   const size_t row = size_t(chunk.padded_first[lo] + (b - chunk.first[lo])) * size_t(width);
   const T* xr = x + row;
   T* dr = d + row;
-  constexpr int W = cuda::kWide<T>;
   if (wide) {
-    for (int q = threadIdx.x; q < width / W; q += blockDim.x) {
-      float a[W], g[W];
-      cuda::load_wide(xr, size_t(W) * q, a);
-      cuda::load_wide(dr, size_t(W) * q, g);
-      for (int e = 0; e < W; ++e) g[e] *= gelu_derivative_of<T>(a[e]);
-      cuda::store_wide(dr, size_t(W) * q, g);
-    }
+    for (int q = threadIdx.x; q < width / cuda::kWide<T>; q += blockDim.x) gelu_gradient_group(xr, dr, dr, size_t(q));
     return;
   }
-  for (int i = threadIdx.x; i < width; i += blockDim.x)
-    cuda::store(dr, i, cuda::load(dr, i) * gelu_derivative_of<T>(cuda::load(xr, i)));
+  for (int i = threadIdx.x; i < width; i += blockDim.x) gelu_gradient_element(xr, dr, dr, size_t(i));
 }
 
 void gelu_backward_in_blocks_cuda(const RowPadding& p, const void* x, void* d, void* stream) {
