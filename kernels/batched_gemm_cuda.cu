@@ -1,4 +1,3 @@
-#include <cublasLt.h>
 #include <cstdint>
 #include <algorithm>
 #include <cstdio>
@@ -9,6 +8,7 @@
 #include <utility>
 #include <vector>
 #include "kernels/batched_gemm.h"
+#include "kernels/cublas_library.h"
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_types.cuh"
 
@@ -17,19 +17,19 @@ namespace moebench {
 namespace {
 template <class T>
 void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& v) {
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, attr, &v, sizeof v));
+  MOEBENCH_CUBLAS_CHECK(cublas().lt_matmul_desc_set_attribute(d, attr, &v, sizeof v));
 }
 
 // A column-major rows x cols matrix, ld apart, `batch` of them `stride` elements apart.
 cublasLtMatrixLayout_t layout(cudaDataType_t t, std::uint64_t rows, std::uint64_t cols, std::int64_t ld, int batch,
                               long long stride) {
   cublasLtMatrixLayout_t l = nullptr;
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, rows, cols, ld));
+  MOEBENCH_CUBLAS_CHECK(cublas().lt_matrix_layout_create(&l, t, rows, cols, ld));
   const std::int32_t count = batch;
   const std::int64_t offset = stride;
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+  MOEBENCH_CUBLAS_CHECK(cublas().lt_matrix_layout_set_attribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
   MOEBENCH_CUBLAS_CHECK(
-      cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof offset));
+      cublas().lt_matrix_layout_set_attribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof offset));
   return l;
 }
 
@@ -111,7 +111,7 @@ Plan* make_plan(const BatchedGemmArgs& args, const Exec& ex) {
   const cublasComputeType_t compute =
       g.dtype == DType::f32 ? (ex.tensor_cores ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F) : CUBLAS_COMPUTE_32F;
   auto p = std::make_unique<Plan>();
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->op, compute, CUDA_R_32F));
+  MOEBENCH_CUBLAS_CHECK(cublas().lt_matmul_desc_create(&p->op, compute, CUDA_R_32F));
   set(p->op, CUBLASLT_MATMUL_DESC_TRANSA, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N);
   set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N);
   if (args.epilogue != Epilogue::none) {
@@ -126,9 +126,9 @@ Plan* make_plan(const BatchedGemmArgs& args, const Exec& ex) {
   p->b = layout(t, g.trans_a ? g.m : g.k, g.trans_a ? g.k : g.m, g.lda, args.batch, args.stride_a);
   p->c = layout(t, g.n, g.m, g.ldc, args.batch, args.stride_c);
   cublasLtMatmulPreference_t preference = nullptr;
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  MOEBENCH_CUBLAS_CHECK(cublas().lt_matmul_preference_create(&preference));
   const std::uint64_t workspace = ex.workspace_bytes;
-  cublasStatus_t set_status = cublasLtMatmulPreferenceSetAttribute(
+  cublasStatus_t set_status = cublas().lt_matmul_preference_set_attribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
   // cuBLASLt's A is our B, its B our A (above); C and D are our C.
   const long long es = (long long)dtype_size(g.dtype);
@@ -139,15 +139,15 @@ Plan* make_plan(const BatchedGemmArgs& args, const Exec& ex) {
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(g.c, args.stride_c * es)}};
   for (const auto& [attr, bytes] : operands)
     if (set_status == CUBLAS_STATUS_SUCCESS)
-      set_status = cublasLtMatmulPreferenceSetAttribute(preference, attr, &bytes, sizeof bytes);
+      set_status = cublas().lt_matmul_preference_set_attribute(preference, attr, &bytes, sizeof bytes);
   cublasLtMatmulHeuristicResult_t found_algos[kCandidates] = {};
   int found = 0;
   const cublasStatus_t heuristic =
       set_status != CUBLAS_STATUS_SUCCESS
           ? set_status
-          : cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(ex.blas_lt), p->op, p->a, p->b, p->c, p->c,
+          : cublas().lt_matmul_algo_get_heuristic(static_cast<cublasLtHandle_t>(ex.blas_lt), p->op, p->a, p->b, p->c, p->c,
                                            preference, kCandidates, found_algos, &found);
-  cublasLtMatmulPreferenceDestroy(preference);
+  cublas().lt_matmul_preference_destroy(preference);
   MOEBENCH_CUBLAS_CHECK(heuristic);
   for (int i = 0; i < found; ++i)
     if (found_algos[i].state == CUBLAS_STATUS_SUCCESS) p->candidates.push_back(found_algos[i].algo);
@@ -161,14 +161,14 @@ Plan* make_plan(const BatchedGemmArgs& args, const Exec& ex) {
 // Whether cuBLASLt runs `algo` on the plan's exact descriptors within the workspace.
 bool fits(const Plan& p, const cublasLtMatmulAlgo_t& algo, const Exec& ex) {
   cublasLtMatmulHeuristicResult_t check{};
-  return cublasLtMatmulAlgoCheck(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, p.a, p.b, p.c, p.c, &algo, &check) ==
+  return cublas().lt_matmul_algo_check(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, p.a, p.b, p.c, p.c, &algo, &check) ==
              CUBLAS_STATUS_SUCCESS &&
          check.workspaceSize <= ex.workspace_bytes;
 }
 
 cublasStatus_t run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const BatchedGemmArgs& args, const Exec& ex) {
   const GemmArgs& g = args.g;
-  return cublasLtMatmul(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, &g.alpha, g.b, p.a, g.a, p.b, &g.beta, g.c, p.c,
+  return cublas().lt_matmul(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, &g.alpha, g.b, p.a, g.a, p.b, &g.beta, g.c, p.c,
                         g.c, p.c, &algo, ex.workspace, ex.workspace_bytes, static_cast<cudaStream_t>(ex.stream));
 }
 

@@ -1,7 +1,7 @@
 // Error checks for CUDA runtime and cuBLAS calls: a failure becomes moebench::Error with
 // the call, the library's message and the place.
 #pragma once
-#include <cublas_v2.h>
+#include "kernels/cublas_library.h"
 #include <cuda_runtime.h>
 #include <string>
 #include "kernels/exec.h"
@@ -11,7 +11,7 @@ namespace moebench::detail {
   throw Error(std::string(call) + " failed: " + cudaGetErrorString(e) + " (" + file + ":" + std::to_string(line) + ")");
 }
 [[noreturn]] inline void cublas_fail(cublasStatus_t s, const char* call, const char* file, int line) {
-  throw Error(std::string(call) + " failed: " + cublasGetStatusString(s) + " (" + file + ":" + std::to_string(line) + ")");
+  throw Error(std::string(call) + " failed: " + cublas().status_string(s) + " (" + file + ":" + std::to_string(line) + ")");
 }
 }  // namespace moebench::detail
 

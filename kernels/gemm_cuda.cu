@@ -20,7 +20,7 @@ void gemm_cuda(const GemmArgs& g, void* stream, void* blas, bool tensor_cores) {
   (void)stream;  // the handle is bound to its stream once, when the device creates both
   const cublasComputeType_t compute = gemm_compute_type(g.dtype, tensor_cores);
   const cudaDataType_t t = cuda::data_type(g.dtype), ct = cuda::data_type(g.c_dtype.value_or(g.dtype));
-  MOEBENCH_CUBLAS_CHECK(cublasGemmEx(handle, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+  MOEBENCH_CUBLAS_CHECK(cublas().gemm_ex(handle, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                                      g.n, g.m, g.k, &g.alpha, g.b, t, g.ldb, g.a, t, g.lda, &g.beta, g.c, ct, g.ldc,
                                      compute, CUBLAS_GEMM_DEFAULT));
 }

@@ -85,7 +85,7 @@ void grouped_gemm_cuda(const std::vector<GemmArgs>& problems, void* stream, void
   const cublasComputeType_t compute =  // the grouped call takes no pedantic type
       dtype == DType::f32 ? (tensor_cores ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F) : CUBLAS_COMPUTE_32F;
   const cudaDataType_t t = cuda::data_type(dtype);
-  MOEBENCH_CUBLAS_CHECK(cublasGemmGroupedBatchedEx(handle, ta.data(), tb.data(), m.data(), n.data(), k.data(),
+  MOEBENCH_CUBLAS_CHECK(cublas().gemm_grouped_batched_ex(handle, ta.data(), tb.data(), m.data(), n.data(), k.data(),
                                                    alpha.data(), d_a, t, lda.data(), d_b, t, ldb.data(), beta.data(),
                                                    d_c, t, ldc.data(), count, size.data(), compute));
 }

@@ -6,8 +6,7 @@
 #include <sstream>
 #include "runtime/device.h"
 #if MOEBENCH_WITH_CUDA
-#include <cublasLt.h>
-#include <cublas_v2.h>
+#include "kernels/cublas_library.h"
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include "kernels/cuda_check.cuh"
@@ -40,18 +39,18 @@ struct Device::Cuda {
   StreamResources make() {
     StreamResources r;
     MOEBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
-    MOEBENCH_CUBLAS_CHECK(cublasCreate(&r.blas));
-    MOEBENCH_CUBLAS_CHECK(cublasSetStream(r.blas, r.stream));
+    MOEBENCH_CUBLAS_CHECK(cublas().create(&r.blas));
+    MOEBENCH_CUBLAS_CHECK(cublas().set_stream(r.blas, r.stream));
     MOEBENCH_CUDA_CHECK(cudaMalloc(&r.workspace, kBlasWorkspaceBytes));
-    MOEBENCH_CUBLAS_CHECK(cublasSetWorkspace(r.blas, r.workspace, kBlasWorkspaceBytes));
-    MOEBENCH_CUBLAS_CHECK(cublasLtCreate(&r.blas_lt));
+    MOEBENCH_CUBLAS_CHECK(cublas().set_workspace(r.blas, r.workspace, kBlasWorkspaceBytes));
+    MOEBENCH_CUBLAS_CHECK(cublas().lt_create(&r.blas_lt));
     streams.push_back(r);
     return r;
   }
   ~Cuda() {
     for (auto& r : streams) {
-      if (r.blas_lt) cublasLtDestroy(r.blas_lt);
-      if (r.blas) cublasDestroy(r.blas);
+      if (r.blas_lt) cublas().lt_destroy(r.blas_lt);
+      if (r.blas) cublas().destroy(r.blas);
       if (r.workspace) cudaFree(r.workspace);
       if (r.stream) cudaStreamDestroy(r.stream);
     }

@@ -896,6 +896,26 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^DeterministicInit\.",
     },
+    # cuBLAS opened with the first CUDA device (kernels/cublas_library.cpp)
+    {
+        "id": "cublas_linked_again",
+        "mechanism": "cuBLAS is linked again: every process, a CPU run's too, loads it at start",
+        "file": "kernels/CMakeLists.txt",
+        # --no-as-needed: a linker that drops unused libraries would otherwise leave the plant inert.
+        "edits": [("target_link_libraries(moebench_kernels PUBLIC CUDA::cudart ${CMAKE_DL_LIBS})",
+                   "target_link_libraries(moebench_kernels PUBLIC CUDA::cudart ${CMAKE_DL_LIBS} -Wl,--no-as-needed "
+                   "CUDA::cublas CUDA::cublasLt)")],
+        "targets": [UNIT],
+        "tests": r"^CublasLibrary\.ACpuRun",
+    },
+    {
+        "id": "cublas_entry_left_unresolved",
+        "mechanism": "an entry point is left unresolved: the first GPU run that needs it calls a null pointer",
+        "file": "kernels/cublas_library.cpp",
+        "edits": [("  MOEBENCH_RESOLVE(lt, lt_matmul_algo_check, cublasLtMatmulAlgoCheck);\n", "")],
+        "targets": [UNIT],
+        "tests": r"^CublasLibrary\.OpensThe",
+    },
     # The tree's rules (tests/cli/check_tree.py)
     {
         "id": "bench_declares_a_library",
