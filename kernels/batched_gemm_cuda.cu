@@ -27,7 +27,8 @@ cublasLtMatrixLayout_t layout(cudaDataType_t t, std::uint64_t rows, std::uint64_
   MOEBENCH_CUBLAS_CHECK(cublas().lt_matrix_layout_create(&l, t, rows, cols, ld));
   const std::int32_t count = batch;
   const std::int64_t offset = stride;
-  MOEBENCH_CUBLAS_CHECK(cublas().lt_matrix_layout_set_attribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+  MOEBENCH_CUBLAS_CHECK(
+      cublas().lt_matrix_layout_set_attribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
   MOEBENCH_CUBLAS_CHECK(
       cublas().lt_matrix_layout_set_attribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof offset));
   return l;
@@ -145,8 +146,8 @@ Plan* make_plan(const BatchedGemmArgs& args, const Exec& ex) {
   const cublasStatus_t heuristic =
       set_status != CUBLAS_STATUS_SUCCESS
           ? set_status
-          : cublas().lt_matmul_algo_get_heuristic(static_cast<cublasLtHandle_t>(ex.blas_lt), p->op, p->a, p->b, p->c, p->c,
-                                           preference, kCandidates, found_algos, &found);
+          : cublas().lt_matmul_algo_get_heuristic(static_cast<cublasLtHandle_t>(ex.blas_lt), p->op, p->a, p->b, p->c,
+                                                  p->c, preference, kCandidates, found_algos, &found);
   cublas().lt_matmul_preference_destroy(preference);
   MOEBENCH_CUBLAS_CHECK(heuristic);
   for (int i = 0; i < found; ++i)
@@ -161,15 +162,16 @@ Plan* make_plan(const BatchedGemmArgs& args, const Exec& ex) {
 // Whether cuBLASLt runs `algo` on the plan's exact descriptors within the workspace.
 bool fits(const Plan& p, const cublasLtMatmulAlgo_t& algo, const Exec& ex) {
   cublasLtMatmulHeuristicResult_t check{};
-  return cublas().lt_matmul_algo_check(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, p.a, p.b, p.c, p.c, &algo, &check) ==
-             CUBLAS_STATUS_SUCCESS &&
+  return cublas().lt_matmul_algo_check(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, p.a, p.b, p.c, p.c, &algo,
+                                       &check) == CUBLAS_STATUS_SUCCESS &&
          check.workspaceSize <= ex.workspace_bytes;
 }
 
 cublasStatus_t run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const BatchedGemmArgs& args, const Exec& ex) {
   const GemmArgs& g = args.g;
-  return cublas().lt_matmul(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, &g.alpha, g.b, p.a, g.a, p.b, &g.beta, g.c, p.c,
-                        g.c, p.c, &algo, ex.workspace, ex.workspace_bytes, static_cast<cudaStream_t>(ex.stream));
+  return cublas().lt_matmul(static_cast<cublasLtHandle_t>(ex.blas_lt), p.op, &g.alpha, g.b, p.a, g.a, p.b, &g.beta, g.c,
+                            p.c, g.c, p.c, &algo, ex.workspace, ex.workspace_bytes,
+                            static_cast<cudaStream_t>(ex.stream));
 }
 
 // The bytes an operand's `batch` entries span: rows x cols elements, ld apart, stride apart.

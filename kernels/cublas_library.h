@@ -1,6 +1,6 @@
-// cuBLAS and cuBLASLt, opened with dlopen when the first CUDA device opens, never linked: their
-// initialisers touch some 200 MB at every process start, which a run on the CPU backend (a
-// test, a rank on a laptop) would pay for nothing.
+// cuBLAS and cuBLASLt, opened with dlopen when the first CUDA device opens, never linked: linked,
+// their initialisers run at every process start and fault in much of cuBLASLt's data, which a run
+// on the CPU backend (a test, a rank on a laptop) would pay for nothing.
 #pragma once
 #include <cublasLt.h>
 #include <cublas_v2.h>
