@@ -32,19 +32,15 @@ class CommBench final : public BenchProgram {
   }
 
   void add_options(CLI::App& app) override {
-    app.add_option("-b,--min-bytes", min_text_, "Smallest size (bytes; K/M/G suffixes); default by scale")
-        ->type_name("SIZE")
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    app.add_option("-e,--max-bytes", max_text_, "Largest size; default by scale")
-        ->type_name("SIZE")
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    add_text(app, "-b,--min-bytes", min_text_, "SIZE", "Smallest size (bytes; K/M/G suffixes); default by scale");
+    add_text(app, "-e,--max-bytes", max_text_, "SIZE", "Largest size; default by scale");
     add_whole(app, "-f,--step-factor", step_, 2, 1024, "Multiply the size by this from min to max (default 2)");
     add_choices(app, "--collectives", collective_names_,
                 {"all_to_all", "all_reduce", "all_gather", "reduce_scatter", "send_recv"}, "Which collectives (default: all)");
     add_whole(app, "--fail-rank", fail_rank_, 0, 1 << 20, "Self-test: this rank fails at its first measurement (the job must end)");
     add_whole(app, "--stall-rank", stall_rank_, 0, 1 << 20,
               "Self-test: this rank stops itself (SIGSTOP) at its first measurement (--comm-timeout must end the job)");
-    app.add_flag("--corrupt-check", corrupt_, "Self-test: corrupt one received element before each check (#wrong > 0)");
+    add_flag(app, "--corrupt-check", corrupt_, "Self-test: corrupt one received element before each check (#wrong > 0)");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {

@@ -59,9 +59,9 @@ class GptStepBench final : public BenchProgram {
     add_choice(app, "--expert-gemm", expert_gemm_opt_, {"grouped", "serial", "padded", "streams", "segmented"},
                "The MoE model's experts (moebench_moe_layer's routes; segmented keeps the counts on the device) "
                "(default: padded on cuda where the FFN width is a multiple of 8, else grouped)");
-    app.add_flag("--kernels", kernels_,
-                 "Also run as many eager steps as repetitions op by op (on cuda every kernel, copy and memset, through "
-                 "CUPTI) into gpt/step_kernels.csv, each under the phase that launched it");
+    add_flag(app, "--kernels", kernels_,
+             "Also run as many eager steps as repetitions op by op (on cuda every kernel, copy and memset, through "
+             "CUPTI) into gpt/step_kernels.csv, each under the phase that launched it");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {

@@ -71,9 +71,9 @@ class CvBench final : public BenchProgram {
     add_whole(app, "--clusters", clusters_opt_, 1, 100000, "Gaussian clusters in the token distribution (default 64)");
     add_real(app, "--zipf", zipf_opt_, at_least(0), "Zipf exponent of the cluster frequencies (default 1.1)");
     add_real(app, "--cluster-spread", spread_opt_, above(0), "Standard deviation of a token around its cluster centre (default 0.3)");
-    app.add_flag("--sweep", sweep_,
-                 "Also train under the settings that explain the result (optimizer, step size, aux strength, data), "
-                 "at the first capacity factor, into cv_sweep.csv");
+    add_flag(app, "--sweep", sweep_,
+             "Also train under the settings that explain the result (optimizer, step size, aux strength, data), "
+             "at the first capacity factor, into cv_sweep.csv");
   }
 
   std::optional<std::string> validate(const BenchContext& ctx) override {

@@ -61,14 +61,14 @@ class MoELayerBench final : public BenchProgram {
     add_choices(app, "--dispatchers", dispatchers_, {"local", "expert_parallel", "ppmoe"}, "Dispatchers to run (default: all; with --expert-gemm segmented, local and ppmoe)");
     add_whole(app, "--tp", tp_opt_, 1, 1 << 20, "PPMoE tensor-parallel group size (default: all ranks)");
     add_path(app, "--dump", dump_dir_, "Write each layer's input, weights, routing, output and gradients as .npy here");
-    app.add_option("--popularity", popularity_text_,
-                   "Experts' popularity the tokens steer the gate to: natural (as drawn), uniform, zipf:S, hot:F "
-                   "(default natural)");
+    add_text(app, "--popularity", popularity_text_, "POPULARITY",
+             "Experts' popularity the tokens steer the gate to: natural (as drawn), uniform, zipf:S, hot:F "
+             "(default natural)");
     add_path(app, "--reference", reference_path_,
              "PyTorch's layer (experiments/moe/torch_layer.py's CSV) at the same sizes and popularity, for speed_vs_torch");
-    app.add_flag("--kernels", kernels_,
-                 "Also run as many iterations as repetitions op by op (on cuda every kernel, copy and memset, through "
-                 "CUPTI) into moe/kernels_<dispatcher>.csv, each under the range that launched it");
+    add_flag(app, "--kernels", kernels_,
+             "Also run as many iterations as repetitions op by op (on cuda every kernel, copy and memset, through "
+             "CUPTI) into moe/kernels_<dispatcher>.csv, each under the range that launched it");
     add_path(app, "--roofline-profile", roofline_path_,
              "This device's profile (moebench_profile's CSV) for the roofline columns; none: they are n/a");
   }

@@ -11,7 +11,7 @@ void MoEOptions::add(CLI::App& app) {
   add_whole(app, "--top-k", top_k, 1, kMax, "Experts per token inside each prototype (default: by scale)");
   add_whole(app, "--tokens", tokens, 1, kMax, "Tokens per rank (default: by scale)");
   add_real(app, "--capacity-factor", capacity_factor, above(0), "Capacity factor gamma of M6-T Eq. 2; default dropless");
-  app.add_flag("--no-aux", no_aux, "Switch the load-balancing loss off");
+  add_flag(app, "--no-aux", no_aux, "Switch the load-balancing loss off");
   add_real(app, "--aux-coef", aux_coef, at_least(0), "Load-balancing loss coefficient (default 0.01)");
   add_choice(app, "--expert-gemm", expert_gemm, {"grouped", "serial", "padded", "streams", "segmented"},
              "Local experts as one grouped GEMM, serial GEMMs, one strided-batched GEMM over rows padded to the "

@@ -2,7 +2,6 @@
 // per-scale defaults: a value given on the command line always wins, and "not given" is
 // nullopt, never a value a user could type.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 #include "harness/options.h"

@@ -64,7 +64,7 @@ class LayoutsBench final : public BenchProgram {
     add_whole(app, "--dp", dp_opt_, 1, 1 << 16, "--layout: data-parallel size (default 1)");
     add_whole(app, "--tp", tp_opt_, 1, 1 << 16, "--layout: tensor-parallel size (default 1)");
     add_whole(app, "--pp", pp_opt_, 1, 1 << 16, "--layout: pipeline stages (default 1)");
-    app.add_flag("--zero", zero_, "--layout: ZeRO-1 for the data-parallel gradients");
+    add_flag(app, "--zero", zero_, "--layout: ZeRO-1 for the data-parallel gradients");
     add_wholes(app, "--rows", row_opt_, 1, int(kPaperRows.size()),
                "Which of Table 2's small-setting rows, 1-based (default: all " + std::to_string(kPaperRows.size()) + ")");
   }

@@ -40,8 +40,7 @@ class ProfileBench final : public BenchProgram {
     return "This machine's hardware profile for the performance models, from a GEMM sweep, a copy, GeLU and all-to-alls.";
   }
   void add_options(CLI::App& app) override {
-    app.add_option("--name", name_, "Profile name: writes <out>/models/profile_<name>.csv (default this_machine)")
-        ->type_name("NAME");
+    add_text(app, "--name", name_, "NAME", "Profile name: writes <out>/models/profile_<name>.csv (default this_machine)");
     add_path(app, "--link-profile", link_profile_,
              "On one rank: take the link values (intra/inter bandwidth and latency) from this profile (name or CSV)");
   }

@@ -1,4 +1,5 @@
 #include "harness/bench.h"
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

@@ -1,4 +1,5 @@
 #include "harness/options.h"
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -303,6 +304,34 @@ CLI::Option* add_path(CLI::App& app, const std::string& name, std::string& out, 
       help, "PATH");
 }
 
+CLI::Option* add_text(CLI::App& app, const std::string& name, std::string& out, const std::string& type,
+                      const std::string& help) {
+  return single(
+      app, name,
+      [&out](const CLI::results_t& r) {
+        out = r.at(0);
+        return true;
+      },
+      help, type);
+}
+
+CLI::Option* add_text(CLI::App& app, const std::string& name, std::optional<std::string>& out, const std::string& type,
+                      const std::string& help) {
+  return single(
+      app, name,
+      [&out](const CLI::results_t& r) {
+        out = r.at(0);
+        return true;
+      },
+      help, type);
+}
+
+CLI::Option* add_flag(CLI::App& app, const std::string& name, bool& out, const std::string& help) {
+  return app.add_flag(name, out, help);
+}
+
+CLI::Option* make_required(CLI::Option* option) { return option->required(); }
+
 void add_common_options(CLI::App& app, CommonOptions& o) {
   add_choice(app, "--backend", o.backend, {"cpu", "cuda"}, "Where ops run: cpu (OpenBLAS, MPI) or cuda (cuBLAS, NCCL); default cpu");
   add_choice(app, "--scale", o.scale, {"tiny", "local", "paper"},
@@ -313,10 +342,10 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   add_path(app, "--trace", o.trace_dir,
            "Also write a Chrome/Perfetto trace JSON per rank here (<program>.rank<R>.json: one track per stream, "
            "ranges named like the CSV columns, communication with its bytes); open it in ui.perfetto.dev");
-  app.add_flag("--list-devices", o.list_devices, "Print how many CUDA devices this process can use, and exit");
-  app.add_flag("--profile", o.profile,
-               "Bracket only the measured iterations with cudaProfilerStart/Stop (nsys --capture-range=cudaProfilerApi; cuda only)");
-  app.add_flag("--no-tensor-cores", o.no_tensor_cores, "GEMMs without tensor cores (fp32 math, pedantic for 16-bit operands; cuda only)");
+  add_flag(app, "--list-devices", o.list_devices, "Print how many CUDA devices this process can use, and exit");
+  add_flag(app, "--profile", o.profile,
+           "Bracket only the measured iterations with cudaProfilerStart/Stop (nsys --capture-range=cudaProfilerApi; cuda only)");
+  add_flag(app, "--no-tensor-cores", o.no_tensor_cores, "GEMMs without tensor cores (fp32 math, pedantic for 16-bit operands; cuda only)");
   add_whole(app, "--warmup", o.warmup, 0, 1000000, "Untimed iterations before each measurement (default: by scale)");
   add_whole(app, "--iters", o.iters, 1, 1000000, "Timed iterations per repetition (default: by scale)");
   add_whole(app, "--blas-threads", o.blas_threads, 1, 1024,

@@ -3,7 +3,6 @@
 // non-finite numbers, and say in words what is allowed:
 //   "--tokens: '-5' is out of range; allowed: a whole number >= 1".
 #pragma once
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -11,6 +10,15 @@
 #include <vector>
 #include "kernels/dtype.h"
 #include "kernels/exec.h"
+
+// CLI11 is included only where an App is built or parsed (options.cpp, bench.cpp,
+// tool_command_line.cpp): its header costs every file that includes it seconds of compile time,
+// so the benches and tools add their options through the helpers below.
+namespace CLI {
+class App;
+class Option;
+class ParseError;
+}  // namespace CLI
 
 namespace moebench {
 
@@ -47,6 +55,15 @@ CLI::Option* add_choices(CLI::App& app, const std::string& name, std::vector<std
                          const std::vector<std::string>& allowed, const std::string& help);
 // A file or folder path; empty is an error.
 CLI::Option* add_path(CLI::App& app, const std::string& name, std::string& out, const std::string& help);
+// Free text the caller checks itself (a size, a name), shown as `type` in --help.
+CLI::Option* add_text(CLI::App& app, const std::string& name, std::string& out, const std::string& type,
+                      const std::string& help);
+CLI::Option* add_text(CLI::App& app, const std::string& name, std::optional<std::string>& out, const std::string& type,
+                      const std::string& help);
+// A switch that takes no value.
+CLI::Option* add_flag(CLI::App& app, const std::string& name, bool& out, const std::string& help);
+// The option must be given ("--profile is required").
+CLI::Option* make_required(CLI::Option* option);
 
 // "a whole number >= 1", "a whole number from 2 to 1024", "a number > 0", "cpu or cuda".
 std::string describe_whole(std::int64_t min, std::int64_t max);

@@ -9,6 +9,7 @@
 #include <vector>
 #include "kernels/batched_gemm.h"
 #include "kernels/cublas_library.h"
+#include "kernels/cublas_check.h"
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_types.cuh"
 

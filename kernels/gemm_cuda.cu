@@ -1,3 +1,4 @@
+#include "kernels/cublas_check.h"
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_types.cuh"
 #include "kernels/gemm.h"

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <vector>
+#include "kernels/cublas_check.h"
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_types.cuh"
 #include "kernels/grouped_gemm.h"

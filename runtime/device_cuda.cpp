@@ -9,6 +9,7 @@
 #include "kernels/cublas_library.h"
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
+#include "kernels/cublas_check.h"
 #include "kernels/cuda_check.cuh"
 #endif
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include "harness/options.h"
+#include "harness/tool_command_line.h"
 #include "harness/output_check.h"
 #include <unistd.h>
 #include "models/paper_values.h"
@@ -16,7 +16,9 @@
 using namespace moebench;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Projected paper-scale tables from the performance models (modelled, not measured)."};
+  ToolCommandLine command_line("moebench_project",
+                               "Projected paper-scale tables from the performance models (modelled, not measured).");
+  CLI::App& app = command_line.app();
   std::string out = "results", ppmoe_profile = "ppmoe-v100", m6t_profile = "m6t-v100";
   add_path(app, "--out", out, "Results folder (default results); writes <out>/models/");
   add_path(app, "--ppmoe-profile", ppmoe_profile, "Hardware profile for 000's tables (name or CSV path; default ppmoe-v100)");
@@ -31,13 +33,7 @@ int main(int argc, char** argv) {
   add_path(app, "--local-profile", local_profile,
            "This machine's profile (moebench_profile's CSV); default <out>/models/profile_this_machine.csv if it exists");
   add_path(app, "--local-results", local_results, "Results of this machine's runs to hold the model against (default <out>)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "moebench_project: error: %s\n", usage_message(e, app).c_str());
-    return 2;
-  }
+  if (const std::optional<int> exit_code = command_line.parse(argc, argv)) return *exit_code;
   try {
     if (auto e = check_output_folder("--out", out)) throw Error(*e);
     const PaperProfiles papers{load_profile_option("--ppmoe-profile", ppmoe_profile),

@@ -4,7 +4,7 @@
 //   moebench_whatif --profile h100-node --model gpt3-6.7b --layout ppmoe --tp 8 --pp 4 --dp 2
 //       --micro-batches 16 --out whatif.csv
 #include <cstdio>
-#include "harness/options.h"
+#include "harness/tool_command_line.h"
 #include "harness/output_check.h"
 #include "models/paper_specs.h"
 #include "tools/projection.h"
@@ -12,17 +12,19 @@
 using namespace moebench;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Projected training step of a GPT model (dense or MoE) in a DP x TP x PP layout on a hardware profile."};
+  ToolCommandLine command_line(
+      "moebench_whatif", "Projected training step of a GPT model (dense or MoE) in a DP x TP x PP layout on a hardware profile.");
+  CLI::App& app = command_line.app();
   std::string profile, model = "gpt3-medium", layout = "dense", schedule = "1f1b", out, dtype = "fp16";
   std::optional<int> gpus, dp, tp, pp, micro, micro_size, experts, moe_every, top_k, layers, hidden, ffn, heads, seq, vocab,
       zero_stage;
   std::optional<double> capacity;
   bool zero = false, recompute = false;
-  add_path(app, "--profile", profile, "Hardware profile: a name (" + [] {
+  make_required(add_path(app, "--profile", profile, "Hardware profile: a name (" + [] {
     std::string s;
     for (const auto& n : shipped_profiles()) s += (s.empty() ? "" : ", ") + n;
     return s;
-  }() + ") or a profile CSV")->required();
+  }() + ") or a profile CSV"));
   std::vector<std::string> names;
   for (const auto& m : model_specs()) names.push_back(m.name);
   add_choice(app, "--model", model, names, "The model's shape (default gpt3-medium); --layers etc. override it");
@@ -31,12 +33,12 @@ int main(int argc, char** argv) {
   add_whole(app, "--dp", dp, 1, 1 << 20, "Data-parallel size (default 1)");
   add_whole(app, "--tp", tp, 1, 1024, "Tensor-parallel size (default 1)");
   add_whole(app, "--pp", pp, 1, 1 << 12, "Pipeline stages (default 1)");
-  app.add_flag("--zero", zero, "ZeRO over the DP group");
+  add_flag(app, "--zero", zero, "ZeRO over the DP group");
   add_whole(app, "--zero-stage", zero_stage, 1, 2, "ZeRO stage with --zero: 1 optimizer states, 2 and gradients (default 1)");
   add_whole(app, "--micro-batches", micro, 1, 1 << 20, "Micro-batches per step (default 1)");
   add_whole(app, "--micro-batch-size", micro_size, 1, 1 << 20, "Sequences per micro-batch (default 1)");
   add_choice(app, "--schedule", schedule, {"gpipe", "1f1b", "zb-h1"}, "Pipeline schedule (default 1f1b)");
-  app.add_flag("--recompute", recompute, "Recompute activations in backward");
+  add_flag(app, "--recompute", recompute, "Recompute activations in backward");
   add_choice(app, "--dtype", dtype, {"fp16", "bf16", "fp32"}, "Weights and activations (default fp16)");
   add_whole(app, "--experts", experts, 1, 1 << 20, "Experts per MoE layer (default: the model's)");
   add_whole(app, "--moe-every", moe_every, 1, 1 << 10, "An MoE layer every N FFNs (default: the model's)");
@@ -49,13 +51,7 @@ int main(int argc, char** argv) {
   add_whole(app, "--seq", seq, 1, 1 << 22, "Sequence length (default: the model's, else 2048)");
   add_whole(app, "--vocab", vocab, 1, 1 << 24, "Vocabulary (default: the --model spec's)");
   add_path(app, "--out", out, "CSV to write (default: print only)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "moebench_whatif: error: %s\n", usage_message(e, app).c_str());
-    return 2;
-  }
+  if (const std::optional<int> exit_code = command_line.parse(argc, argv)) return *exit_code;
   try {
     if (!out.empty())
       if (auto e = check_output_file("--out", out)) throw Error(*e);

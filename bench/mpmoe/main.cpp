@@ -64,7 +64,7 @@ class MPMoEBench final : public BenchProgram {
              "number)");
     add_path(app, "--search-file", search_file_,
              "Algorithm 1's saved search, read and written (default: <out>/mpmoe/granularity_search.csv)");
-    app.add_flag("--fresh-search", fresh_search_, "Ignore the saved search (it is still written)");
+    add_flag(app, "--fresh-search", fresh_search_, "Ignore the saved search (it is still written)");
     add_choice(app, "--split", split_, {"tokens", "worker_groups"}, "--experiments layer: MPMoE's or FasterMoE's split (default tokens)");
     add_whole(app, "--partitions", partitions_opt_, 1, 1 << 24, "--experiments layer: parts n of the token split (default 4)");
     add_choice(app, "--strategy", strategy_, {"none", "S1", "S2", "S3", "S4"},

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include "runtime/layout.h"
 #include "harness/options.h"
+#include <CLI/CLI.hpp>
 #include <algorithm>
 
 namespace moebench {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include "harness/options.h"
+#include "harness/tool_command_line.h"
 #include "harness/output_check.h"
 #include "models/paper_values.h"
 #include "runtime/atomic_file.h"
@@ -16,19 +16,15 @@
 using namespace moebench;
 
 int main(int argc, char** argv) {
-  CLI::App app{"The claim ledger: the four papers' claims judged from a results folder; writes <out>/claims.csv and "
-               "<out>/REPORT.md."};
+  ToolCommandLine command_line("moebench_claims",
+                               "The claim ledger: the four papers' claims judged from a results folder; writes "
+                               "<out>/claims.csv and <out>/REPORT.md.");
+  CLI::App& app = command_line.app();
   std::string results = std::string(MOEBENCH_SOURCE_DIR) + "/results", out, reference;
   add_path(app, "--results", results, "Results folder to judge (default: the source tree's results/)");
   add_path(app, "--out", out, "Where claims.csv and REPORT.md go (default: --results)");
   add_path(app, "--reference", reference, "The papers' numbers and claims (default: experiments/reference/)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "moebench_claims: error: %s\n", usage_message(e, app).c_str());
-    return 2;
-  }
+  if (const std::optional<int> exit_code = command_line.parse(argc, argv)) return *exit_code;
   try {
     if (!std::filesystem::is_directory(results)) throw Error("--results: " + results + " is not a folder");
     if (out.empty()) out = results;
