@@ -100,23 +100,24 @@ moebench_parse_args() {
 # backend's in DIR (their first row's provenance says which); with --replace, removes those CSVs
 # and their plots first.
 moebench_results_dir_check() {
-  local dir="$1" f other=""
+  local dir="$1" f other="" scale backend
   [ -d "$dir" ] || return 0
-  for f in "$dir"/*.csv; do
-    [ -f "$f" ] || continue
-    local scale backend
-    # The first row's scale and backend, read as CSV (a link such as "emulated: 1 GB/s, 5 us" holds a comma).
-    read -r scale backend < <(python3 -c 'import csv, sys
-r = csv.DictReader(open(sys.argv[1], newline=""))
-row = next(r, None) or {}
-print(row.get("scale") or "-", row.get("backend") or "-")' "$f")
+  local csvs=()
+  for f in "$dir"/*.csv; do [ -f "$f" ] && csvs+=("$f"); done
+  [ "${#csvs[@]}" -gt 0 ] || return 0
+  # Each CSV's first row's scale and backend, read as CSV (a link such as "emulated: 1 GB/s, 5 us"
+  # holds a comma), by one Python for the whole folder.
+  while read -r scale backend f; do
     [ "$backend" != model ] || continue  # a model's projection (models/), not a run
     if { [ -n "$scale" ] && [ "$scale" != - ] && [ "$scale" != "$SCALE" ]; } ||
        { [ -n "$backend" ] && [ "$backend" != - ] && [ "$backend" != "$BACKEND" ]; }; then
       other="$f ($scale scale, $backend backend)"
       break
     fi
-  done
+  done < <(python3 -c 'import csv, sys
+for name in sys.argv[1:]:
+    row = next(csv.DictReader(open(name, newline="")), None) or {}
+    print(row.get("scale") or "-", row.get("backend") or "-", name)' "${csvs[@]}")
   [ -n "$other" ] || return 0
   if [ "$REPLACE" = 1 ]; then
     echo "$MOEBENCH_SCRIPT: --replace: removing the CSVs and plots of $dir (another run's: $other)"
@@ -197,11 +198,15 @@ moebench_launch() {
   esac
 }
 
-# A Python with matplotlib (Debian's python3-matplotlib lives under /usr/bin/python3).
+# A Python with matplotlib (Debian's python3-matplotlib lives under /usr/bin/python3). Asked of
+# the package finder, not by importing matplotlib, which takes a quarter of a second per call.
 moebench_python() {
   local py
   for py in python3 /usr/bin/python3; do
-    if "$py" -c "import matplotlib" >/dev/null 2>&1; then echo "$py"; return; fi
+    if "$py" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('matplotlib') is None)" >/dev/null 2>&1; then
+      echo "$py"
+      return
+    fi
   done
   moebench_die "no python3 with matplotlib; run scripts/setup.sh"
 }
