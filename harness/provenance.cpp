@@ -19,8 +19,7 @@ static std::string run_command(const std::string& cmd) {
 }
 
 // The source commit; "-dirty" when tracked sources (not results/, which runs rewrite) differ from it.
-std::string source_commit() {
-  if (const char* env = std::getenv("MOEBENCH_COMMIT"); env && *env) return env;
+static std::string commit_from_git() {
 #ifdef MOEBENCH_SOURCE_DIR
   const std::string git = std::string("git -C '") + MOEBENCH_SOURCE_DIR + "' ";
   const std::string hash = run_command(git + "rev-parse --short HEAD 2>/dev/null");
@@ -31,6 +30,14 @@ std::string source_commit() {
   }
 #endif
   return "unknown";
+}
+
+std::string source_commit() {
+  if (const char* env = std::getenv("MOEBENCH_COMMIT"); env && *env) return env;
+  // Asked of git once per process: the projections stamp hundreds of tables, and each question
+  // costs two processes.
+  static const std::string from_git = commit_from_git();
+  return from_git;
 }
 
 std::string utc_now_iso8601() {
