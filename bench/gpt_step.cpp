@@ -341,7 +341,7 @@ class GptStepBench final : public BenchProgram {
           std::to_string(shape.hidden), std::to_string(shape.heads), std::to_string(shape.ffn), std::to_string(shape.seq),
           std::to_string(shape.vocab), std::to_string(moe ? shape.experts : 0), std::to_string(sequences_)};
       const auto found = kernels_by_model_.find(moe);
-      const KernelLogRuns log = found != kernels_by_model_.end() ? found->second : KernelLogRuns{{}, kernel_log_failure_};
+      const KernelLogRuns log = found != kernels_by_model_.end() ? found->second : KernelLogRuns{{}, kernel_log_failure_, {}};
       for (auto& row : kernel_cells(log)) {
         row.insert(row.begin(), moe ? "moe" : "dense");
         row.insert(row.end(), tail.begin(), tail.end());

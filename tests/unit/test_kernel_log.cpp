@@ -209,7 +209,7 @@ TEST(KernelTable, WhereTheDeviceRanNoOpIsARowUnderThePathItFollows) {
   EXPECT_DOUBLE_EQ(row("gate", idle_until("dispatch")), 3);
   EXPECT_EQ(rows.size(), 9u) << "7 ops and the 2 gaps";
   EXPECT_DOUBLE_EQ(rows[0].share, 4.0 / 14) << "w1 over the span, 0 to 14";
-  EXPECT_EQ(slowest_kernels(KernelLogRuns{rows, ""}, 2),
+  EXPECT_EQ(slowest_kernels(KernelLogRuns{rows, "", {}}, 2),
             "slowest kernels: w1 in expert 28.6%, pad in dispatch 7.1%; "
             "device idle 35.7%, the most (device idle until dispatch) in gate 21.4%");
 
