@@ -926,4 +926,12 @@ MUTATIONS = [
         "targets": ["moebench_comm"],
         "tests": r"^tree\.rules$",
     },
+    {
+        "id": "bench_includes_cli11",
+        "mechanism": "a bench includes CLI11 again: every file that does pays its header's seconds of compile time",
+        "file": "bench/comm.cpp",
+        "edits": [('#include "harness/bench.h"\n', '#include <CLI/CLI.hpp>\n#include "harness/bench.h"\n')],
+        "targets": ["moebench_comm"],
+        "tests": r"^tree\.rules$",
+    },
 ]
