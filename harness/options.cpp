@@ -304,8 +304,11 @@ CLI::Option* add_path(CLI::App& app, const std::string& name, std::string& out, 
       help, "PATH");
 }
 
-CLI::Option* add_text(CLI::App& app, const std::string& name, std::string& out, const std::string& type,
-                      const std::string& help) {
+namespace {
+// `out` a std::string or a std::optional<std::string>: the value as given.
+template <class Text>
+CLI::Option* add_text_to(CLI::App& app, const std::string& name, Text& out, const std::string& type,
+                         const std::string& help) {
   return single(
       app, name,
       [&out](const CLI::results_t& r) {
@@ -314,16 +317,16 @@ CLI::Option* add_text(CLI::App& app, const std::string& name, std::string& out, 
       },
       help, type);
 }
+}  // namespace
+
+CLI::Option* add_text(CLI::App& app, const std::string& name, std::string& out, const std::string& type,
+                      const std::string& help) {
+  return add_text_to(app, name, out, type, help);
+}
 
 CLI::Option* add_text(CLI::App& app, const std::string& name, std::optional<std::string>& out, const std::string& type,
                       const std::string& help) {
-  return single(
-      app, name,
-      [&out](const CLI::results_t& r) {
-        out = r.at(0);
-        return true;
-      },
-      help, type);
+  return add_text_to(app, name, out, type, help);
 }
 
 CLI::Option* add_flag(CLI::App& app, const std::string& name, bool& out, const std::string& help) {
