@@ -1,6 +1,6 @@
 # The standard-library headers (and, in the tests, GoogleTest's) that nearly every C++ file
-# includes, parsed once into a precompiled header instead of once per file: on a 2-core machine
-# parsing them was about half of a typical file's compile time. A target either builds one
+# includes, parsed once into a precompiled header instead of once per file, where parsing them
+# was a large share of a typical file's compile time. A target either builds one
 # (moebench_precompile_headers) or uses another's built with the same flags
 # (moebench_reuse_precompiled_headers). MOEBENCH_PCH=OFF builds every file on its own headers
 # alone, which shows an include a file forgot.

@@ -12,8 +12,8 @@
 #include "kernels/exec.h"
 
 // CLI11 is included only where an App is built or parsed (options.cpp, bench.cpp,
-// tool_command_line.cpp): its header costs every file that includes it seconds of compile time,
-// so the benches and tools add their options through the helpers below.
+// tool_command_line.cpp): parsing its header dominates the compile time of a file that includes
+// it, so the benches and tools add their options through the helpers below.
 namespace CLI {
 class App;
 class Option;

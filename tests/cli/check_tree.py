@@ -7,8 +7,8 @@
  - one owner per idea: AdamW's state is runtime/adamw's (no other file outside kernels/ and
    tests/ calls adam_step), a model's size is models/model_shape.h's ModelShape (no other
    file defines it), a rank layout is runtime/layout.h's ParallelLayout, and CLI11 is
-   included only by the three files that build or parse a command line (its header costs
-   each file that includes it seconds of compile time);
+   included only by the three files that build or parse a command line (parsing its header
+   dominates the compile time of a file that includes it);
  - README.md is an entry point of at most 150 lines;
  - every relative link in README.md and docs/ points at a file or folder that exists.
 
