@@ -199,7 +199,7 @@ moebench_launch() {
 }
 
 # A Python with matplotlib (Debian's python3-matplotlib lives under /usr/bin/python3). Asked of
-# the package finder, not by importing matplotlib, which takes a quarter of a second per call.
+# the package finder, not by importing matplotlib, which would cost every call its whole import.
 moebench_python() {
   local py
   for py in python3 /usr/bin/python3; do
