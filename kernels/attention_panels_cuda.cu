@@ -8,7 +8,7 @@
 namespace moebench {
 
 namespace {
-constexpr int kThreads = 128;
+constexpr int kPanelThreads = 128;
 
 __device__ __forceinline__ int visible(const AttentionPanel& p, int i) {
   return min(max(p.row0 + i - p.col0 + 1, 0), p.cols);
@@ -64,7 +64,7 @@ __global__ void row_dot_kernel(int sequences, int seq, int heads, int head_dim, 
 void attention_panel_softmax_forward_cuda(const AttentionPanel& p, void* scores, float* stats, DType t, void* stream) {
   cuda::dispatch_float(t, "attention_panel_softmax_forward", [&](auto tag) {
     using T = decltype(tag);
-    panel_softmax_forward_kernel<T><<<unsigned(p.heads) * p.rows, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+    panel_softmax_forward_kernel<T><<<unsigned(p.heads) * p.rows, kPanelThreads, 0, static_cast<cudaStream_t>(stream)>>>(
         p, static_cast<T*>(scores), stats);
   });
   MOEBENCH_CUDA_LAUNCH_CHECK();
@@ -74,7 +74,7 @@ void attention_panel_softmax_backward_cuda(const AttentionPanel& p, void* scores
                                            const float* delta, DType t, void* stream) {
   cuda::dispatch_float(t, "attention_panel_softmax_backward", [&](auto tag) {
     using T = decltype(tag);
-    panel_softmax_backward_kernel<T><<<unsigned(p.heads) * p.rows, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+    panel_softmax_backward_kernel<T><<<unsigned(p.heads) * p.rows, kPanelThreads, 0, static_cast<cudaStream_t>(stream)>>>(
         p, static_cast<T*>(scores), static_cast<T*>(dprobs), stats, delta);
   });
   MOEBENCH_CUDA_LAUNCH_CHECK();

@@ -8,7 +8,7 @@
 namespace moebench {
 
 namespace {
-constexpr int kThreads = 128;
+constexpr int kSoftmaxThreads = 128;
 // Rows whose fp32 copy (two of them in the backward) fits in 16 KiB of shared memory per block
 // are read once; longer rows fall back to reading them again in each pass.
 constexpr std::size_t kCachedRowBytes = 16u << 10;
@@ -94,10 +94,10 @@ void causal_softmax_forward_cuda(const CausalSoftmaxShape& s, const void* scores
     const auto st = static_cast<cudaStream_t>(stream);
     const std::size_t cached = std::size_t(s.seq) * sizeof(float);
     if (cached <= kCachedRowBytes)
-      causal_softmax_forward_cached_kernel<T><<<unsigned(rows), kThreads, cached, st>>>(
+      causal_softmax_forward_cached_kernel<T><<<unsigned(rows), kSoftmaxThreads, cached, st>>>(
           s.seq, s.scale, static_cast<const T*>(scores), static_cast<T*>(probs));
     else
-      causal_softmax_forward_kernel<T><<<unsigned(rows), kThreads, 0, st>>>(s.seq, s.scale, static_cast<const T*>(scores),
+      causal_softmax_forward_kernel<T><<<unsigned(rows), kSoftmaxThreads, 0, st>>>(s.seq, s.scale, static_cast<const T*>(scores),
                                                                            static_cast<T*>(probs));
   });
   MOEBENCH_CUDA_LAUNCH_CHECK();
@@ -113,10 +113,10 @@ void causal_softmax_backward_cuda(const CausalSoftmaxShape& s, const void* probs
     const auto st = static_cast<cudaStream_t>(stream);
     const std::size_t cached = 2 * std::size_t(s.seq) * sizeof(float);
     if (cached <= kCachedRowBytes)
-      causal_softmax_backward_cached_kernel<T><<<unsigned(rows), kThreads, cached, st>>>(
+      causal_softmax_backward_cached_kernel<T><<<unsigned(rows), kSoftmaxThreads, cached, st>>>(
           s.seq, s.scale, static_cast<const T*>(probs), static_cast<const T*>(dprobs), static_cast<T*>(dscores));
     else
-      causal_softmax_backward_kernel<T><<<unsigned(rows), kThreads, 0, st>>>(
+      causal_softmax_backward_kernel<T><<<unsigned(rows), kSoftmaxThreads, 0, st>>>(
           s.seq, s.scale, static_cast<const T*>(probs), static_cast<const T*>(dprobs), static_cast<T*>(dscores));
   });
   MOEBENCH_CUDA_LAUNCH_CHECK();

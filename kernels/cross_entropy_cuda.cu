@@ -7,7 +7,7 @@
 namespace moebench {
 
 namespace {
-constexpr int kThreads = 256;
+constexpr int kCrossEntropyThreads = 256;
 
 // One block per row, two passes over it: the maximum and the sum of exponentials together
 // (online softmax), then the gradient; four logits per load where the vocabulary and the arrays
@@ -68,9 +68,9 @@ void cross_entropy_cuda(const CrossEntropyShape& s, const void* logits, const st
     T* out = static_cast<T*>(dlogits);
     const auto st = static_cast<cudaStream_t>(stream);
     if (s.vocab % 4 == 0 && cuda::aligned4(in) && cuda::aligned4(out))
-      cross_entropy_kernel<T, true><<<s.rows, kThreads, 0, st>>>(s.vocab, s.grad_scale, in, targets, losses, out);
+      cross_entropy_kernel<T, true><<<s.rows, kCrossEntropyThreads, 0, st>>>(s.vocab, s.grad_scale, in, targets, losses, out);
     else
-      cross_entropy_kernel<T, false><<<s.rows, kThreads, 0, st>>>(s.vocab, s.grad_scale, in, targets, losses, out);
+      cross_entropy_kernel<T, false><<<s.rows, kCrossEntropyThreads, 0, st>>>(s.vocab, s.grad_scale, in, targets, losses, out);
   });
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }

@@ -7,7 +7,7 @@
 namespace moebench {
 
 namespace {
-constexpr int kThreads = 128;  // four warps, four rows a block
+constexpr int kGateGradThreads = 128;  // four warps, four rows a block
 
 // Expert z F + f's dprobs: its slot's gradient (top-k's experts are distinct: one slot at most),
 // then the aux loss's bias, each rounded as the separate ops rounded them (no fused multiply-add).
@@ -47,7 +47,7 @@ __global__ void gate_logit_grads_kernel(GateGradArgs a, Bf16Parts parts, void* o
 }  // namespace
 
 void gate_logit_grads_cuda(const GateGradArgs& a, Bf16Parts parts, void* out, void* stream) {
-  gate_logit_grads_kernel<<<cuda::blocks_of_warps((long long)a.g.tokens * a.g.prototypes, kThreads), kThreads, 0,
+  gate_logit_grads_kernel<<<cuda::blocks_of_warps((long long)a.g.tokens * a.g.prototypes, kGateGradThreads), kGateGradThreads, 0,
                             static_cast<cudaStream_t>(stream)>>>(a, parts, out);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }

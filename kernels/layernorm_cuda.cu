@@ -8,7 +8,7 @@
 namespace moebench {
 
 namespace {
-constexpr int kThreads = 256;
+constexpr int kLayerNormThreads = 256;
 
 // One block per row: the mean, then the variance around it (two passes, as the CPU does).
 template <class T>
@@ -188,7 +188,7 @@ void layernorm_forward_cuda(const LayerNormShape& s, const void* x, const float*
     const int quads = warp_row_quads(s.cols, cuda::aligned4(gamma) && cuda::aligned4(beta) &&
                                                  cuda::aligned4(static_cast<const T*>(x)) && cuda::aligned4(static_cast<T*>(y)));
     if (quads == 0) {
-      layernorm_forward_kernel<T><<<s.rows, kThreads, 0, st>>>(s.cols, static_cast<const T*>(x), gamma, beta,
+      layernorm_forward_kernel<T><<<s.rows, kLayerNormThreads, 0, st>>>(s.cols, static_cast<const T*>(x), gamma, beta,
                                                                static_cast<T*>(y), mean, rstd);
       return;
     }
@@ -210,8 +210,8 @@ void layernorm_backward_cuda(const LayerNormShape& s, const void* x, const void*
     const int quads = warp_row_quads(s.cols, cuda::aligned4(gamma) && cuda::aligned4(static_cast<const T*>(x)) &&
                                                  cuda::aligned4(static_cast<const T*>(dy)) && cuda::aligned4(static_cast<T*>(dx)));
     if (quads == 0) {
-      layernorm_dx_kernel<T><<<s.rows, kThreads, 0, st>>>(s.cols, static_cast<const T*>(x), static_cast<const T*>(dy), gamma,
-                                                           mean, rstd, static_cast<T*>(dx));
+      layernorm_dx_kernel<T><<<s.rows, kLayerNormThreads, 0, st>>>(s.cols, static_cast<const T*>(x), static_cast<const T*>(dy),
+                                                                   gamma, mean, rstd, static_cast<T*>(dx));
     } else {
       const unsigned blocks = unsigned((s.rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
       with_quads<8>(quads, [&](auto q) {

@@ -6,10 +6,10 @@
 namespace moebench {
 namespace {
 
-constexpr int kRowThreads = 128;
-constexpr int kThreads = 256;
+constexpr int kPrototypeRowThreads = 128;
+constexpr int kLoopedGatingThreads = 256;
 
-unsigned blocks_for(std::size_t n) { return unsigned((n + kThreads - 1) / kThreads); }
+unsigned blocks_for(std::size_t n) { return unsigned((n + kLoopedGatingThreads - 1) / kLoopedGatingThreads); }
 // For grid-stride kernels: enough blocks to fill the GPU, not one per element.
 unsigned strided_blocks_for(std::size_t n) { return unsigned(std::min<std::size_t>(blocks_for(n), 65535u * 8)); }
 
@@ -108,7 +108,7 @@ __global__ void gather_slot_grads_kernel(CapacityShape c, const int* expert, con
 
 void prototype_softmax_cuda(const GateShape& g, const float* logits, float* probs, void* stream) {
   if (g.tokens == 0) return;
-  prototype_softmax_kernel<<<dim3(g.tokens, g.prototypes), kRowThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  prototype_softmax_kernel<<<dim3(g.tokens, g.prototypes), kPrototypeRowThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       g, logits, probs);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }
@@ -116,7 +116,7 @@ void prototype_softmax_cuda(const GateShape& g, const float* logits, float* prob
 void argmax_round_cuda(const GateShape& g, int round, const float* probs, float* remaining, std::int32_t* expert,
                        float* weight, float* one_hot, void* stream) {
   if (g.tokens == 0) return;
-  argmax_round_kernel<<<dim3(g.tokens, g.prototypes), kRowThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  argmax_round_kernel<<<dim3(g.tokens, g.prototypes), kPrototypeRowThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       g, round, probs, remaining, expert, weight, one_hot);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }
@@ -127,10 +127,10 @@ void cumsum_positions_round_cuda(const CapacityShape& c, int round, const float*
   if (c.gate.tokens == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
   const std::size_t columns = std::size_t(c.groups) * c.gate.experts;
-  cumsum_columns_kernel<<<blocks_for(columns), kThreads, 0, s>>>(c, one_hot, routed, kept, position_dense);
+  cumsum_columns_kernel<<<blocks_for(columns), kLoopedGatingThreads, 0, s>>>(c, one_hot, routed, kept, position_dense);
   MOEBENCH_CUDA_LAUNCH_CHECK();
   const std::size_t rows = std::size_t(c.gate.tokens) * c.gate.prototypes;
-  slot_positions_kernel<<<blocks_for(rows), kThreads, 0, s>>>(c, round, position_dense, expert, position);
+  slot_positions_kernel<<<blocks_for(rows), kLoopedGatingThreads, 0, s>>>(c, round, position_dense, expert, position);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }
 
@@ -138,8 +138,8 @@ void combine_round_cuda(const CapacityShape& c, int round, const std::int32_t* e
                         const float* weight, float* combine, float* dispatch, void* stream) {
   const std::size_t n = std::size_t(c.gate.tokens) * c.gate.experts * c.capacity;
   if (n == 0) return;
-  combine_round_kernel<<<strided_blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(c, round, expert, position,
-                                                                                           weight, combine, dispatch);
+  combine_round_kernel<<<strided_blocks_for(n), kLoopedGatingThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      c, round, expert, position, weight, combine, dispatch);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }
 
@@ -147,7 +147,7 @@ void gather_slot_grads_cuda(const CapacityShape& c, const std::int32_t* expert, 
                             const float* dcombine, float* dweight, void* stream) {
   const std::size_t n = std::size_t(c.gate.tokens) * c.gate.slots();
   if (n == 0) return;
-  gather_slot_grads_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  gather_slot_grads_kernel<<<blocks_for(n), kLoopedGatingThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       c, expert, position, dcombine, dweight);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }

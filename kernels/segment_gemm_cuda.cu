@@ -22,7 +22,7 @@ namespace {
 
 using namespace nvcuda;
 
-constexpr int kTileM = 128, kTileN = 128, kTileK = 32, kPad = 8, kWarps = 8, kThreads = kWarps * 32;
+constexpr int kTileM = 128, kTileN = 128, kTileK = 32, kPad = 8, kWarps = 8, kTileThreads = kWarps * 32;
 constexpr int kWarpM = 64, kWarpN = 32;  // warps in a 2 x 4 grid
 constexpr int kFragM = kWarpM / 16, kFragN = kWarpN / 16;
 constexpr int kVec = 8;  // 16-bit elements in 16 bytes
@@ -100,7 +100,7 @@ __device__ __forceinline__ float widen(T v) { return cuda::load(&v, 0); }
 // kWeights: the weights form; kTransB: the rows form's B_e read as [n, k]. Compile-time, so that
 // each instantiation holds one form's fragments and addressing only.
 template <class T, bool kWeights, bool kTransB>
-__global__ void __launch_bounds__(kThreads) segment_gemm_kernel(Params p) {
+__global__ void __launch_bounds__(kTileThreads) segment_gemm_kernel(Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();  // 16-bit WMMA with bf16 needs sm_80; the host refuses older devices first
 #else
@@ -178,15 +178,15 @@ __global__ void __launch_bounds__(kThreads) segment_gemm_kernel(Params p) {
       return load_vec(b, (long long)n0 + j, n0 + j < p.n, k0 + col, K, p.k);
     }
   };
-  static_assert(kTileM * kTileK / kVec == 2 * kThreads && kTileK * kTileN / kVec == 2 * kThreads);
+  static_assert(kTileM * kTileK / kVec == 2 * kTileThreads && kTileK * kTileN / kVec == 2 * kTileThreads);
   // The next step's vectors are read into registers while the tensor cores work on this one's.
   uint4 next_a[2], next_b[2];
   int slot_a[2], slot_b[2];
   auto fetch = [&](int k0) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      next_a[i] = a_vec(threadIdx.x + i * kThreads, k0, &slot_a[i]);
-      next_b[i] = b_vec(threadIdx.x + i * kThreads, k0, &slot_b[i]);
+      next_a[i] = a_vec(threadIdx.x + i * kTileThreads, k0, &slot_a[i]);
+      next_b[i] = b_vec(threadIdx.x + i * kTileThreads, k0, &slot_b[i]);
     }
   };
   if (K > 0) fetch(0);
@@ -312,11 +312,11 @@ void segment_gemm_cuda(const SegmentGemmArgs& g, void* stream) {
       throw Error("segment_gemm: fp32 operands have no tensor-core path here");
     } else {
       if (g.form == SegmentForm::weights)
-        segment_gemm_kernel<T, true, false><<<grid, kThreads, 0, s>>>(p);
+        segment_gemm_kernel<T, true, false><<<grid, kTileThreads, 0, s>>>(p);
       else if (g.trans_b)
-        segment_gemm_kernel<T, false, true><<<grid, kThreads, 0, s>>>(p);
+        segment_gemm_kernel<T, false, true><<<grid, kTileThreads, 0, s>>>(p);
       else
-        segment_gemm_kernel<T, false, false><<<grid, kThreads, 0, s>>>(p);
+        segment_gemm_kernel<T, false, false><<<grid, kTileThreads, 0, s>>>(p);
       MOEBENCH_CUDA_LAUNCH_CHECK();
     }
   });

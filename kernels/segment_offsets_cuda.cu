@@ -7,24 +7,24 @@
 namespace moebench {
 namespace {
 
-constexpr int kThreads = 1024;
+constexpr int kOffsetThreads = 1024;
 
-__global__ void __launch_bounds__(kThreads) segment_offsets_kernel(SegmentOffsetsArgs a) {
-  __shared__ int scan[kThreads];
+__global__ void __launch_bounds__(kOffsetThreads) segment_offsets_kernel(SegmentOffsetsArgs a) {
+  __shared__ int scan[kOffsetThreads];
   const int t = threadIdx.x;
-  for (int i = t; i < a.groups * a.experts; i += kThreads) {
+  for (int i = t; i < a.groups * a.experts; i += kOffsetThreads) {
     const int e = i % a.experts;
     if (e < a.first || e >= a.first + a.count) a.base[i] = -1;
   }
   int carry = 0;
-  for (int round = 0; round < a.count; round += kThreads) {
+  for (int round = 0; round < a.count; round += kOffsetThreads) {
     const int l = round + t;
     int mine = 0;
     if (l < a.count)
       for (int g = 0; g < a.groups; ++g) mine += a.kept[g * a.experts + a.first + l];
     scan[t] = mine;
     __syncthreads();
-    for (int d = 1; d < kThreads; d <<= 1) {  // inclusive Hillis-Steele scan
+    for (int d = 1; d < kOffsetThreads; d <<= 1) {  // inclusive Hillis-Steele scan
       const int up = t >= d ? scan[t - d] : 0;
       __syncthreads();
       scan[t] += up;
@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(kThreads) segment_offsets_kernel(SegmentOffset
         next += a.kept[at];
       }
     }
-    carry += scan[kThreads - 1];
+    carry += scan[kOffsetThreads - 1];
     __syncthreads();
   }
   if (t == 0) a.offset[a.count] = carry;
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kThreads) segment_offsets_kernel(SegmentOffset
 }  // namespace
 
 void segment_offsets_cuda(const SegmentOffsetsArgs& a, void* stream) {
-  segment_offsets_kernel<<<1, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(a);
+  segment_offsets_kernel<<<1, kOffsetThreads, 0, static_cast<cudaStream_t>(stream)>>>(a);
   MOEBENCH_CUDA_LAUNCH_CHECK();
 }
 

@@ -17,7 +17,7 @@ int paradigm(const std::string& strategy, bool backward) {
 namespace {
 
 // One slot's work: per stream, its operations in order (kind, ms alone).
-struct Work {
+struct SlotWork {
   std::vector<std::pair<std::string, double>> comm, comp, mem;
 };
 
@@ -36,7 +36,7 @@ double total(const std::vector<std::pair<std::string, double>>& ops) {
 }
 
 // Runs one slot: the streams progress at their alpha-given speeds until all are done.
-double run_slot(const Work& w, const Slowdowns& a, std::map<std::string, double>& busy) {
+double run_slot(const SlotWork& w, const Slowdowns& a, std::map<std::string, double>& busy) {
   const char* names[3] = {"comm", "comp", "mem"};
   const std::vector<std::pair<std::string, double>>* ops[3] = {&w.comm, &w.comp, &w.mem};
   std::size_t head[3] = {0, 0, 0};
@@ -78,11 +78,11 @@ double run_slot(const Work& w, const Slowdowns& a, std::map<std::string, double>
   return now;
 }
 
-PassPrediction evaluate(const std::vector<Work>& slots, int parts, const Slowdowns& a) {
+PassPrediction evaluate(const std::vector<SlotWork>& slots, int parts, const Slowdowns& a) {
   PassPrediction out;
   for (const char* kind : {"S", "C", "R", "M"}) out.busy_ms[kind] = 0.0;
   for (int k = 0; k < int(slots.size()); ++k) {
-    const Work& w = slots[k];
+    const SlotWork& w = slots[k];
     SlotPrediction s;
     s.phase = phase_of(k, parts);
     s.comm = total(w.comm);
@@ -104,9 +104,9 @@ void put(std::vector<std::pair<std::string, double>>& stream, const std::string&
 }  // namespace
 
 PassPrediction predict_forward(int n, const PartTimes& t, const Slowdowns& a) {
-  std::vector<Work> slots(std::size_t(n) + 2);
+  std::vector<SlotWork> slots(std::size_t(n) + 2);
   for (int k = 0; k <= n + 1; ++k) {
-    Work& w = slots[k];
+    SlotWork& w = slots[k];
     if (k >= 1 && k <= n) put(w.comp, "C", t.c);
     if (k - 1 >= 1) put(w.comm, "R", t.r);                 // R_{k-1}
     if (k + 1 <= n) put(w.comm, "S", t.s);                 // S_{k+1}
@@ -117,9 +117,9 @@ PassPrediction predict_forward(int n, const PartTimes& t, const Slowdowns& a) {
 }
 
 PassPrediction predict_backward(int n, const PartTimes& t, const Slowdowns& a) {
-  std::vector<Work> slots(std::size_t(n) + 2);
+  std::vector<SlotWork> slots(std::size_t(n) + 2);
   for (int k = 0; k <= n + 1; ++k) {
-    Work& w = slots[k];
+    SlotWork& w = slots[k];
     if (k >= 1 && k <= n) {
       put(w.comp, "C", t.c_bwd);
       put(w.comp, "C", t.re_c);

@@ -152,6 +152,20 @@ inline double rel_l2(const float* got, const float* want, std::size_t n) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// The same against a reference kept in double.
+inline double rel_l2(const std::vector<float>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) return INFINITY;
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// The single-rank dispatcher, as the factory a layer takes.
+inline std::unique_ptr<TokenDispatcher> local_dispatcher(const DispatcherEnv& env) { return make_local_dispatcher(env); }
+
 // The layer the multi-rank tests share: 8 experts (for 1, 2, 4 ranks), two prototypes of top-2
 // and capacity drops, so routing, slots and dropping are all exercised.
 inline MoEConfig multi_rank_test_config() {

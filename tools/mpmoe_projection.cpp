@@ -10,8 +10,6 @@
 namespace moebench {
 namespace {
 
-constexpr const char* kCalibration =
-    "calibrated from hardware data and the suite's micro-benchmarks only; nothing fitted to the paper";
 constexpr const char* kAssumptions =
     "top-1, one expert per GPU (E = N), fp16 with tensor cores; slowdown factors alpha(y, x) from the profile (1 where it "
     "gives none); "

@@ -15,9 +15,6 @@
 namespace moebench {
 namespace {
 
-constexpr const char* kCalibration =
-    "calibrated from hardware data and the suite's micro-benchmarks only; nothing fitted to the paper";
-
 std::string pct(double v) { return fmt(100 * v, 4); }
 
 }  // namespace

@@ -30,6 +30,10 @@ ModelShape t2_model(const T2Row& r);
 StepLayout t2_layout(const T2Row& r, const HardwareProfile& hw);
 std::string t2_assumptions(const T2Row& r, const StepLayout& l);
 
+// The calibration column of every projected row.
+inline constexpr const char* kCalibration =
+    "calibrated from hardware data and the suite's micro-benchmarks only; nothing fitted to the paper";
+
 struct ProjectedTable {
   CsvTable table;
   std::vector<std::string> summary;  // lines for the console: targets and verdicts

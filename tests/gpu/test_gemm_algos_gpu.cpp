@@ -16,14 +16,14 @@ namespace {
 // X W1-like: experts' P rows, bf16, shapes no other test uses (fresh plans and buckets). Every
 // batch stride is a multiple of 256 bytes whatever P is, as the experts' are (P x 1024 rows), so
 // the shapes of a bucket share their alignments.
-struct ExpertGemm {
+struct ExpertGemmShape {
   Device& dev;
   TrackingAllocator& alloc;
   int batch = 4, P = 0, n = 384, k = 256;
   std::vector<float> a, b, c;
   Buffer da, db, dc;
 
-  ExpertGemm(Device& d, TrackingAllocator& al, int rows, unsigned seed) : dev(d), alloc(al), P(rows) {
+  ExpertGemmShape(Device& d, TrackingAllocator& al, int rows, unsigned seed) : dev(d), alloc(al), P(rows) {
     a = random_rounded(std::size_t(batch) * P * k, DType::bf16, seed);
     b = random_rounded(std::size_t(batch) * k * n, DType::bf16, seed + 1);
     c = random_rounded(std::size_t(batch) * P * n, DType::bf16, seed + 2);
@@ -53,7 +53,7 @@ TEST(GpuGemmAlgos, TimedOncePerBucketNeverWhenAccumulatingAndEveryResultExact) {
   dev.set_tensor_cores(true);
   TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const Stream& s = dev.default_stream();
-  ExpertGemm first(dev, alloc, 200, 11);  // bucket of 193..256 rows
+  ExpertGemmShape first(dev, alloc, 200, 11);  // bucket of 193..256 rows
   BatchedGemmAlgoStats at = batched_gemm_algo_stats();
   first.run(s, 1.f);  // trial runs here would add A B to C again and again
   first.expect_matches(1.f, "a shape's first call, accumulating");
@@ -70,7 +70,7 @@ TEST(GpuGemmAlgos, TimedOncePerBucketNeverWhenAccumulatingAndEveryResultExact) {
   first.run(s, 0.f);
   EXPECT_EQ(since(at).timed, 1u) << "a timed shape was timed again";
 
-  ExpertGemm next(dev, alloc, 231, 21);  // the same bucket: another step's busiest expert
+  ExpertGemmShape next(dev, alloc, 231, 21);  // the same bucket: another step's busiest expert
   at = batched_gemm_algo_stats();
   next.run(s, 0.f);
   next.expect_matches(0.f, "a shape taking its bucket's algorithm");
@@ -86,7 +86,7 @@ TEST(GpuGemmAlgos, NotTimedInsideAGraphCaptureOrWhileKernelsAreLogged) {
   dev.set_tensor_cores(true);
   TrackingAllocator alloc(dev.backend(), dev.default_stream());
   Stream a = dev.create_stream("a");
-  ExpertGemm captured(dev, alloc, 300, 31);  // bucket 257..320
+  ExpertGemmShape captured(dev, alloc, 300, 31);  // bucket 257..320
   dev.synchronize();
   BatchedGemmAlgoStats at = batched_gemm_algo_stats();
   // Timing inside the capture would wait on the host: the capture would fail.
@@ -100,7 +100,7 @@ TEST(GpuGemmAlgos, NotTimedInsideAGraphCaptureOrWhileKernelsAreLogged) {
   captured.expect_matches(0.f, "the same shape eager");
   EXPECT_EQ(since(at).timed, 1u);
 
-  ExpertGemm logged(dev, alloc, 400, 41);  // bucket 385..448
+  ExpertGemmShape logged(dev, alloc, 400, 41);  // bucket 385..448
   at = batched_gemm_algo_stats();
   if (const std::string why = KernelLog::start(Backend::cuda); !why.empty())
     GTEST_SKIP() << "the capture is checked; no kernel log here (" << why << ")";

@@ -17,7 +17,7 @@ using namespace testing_util;
 namespace {
 
 const GptConfig kTiny = gpt_config({.layers = 2, .hidden = 8, .ffn = 16, .heads = 2, .seq = 5, .vocab = 11});
-constexpr int kSequences = 4;
+constexpr int kDataParallelSequences = 4;
 
 std::vector<float> flat(GptModel& m) {
   std::vector<float> out;
@@ -32,7 +32,7 @@ std::vector<float> train(Communicator* dp, bool zero1, std::size_t* state_bytes 
   TrackingAllocator alloc(Backend::cpu);
   GptModel model(kTiny, dev, alloc);
   model.init(21, s);
-  const int D = dp ? dp->size() : 1, r = dp ? dp->rank() : 0, mine = kSequences / D, T = kSequences * kTiny.seq;
+  const int D = dp ? dp->size() : 1, r = dp ? dp->rank() : 0, mine = kDataParallelSequences / D, T = kDataParallelSequences * kTiny.seq;
   AdamStep hyper;
   hyper.lr = 1e-2f;
   DataParallelAdam opt(model.parameters(), dp, zero1, hyper, dev, alloc);
@@ -51,7 +51,7 @@ std::vector<float> train(Communicator* dp, bool zero1, std::size_t* state_bytes 
 TEST(DataParallel, PlainAndZeroOneEqualOneRankOnTheWholeBatch) {
   auto world = make_mpi_communicator();
   const int D = world->size();
-  ASSERT_EQ(kSequences % D, 0) << "run at 1, 2 or 4 ranks";
+  ASSERT_EQ(kDataParallelSequences % D, 0) << "run at 1, 2 or 4 ranks";
   const auto want = train(nullptr, false);
   std::size_t plain_bytes = 0, zero_bytes = 0;
   const auto plain = train(world.get(), false, &plain_bytes), zero = train(world.get(), true, &zero_bytes);

@@ -18,7 +18,7 @@ using namespace testing_util;
 namespace {
 
 const GptConfig kModel = gpt_config({.layers = 4, .hidden = 8, .ffn = 16, .heads = 2, .seq = 6, .vocab = 13});
-constexpr int kSequences = 8;
+constexpr int kPipelineSequences = 8;
 
 // Where, in the whole model's parameter list of `total` tensors, the ones stage `stage` of P holds
 // are, in GptStage::parameters()'s order: the embeddings (first), 8 per block, the final
@@ -49,7 +49,7 @@ void give_micro_batches(GptStage& stage, const std::vector<std::int32_t>& tokens
 
 TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
   auto world = make_mpi_communicator();
-  const int P = world->size(), stage = world->rank(), T = kSequences * kModel.seq;
+  const int P = world->size(), stage = world->rank(), T = kPipelineSequences * kModel.seq;
   ASSERT_FALSE(GptStage::validate(kModel, P, 1)) << "run at 1, 2 or 4 ranks";
   Device dev = Device::open(Backend::cpu);
   const auto tokens = token_ids(T, kModel.vocab, 1), targets = token_ids(T, kModel.vocab, 2);
@@ -57,7 +57,7 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
   TrackingAllocator ref_alloc(Backend::cpu);
   GptModel whole(kModel, dev, ref_alloc);
   whole.init(17, dev.default_stream());
-  const double want_loss = whole.forward_backward(tokens.data(), targets.data(), kSequences, 1.f / T, dev.default_stream());
+  const double want_loss = whole.forward_backward(tokens.data(), targets.data(), kPipelineSequences, 1.f / T, dev.default_stream());
   auto ref = whole.parameters();
   std::vector<Buffer*> want;  // the reference tensors this stage holds
   for (std::size_t i : held_by_stage(ref.size(), P, stage)) want.push_back(ref[i].second);
@@ -73,7 +73,7 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
       mine.set_recompute(recompute);
       Stream compute = dev.create_stream("compute"), send = dev.create_stream("send");
       mine.init(17, compute);
-      const int rows = kSequences / M * kModel.seq;
+      const int rows = kPipelineSequences / M * kModel.seq;
       give_micro_batches(mine, tokens, targets, M, rows, 1.f / T);
       alloc.reset_peaks();
       PipelineEngine engine(mine, *world, dev, alloc, compute, send);
@@ -102,7 +102,7 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
 // rounding of sums taken in another order (the micro-batches', the tied embedding's).
 TEST(GptPipeline, SixteenBitStagesGiveTheWholeSixteenBitModel) {
   auto world = make_mpi_communicator();
-  const int P = world->size(), stage = world->rank(), T = kSequences * kModel.seq;
+  const int P = world->size(), stage = world->rank(), T = kPipelineSequences * kModel.seq;
   GptConfig model = kModel;
   model.dtype = DType::bf16;
   Device dev = Device::open(Backend::cpu);
@@ -110,7 +110,7 @@ TEST(GptPipeline, SixteenBitStagesGiveTheWholeSixteenBitModel) {
   TrackingAllocator ref_alloc(Backend::cpu);
   GptModel whole(model, dev, ref_alloc);
   whole.init(17, dev.default_stream());
-  const double want_loss = whole.forward_backward(tokens.data(), targets.data(), kSequences, 1.f / T, dev.default_stream());
+  const double want_loss = whole.forward_backward(tokens.data(), targets.data(), kPipelineSequences, 1.f / T, dev.default_stream());
   auto ref = whole.trained_parameters();
   std::vector<std::vector<float>> want;  // the reference gradients this stage holds, widened
   for (std::size_t i : held_by_stage(ref.size(), P, stage)) want.push_back(host_values(*ref[i].grad, ref[i].dtype));
@@ -120,7 +120,7 @@ TEST(GptPipeline, SixteenBitStagesGiveTheWholeSixteenBitModel) {
     GptStage mine(model, stage, P, dev, alloc);
     Stream compute = dev.create_stream("compute"), send = dev.create_stream("send");
     mine.init(17, compute);
-    const int M = 2, seqs = kSequences / M, rows = seqs * kModel.seq;
+    const int M = 2, seqs = kPipelineSequences / M, rows = seqs * kModel.seq;
     mine.set_batch({tokens.data(), tokens.data() + rows}, {targets.data(), targets.data() + rows}, seqs, 1.f / T);
     PipelineEngine engine(mine, *world, dev, alloc, compute, send);
     engine.run(make_pipeline_schedule(kind, P, M), rows, {}, {}, {});
@@ -147,8 +147,8 @@ TEST(GptPipeline, SixteenBitStagesGiveTheWholeSixteenBitModel) {
 // inside W where the schedule splits the backward, inside B where it does not.
 TEST(GptPipeline, ZeroBubbleLeavesEveryWeightGradientGemmToW) {
   auto world = make_mpi_communicator();
-  const int P = world->size(), stage = world->rank(), M = 4, rows = kSequences / M * kModel.seq;
-  const auto tokens = token_ids(kSequences * kModel.seq, kModel.vocab, 1), targets = token_ids(kSequences * kModel.seq, kModel.vocab, 2);
+  const int P = world->size(), stage = world->rank(), M = 4, rows = kPipelineSequences / M * kModel.seq;
+  const auto tokens = token_ids(kPipelineSequences * kModel.seq, kModel.vocab, 1), targets = token_ids(kPipelineSequences * kModel.seq, kModel.vocab, 2);
   Device dev = Device::open(Backend::cpu);
   const int per_micro = 4 * (kModel.layers / P) + (stage == P - 1 ? 1 : 0);
   for (auto kind : {PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1}) {
@@ -157,7 +157,7 @@ TEST(GptPipeline, ZeroBubbleLeavesEveryWeightGradientGemmToW) {
     GptStage mine(kModel, stage, P, dev, alloc);
     Stream compute = dev.create_stream("compute"), send = dev.create_stream("send");
     mine.init(17, compute);
-    give_micro_batches(mine, tokens, targets, M, rows, 1.f / float(kSequences * kModel.seq));
+    give_micro_batches(mine, tokens, targets, M, rows, 1.f / float(kPipelineSequences * kModel.seq));
     std::vector<TimelineEntry> timeline;
     {
       RecordedTimeline recording(stage);

@@ -14,7 +14,7 @@ using namespace testing_util;
 
 namespace {
 
-constexpr int kSequences = 4;
+constexpr int kLayoutSequences = 4;
 
 GptConfig moe_model() {
   // Top-1, dropless, as PPMoE.
@@ -35,7 +35,7 @@ Trained train(Device& dev, const GptConfig& cfg, Communicator* tp, const Dispatc
   const Stream& s = dev.default_stream();
   GptModel model(cfg, dev, alloc, tp, dispatcher);
   model.init(31, s);
-  const int T = kSequences * cfg.seq, off = first_sequence * cfg.seq;
+  const int T = kLayoutSequences * cfg.seq, off = first_sequence * cfg.seq;
   const auto tokens = token_ids(T, cfg.vocab, 1), targets = token_ids(T, cfg.vocab, 2);
   Trained r;
   r.loss = model.forward_backward(tokens.data() + off, targets.data() + off, sequences, 1.f / T, s);
@@ -56,13 +56,13 @@ bool summed_by_the_layer(int i) { return expert_tensor(i) || i == kGate; }
 TEST(MoELayouts, DPMoEEqualsOneRank) {
   auto world = make_mpi_communicator();
   const int D = world->size(), r = world->rank();
-  ASSERT_EQ(kSequences % D, 0) << "run at 1, 2 or 4 ranks";
+  ASSERT_EQ(kLayoutSequences % D, 0) << "run at 1, 2 or 4 ranks";
   Device dev = Device::open(Backend::cpu);
   const GptConfig cfg = moe_model();
   // The reference routes in D capacity groups, as the D ranks do.
-  const Trained want = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, D); }, 0, kSequences);
+  const Trained want = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, D); }, 0, kLayoutSequences);
   Trained got = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *world); },
-                r * kSequences / D, kSequences / D);
+                r * kLayoutSequences / D, kLayoutSequences / D);
   ASSERT_EQ(got.grads.size(), want.grads.size());
   const Stream& s = dev.default_stream();
   for (std::size_t i = 0; i < got.grads.size(); ++i)  // data parallelism: the dense gradients summed
@@ -76,8 +76,8 @@ TEST(MoELayouts, DPMoEEqualsOneRank) {
   std::vector<std::int64_t> rows = {got.expert_rows};
   world->all_reduce(rows.data(), rows.data(), 1, DType::i64, ReduceOp::sum, s);
   s.synchronize();
-  EXPECT_EQ(want.expert_rows, kSequences * cfg.seq);
-  EXPECT_EQ(rows[0], kSequences * cfg.seq);
+  EXPECT_EQ(want.expert_rows, kLayoutSequences * cfg.seq);
+  EXPECT_EQ(rows[0], kLayoutSequences * cfg.seq);
   for (std::size_t i = 0; i < want.grads.size(); ++i) {
     const std::size_t n = got.grads[i].size(), first = expert_tensor(int(i)) ? std::size_t(r) * n : 0;
     ASSERT_LE(first + n, want.grads[i].size());
@@ -93,7 +93,7 @@ TEST(MoELayouts, PPMoEInsideTheTensorParallelGroupEqualsOneRank) {
   const int t = world->size(), r = world->rank();
   Device dev = Device::open(Backend::cpu);
   const GptConfig cfg = moe_model();
-  const Trained want = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, 1); }, 0, kSequences);
+  const Trained want = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, 1); }, 0, kLayoutSequences);
   // The padded route twice: as it picks its blocks, and with the busier experts in the overflow
   // (its costs taken away: the blocks come lower than the busiest expert's rows).
   for (auto [route, overflow] : {std::pair{ExpertGemm::grouped, false}, std::pair{ExpertGemm::padded, false},
@@ -103,7 +103,7 @@ TEST(MoELayouts, PPMoEInsideTheTensorParallelGroupEqualsOneRank) {
     routed.moe.expert_gemm = route;
     if (overflow) routed.moe.padded_cost = {0, 1};
     const Trained got = train(dev, routed, world.get(), [&](const DispatcherEnv& env) { return make_ppmoe_dispatcher(env, *world); },
-                              0, kSequences);
+                              0, kLayoutSequences);
     EXPECT_NEAR(got.loss, want.loss, 1e-4 * want.loss);
     ASSERT_EQ(got.grads.size(), want.grads.size());
     // Replicated on every rank: embeddings, LayerNorms, the gate; the experts: this rank's E / t.

@@ -5,6 +5,7 @@
 // Recomputation lowers GPipe's peak activation memory and changes nothing else. Run in the pool's
 // poison mode (CTest): a buffer reused while a send or a later op still reads it shows as NaN.
 #include <gtest/gtest.h>
+#include "mlp_pipeline_model.h"
 #include "moe_test_util.h"
 #include "pipeline/mlp_stage.h"
 #include "pipeline/pipeline_engine.h"
@@ -14,7 +15,7 @@ using namespace testing_util;
 
 namespace {
 
-constexpr int kLayers = 4, kHidden = 8, kFfn = 12, kRows = 3;
+using namespace mlp_pipeline_model;
 constexpr std::uint64_t kSeed = 11;
 
 struct Grads {

@@ -10,6 +10,7 @@
 //  - recomputation reruns the forward's GEMMs inside each backward (a pipe.recompute range).
 #include <gtest/gtest.h>
 #include <map>
+#include "mlp_pipeline_model.h"
 #include "moe_test_util.h"
 #include "pipeline/mlp_stage.h"
 #include "pipeline/pipeline_engine.h"
@@ -20,7 +21,7 @@ using namespace testing_util;
 
 namespace {
 
-constexpr int kLayers = 4, kHidden = 8, kFfn = 12, kRows = 3;
+using namespace mlp_pipeline_model;
 
 // What the engine asked the stage to do, in the order it asked (the compute stream's order):
 // "F3", "B3" (input gradient), "W3" (weight gradient), "BW3" (the whole backward).

@@ -10,7 +10,7 @@
 namespace moebench {
 namespace {
 
-constexpr int kSequences = 4, kMicroBatches = 4;
+constexpr int kGraphSequences = 4, kMicroBatches = 4;
 const ModelShape kShape{.layers = 4, .hidden = 8, .ffn = 16, .heads = 4, .seq = 6, .vocab = 13};
 
 struct Stepped {
@@ -20,7 +20,7 @@ struct Stepped {
 
 Stepped three_steps(Communicator& world, const ParallelLayout& layout, const GptConfig& model, bool captured) {
   Device dev = Device::open(Backend::cpu);
-  GptTrainer trainer(world, dev, Backend::cpu, layout, model, kSequences, kMicroBatches);
+  GptTrainer trainer(world, dev, Backend::cpu, layout, model, kGraphSequences, kMicroBatches);
   if (captured) {
     trainer.capture_step();  // one eager step, then the capture
     EXPECT_TRUE(trainer.step_captured());

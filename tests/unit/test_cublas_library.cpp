@@ -37,7 +37,7 @@ TEST(CublasLibrary, ACpuRunNeitherOpensNorMapsIt) {
   c.hidden = 16;
   c.ffn = 24;
   c.experts = 4;
-  CpuLayer L(c, [](const DispatcherEnv& env) { return make_local_dispatcher(env); });
+  CpuLayer L(c, testing_util::local_dispatcher);
   const auto x = tokens(12, c.hidden, 3);
   L.forward(x);
   L.backward(x);

@@ -126,10 +126,6 @@ TEST(PadRows, AnExpertTooBusyForItsBlockGoesToTheOverflow) {
   EXPECT_EQ(padded_starts(full.offset, full.padded), (std::vector<std::size_t>{0, 2, 4}));
 }
 
-namespace {
-auto local = [](const DispatcherEnv& env) { return make_local_dispatcher(env); };
-}  // namespace
-
 TEST(PaddedExperts, EqualTheGroupedLayerWithEmptyAndHotExperts) {
   struct Case {
     const char* name;
@@ -140,8 +136,8 @@ TEST(PaddedExperts, EqualTheGroupedLayerWithEmptyAndHotExperts) {
                          Case{"a hot expert, top-2", 4, 2, 24, true, true},
                          Case{"a hot expert, GeLU recomputed", 4, 1, 24, true, false}}) {
     SCOPED_TRACE(cs.name);
-    CpuLayer grouped(route_config(ExpertGemm::grouped, cs.experts, cs.k, cs.keep), local);
-    CpuLayer padded(route_config(ExpertGemm::padded, cs.experts, cs.k, cs.keep), local);
+    CpuLayer grouped(route_config(ExpertGemm::grouped, cs.experts, cs.k, cs.keep), local_dispatcher);
+    CpuLayer padded(route_config(ExpertGemm::padded, cs.experts, cs.k, cs.keep), local_dispatcher);
     padded.alloc.set_poison(true);  // padding rows left unzeroed would be NaN
     expect_same_step(padded, grouped, cs.tokens, cs.hot);
     const ExpertsContext& ec = padded.ctx->experts;
@@ -194,7 +190,7 @@ TEST(PaddedExperts, AHotExpertInTheOverflowStillEqualsTheGroupedLayer) {
     const int E = 4, T = 24;
     MoEConfig cfg = route_config(ExpertGemm::padded, E, k);
     cfg.padded_cost = {0, 1};
-    CpuLayer grouped(route_config(ExpertGemm::grouped, E, k), local), padded(cfg, local);
+    CpuLayer grouped(route_config(ExpertGemm::grouped, E, k), local_dispatcher), padded(cfg, local_dispatcher);
     padded.alloc.set_poison(true);  // an overflow or padding row left unwritten would be NaN
     expect_same_step(padded, grouped, T, true);
     const ExpertsContext& ec = padded.ctx->experts;
@@ -210,7 +206,7 @@ TEST(PaddedExperts, AHotExpertInTheOverflowStillEqualsTheGroupedLayer) {
   }
   MoEConfig cfg = route_config(ExpertGemm::padded, 4, 1);
   cfg.padded_cost = {0, 1};
-  CpuLayer L(cfg, local);
+  CpuLayer L(cfg, local_dispatcher);
   int P = 0;
   std::vector<std::array<int, 3>> gemms;  // batch, m, k of each GEMM, in order
   for (const TimelineEntry& e : recorded_hot_step(L, 24, 1, &P))
@@ -230,7 +226,7 @@ TEST(PaddedExperts, AHotExpertInTheOverflowStillEqualsTheGroupedLayer) {
 // kernel apart, and the slower one): every expert in each GEMM, as tall as the busiest expert.
 TEST(PaddedExperts, OneBatchedGemmPerStepWithGeluInTheForwardsEpilogue) {
   const int E = 4, T = 24;
-  CpuLayer L(route_config(ExpertGemm::padded, E, 1), local);
+  CpuLayer L(route_config(ExpertGemm::padded, E, 1), local_dispatcher);
   int busiest = 0;
   const std::vector<TimelineEntry> all = recorded_hot_step(L, T, 1, &busiest);
   std::vector<std::string> steps;  // each GEMM's epilogue, and the GeLU kernels
@@ -259,7 +255,7 @@ TEST(PaddedExperts, OneBatchedGemmPerStepWithGeluInTheForwardsEpilogue) {
 // are zeroed in place (one op each), and the blocks are all the dispatched rows there are.
 TEST(PaddedExperts, TheLocalDispatcherFillsTheBlocksItself) {
   const int E = 4, T = 24;
-  CpuLayer L(route_config(ExpertGemm::padded, E, 1), local);
+  CpuLayer L(route_config(ExpertGemm::padded, E, 1), local_dispatcher);
   int busiest = 0;
   std::map<std::string, int> ops;
   for (const TimelineEntry& e : recorded_hot_step(L, T, 1, &busiest))
@@ -278,7 +274,7 @@ TEST(PaddedExperts, TheLocalDispatcherFillsTheBlocksItself) {
 // MPMoE's S2 / S4 restore dropped rows by dispatching again: the same blocks, padding included.
 TEST(PaddedExperts, ARedispatchRefillsTheSameBlocks) {
   const int E = 4, T = 24;
-  CpuLayer L(route_config(ExpertGemm::padded, E, 2), local);
+  CpuLayer L(route_config(ExpertGemm::padded, E, 2), local_dispatcher);
   L.alloc.set_poison(true);
   auto x = tokens(T, L.cfg().hidden, 3);
   make_hot(L, x, T, 1);
@@ -383,7 +379,7 @@ TEST(PaddedExperts, TheDefaultRouteOnTheGpuWhereItsEpilogueTakesTheWidth) {
 // (more than one of them in use), none on the layer's own stream, which keeps the gate's.
 TEST(StreamsExperts, EqualTheGroupedLayerWithTheirGemmsOnSideStreams) {
   const int E = 4, T = 24, h = 16;
-  CpuLayer grouped(route_config(ExpertGemm::grouped, E, 2), local), streams(route_config(ExpertGemm::streams, E, 2), local);
+  CpuLayer grouped(route_config(ExpertGemm::grouped, E, 2), local_dispatcher), streams(route_config(ExpertGemm::streams, E, 2), local_dispatcher);
   auto x = tokens(T, h, 3);
   make_hot(grouped, x, T, 2);
   make_hot(streams, x, T, 2);

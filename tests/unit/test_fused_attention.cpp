@@ -83,11 +83,6 @@ struct Problem {
   }
 };
 
-double rel(const std::vector<float>& got, const std::vector<double>& want) {
-  std::vector<float> w(want.begin(), want.end());
-  return rel_l2(got.data(), w.data(), w.size());
-}
-
 // The graphs, run through the public entry points on the CPU, with fp32 or 16-bit tensors.
 struct Outputs {
   std::vector<float> o, stats, dq, dk, dv;
@@ -121,11 +116,11 @@ TEST(FusedAttentionGraph, ForwardAndBackwardAreCausalAttentionInFp32) {
     const Problem p(2, 3, n, 8, DType::f32);
     const Outputs r = run_graphs(p);
     SCOPED_TRACE("seq " + std::to_string(n));
-    EXPECT_LT(rel(r.o, p.o), 1e-6);
-    EXPECT_LT(rel(r.stats, p.stats), 1e-6);
-    EXPECT_LT(rel(r.dq, p.dq), 1e-5);
-    EXPECT_LT(rel(r.dk, p.dk), 1e-5);
-    EXPECT_LT(rel(r.dv, p.dv), 1e-5);
+    EXPECT_LT(rel_l2(r.o, p.o), 1e-6);
+    EXPECT_LT(rel_l2(r.stats, p.stats), 1e-6);
+    EXPECT_LT(rel_l2(r.dq, p.dq), 1e-5);
+    EXPECT_LT(rel_l2(r.dk, p.dk), 1e-5);
+    EXPECT_LT(rel_l2(r.dv, p.dv), 1e-5);
   }
 }
 
@@ -136,11 +131,11 @@ TEST(FusedAttentionGraph, SixteenBitWithinRounding) {
     // P, P^T and dS^T are stored 16-bit in the graph, and so is every output
     const double tol = testing_util::sixteen_bit_tolerance(t, 4, 16);
     SCOPED_TRACE(std::string(dtype_name(t)));
-    EXPECT_LT(rel(r.o, p.o), tol);
-    EXPECT_LT(rel(r.stats, p.stats), 1e-6);  // fp32 from 16-bit inputs
-    EXPECT_LT(rel(r.dq, p.dq), tol);
-    EXPECT_LT(rel(r.dk, p.dk), tol);
-    EXPECT_LT(rel(r.dv, p.dv), tol);
+    EXPECT_LT(rel_l2(r.o, p.o), tol);
+    EXPECT_LT(rel_l2(r.stats, p.stats), 1e-6);  // fp32 from 16-bit inputs
+    EXPECT_LT(rel_l2(r.dq, p.dq), tol);
+    EXPECT_LT(rel_l2(r.dk, p.dk), tol);
+    EXPECT_LT(rel_l2(r.dv, p.dv), tol);
   }
 }
 
@@ -149,7 +144,7 @@ TEST(FusedAttentionGraph, SixteenBitWithinRounding) {
 TEST(FusedAttentionGraph, TheDqAccumulatorStartsFromZeroEachRun) {
   const Problem p(1, 2, 9, 8, DType::f32);
   const Outputs once = run_graphs(p, 1), twice = run_graphs(p, 2);
-  EXPECT_LT(rel(twice.dq, p.dq), 1e-5);
+  EXPECT_LT(rel_l2(twice.dq, p.dq), 1e-5);
   EXPECT_EQ(once.dq, twice.dq);
 }
 

@@ -310,11 +310,11 @@ GptConfig small_gpt(bool moe) {
 
 // Two one-rank GPT models on one CPU device, local dispatcher, initialised from the same seed.
 struct ModelPair {
-  ModelPair(const GptConfig& ca, const GptConfig& cb) : a(ca, dev, alloc, nullptr, local), b(cb, dev, alloc, nullptr, local) {
+  ModelPair(const GptConfig& ca, const GptConfig& cb)
+      : a(ca, dev, alloc, nullptr, testing_util::local_dispatcher), b(cb, dev, alloc, nullptr, testing_util::local_dispatcher) {
     a.init(5, dev.default_stream());
     b.init(5, dev.default_stream());
   }
-  static std::unique_ptr<TokenDispatcher> local(const DispatcherEnv& env) { return make_local_dispatcher(env); }
   Device dev = Device::open(Backend::cpu);
   TrackingAllocator alloc{Backend::cpu};
   GptModel a, b;

@@ -12,8 +12,6 @@
 namespace moebench {
 using namespace testing_util;
 
-static auto local = [](const DispatcherEnv& env) { return make_local_dispatcher(env); };
-
 // y[t] = sum over each prototype's top-k (softmax inside the prototype) of p * FFN_e(x[t]),
 // computed with plain loops and a sort: shares no code with the layer.
 static std::vector<float> dense_oracle(CpuLayer& L, const std::vector<float>& x) {
@@ -64,7 +62,7 @@ static MoEConfig small(int experts, int prototypes, int k) {
 
 TEST(MoELayer, MatchesDenseOracleForTopKAndPrototyping) {
   for (auto [Z, k] : {std::pair{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}, {4, 1}}) {
-    CpuLayer L(small(8, Z, k), local);
+    CpuLayer L(small(8, Z, k), local_dispatcher);
     const auto x = tokens(20, 16, 3);
     L.forward(x);
     const auto want = dense_oracle(L, x);
@@ -75,7 +73,7 @@ TEST(MoELayer, MatchesDenseOracleForTopKAndPrototyping) {
 TEST(MoELayer, OnePrototypeIsPlainTopK) {
   // Z = 1 routes exactly as an independent top-k over all experts (the oracle above), and
   // with Z = k and k' = 1 every token gets exactly one expert from each prototype.
-  CpuLayer a(small(8, 1, 2), local), b(small(8, 4, 1), local);
+  CpuLayer a(small(8, 1, 2), local_dispatcher), b(small(8, 4, 1), local_dispatcher);
   const auto x = tokens(32, 16, 5);
   a.forward(x);
   b.forward(x);
@@ -92,7 +90,7 @@ TEST(MoELayer, OnePrototypeIsPlainTopK) {
 TEST(MoELayer, SameSeedTwiceIsBitwiseIdentical) {
   MoEConfig c = small(8, 2, 2);
   c.capacity_factor = 1.0;
-  CpuLayer a(c, local, 11), b(c, local, 11);
+  CpuLayer a(c, local_dispatcher, 11), b(c, local_dispatcher, 11);
   const auto x = tokens(24, 16, 9), dy = tokens(24, 16, 10);
   a.forward(x); a.backward(dy);
   b.forward(x); b.backward(dy);
@@ -105,7 +103,7 @@ TEST(MoELayer, SameSeedTwiceIsBitwiseIdentical) {
 TEST(MoELayer, CapacityDropsTokensToZeroOutput) {
   MoEConfig c = small(4, 1, 1);
   c.capacity_factor = 0.5;  // C = ceil(1 * 16 / 4 * 0.5) = 2 of 4 average
-  CpuLayer L(c, local);
+  CpuLayer L(c, local_dispatcher);
   const auto x = tokens(16, 16, 21);
   L.forward(x);
   const auto pos = L.slots(L.routing().position);
@@ -126,7 +124,7 @@ TEST(MoELayer, BackwardMatchesFiniteDifferences) {
   c.hidden = 6; c.ffn = 10; c.experts = 4; c.prototypes = 2; c.top_k = 1;
   c.capacity_factor = 1.5;
   c.aux_coef = 0.5f;
-  CpuLayer L(c, local, 13);
+  CpuLayer L(c, local_dispatcher, 13);
   auto x = tokens(8, 6, 14);
   const auto dy = tokens(8, 6, 15);
   L.forward(x);
@@ -176,7 +174,7 @@ TEST(MoELayer, AuxLossAndLoadStatisticsOnAFixedRouting) {
   MoEConfig c;
   c.hidden = 2; c.ffn = 4; c.experts = 2; c.top_k = 1;
   c.aux_coef = 1.f;
-  CpuLayer L(c, local);
+  CpuLayer L(c, local_dispatcher);
   const float eye[4] = {1, 0, 0, 1};
   std::copy(eye, eye + 4, L.gate_w());
   // logits (ln 3, 0) -> probs (0.75, 0.25); (0, ln 1.5) -> (0.4, 0.6); (ln 3, 0) again
@@ -199,7 +197,7 @@ TEST(MoELayer, TheForwardCopiesTheCountsBeforeTheAuxStatisticsAndTheAuxLossWhenA
     SCOPED_TRACE(aux ? "aux loss on" : "aux loss off");
     MoEConfig c = small(4, 1, 2);
     c.aux_loss = aux;
-    CpuLayer L(c, local);
+    CpuLayer L(c, local_dispatcher);
     const auto x = tokens(12, c.hidden, 3);
     ASSERT_EQ(KernelLog::start(Backend::cpu), "");
     L.forward(x);
@@ -272,7 +270,7 @@ TEST(MoEConfig, GroupedSixteenBitOnTheGpuNeedsAlignedWidths) {
 // the dumped weight gradients were once the GEMM-only timing's stand-in products.
 TEST(Experts, GemmsOnlyLeavesTheLayersStateUntouched) {
   MoEConfig c = small(4, 1, 2);
-  CpuLayer L(c, local);
+  CpuLayer L(c, local_dispatcher);
   L.forward(tokens(24, c.hidden, 3));
   L.backward(tokens(24, c.hidden, 4));
   const std::size_t n = 4 * L.expert_weights();
@@ -295,9 +293,9 @@ TEST(Experts, GemmsOnlyLeavesTheLayersStateUntouched) {
 // holds one [rows, f] activation less between forward and backward.
 TEST(Experts, RecomputingTheActivationInBackwardChangesNothingButMemory) {
   MoEConfig c = small(4, 1, 2);
-  CpuLayer kept(c, local);
+  CpuLayer kept(c, local_dispatcher);
   c.keep_expert_activation = false;
-  CpuLayer recomputed(c, local);
+  CpuLayer recomputed(c, local_dispatcher);
   const auto x = tokens(24, c.hidden, 3), dy = tokens(24, c.hidden, 4);
   kept.forward(x);
   recomputed.forward(x);
@@ -317,7 +315,7 @@ TEST(Experts, RecomputingTheActivationInBackwardChangesNothingButMemory) {
 // on the device before): stale values -- NaN here -- do not leak in. Later backwards add (beta 1).
 TEST(Experts, FirstBackwardAfterZeroGradOverwritesTheWeightGradients) {
   MoEConfig c = small(4, 1, 2);
-  CpuLayer L(c, local);
+  CpuLayer L(c, local_dispatcher);
   L.forward(tokens(24, c.hidden, 3));
   Experts& experts = L.layer->experts();
   const ExpertsContext& ctx = L.ctx->experts;

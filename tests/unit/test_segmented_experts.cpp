@@ -61,7 +61,7 @@ TEST(SegmentedExperts, EqualTheGroupedLayerWithEmptyHotAndDroppingExperts) {
 // touches the experts' rows and no GeLU kernel runs.
 TEST(SegmentedExperts, SixSegmentGemmsPerStepEachOverEveryExpert) {
   const int E = 4, T = 24;
-  CpuLayer L(route_config(ExpertGemm::segmented, E, 1), [](const DispatcherEnv& env) { return make_local_dispatcher(env); });
+  CpuLayer L(route_config(ExpertGemm::segmented, E, 1), local_dispatcher);
   const std::vector<TimelineEntry> all = recorded_hot_step(L, T, 1);
   std::vector<std::string> steps;
   int gemms = 0;
@@ -87,14 +87,13 @@ TEST(SegmentedExperts, ALayerStepIsCapturedWhereTheGroupedRoutesIsRefused) {
   const int E = 4, T = 24, h = 16;
   auto x = tokens(T, h, 3);
   const auto dy = tokens(T, h, 4);
-  auto local = [](const DispatcherEnv& env) { return make_local_dispatcher(env); };
-  CpuLayer eager(route_config(ExpertGemm::segmented, E, 2), local);
+  CpuLayer eager(route_config(ExpertGemm::segmented, E, 2), local_dispatcher);
   make_hot(eager, x, T, 1);
   eager.forward(x);
   eager.backward(dy);
   for (ExpertGemm route : {ExpertGemm::segmented, ExpertGemm::grouped}) {
     SCOPED_TRACE(route == ExpertGemm::segmented ? "segmented" : "grouped");
-    CpuLayer L(route_config(route, E, 2), local);
+    CpuLayer L(route_config(route, E, 2), local_dispatcher);
     L.gate_w()[1] = 20.f;
     std::vector<float> y(x.size(), 0.f), dx(x.size(), 0.f);
     const Stream s = L.dev.create_stream("layer");

@@ -15,15 +15,7 @@
 namespace moebench {
 namespace {
 using testing_util::normals;
-
-double rel(const std::vector<float>& a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
-}
+using testing_util::rel_l2;
 
 // d loss / d x by central differences, x perturbed in place.
 std::vector<double> numeric_grad(std::vector<float>& x, const std::function<double()>& loss, float h = 1e-2f) {
@@ -54,7 +46,7 @@ TEST(LayerNormCpu, ForwardNormalisesEachRowAndBackwardMatchesFiniteDifferences) 
     for (int c = 0; c < 12; ++c) want[r * 12 + c] = (x[r * 12 + c] - mu) / std::sqrt(var + kLayerNormEps) * gamma[c] + beta[c];
     EXPECT_NEAR(mean[r], mu, 1e-5);
   }
-  EXPECT_LT(rel(y, want), 1e-6);
+  EXPECT_LT(rel_l2(y, want), 1e-6);
 
   // L = sum(y w): dy = w.
   auto loss = [&] {
@@ -66,9 +58,9 @@ TEST(LayerNormCpu, ForwardNormalisesEachRowAndBackwardMatchesFiniteDifferences) 
   };
   std::vector<float> dx(60), dgamma(12, 0.f), dbeta(12, 0.f);
   layernorm_backward_cpu(s, x.data(), w.data(), gamma.data(), mean.data(), rstd.data(), dx.data(), dgamma.data(), dbeta.data());
-  EXPECT_LT(rel(dx, numeric_grad(x, loss)), 2e-3);
-  EXPECT_LT(rel(dgamma, numeric_grad(gamma, loss)), 2e-3);
-  EXPECT_LT(rel(dbeta, numeric_grad(beta, loss)), 2e-3);
+  EXPECT_LT(rel_l2(dx, numeric_grad(x, loss)), 2e-3);
+  EXPECT_LT(rel_l2(dgamma, numeric_grad(gamma, loss)), 2e-3);
+  EXPECT_LT(rel_l2(dbeta, numeric_grad(beta, loss)), 2e-3);
   // The parameter gradients accumulate (micro-batches add up); dx does not.
   const auto once = dgamma;
   layernorm_backward_cpu(s, x.data(), w.data(), gamma.data(), mean.data(), rstd.data(), dx.data(), dgamma.data(), dbeta.data());
@@ -103,7 +95,7 @@ TEST(CausalSoftmaxCpu, RowsSeeOnlyTheirPastAndBackwardMatchesFiniteDifferences) 
   };
   std::vector<float> ds(108);
   causal_softmax_backward_cpu(s, p.data(), w.data(), ds.data());
-  EXPECT_LT(rel(ds, numeric_grad(scores, loss, 1e-3f)), 2e-3);
+  EXPECT_LT(rel_l2(ds, numeric_grad(scores, loss, 1e-3f)), 2e-3);
   // In place: dscores over dprobs.
   std::vector<float> inplace = w;
   causal_softmax_backward(Exec{}, s, p.data(), inplace.data(), inplace.data(), DType::f32);
@@ -130,7 +122,7 @@ TEST(CrossEntropyCpu, LossIsTheLogSumExpGapAndTheGradientMatchesFiniteDifference
     for (float x : l) total += 0.25 * x;
     return total;
   };
-  EXPECT_LT(rel(d, numeric_grad(logits, loss, 1e-2f)), 3e-3);
+  EXPECT_LT(rel_l2(d, numeric_grad(logits, loss, 1e-2f)), 3e-3);
   // In place, and a target outside the vocabulary is refused.
   std::vector<float> inplace = logits, l2(rows);
   cross_entropy(Exec{}, s, inplace.data(), targets.data(), l2.data(), inplace.data(), DType::f32);
