@@ -11,7 +11,7 @@ namespace {
 int visible(const AttentionPanel& p, int i) { return std::clamp(p.row0 + i - p.col0 + 1, 0, p.cols); }
 std::size_t panel_elements(const AttentionPanel& p) { return std::size_t(p.heads) * p.rows * p.cols; }
 
-void check(const AttentionPanel& p, DType t, bool forward, const char* op) {
+void check_panel(const AttentionPanel& p, DType t, bool forward, const char* op) {
   const bool shape_ok = p.heads >= 1 && p.rows >= 0 && p.cols >= 1 && p.row0 >= 0 && p.col0 >= 0 &&
                         p.row0 + p.rows <= p.seq && p.col0 + p.cols <= p.seq && std::isfinite(p.scale);
   const bool sees_all = !forward || (p.col0 == 0 && p.cols >= p.row0 + p.rows);
@@ -68,7 +68,7 @@ void attention_row_dot_cpu(int sequences, int seq, int heads, int head_dim, int 
 }
 
 void attention_panel_softmax_forward(const Exec& ex, const AttentionPanel& p, void* scores, float* stats, DType t) {
-  check(p, t, true, "attention_panel_softmax_forward");
+  check_panel(p, t, true, "attention_panel_softmax_forward");
   if (p.rows == 0) return;
   if (ex.backend == Backend::cuda) return attention_panel_softmax_forward_cuda(p, scores, stats, t, ex.stream);
   run_host(ex, "attention_panel_softmax_forward", [=] {
@@ -80,7 +80,7 @@ void attention_panel_softmax_forward(const Exec& ex, const AttentionPanel& p, vo
 
 void attention_panel_softmax_backward(const Exec& ex, const AttentionPanel& p, void* scores, void* dprobs,
                                       const float* stats, const float* delta, DType t) {
-  check(p, t, false, "attention_panel_softmax_backward");
+  check_panel(p, t, false, "attention_panel_softmax_backward");
   if (p.rows == 0) return;
   if (ex.backend == Backend::cuda)
     return attention_panel_softmax_backward_cuda(p, scores, dprobs, stats, delta, t, ex.stream);

@@ -9,6 +9,7 @@
 #include "runtime/comm.h"
 #include "runtime/runtime.h"
 #include "kernels/cuda_check.cuh"
+#include "runtime/cuda_stream.h"
 #if MOEBENCH_WITH_MPI
 #include <mpi.h>
 #endif
@@ -41,7 +42,6 @@ ncclDataType_t nccl_type(DType t) {
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::sum ? ncclSum : ncclMax; }
-cudaStream_t cs(const Stream& s) { return static_cast<cudaStream_t>(s.handle); }
 
 class NcclCommunicator final : public Communicator {
  public:
@@ -63,8 +63,8 @@ class NcclCommunicator final : public Communicator {
     const std::size_t block = bytes_of(count, t);
     NCCL_CHECK(ncclGroupStart(), comm_);
     for (int p = 0; p < size_; ++p) {
-      NCCL_CHECK(ncclSend(static_cast<const char*>(send) + p * block, count, nccl_type(t), p, comm_, cs(s)), comm_);
-      NCCL_CHECK(ncclRecv(static_cast<char*>(recv) + p * block, count, nccl_type(t), p, comm_, cs(s)), comm_);
+      NCCL_CHECK(ncclSend(static_cast<const char*>(send) + p * block, count, nccl_type(t), p, comm_, cuda_stream(s)), comm_);
+      NCCL_CHECK(ncclRecv(static_cast<char*>(recv) + p * block, count, nccl_type(t), p, comm_, cuda_stream(s)), comm_);
     }
     NCCL_CHECK(ncclGroupEnd(), comm_);
   }
@@ -75,42 +75,42 @@ class NcclCommunicator final : public Communicator {
     check_all_to_all_v(size_, sc, sd, rc, rd);
     NCCL_CHECK(ncclGroupStart(), comm_);
     for (int p = 0; p < size_; ++p) {
-      if (sc[p]) NCCL_CHECK(ncclSend(static_cast<const char*>(send) + bytes_of(sd[p], t), sc[p], nccl_type(t), p, comm_, cs(s)), comm_);
-      if (rc[p]) NCCL_CHECK(ncclRecv(static_cast<char*>(recv) + bytes_of(rd[p], t), rc[p], nccl_type(t), p, comm_, cs(s)), comm_);
+      if (sc[p]) NCCL_CHECK(ncclSend(static_cast<const char*>(send) + bytes_of(sd[p], t), sc[p], nccl_type(t), p, comm_, cuda_stream(s)), comm_);
+      if (rc[p]) NCCL_CHECK(ncclRecv(static_cast<char*>(recv) + bytes_of(rd[p], t), rc[p], nccl_type(t), p, comm_, cuda_stream(s)), comm_);
     }
     NCCL_CHECK(ncclGroupEnd(), comm_);
   }
 
   void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, const Stream& s) override {
-    NCCL_CHECK(ncclAllReduce(send, recv, count, nccl_type(t), nccl_op(op), comm_, cs(s)), comm_);
+    NCCL_CHECK(ncclAllReduce(send, recv, count, nccl_type(t), nccl_op(op), comm_, cuda_stream(s)), comm_);
   }
   void all_gather(const void* send, void* recv, std::size_t count, DType t, const Stream& s) override {
-    NCCL_CHECK(ncclAllGather(send, recv, count, nccl_type(t), comm_, cs(s)), comm_);
+    NCCL_CHECK(ncclAllGather(send, recv, count, nccl_type(t), comm_, cuda_stream(s)), comm_);
   }
   void reduce_scatter(const void* send, void* recv, std::size_t n, DType t, ReduceOp op, const Stream& s) override {
-    NCCL_CHECK(ncclReduceScatter(send, recv, n, nccl_type(t), nccl_op(op), comm_, cs(s)), comm_);
+    NCCL_CHECK(ncclReduceScatter(send, recv, n, nccl_type(t), nccl_op(op), comm_, cuda_stream(s)), comm_);
   }
   void send(const void* buf, std::size_t count, DType t, int peer, const Stream& s) override {
-    NCCL_CHECK(ncclSend(buf, count, nccl_type(t), peer, comm_, cs(s)), comm_);
+    NCCL_CHECK(ncclSend(buf, count, nccl_type(t), peer, comm_, cuda_stream(s)), comm_);
   }
   void recv(void* buf, std::size_t count, DType t, int peer, const Stream& s) override {
-    NCCL_CHECK(ncclRecv(buf, count, nccl_type(t), peer, comm_, cs(s)), comm_);
+    NCCL_CHECK(ncclRecv(buf, count, nccl_type(t), peer, comm_, cuda_stream(s)), comm_);
   }
   void send_recv(const void* send, int dst, void* recv, int src, std::size_t count, DType t, const Stream& s) override {
     NCCL_CHECK(ncclGroupStart(), comm_);
-    NCCL_CHECK(ncclSend(send, count, nccl_type(t), dst, comm_, cs(s)), comm_);
-    NCCL_CHECK(ncclRecv(recv, count, nccl_type(t), src, comm_, cs(s)), comm_);
+    NCCL_CHECK(ncclSend(send, count, nccl_type(t), dst, comm_, cuda_stream(s)), comm_);
+    NCCL_CHECK(ncclRecv(recv, count, nccl_type(t), src, comm_, cuda_stream(s)), comm_);
     NCCL_CHECK(ncclGroupEnd(), comm_);
   }
   void barrier(const Stream& s) override {
-    NCCL_CHECK(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_, cs(s)), comm_);
+    NCCL_CHECK(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_, cuda_stream(s)), comm_);
     wait(s);
   }
 
   void wait(const Stream& s) override {
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
-      const cudaError_t q = cudaStreamQuery(cs(s));
+      const cudaError_t q = cudaStreamQuery(cuda_stream(s));
       if (q == cudaSuccess) return;
       if (q != cudaErrorNotReady) MOEBENCH_CUDA_CHECK(q);
       ncclResult_t async = ncclSuccess;

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include "kernels/cublas_check.h"
 #include "kernels/cuda_check.cuh"
+#include "runtime/cuda_stream.h"
 #endif
 
 namespace moebench {
@@ -78,7 +79,6 @@ std::string nvidia_driver_version() {
   cudaDriverGetVersion(&v);
   return "cuda-driver-api-" + std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
-cudaStream_t cs(const Stream& s) { return static_cast<cudaStream_t>(s.handle); }
 }  // namespace
 
 int Device::cuda_device_count(std::string* why) {
@@ -131,12 +131,12 @@ void Device::cuda_copy(void* dst, const void* src, std::size_t bytes, int kind, 
   const cudaMemcpyKind k = kind == 0   ? cudaMemcpyHostToDevice
                            : kind == 2 ? cudaMemcpyDefault
                                        : cudaMemcpyDeviceToHost;
-  MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, k, cs(s)));
-  if (kind == 1) MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(cs(s)));
+  MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, k, cuda_stream(s)));
+  if (kind == 1) MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(s)));
 }
 
 void Device::cuda_fill_zero(void* dst, std::size_t bytes, const Stream& s) const {
-  if (bytes) MOEBENCH_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, cs(s)));
+  if (bytes) MOEBENCH_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, cuda_stream(s)));
 }
 
 void profiler_start(Backend b) {

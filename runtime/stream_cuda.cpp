@@ -5,22 +5,22 @@
 #include <cuda_runtime.h>
 #include <mutex>
 #include "kernels/cuda_check.cuh"
+#include "runtime/cuda_stream.h"
 #endif
 
 namespace moebench::detail {
 
 #if MOEBENCH_WITH_CUDA
-static cudaStream_t cs(void* s) { return static_cast<cudaStream_t>(s); }
 static cudaEvent_t ce(void* e) { return static_cast<cudaEvent_t>(e); }
 
-void cuda_stream_synchronize(void* stream) { MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(cs(stream))); }
+void cuda_stream_synchronize(void* stream) { MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(stream))); }
 void* cuda_event_create() {
   cudaEvent_t e;
   MOEBENCH_CUDA_CHECK(cudaEventCreate(&e));
   return e;
 }
 void cuda_event_destroy(void* event) { cudaEventDestroy(ce(event)); }
-void cuda_event_record(void* event, void* stream) { MOEBENCH_CUDA_CHECK(cudaEventRecord(ce(event), cs(stream))); }
+void cuda_event_record(void* event, void* stream) { MOEBENCH_CUDA_CHECK(cudaEventRecord(ce(event), cuda_stream(stream))); }
 void cuda_event_synchronize(void* event) { MOEBENCH_CUDA_CHECK(cudaEventSynchronize(ce(event))); }
 bool cuda_event_query(void* event) {
   const cudaError_t e = cudaEventQuery(ce(event));
@@ -34,10 +34,10 @@ double cuda_event_elapsed_ms(void* start, void* stop) {
   MOEBENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, ce(start), ce(stop)));
   return ms;
 }
-void cuda_stream_wait_event(void* stream, void* event) { MOEBENCH_CUDA_CHECK(cudaStreamWaitEvent(cs(stream), ce(event), 0)); }
+void cuda_stream_wait_event(void* stream, void* event) { MOEBENCH_CUDA_CHECK(cudaStreamWaitEvent(cuda_stream(stream), ce(event), 0)); }
 bool cuda_stream_capturing(void* stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  MOEBENCH_CUDA_CHECK(cudaStreamIsCapturing(cs(stream), &status));
+  MOEBENCH_CUDA_CHECK(cudaStreamIsCapturing(cuda_stream(stream), &status));
   return status != cudaStreamCaptureStatusNone;
 }
 

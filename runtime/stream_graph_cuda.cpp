@@ -7,27 +7,26 @@
 #if MOEBENCH_WITH_CUDA
 #include <cuda_runtime.h>
 #include "kernels/cuda_check.cuh"
+#include "runtime/cuda_stream.h"
 #endif
 
 namespace moebench::detail {
 
 #if MOEBENCH_WITH_CUDA
-static cudaStream_t cs(void* s) { return static_cast<cudaStream_t>(s); }
-
 void cuda_capture_begin(void* stream) {
-  MOEBENCH_CUDA_CHECK(cudaStreamBeginCapture(cs(stream), cudaStreamCaptureModeThreadLocal));
+  MOEBENCH_CUDA_CHECK(cudaStreamBeginCapture(cuda_stream(stream), cudaStreamCaptureModeThreadLocal));
 }
 
 void cuda_capture_abandon(void* stream) {
   cudaGraph_t graph = nullptr;
-  cudaStreamEndCapture(cs(stream), &graph);  // an invalidated capture reports its error here: the work's own is thrown
+  cudaStreamEndCapture(cuda_stream(stream), &graph);  // an invalidated capture reports its error here: the work's own is thrown
   if (graph) cudaGraphDestroy(graph);
   cudaGetLastError();
 }
 
 void cuda_capture_end(void* stream, void** graph_out, void** exec_out, std::size_t* nodes) {
   cudaGraph_t graph = nullptr;
-  const cudaError_t ended = cudaStreamEndCapture(cs(stream), &graph);
+  const cudaError_t ended = cudaStreamEndCapture(cuda_stream(stream), &graph);
   if (ended != cudaSuccess) {
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();
@@ -43,14 +42,14 @@ void cuda_capture_end(void* stream, void** graph_out, void** exec_out, std::size
     cudaGetLastError();
     throw Error(std::string("graph capture: instantiating the graph failed: ") + cudaGetErrorString(made));
   }
-  MOEBENCH_CUDA_CHECK(cudaGraphUpload(exec, cs(stream)));  // the first replay pays no upload
+  MOEBENCH_CUDA_CHECK(cudaGraphUpload(exec, cuda_stream(stream)));  // the first replay pays no upload
   *graph_out = graph;
   *exec_out = exec;
   *nodes = count;
 }
 
 void cuda_graph_launch(void* exec, void* stream) {
-  MOEBENCH_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), cs(stream)));
+  MOEBENCH_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), cuda_stream(stream)));
 }
 
 void cuda_graph_destroy(void* graph, void* exec) {

@@ -21,7 +21,7 @@ struct Slot {
   std::atomic<std::int64_t> started_ns{0};
 };
 
-struct State {
+struct WatchdogState {
   std::atomic<double> timeout_s{300.0};
   std::array<Slot, kSlots> slots;
   std::atomic<std::int64_t> unwatched{0};
@@ -30,15 +30,15 @@ struct State {
   std::once_flag thread_started;
 };
 
-State& state() {
-  static State* s = new State;  // never destroyed: the watcher thread may outlive static destructors
+WatchdogState& watchdog_state() {
+  static WatchdogState* s = new WatchdogState;  // never destroyed: the watcher thread may outlive static destructors
   return *s;
 }
 
 std::int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
 
 void watch() {
-  State& s = state();
+  WatchdogState& s = watchdog_state();
   for (;;) {
     std::this_thread::sleep_for(std::chrono::duration<double>(Watchdog::kPollSeconds));
     const double limit = s.timeout_s.load();
@@ -60,16 +60,16 @@ void watch() {
 
 }  // namespace
 
-void Watchdog::set_timeout(double seconds) { state().timeout_s = seconds; }
-double Watchdog::timeout() { return state().timeout_s; }
+void Watchdog::set_timeout(double seconds) { watchdog_state().timeout_s = seconds; }
+double Watchdog::timeout() { return watchdog_state().timeout_s; }
 
 void Watchdog::set_identity(const char* program, int rank) {
-  state().program = program;
-  state().rank = rank;
+  watchdog_state().program = program;
+  watchdog_state().rank = rank;
 }
 
 Watchdog::Scope::Scope(const char* operation) : slot_(-1) {
-  State& s = state();
+  WatchdogState& s = watchdog_state();
   std::call_once(s.thread_started, [] { std::thread(watch).detach(); });
   for (int i = 0; i < kSlots; ++i) {
     const char* expected = nullptr;
@@ -88,14 +88,14 @@ Watchdog::Scope::Scope(const char* operation) : slot_(-1) {
 
 int Watchdog::watched() {
   int n = 0;
-  for (const Slot& slot : state().slots) n += slot.operation.load() != nullptr;
+  for (const Slot& slot : watchdog_state().slots) n += slot.operation.load() != nullptr;
   return n;
 }
 
-std::int64_t Watchdog::unwatched() { return state().unwatched.load(); }
+std::int64_t Watchdog::unwatched() { return watchdog_state().unwatched.load(); }
 
 Watchdog::Scope::~Scope() {
-  if (slot_ >= 0) state().slots[slot_].operation = nullptr;
+  if (slot_ >= 0) watchdog_state().slots[slot_].operation = nullptr;
 }
 
 }  // namespace moebench

@@ -60,6 +60,10 @@ inline std::vector<float> download(Device& dev, TrackingAllocator& alloc, const 
 // The unit roundoff of TF32 (10 mantissa bits), fp32 GEMMs' on tensor cores.
 constexpr double kTf32Epsilon = 4.8828125e-04;  // 2^-11
 
+// A kernel's elementwise outputs against the CPU reference: two roundings to the type, plus fp32's
+// own noise.
+inline double kernel_tolerance(DType t) { return 2 * dtype_epsilon(t) + 1e-5; }
+
 // ||got - want|| / ||want||; NaN anywhere fails.
 inline double rel_l2(const std::vector<float>& got, const std::vector<float>& want) {
   double num = 0, den = 0;

@@ -19,8 +19,6 @@ using namespace gputest;
 
 namespace {
 
-double tolerance(DType t) { return 2 * dtype_epsilon(t) + 1e-5; }
-
 TEST(GpuAttentionPanels, ForwardBackwardAndRowDotMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
   TrackingAllocator alloc(dev.backend(), dev.default_stream());
@@ -45,7 +43,7 @@ TEST(GpuAttentionPanels, ForwardBackwardAndRowDotMatchCpuInEveryDtype) {
         std::vector<float> s = scores;
         attention_panel_softmax_forward_cpu(p, s.data(), stats.data());
         attention_panel_softmax_forward(ex, p, gs.data(), static_cast<float*>(gstats.data()), t);
-        EXPECT_LT(rel_l2(download(dev, alloc, gs, n, t), s), tolerance(t));
+        EXPECT_LT(rel_l2(download(dev, alloc, gs, n, t), s), kernel_tolerance(t));
         EXPECT_LT(rel_l2(download(dev, alloc, gstats, rows, DType::f32), stats), 1e-5);
         gs = upload(dev, alloc, scores, t);  // the backward recomputes from the scores
       }
@@ -53,8 +51,8 @@ TEST(GpuAttentionPanels, ForwardBackwardAndRowDotMatchCpuInEveryDtype) {
       attention_panel_softmax_backward_cpu(p, s.data(), d.data(), stats.data(), delta.data());
       attention_panel_softmax_backward(ex, p, gs.data(), gdp.data(), static_cast<const float*>(gstats.data()),
                                        static_cast<const float*>(gdelta.data()), t);
-      EXPECT_LT(rel_l2(download(dev, alloc, gs, n, t), s), tolerance(t));
-      EXPECT_LT(rel_l2(download(dev, alloc, gdp, n, t), d), tolerance(t));
+      EXPECT_LT(rel_l2(download(dev, alloc, gs, n, t), s), kernel_tolerance(t));
+      EXPECT_LT(rel_l2(download(dev, alloc, gdp, n, t), d), kernel_tolerance(t));
     }
   for (DType t : {DType::f32, DType::bf16}) {
     const int sequences = 2, rseq = 37, d = 72, ld = heads * d + 5;
@@ -124,7 +122,7 @@ void expect_matches_the_cpu(Device& gpu, std::initializer_list<AttentionKernel> 
       const int sequences = seq > 128 ? 1 : 2, heads = 2, d = 64;
       const LayerResult want = run_layer(cpu, AttentionKernel::materialized, t, sequences, seq, heads, d);
       // fp32 runs on TF32 tensor cores; 16-bit stores P, dP and the projections rounded.
-      const double tol = t == DType::f32 ? 20 * kTf32Epsilon : 4 * tolerance(t);
+      const double tol = t == DType::f32 ? 20 * kTf32Epsilon : 4 * kernel_tolerance(t);
       for (AttentionKernel k : kernels) {
         SCOPED_TRACE(attention_kernel_name(k));
         const LayerResult got = run_layer(gpu, k, t, sequences, seq, heads, d);

@@ -14,9 +14,6 @@ using namespace gputest;
 
 namespace {
 
-// Storage rounding plus fp32 arithmetic in another order.
-double tolerance(DType t) { return 2 * dtype_epsilon(t) + 1e-5; }
-
 TEST(GpuLayerNorm, ForwardAndBackwardMatchCpuInEveryDtype) {
   MOEBENCH_REQUIRE_GPU(dev);
   TrackingAllocator alloc(dev.backend(), dev.default_stream());
@@ -45,10 +42,10 @@ TEST(GpuLayerNorm, ForwardAndBackwardMatchCpuInEveryDtype) {
     layernorm_forward(ex, s, gx.data(), ggamma.as<float>(), gbeta.as<float>(), gy.data(), gmean.as<float>(), grstd.as<float>(), t);
     layernorm_backward(ex, s, gx.data(), gdy.data(), ggamma.as<float>(), gmean.as<float>(), grstd.as<float>(), gdx.data(),
                        gdgamma.as<float>(), gdbeta.as<float>(), t);
-    EXPECT_LT(rel_l2(download(dev, alloc, gy, n, t), y), tolerance(t)) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gy, n, t), y), kernel_tolerance(t)) << dtype_name(t);
     EXPECT_LT(rel_l2(download(dev, alloc, gmean, s.rows, DType::f32), mean), 1e-5) << dtype_name(t);
     EXPECT_LT(rel_l2(download(dev, alloc, grstd, s.rows, DType::f32), rstd), 1e-5) << dtype_name(t);
-    EXPECT_LT(rel_l2(download(dev, alloc, gdx, n, t), dx), tolerance(t)) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gdx, n, t), dx), kernel_tolerance(t)) << dtype_name(t);
     EXPECT_LT(rel_l2(download(dev, alloc, gdgamma, s.cols, DType::f32), dgamma), 1e-4) << dtype_name(t);
     EXPECT_LT(rel_l2(download(dev, alloc, gdbeta, s.cols, DType::f32), dbeta), 1e-4) << dtype_name(t);
   }
@@ -76,8 +73,8 @@ TEST(GpuCausalSoftmax, ForwardAndBackwardMatchCpuInEveryDtype) {
     causal_softmax_forward(ex, s, gs.data(), gp.data(), t);
     causal_softmax_backward(ex, s, gp.data(), gdp.data(), gdp.data(), t);  // in place
     const auto got_p = download(dev, alloc, gp, n, t);
-    EXPECT_LT(rel_l2(got_p, p), tolerance(t)) << dtype_name(t);
-    EXPECT_LT(rel_l2(download(dev, alloc, gdp, n, t), ds), tolerance(t)) << dtype_name(t);
+    EXPECT_LT(rel_l2(got_p, p), kernel_tolerance(t)) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gdp, n, t), ds), kernel_tolerance(t)) << dtype_name(t);
     int future = 0;
     for (std::size_t r = 0; r < std::size_t(s.matrices) * s.seq; ++r)
       for (int j = int(r % s.seq) + 1; j < s.seq; ++j) future += got_p[r * s.seq + j] != 0.f;
@@ -102,7 +99,7 @@ TEST(GpuCrossEntropy, LossesAndGradientMatchCpuInEveryDtypeAlsoInPlace) {
     dev.copy_to_device(gt.data(), targets.data(), targets.size() * 4, dev.default_stream());
     cross_entropy(dev.exec(dev.default_stream()), s, gl.data(), gt.as<std::int32_t>(), gloss.as<float>(), gl.data(), t);
     EXPECT_LT(rel_l2(download(dev, alloc, gloss, s.rows, DType::f32), losses), 1e-5) << dtype_name(t);
-    EXPECT_LT(rel_l2(download(dev, alloc, gl, n, t), d), tolerance(t)) << dtype_name(t);
+    EXPECT_LT(rel_l2(download(dev, alloc, gl, n, t), d), kernel_tolerance(t)) << dtype_name(t);
   }
 }
 

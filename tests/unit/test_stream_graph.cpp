@@ -17,12 +17,13 @@
 #include "runtime/stream_graph.h"
 #include "runtime/timeline.h"
 #include "timeline_util.h"
+#include "wall_clock_util.h"
 
 namespace moebench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using testing_util::seconds_since;
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 class StreamGraphTest : public ::testing::Test {

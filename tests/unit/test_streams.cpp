@@ -9,11 +9,12 @@
 #include "kernels/axpy.h"
 #include "runtime/device.h"
 #include "runtime/timeline.h"
+#include "wall_clock_util.h"
 
 namespace moebench {
 
 using Clock = std::chrono::steady_clock;
-static double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using testing_util::seconds_since;
 static void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 TEST(CpuStreams, WorkOnTwoStreamsOverlaps) {

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 #include "runtime/watchdog.h"
+#include "wall_clock_util.h"
 
 namespace moebench {
 namespace {
@@ -18,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 // scheduling delay. A watchdog that fires at a multiple of a 1 s timeout is outside it.
 constexpr double kMarginSeconds = 0.5;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using testing_util::seconds_since;
 
 TEST(WatchdogDeathTest, FiresWithinItsTimeoutPlusAMargin) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
