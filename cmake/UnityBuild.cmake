@@ -6,8 +6,10 @@
 # headers (listed for IDEs, tracked through nvcc's depfiles). Files with their own compile
 # definitions are compiled alone.
 # The cost: names at file scope, anonymous namespaces and `static` ones included, must differ between
-# the files of a target, and editing one file recompiles its batch. MOEBENCH_UNITY_BATCH_SIZE=1
-# compiles every file on its own, which also shows an include a file forgot.
+# the files of a target, and editing one file recompiles its batch. A file added to a target shifts
+# the later batches, so a clash can surface far from the change: MOEBENCH_UNITY_BATCH_SIZE=1000
+# compiles each target in one run, which shows every clash at once. MOEBENCH_UNITY_BATCH_SIZE=1
+# compiles every file on its own, which shows an include a file forgot.
 set(MOEBENCH_UNITY_BATCH_SIZE 8 CACHE STRING "Source files compiled together in one compiler run (1: each on its own)")
 if(NOT MOEBENCH_UNITY_BATCH_SIZE MATCHES "^[1-9][0-9]*$")
   message(FATAL_ERROR "MOEBENCH_UNITY_BATCH_SIZE: '${MOEBENCH_UNITY_BATCH_SIZE}' is not allowed; give a whole "
