@@ -12,6 +12,7 @@
 #include "kernels/convert.h"
 #include "runtime/comm.h"
 #include "runtime/precise_sleep.h"
+#include "runtime/ring_reduce_scatter.h"
 #include "runtime/timeline.h"
 #include "runtime/watchdog.h"
 
@@ -129,11 +130,23 @@ class MpiCommunicator final : public Communicator {
     run(s, "all_gather (mpi)", bus, [=, this] { MPI_Allgather(send, c, mpi_type(t), recv, c, mpi_type(t), comm_); });
   }
 
+  // MPI's own algorithm for a small buffer, where latency decides; from kRingFromBytes the ring
+  // (runtime/ring_reduce_scatter.h). Open MPI 4.1's MPI_Reduce_scatter_block switches there to an
+  // algorithm that took several times an all-reduce of the same buffer on CPU ranks, where a
+  // reduce-scatter should take about half: ZeRO-1's gradient step measured the library's choice.
+  static constexpr std::size_t kRingFromBytes = std::size_t(256) << 10;  // the whole send buffer
+
   void reduce_scatter(const void* send, void* recv, std::size_t n, DType t, ReduceOp op, const Stream& s) override {
     const int c = to_int(n, "reduce_scatter");
     const MPI_Datatype type = mpi_type(t);
     const double bus = double(bytes_of(n, t)) * (size_ - 1);
-    run(s, "reduce_scatter (mpi)", bus, [=, this] { MPI_Reduce_scatter_block(send, recv, c, type, mpi_op(op, t), comm_); });
+    const bool ring = bytes_of(n, t) * std::size_t(size_) >= kRingFromBytes;
+    run(s, "reduce_scatter (mpi)", bus, [=, this] {
+      if (ring)
+        ring_reduce_scatter(send, recv, c, type, mpi_op(op, t), comm_);
+      else
+        MPI_Reduce_scatter_block(send, recv, c, type, mpi_op(op, t), comm_);
+    }, ring ? "\"algorithm\": \"ring\"" : "\"algorithm\": \"mpi\"");
   }
 
   // Point-to-point waits poll and sleep instead of spinning: a pipeline stage's send waits on

@@ -139,6 +139,23 @@ MUTATIONS = [
         "targets": [MPI],
         "tests": COMM_TESTS,
     },
+    # The ring reduce-scatter (runtime/ring_reduce_scatter.cpp) and the MPI communicator's use of it
+    {
+        "id": "reduce_scatter_ring_bypassed",
+        "mechanism": "large reduce-scatters go back to MPI_Reduce_scatter_block: the ring is never taken",
+        "file": "runtime/comm_mpi.cpp",
+        "edits": [("      if (ring)\n", "      if (false && ring)\n")],
+        "targets": [MPI],
+        "tests": COMM_TESTS,
+    },
+    {
+        "id": "ring_adds_the_wrong_own_part",
+        "mechanism": "each ring step adds this rank's part of the block it sent, not of the one it received",
+        "file": "runtime/ring_reduce_scatter.cpp",
+        "edits": [("own_part(rank - 1 - step)", "own_part(rank - step)")],
+        "targets": [MPI],
+        "tests": COMM_TESTS,
+    },
     {
         "id": "link_ignores_send",
         "mechanism": "the emulated link lets point-to-point sends through without their bytes",
