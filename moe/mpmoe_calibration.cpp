@@ -1,5 +1,6 @@
 #include "moe/mpmoe_calibration.h"
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include "runtime/side_by_side.h"
 
@@ -15,9 +16,10 @@ double ModelPrediction::busy_ms(const std::string& kind) const {
 
 namespace {
 
-double median(std::vector<double> v) {
+// {median, fastest, slowest} of a figure's runs.
+std::array<double, 3> median_min_max(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return {v[v.size() / 2], v.front(), v.back()};
 }
 
 // The operations the fits and the slowdown factors are taken from, at a given size.
@@ -91,7 +93,8 @@ Calibration calibrate(LayerRunner& runner, int repeats) {
   sbs.streams = {runner.streams().dispatch, runner.streams().compute, runner.streams().copy};
   sbs.launch = {[&](int t) { ops.comm(t); }, [&](int t) { ops.comp_fwd(t); }, [&](int t) { ops.mem(t); }};
   sbs.drain = [&] { runner.dispatch_comm().wait(runner.streams().dispatch); };
-  auto timed = [&](const std::function<void(int)>& op, const Stream& s) {
+  // An op alone, `repeats` times: {median, fastest, slowest}.
+  auto timed_runs = [&](const std::function<void(int)>& op, const Stream& s) {
     op(1);  // warm
     ctx.device.synchronize();
     sbs.drain();
@@ -103,8 +106,9 @@ Calibration calibrate(LayerRunner& runner, int repeats) {
       one.drain = sbs.drain;
       v.push_back(one.alone(ctx.rt, ctx.device, 0));
     }
-    return median(v);
+    return median_min_max(v);
   };
+  auto timed = [&](const std::function<void(int)>& op, const Stream& s) { return timed_runs(op, s)[0]; };
   // Volumes over what a part holds from n = 16 to n = 1 (the search goes up to 8).
   const int B = runner.tokens(), k = c.slots();
   std::vector<int> row_counts;
@@ -138,8 +142,12 @@ Calibration calibrate(LayerRunner& runner, int repeats) {
   ops.mem_bytes = std::size_t(rows) * c.ffn * es;
   ops.size_mem(ops.mem_bytes);
   const char* names[3] = {"comm", "comp", "mem"};
-  std::vector<double> alone(3);
-  for (int y = 0; y < 3; ++y) alone[y] = timed(sbs.launch[y], sbs.streams[y]);
+  std::vector<std::array<double, 3>> alone_runs(3);
+  std::vector<double> alone(3);  // medians: SideBySide::beside's reference
+  for (int y = 0; y < 3; ++y) {
+    alone_runs[y] = timed_runs(sbs.launch[y], sbs.streams[y]);
+    alone[y] = alone_runs[y][0];
+  }
   for (int y = 0; y < 3; ++y)
     for (int x = 0; x <= 3; ++x) {
       if (x == y) continue;
@@ -148,10 +156,10 @@ Calibration calibrate(LayerRunner& runner, int repeats) {
         if (o != y && (x == 3 || x == o)) others.push_back(o);
       std::vector<double> beside;
       for (int i = 0; i < repeats; ++i) beside.push_back(sbs.beside(ctx.rt, ctx.device, y, others, alone));
-      const double with = median(beside);
+      const std::array<double, 3> with = median_min_max(beside);
       const std::string xs = x == 3 ? "all" : names[x];
-      cal.alpha.alpha[{names[y], xs}] = alone[y] / with;
-      cal.alpha_ms[{names[y], xs}] = {alone[y], with};
+      cal.alpha.alpha[{names[y], xs}] = alone[y] / with[0];
+      cal.alpha_ms[{names[y], xs}] = {alone[y], alone_runs[y][1], alone_runs[y][2], with[0], with[1], with[2]};
     }
   // The layer's work outside the pipeline, from n = 1 (nothing overlaps there).
   const RunResult one = runner.run(PipelineConfig{}, true, 1, repeats);

@@ -25,11 +25,20 @@ struct SpeedSample {
   double ms = 0;
 };
 
+// What a slowdown factor alpha(y, x) = alone / beside rests on: y's time alone and beside x,
+// each a median with its fastest and slowest run, and so the factor's range over those runs.
+struct SlowdownTimes {
+  double alone_ms = 0, alone_min = 0, alone_max = 0;
+  double beside_ms = 0, beside_min = 0, beside_max = 0;
+  double alpha_min() const { return alone_min / beside_max; }
+  double alpha_max() const { return alone_max / beside_min; }
+};
+
 struct Calibration {
   std::map<std::string, PiecewiseLinear> fits;  // by op
   std::vector<SpeedSample> samples;
   Slowdowns alpha;
-  std::map<std::pair<std::string, std::string>, std::pair<double, double>> alpha_ms;  // alone, beside
+  std::map<std::pair<std::string, std::string>, SlowdownTimes> alpha_ms;  // by (y, x)
   double other_ms = 0;        // per iteration, outside S, C, R and M
   double calibration_ms = 0;  // wall time the calibration took (the model's overhead)
   double time(const std::string& op, double volume) const;

@@ -39,7 +39,9 @@ def f3(rows, out):
     fig, ax = plt.subplots(figsize=(8, 4))
     labels = [f"{r['model']}({r['tokens']})\n{r['y']} beside {r['x']}" for r in rows]
     colors = {"comm": "tab:blue", "comp": "tab:orange", "mem": "tab:green"}
-    ax.bar(range(len(rows)), [num(r["alpha"]) for r in rows], color=[colors[r["y"]] for r in rows])
+    vals = [num(r["alpha"]) for r in rows]
+    spread = [[v - num(r["alpha_min"]) for v, r in zip(vals, rows)], [num(r["alpha_max"]) - v for v, r in zip(vals, rows)]]
+    ax.bar(range(len(rows)), vals, yerr=spread, capsize=2, color=[colors[r["y"]] for r in rows])
     alpha = paper_value("003.s23.alpha_threshold")
     ax.axhline(alpha, color="red", ls="--", lw=1, label=f"{alpha:g}: below it, overlapping loses (the paper's rule)")
     ax.set_xticks(range(len(rows)), labels, fontsize=6)

@@ -58,13 +58,16 @@ void Figures::write_f2() const {
 }
 
 void Figures::write_f3() const {
-  CsvTable t({"model", "tokens", "y", "x", "alpha", "y_alone_ms", "y_beside_x_ms", "overlap_pays"});
+  // alpha_min / alpha_max: the factor over the runs (fastest alone over slowest beside, and the
+  // reverse), so a factor near 1 reads as within the runs' spread.
+  CsvTable t({"model", "tokens", "y", "x", "alpha", "alpha_min", "alpha_max", "y_alone_ms", "y_beside_x_ms",
+              "overlap_pays"});
   for (const CaseResult& c : cases) {
     if (!c.cal) continue;
     for (const auto& [yx, a] : c.cal->alpha.alpha) {
-      const auto& [alone, with] = c.cal->alpha_ms.at(yx);
-      t.add_row({c.model, std::to_string(c.tokens), yx.first, yx.second, fmt(a, 4), fmt(alone), fmt(with),
-                 a > 0.5 ? "yes (alpha > 0.5)" : "no (alpha <= 0.5)"});
+      const SlowdownTimes& m = c.cal->alpha_ms.at(yx);
+      t.add_row({c.model, std::to_string(c.tokens), yx.first, yx.second, fmt(a, 4), fmt(m.alpha_min(), 4),
+                 fmt(m.alpha_max(), 4), fmt(m.alone_ms), fmt(m.beside_ms), a > 0.5 ? "yes (alpha > 0.5)" : "no (alpha <= 0.5)"});
     }
   }
   t.write(dir + "f3.csv", ctx.provenance);

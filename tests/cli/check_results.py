@@ -4,6 +4,7 @@
    device, driver, cuda, nccl, ranks, link, dtype, scale, commit, date); the few written by other
    tools say so below, with what they carry instead;
  - no CSV holds rows of two scales, backends or devices;
+ - a figure given with its range (columns X, X_min, X_max) lies within it in every row;
  - every number in a column named for the paper ("paper_*", "*_paper_*") is one of the papers'
    values in experiments/reference/values.csv, as a value, a fraction of a percentage, or a
    ratio of two values of one paper (within 0.5%: the CSVs round to 3-6 digits);
@@ -86,6 +87,13 @@ def main(source):
                 kinds = {r[i] for r in body if len(r) == len(header) and r[i]}  # empty: a row with no run
                 if len(kinds) > 1:
                     breaches.append(f"{rel}: rows of {len(kinds)} {k}s ({', '.join(sorted(kinds))})")
+        for column in header:
+            if column + "_min" in header and column + "_max" in header:
+                at = [header.index(c) for c in (column + "_min", column, column + "_max")]
+                for n, r in enumerate(body, start=2):
+                    low, x, high = (number(r[i]) if i < len(r) else None for i in at)
+                    if None not in (low, x, high) and not low <= x <= high:
+                        breaches.append(f"{rel}:{n}: {column} = {x} lies outside its range [{low}, {high}]")
         for i, column in enumerate(header):
             if not (column.startswith("paper_") or "_paper_" in column or column == "paper"):
                 continue
