@@ -114,7 +114,7 @@ class PipeBubbleBench final : public BenchProgram {
                 "measured_bubble_min", "measured_bubble_max", "simulated_bubble", "simulated_step_ms",
                 "measured_over_simulated_step", "simulator_status", "replayed_bubble", "replayed_step_ms",
                 "measured_over_replayed_step", "simulator_processors", "closed_form_bubble", "tokens_per_s",
-                "peak_activation_bytes", "repetitions"});
+                "tokens_per_s_min", "tokens_per_s_max", "peak_activation_bytes", "repetitions"});
     const int processors = shared_processors(ctx);
     // By case name: the stages' mean measured bubble (share of the step) and idle ms -- the
     // bubble's size, what ZB-H1's "a third of 1F1B's" is about (a shorter step makes the same
@@ -176,7 +176,8 @@ class PipeBubbleBench final : public BenchProgram {
                    fmt(spread_of(replayed_bubbles[s]).median, 4), fmt(replay.median), fmt(replay_ratio.median, 4),
                    processors > 0 ? std::to_string(processors) + " cores shared by the stages" : "one per stage",
                    fmt(closed, 4),
-                   fmt(mini_ / (step.median / 1e3)), fmt(field(s, 5).max, 10), std::to_string(step.samples)});
+                   fmt(mini_ / (step.median / 1e3)), fmt(mini_ / (step.max / 1e3)), fmt(mini_ / (step.min / 1e3)),
+                   fmt(field(s, 5).max, 10), std::to_string(step.samples)});
       }
       mean_bubble[r.name] = bubble_sum / P;
       mean_idle_ms[r.name] = idle_sum / P;

@@ -28,6 +28,14 @@ double RunResult::busy_ms(const std::string& kind) const {
   return total;
 }
 
+std::vector<double> RunResult::ranges_each_ms(const std::vector<std::string>& names) const {
+  std::vector<double> each(ms.size(), 0.0);
+  for (const auto& name : names)
+    if (auto it = range_ms_each.find(name); it != range_ms_each.end())
+      for (std::size_t i = 0; i < each.size() && i < it->second.size(); ++i) each[i] += it->second[i];
+  return each;
+}
+
 LayerRunner::LayerRunner(const MeasureEnv& env, const LayerShape& shape, int tokens, const PipelineStreams& streams,
                          Communicator& dispatch_comm, Communicator& combine_comm, std::optional<AdamStep> adam)
     : env_(env), shape_(shape), tokens_(tokens), alloc_(env.device.backend(), env.device.default_stream()),
@@ -87,7 +95,10 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
     const auto totals = b.totals_ms();
     double busy = 0;
     for (const auto& [name, ms] : totals) {
-      sums[name] += env_.rt.max(ms);
+      const double slowest = env_.rt.max(ms);
+      sums[name] += slowest;
+      r.range_ms_each[name].resize(i, 0.0);  // a range absent from earlier iterations took 0 there
+      r.range_ms_each[name].push_back(slowest);
       for (const std::string k : {"S", "C", "R", "M"})  // lvalues: kind_ranges returns into its own table
         for (const auto& n : kind_ranges(k))
           if (n == name) busy += ms;
@@ -105,6 +116,7 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
     }
   }
   for (const auto& [name, total] : sums) r.range_ms[name] = total / iterations;
+  for (auto& [name, each] : r.range_ms_each) each.resize(iterations, 0.0);
   r.comm_union_ms = comm_union / iterations;
   r.other_ms = std::max(0.0, other / iterations);
   for (int t = 0; t < kMemTagCount; ++t) r.peak[t] = env_.rt.max(double(alloc_.peak(static_cast<MemTag>(t))));

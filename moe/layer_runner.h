@@ -28,6 +28,7 @@ const std::vector<std::string>& kind_ranges(const std::string& kind);
 struct RunResult {
   std::vector<double> ms;                  // per timed iteration
   std::map<std::string, double> range_ms;  // per iteration
+  std::map<std::string, std::vector<double>> range_ms_each;  // each timed iteration's (the slowest rank's)
   std::array<double, kMemTagCount> peak{};  // bytes, per tag
   double peak_total = 0, pinned_peak = 0, reserved = 0;
   double rows = 0;       // rows a rank's experts computed per iteration (the largest rank's)
@@ -39,6 +40,8 @@ struct RunResult {
   double other_ms = 0;       // per iteration, the slowest rank's time outside S, C, R and M ranges
                              // (meaningful for a sequential run, where the ranges do not overlap)
   double median_ms() const;
+  // Each timed iteration's total of the named ranges (the slowest rank's per range).
+  std::vector<double> ranges_each_ms(const std::vector<std::string>& names) const;
   // Busy time of one operation kind over forward and backward: "S", "C", "R", "M".
   double busy_ms(const std::string& kind) const;
 };

@@ -129,9 +129,12 @@ def f13(rows, out):
     fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(rows)), 4))
     labels = [f"{r['model']}({r['tokens']})\n{r['layer']} {r['granularity']}" for r in rows]
     colors = ["tab:blue" if r["layer"].startswith("Faster") else "tab:orange" for r in rows]
-    ax.bar(range(len(rows)), [num(r["dispatch_recovery_ms"]) for r in rows], color=colors)
+    ms = [num(r["dispatch_recovery_ms"]) for r in rows]
+    spread = [[m - num(r["dispatch_recovery_ms_min"]) for m, r in zip(ms, rows)],
+              [num(r["dispatch_recovery_ms_max"]) - m for m, r in zip(ms, rows)]]
+    ax.bar(range(len(rows)), ms, yerr=spread, capsize=2, color=colors)
     ax.set_xticks(range(len(rows)), labels, fontsize=6, rotation=60)
-    ax.set_ylabel("dispatch + recovery all-to-all, forward, ms (not overlapped)")
+    ax.set_ylabel("dispatch + recovery all-to-all, forward, ms (not overlapped;\nmean, bars: fastest-slowest iteration)")
     ax.set_title("MPMoE (003) Fig. 13: communication of the FasterMoE-style split against MPMoE's\n" + provenance_line(rows[0]),
                  fontsize=8)
     save(fig, out)
@@ -143,12 +146,13 @@ def f14(rows, out):
         sub = [r for r in rows if f"{r['model']}({r['tokens']})" == case]
         n = [int(r["n"]) for r in sub]
         ms = [num(r["ms"]) for r in sub]
-        line, = ax.plot(n, ms, "o-", label=case)
+        spread = [[m - num(r["ms_min"]) for m, r in zip(ms, sub)], [num(r["ms_max"]) - m for m, r in zip(ms, sub)]]
+        line = ax.errorbar(n, ms, yerr=spread, fmt="o-", capsize=2, label=case).lines[0]
         pick = int(sub[0]["algorithm1_pick"])
         if pick in n:
             ax.axvline(pick, color=line.get_color(), ls="--", lw=0.8)
     ax.set_xlabel("n (parts)")
-    ax.set_ylabel("PMoE layer time, ms (median)")
+    ax.set_ylabel("PMoE layer time, ms (median; bars: min-max)")
     ax.legend(fontsize=7, title="dashed: Algorithm 1's pick", title_fontsize=7)
     ax.set_title("MPMoE (003) Fig. 14: time over the granularity n\n" + provenance_line(rows[0]), fontsize=8)
     save(fig, out)
@@ -178,7 +182,8 @@ def f16(rows, out):
     ax.bar([i + 0.2 for i in x], [num(r["total_ms"]) for r in rows], 0.2, label="layer total")
     for i, r in enumerate(rows):
         if r["ideal_over_pipelined"] != "n/a":
-            ax.annotate(f"{num(r['ideal_over_pipelined']):.2f} of ideal", (i, num(r["total_ms"])), ha="center",
+            ax.annotate(f"{num(r['ideal_over_pipelined']):.2f} of ideal\n[{num(r['ideal_over_pipelined_min']):.2f}, "
+                        f"{num(r['ideal_over_pipelined_max']):.2f}]", (i, num(r["total_ms"])), ha="center",
                         va="bottom", fontsize=7)
     ax.set_xticks(list(x), labels, fontsize=6)
     ax.set_ylabel("ms per forward + backward")

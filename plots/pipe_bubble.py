@@ -47,7 +47,10 @@ def main(folder):
         style = "o-" if re == "no" else "s--"
         label = f"{sched}{' + recompute' if re == 'yes' else ''}"
         c = COLORS.get(sched, "black")
-        tput.plot(ms, [num(by_m[m][0]["tokens_per_s"]) for m in ms], style, color=c, label=label)
+        tps = [num(by_m[m][0]["tokens_per_s"]) for m in ms]
+        spread = [[t - num(by_m[m][0]["tokens_per_s_min"]) for t, m in zip(tps, ms)],
+                  [num(by_m[m][0]["tokens_per_s_max"]) - t for t, m in zip(tps, ms)]]
+        tput.errorbar(ms, tps, yerr=spread, fmt=style, capsize=2, color=c, label=label)
         mem.plot(ms, [max(num(r["peak_activation_bytes"]) for r in by_m[m]) / 2**20 for m in ms], style, color=c,
                  label=label)
     for ax, ylabel in ((tput, "rows per second (fixed mini-batch)"), (mem, "peak activations, largest stage (MiB)")):
