@@ -4,6 +4,10 @@
    device, driver, cuda, nccl, ranks, link, dtype, scale, commit, date); the few written by other
    tools say so below, with what they carry instead;
  - no CSV holds rows of two scales, backends or devices;
+ - every CSV outside cuda/ names a commit a reader can check out: none ends in "-dirty" (a run of
+   code not yet committed); commit the code, then run. The GPU leases under cuda/ are let be:
+   the device's copy of the repository keeps the session's first commit, so their label says
+   "-dirty" for a committed tree too (results/cuda/README.md says which tree each lease ran);
  - a figure given with its range (columns X, X_min, X_max) lies within it in every row;
  - every number in a column named for the paper ("paper_*", "*_paper_*") is one of the papers'
    values in experiments/reference/values.csv, as a value, a fraction of a percentage, or a
@@ -87,6 +91,12 @@ def main(source):
                 kinds = {r[i] for r in body if len(r) == len(header) and r[i]}  # empty: a row with no run
                 if len(kinds) > 1:
                     breaches.append(f"{rel}: rows of {len(kinds)} {k}s ({', '.join(sorted(kinds))})")
+        if "commit" in header and not rel.startswith("cuda/"):
+            i = header.index("commit")
+            dirty = sorted({r[i] for r in body if len(r) == len(header) and r[i].endswith("-dirty")})
+            if dirty:
+                breaches.append(f"{rel}: written by code that was not committed ({', '.join(dirty)}): "
+                                "commit the code, then run the experiment again")
         for column in header:
             if column + "_min" in header and column + "_max" in header:
                 at = [header.index(c) for c in (column + "_min", column, column + "_max")]
