@@ -27,4 +27,22 @@ Spread spread_of(std::vector<double> v) {
   return s;
 }
 
+Fastest fastest_of(const std::vector<Spread>& candidates) {
+  if (candidates.empty()) throw Error("fastest_of: no candidates");
+  Fastest f;
+  double lowest_max = candidates[0].max;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].median < candidates[f.best].median) f.best = i;
+    lowest_max = std::min(lowest_max, candidates[i].max);
+  }
+  bool any = false;
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (candidates[i].min <= lowest_max) {
+      if (!any) f.first = i;
+      f.last = i;
+      any = true;
+    }
+  return f;
+}
+
 }  // namespace moebench

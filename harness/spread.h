@@ -1,6 +1,7 @@
 // A figure measured several times: its median and its spread (min, max, quartiles), so one
 // noisy repetition on a shared machine never stands as the result.
 #pragma once
+#include <cstddef>
 #include <vector>
 
 namespace moebench {
@@ -14,5 +15,14 @@ struct Spread {
 
 // Throws Error on no samples or a non-finite sample (a NaN is a failed measurement, not a value).
 Spread spread_of(std::vector<double> samples);
+
+// Which of several candidates, each a time measured several times, was fastest: `best`, the
+// lowest median (the first of equals), and [first, last], the lowest and highest index of those
+// the spread alone could have made fastest -- every candidate whose fastest run beat the slowest
+// run of each. `best` always lies within. Throws Error on no candidates.
+struct Fastest {
+  std::size_t best = 0, first = 0, last = 0;
+};
+Fastest fastest_of(const std::vector<Spread>& candidates);
 
 }  // namespace moebench

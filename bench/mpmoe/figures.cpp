@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include "harness/spread.h"
 #include "models/mpmoe_memory.h"
 
 namespace moebench::mpmoe {
@@ -233,22 +234,18 @@ void Figures::write_f14() const {
   CsvTable t({"model", "tokens", "n", "ms", "ms_min", "ms_max", "algorithm1_pick", "best_measured_n",
               "best_measured_n_min", "best_measured_n_max", "paper_gpt_xl_pick"});
   for (const CaseResult& c : cases) {
-    int best = 0;
-    double best_ms = 0, lowest_max = 0;
+    std::vector<int> ns;
+    std::vector<Spread> times;
     for (int n = 1; n <= 8; ++n)
       if (const RunResult* r = find(c, tokens_split(n))) {
-        lowest_max = best == 0 ? max_of(*r) : std::min(lowest_max, max_of(*r));
-        if (best == 0 || r->median_ms() < best_ms) best = n, best_ms = r->median_ms();
+        ns.push_back(n);
+        times.push_back(spread_of(r->ms));
       }
-    if (!best) continue;
-    // The best n's range: every n whose fastest run beat the slowest run of each n, so that the
-    // runs' spread alone could have made it the best (the best by median is always among them).
-    int best_min = 0, best_max = 0;
-    for (int n = 1; n <= 8; ++n)
-      if (const RunResult* r = find(c, tokens_split(n)); r && min_of(*r) <= lowest_max) {
-        if (!best_min) best_min = n;
-        best_max = n;
-      }
+    if (ns.empty()) continue;
+    // The best n, and the range of those the runs' spread alone could have made the best.
+    const Fastest fastest = fastest_of(times);
+    const int best = ns[fastest.best], best_min = ns[fastest.first], best_max = ns[fastest.last];
+    const double best_ms = times[fastest.best].median;
     // 003 Sec. 5.5.2 (GPT-XL on Adira): n = 2 below 8k tokens, 4 up to 22k, 8 above.
     const double below2 = paper_number("003.f14.n2_below"), below4 = paper_number("003.f14.n4_below");
     const std::string paper = c.tokens < below2 ? "2 (B < " + fmt(below2) + ")"

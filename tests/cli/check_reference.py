@@ -15,7 +15,8 @@ import csv
 import pathlib
 import re
 import subprocess
-import sys
+
+import checklib
 
 CODE = re.compile(r"^(bench|tools|models|moe|pipeline|harness|runtime|kernels|plots)/.*\.(cpp|h|cu|py)$|^experiments/.*\.sh$")
 
@@ -70,7 +71,4 @@ def main(source):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    checklib.run(main, __doc__, 1)

@@ -21,7 +21,8 @@ import csv
 import itertools
 import pathlib
 import re
-import sys
+
+import checklib
 
 PROVENANCE = ["backend", "device", "driver", "cuda", "nccl", "ranks", "link", "dtype", "scale", "commit", "date"]
 # CSVs another tool writes: what they carry in place of the suite's provenance.
@@ -130,17 +131,8 @@ def main(source):
                         breaches.append(f"claims.csv: {r['claim']}: cites {prefix + f}, which is not there")
     else:
         breaches.append("claims.csv: not there (experiments/claims/report.sh writes it)")
-    for b in breaches:
-        print(f"check_results: {b}")
-    if breaches:
-        print(f"check_results: {len(breaches)} breaches in {len(files)} CSVs")
-        return 1
-    print(f"check_results: {len(files)} CSVs, every rule holds")
-    return 0
+    return checklib.report("check_results", breaches, f"{len(files)} CSVs")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    checklib.run(main, __doc__, 1)

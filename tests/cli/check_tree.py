@@ -17,7 +17,8 @@
 import pathlib
 import re
 import subprocess
-import sys
+
+import checklib
 
 MAX_LINES = 500
 README_MAX_LINES = 150
@@ -79,17 +80,8 @@ def main(root):
                     continue
                 if not (page.parent / target).exists():
                     breaches.append(f"{page.relative_to(root)}:{i}: link to {target}, which does not exist")
-    for b in breaches:
-        print(f"check_tree: {b}")
-    if breaches:
-        print(f"check_tree: {len(breaches)} breaches")
-        return 1
-    print(f"check_tree: {len(files)} files, every rule holds")
-    return 0
+    return checklib.report("check_tree", breaches, f"{len(files)} files")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    checklib.run(main, __doc__, 1)

@@ -16,9 +16,13 @@ def number(text):
         return None
 
 
-def report(tool, breaches):
+def report(tool, breaches, read=None):
+    """`read` (e.g. "185 CSVs"): what was checked, for a last line that counts the breaches in it or
+    says that every rule holds."""
     for b in breaches:
         print(f"{tool}: {b}")
+    if read is not None:
+        print(f"{tool}: {len(breaches)} breaches in {read}" if breaches else f"{tool}: {read}, every rule holds")
     return 1 if breaches else 0
 
 

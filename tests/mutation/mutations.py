@@ -933,6 +933,34 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^CublasLibrary\.OpensThe",
     },
+    # A figure's spread (harness/spread.cpp)
+    {
+        "id": "fastest_without_its_spread",
+        "mechanism": "the fastest candidate's range collapses to the fastest by median: the spread no longer widens it",
+        "file": "harness/spread.cpp",
+        "edits": [("    if (candidates[i].min <= lowest_max) {", "    if (i == f.best) {")],
+        "targets": [UNIT],
+        "tests": r"^Spread\.",
+    },
+    # The committed results' rules (tests/cli/check_results.py)
+    {
+        "id": "results_check_lets_dirty_through",
+        "mechanism": "results.check takes a result of uncommitted code (a commit ending in -dirty)",
+        "file": "tests/cli/check_results.py",
+        "edits": [('        if "commit" in header and not rel.startswith("cuda/"):',
+                   '        if "commit" in header and rel.startswith("no such folder/"):')],
+        "targets": [CLI],
+        "tests": r"^results\.check_rules$",
+    },
+    {
+        "id": "results_check_lets_a_range_miss",
+        "mechanism": "results.check takes a figure outside its own range",
+        "file": "tests/cli/check_results.py",
+        "edits": [("if None not in (low, x, high) and not low <= x <= high:",
+                   "if None not in (low, x, high) and not low <= x:")],
+        "targets": [CLI],
+        "tests": r"^results\.check_rules$",
+    },
     # The tree's rules (tests/cli/check_tree.py)
     {
         "id": "bench_declares_a_library",

@@ -57,6 +57,29 @@ TEST(Spread, MedianQuartilesAndRange) {
   EXPECT_THROW(spread_of({1.0, std::nan("")}), Error);  // a failed measurement is not a sample
 }
 
+TEST(Spread, FastestAndThoseTheSpreadCouldHaveMadeFastest) {
+  // Medians 10, 8, 9, 12, 20: the second is fastest. The slowest run of each is at least 11
+  // (the second's), so the first (fastest run 9) and the fourth (11) could have been fastest
+  // too, the fifth (19) not.
+  const std::vector<Spread> times = {spread_of({9, 10, 13}), spread_of({7, 8, 11}), spread_of({8.5, 9, 12}),
+                                     spread_of({11, 12, 14}), spread_of({19, 20, 21})};
+  const Fastest f = fastest_of(times);
+  EXPECT_EQ(f.best, 1u);
+  EXPECT_EQ(f.first, 0u);
+  EXPECT_EQ(f.last, 3u);
+  // Runs that do not overlap leave the best alone; so does one candidate.
+  const Fastest apart = fastest_of({spread_of({5, 6}), spread_of({1, 2}), spread_of({3, 4})});
+  EXPECT_EQ(apart.best, 1u);
+  EXPECT_EQ(apart.first, 1u);
+  EXPECT_EQ(apart.last, 1u);
+  const Fastest one = fastest_of({spread_of({3, 4})});
+  EXPECT_EQ(one.best, 0u);
+  EXPECT_EQ(one.last, 0u);
+  // Equal medians: the first is the best.
+  EXPECT_EQ(fastest_of({spread_of({2, 3}), spread_of({2, 3})}).best, 0u);
+  EXPECT_THROW(fastest_of({}), Error);
+}
+
 namespace fs = std::filesystem;
 
 TEST(OutputCheck, FindsUnwritableOutputsWithoutWritingAnything) {
