@@ -933,6 +933,16 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^CublasLibrary\.OpensThe",
     },
+    # The claim ledger (tools/claims/)
+    {
+        "id": "verdict_hides_what_its_range_reaches",
+        "mechanism": "a verdict no longer names the other verdict its run's range reaches",
+        "file": "tools/claims/ledger.cpp",
+        "edits": [("  if (ours.lo == ours.hi || j.verdict == \"noise\") return j;",
+                   "  if (true) return j;")],
+        "targets": [UNIT],
+        "tests": r"^ClaimVerdict\.",
+    },
     # A figure's spread (harness/spread.cpp)
     {
         "id": "fastest_without_its_spread",

@@ -131,5 +131,24 @@ TEST(ClaimVerdict, NoiseWhenTheSpreadHoldsNoEffectAndIsAsWideAsTheEffect) {
   EXPECT_EQ(judge_number(spec("match:15", "1"), 1.25, Number::exact(1.0)).verdict, "not reproduced");
 }
 
+TEST(ClaimVerdict, TheOtherVerdictsTheRangeReachesAreNamed) {
+  // At least 1.75 over 1: the median 1.1 is partly; the range's low end, 0.9, is on the other side.
+  const Judgement below = judge_number(spec("at_least", "1"), 1.75, {1.1, 0.9, 1.3});
+  EXPECT_EQ(below.verdict, "partly");
+  EXPECT_EQ(below.reaches, std::vector<std::string>{"not reproduced"});
+  EXPECT_NE(below.why.find("; its range reaches not reproduced"), std::string::npos) << below.why;
+  // Within 15% of 2: both ends are off by 20%, one verdict named once.
+  const Judgement both = judge_number(spec("match:15"), 2.0, {2.1, 1.6, 2.4});
+  EXPECT_EQ(both.verdict, "reproduced");
+  EXPECT_EQ(both.reaches, std::vector<std::string>{"partly"});
+  // A range inside its verdict, a number with no range, and noise reach nothing.
+  for (const Judgement& j : {judge_number(spec("match:15"), 2.0, {2.1, 2.0, 2.2}),
+                             judge_number(spec("match:15"), 2.0, Number::exact(1.6)),
+                             judge_number(spec("match:15", "1"), 1.25, {1.1, 0.9, 1.3})}) {
+    EXPECT_TRUE(j.reaches.empty()) << j.verdict << ": " << j.why;
+    EXPECT_EQ(j.why.find("reaches"), std::string::npos) << j.why;
+  }
+}
+
 }  // namespace
 }  // namespace moebench

@@ -1,4 +1,5 @@
 #include "tools/claims/ledger.h"
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -62,6 +63,7 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
   const Judgement j = judge_number(spec, paper, *s.value);
   s.verdict = j.verdict;
   s.why = j.why;
+  s.reaches = j.reaches;
   return s;
 }
 
@@ -97,9 +99,7 @@ void describe_assumptions(const CsvRows& t, ClaimResult& c) {
   if (changing.size() > 2) c.model_assumptions += "; and " + std::to_string(changing.size() - 2) + " more";
 }
 
-}  // namespace
-
-Judgement judge_number(const ClaimSpec& spec, double paper, const Number& ours) {
+Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours) {
   const std::string& judge = spec.judge;
   std::optional<double> baseline;
   if (!spec.baseline.empty()) baseline = std::strtod(spec.baseline.c_str(), nullptr);
@@ -150,6 +150,20 @@ Judgement judge_number(const ClaimSpec& spec, double paper, const Number& ours) 
   }
   throw Error("claims.csv: " + spec.id + ": judge '" + judge +
               "' is not one of match:P, within:D, at_least, at_most, above:X, below:X, none");
+}
+
+}  // namespace
+
+Judgement judge_number(const ClaimSpec& spec, double paper, const Number& ours) {
+  Judgement j = judge_value(spec, paper, ours);
+  if (ours.lo == ours.hi || j.verdict == "noise") return j;
+  for (double end : {ours.lo, ours.hi}) {
+    const std::string v = judge_value(spec, paper, Number::exact(end)).verdict;
+    if (v != j.verdict && std::find(j.reaches.begin(), j.reaches.end(), v) == j.reaches.end()) j.reaches.push_back(v);
+  }
+  for (std::size_t i = 0; i < j.reaches.size(); ++i)
+    j.why += (i ? " and " : "; its range reaches ") + j.reaches[i];
+  return j;
 }
 
 std::vector<ClaimSpec> read_claim_specs(const std::string& path) {
@@ -203,6 +217,7 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
       measured = &c.local, where = "this machine";
     if (measured) {
       c.verdict = measured->verdict;
+      c.reaches = measured->reaches;
       c.why = std::string(where) + " (" + measured->setting + "): " + measured->why;
     } else if (c.model.value) {
       c.verdict = "modelled only";

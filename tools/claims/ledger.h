@@ -9,7 +9,8 @@
 //   above:X / below:X    an ordering or direction: above / below X
 //   none        what the suite does not measure (model quality after pre-training): why, and
 //               the command that would measure it where one exists
-// A verdict is refused (noise) where the run's range holds the baseline, the no-effect value.
+// A verdict is refused (noise) where the run's range holds the baseline, the no-effect value;
+// one whose range reaches another verdict at an end names it (Judgement::reaches).
 // An absolute time is judged only on the paper's hardware. A claim's verdict is its GPU run's,
 // else this machine's; a number only the model gives makes it "modelled only", never
 // "reproduced".
@@ -37,6 +38,7 @@ struct SettingResult {
   std::string setting;     // where the first CSV ran: backend and device, ranks, link, scale
   std::string verdict;     // "" where there is no number
   std::string why;
+  std::vector<std::string> reaches;  // the other verdicts the run's range reaches (Judgement::reaches)
 };
 
 struct ClaimResult {
@@ -44,6 +46,7 @@ struct ClaimResult {
   double paper = 0;
   SettingResult local, gpu, model;
   std::string verdict, why;
+  std::vector<std::string> reaches;  // ... of the run the verdict is from
   // What the assumed inputs decide of the modelled number (models/sensitivity.csv): the input
   // that changes its verdict within its range, or the one that moves it most; "" without the file.
   std::string model_assumptions;
@@ -60,8 +63,11 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
 std::string claims_csv(const std::vector<ClaimResult>& claims);
 
 // The verdict of `ours` against the paper's value under `spec`'s tolerance class, and why.
+// `reaches`: the other verdicts the ends of ours' range would get (where its verdict is not
+// noise), said in `why` too -- the verdicts a re-run of the same code may give.
 struct Judgement {
   std::string verdict, why;
+  std::vector<std::string> reaches;
 };
 Judgement judge_number(const ClaimSpec& spec, double paper, const Number& ours);
 

@@ -80,6 +80,20 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
   md << "| all |";
   for (const char* v : kVerdicts) md << " " << total[v] << " |";
   md << " " << claims.size() << " |\n\n";
+  std::vector<std::string> movable;
+  int judged = 0;
+  for (const ClaimResult& c : claims)
+    if (c.verdict == "reproduced" || c.verdict == "partly" || c.verdict == "not reproduced") {
+      ++judged;
+      if (!c.reaches.empty())
+        movable.push_back(c.spec.id + ": " + c.verdict + ", its range reaches " + c.reaches.front() +
+                          (c.reaches.size() > 1 ? " and " + c.reaches.back() : ""));
+    }
+  md << "Of the " << judged << " verdicts a run gave (reproduced, partly, not reproduced), " << judged - int(movable.size())
+     << " hold over the run's whole range. The range of the other " << movable.size()
+     << " reaches another verdict, which a run of the same code may give" << (movable.empty() ? ".\n" : ":\n\n");
+  for (const std::string& m : movable) md << "- " << m << "\n";
+  md << "\n";
 
   for (const PaperInfo& p : kPapers) {
     md << "## " << p.name << " (" << p.key << ")\n\n*" << p.title << "*\n\n"
