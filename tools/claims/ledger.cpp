@@ -99,6 +99,7 @@ void describe_assumptions(const CsvRows& t, ClaimResult& c) {
   if (changing.size() > 2) c.model_assumptions += "; and " + std::to_string(changing.size() - 2) + " more";
 }
 
+// The verdict of ours' median under the claim's tolerance class (noise from its range).
 Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours) {
   const std::string& judge = spec.judge;
   std::optional<double> baseline;
