@@ -1,4 +1,5 @@
 #include "runtime/allocator.h"
+#include "runtime/block_size.h"
 #include "runtime/kernel_log.h"
 #include <cstdio>
 #include <cstdlib>
@@ -268,6 +269,26 @@ struct Pool {
       if (b->graph == id) b->graph = 0;
   }
 
+  // Every cached block back to the system once its last use is done (the mutex held); returns
+  // how many. An allocation the system refuses retries after this, as a caching allocator does.
+  std::size_t release_cached() {
+    std::size_t n = 0;
+    for (auto& [id, list] : free_lists) {
+      for (auto& [size, b] : list) {
+        if (b->freed) b->freed->synchronize();
+        if (!b->pinned) reserved -= b->size;
+        system_free(*b);
+        ++n;
+      }
+      list.clear();
+    }
+    std::vector<std::unique_ptr<Block>> kept;
+    for (auto& b : blocks)
+      if (b->ptr) kept.push_back(std::move(b));
+    blocks = std::move(kept);
+    return n;
+  }
+
   static Buffer hand_out(const std::shared_ptr<Pool>& pool, std::size_t bytes, MemTag tag, const Stream& s, bool pinned);
 };
 
@@ -318,11 +339,12 @@ TrackingAllocator::~TrackingAllocator() = default;
 Buffer Pool::hand_out(const std::shared_ptr<Pool>& pool, std::size_t bytes, MemTag tag, const Stream& s, bool pinned) {
   Pool& p = *pool;
   Buffer b;
-  const std::size_t rounded = (bytes + 511) / 512 * 512;  // aligned for vector loads on both backends
+  const std::size_t rounded = pool_block_size(bytes);
   if (rounded == 0) return b;
   std::lock_guard<std::mutex> lock(p.mutex);
   ++p.allocations;
   Block* block = p.take(rounded, pinned, s);
+  if (!block && !p.capturing && p.release_cached() > 0) block = p.take(rounded, pinned, s);  // the cache's memory first
   if (!block) {
     std::string where = pinned ? "pinned host" : p.backend == Backend::cpu ? "host" : "GPU";
 #if MOEBENCH_WITH_CUDA
@@ -393,20 +415,8 @@ void TrackingAllocator::reset_peaks() {
 }
 
 void TrackingAllocator::trim() {
-  Pool& p = *pool_;
-  std::lock_guard<std::mutex> lock(p.mutex);
-  for (auto& [id, list] : p.free_lists) {
-    for (auto& [size, b] : list) {
-      if (b->freed) b->freed->synchronize();
-      if (!b->pinned) p.reserved -= b->size;
-      p.system_free(*b);
-    }
-    list.clear();
-  }
-  std::vector<std::unique_ptr<Block>> kept;
-  for (auto& b : p.blocks)
-    if (b->ptr) kept.push_back(std::move(b));
-  p.blocks = std::move(kept);
+  std::lock_guard<std::mutex> lock(pool_->mutex);
+  pool_->release_cached();
 }
 
 void TrackingAllocator::set_poison(bool on) { pool_->poison = on; }

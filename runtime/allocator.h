@@ -3,8 +3,10 @@
 // with stream-ordered reuse, as a caching allocator does: a freed block goes back to the pool
 // of the stream it was allocated on and later work on that stream may reuse it at once; another
 // stream takes it only after waiting for an event recorded when it was freed; a block used on
-// further streams (record_stream) returns to the pool once their work is done too. Blocks are
-// never given back to the system while the allocator lives (trim() does that), so no timed
+// further streams (record_stream) returns to the pool once their work is done too. Blocks come
+// in size classes (runtime/block_size.h), so a request a little larger than last step's finds
+// its block again. Blocks are given back to the system only by trim(), or when the system
+// refuses an allocation (the cache goes back, then the allocation retries), so no timed
 // iteration pays for cudaMalloc or cudaFree. Current and peak per tag count the bytes asked
 // for, exactly; reserved_bytes() is what the pool holds. In the poison debug mode
 // (set_poison, or MOEBENCH_POOL_POISON=1) freed and freshly handed-out memory is filled with

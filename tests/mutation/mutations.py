@@ -775,6 +775,22 @@ MUTATIONS = [
         "tests": r"^AllocatorPool\.",
     },
     {
+        "id": "pool_blocks_of_exact_size",
+        "mechanism": "the pool's blocks are as large as each request (512-byte rounded): a request a little larger than last step's takes a new block every step",
+        "file": "runtime/block_size.cpp",
+        "edits": [("  if (aligned <= kFineBlockLimit) return aligned;", "  return aligned;")],
+        "targets": [UNIT],
+        "tests": r"^AllocatorPool\.RequestsThatGrowEachStepFindTheirBlocksAgain$",
+    },
+    {
+        "id": "pool_keeps_its_cache_when_refused",
+        "mechanism": "an allocation the system refuses fails although the pool's cached blocks, given back, would make room",
+        "file": "runtime/allocator.cpp",
+        "edits": [("  if (!block && !p.capturing && p.release_cached() > 0) block = p.take(rounded, pinned, s);  // the cache's memory first\n", "")],
+        "targets": [UNIT],
+        "tests": r"^AllocatorPool\.ARefusedAllocationRetriesAfterGivingTheCacheBack$",
+    },
+    {
         "id": "gpt_moe_config_without_dtype",
         "mechanism": "a GPT model's MoE config keeps fp32 whatever the model's dtype, so the bench refuses a bf16 model's segmented experts on the GPU",
         "file": "pipeline/gpt_stage.cpp",
