@@ -172,7 +172,7 @@ class GptStepBench final : public BenchProgram {
                                      "torch_device", "torch_math", "attention", "attention_panel_rows", "step_graph",
                                      "graph_nodes", "expert_gemm", "peak_mib",
                                      "torch_peak_mib", "memory_vs_torch", "repetitions", "new_gemm_plans_in_measured_steps",
-                                     "gemm_timings_in_measured_steps"};
+                                     "gemm_timings_in_measured_steps", "new_pool_blocks_in_measured_steps"};
     for (const auto& c : roofline_columns()) cols.push_back(c);
     CsvTable t(cols);
     for (bool moe : {false, true}) {
@@ -218,6 +218,9 @@ class GptStepBench final : public BenchProgram {
       // (kernels/batched_gemm_cuda.cu): a routing whose GEMM shapes are new every step pays it each step.
       for (std::size_t n : {plans_in_measured_[moe].plans, plans_in_measured_[moe].timed})
         row.push_back(ctx.backend() == Backend::cuda ? std::to_string(n) : "n/a (cpu: its GEMMs make no cuBLASLt plans)");
+      // A block the pool took from the system inside a measured step (cudaMalloc on a GPU) is
+      // host time in it; routing that grows a buffer past its size class pays it.
+      row.push_back(std::to_string(pool_blocks_in_measured_[moe]));
       const Work work = gpt_step_work(moe ? shape_ : shape_.dense(), sequences_, int(dtype_size(ctx.dtype())));
       for (auto& cell : roofline_cells(roofline_, work, dtype_size(ctx.dtype()) == 2, s.median)) row.push_back(cell);
       t.add_row(row);
@@ -226,8 +229,9 @@ class GptStepBench final : public BenchProgram {
         std::printf("   PyTorch %s (%s) on %s: %.2f ms/step -> ours %.2fx its speed", ref->second.torch.c_str(),
                     ref->second.variant.c_str(), ref->second.device.c_str(), ref->second.ms, ref->second.ms / s.median);
       if (ctx.backend() == Backend::cuda)
-        std::printf("   %zu new cuBLASLt plans, %zu timed, in the measured steps", plans_in_measured_[moe].plans,
-                    plans_in_measured_[moe].timed);
+        std::printf("   %zu new cuBLASLt plans, %zu timed, %lld new pool blocks, in the measured steps",
+                    plans_in_measured_[moe].plans, plans_in_measured_[moe].timed,
+                    static_cast<long long>(pool_blocks_in_measured_[moe]));
       std::printf("\n");
     }
     t.write(ctx.opts.out_dir + "/gpt/step.csv", ctx.provenance);
@@ -409,6 +413,7 @@ class GptStepBench final : public BenchProgram {
     }
     trainer_->reset_peak_bytes();
     const BatchedGemmAlgoStats before = batched_gemm_algo_stats();
+    const std::int64_t blocks_before = trainer_->pool_blocks_taken();
     ctx.profile_begin();
     for (auto _ : st) ctx.time_iteration(st, trainer_->stream(), [&] { trainer_->step(); });
     ctx.profile_end();
@@ -416,6 +421,7 @@ class GptStepBench final : public BenchProgram {
     const BatchedGemmAlgoStats after = batched_gemm_algo_stats();
     plans_in_measured_[moe].plans += after.plans - before.plans;
     plans_in_measured_[moe].timed += after.timed - before.timed;
+    pool_blocks_in_measured_[moe] += std::int64_t(ctx.rt.max(double(trainer_->pool_blocks_taken() - blocks_before)));
     peak_mib_[moe] = std::max(peak_mib_[moe], double(trainer_->peak_bytes()) / (1 << 20));
   }
 
@@ -428,6 +434,7 @@ class GptStepBench final : public BenchProgram {
   int panel_rows_ = 0;
   std::map<bool, double> peak_mib_;  // per model, over the measured steps
   std::map<bool, BatchedGemmAlgoStats> plans_in_measured_;  // per model: plans made and timed in them
+  std::map<bool, std::int64_t> pool_blocks_in_measured_;    // per model: blocks taken from the system in them (busiest rank)
   std::map<bool, std::vector<RangeRow>> phases_;  // per model: its eager steps' ranges
   bool kernels_ = false;
   std::string kernel_log_failure_;                    // why --kernels logs nothing

@@ -41,6 +41,9 @@ class GptTrainer {
   // replayed step holds what its capture allocated at most.
   std::size_t peak_bytes() const { return std::max(alloc_->peak_total(), captured_peak_); }
   void reset_peak_bytes() { alloc_->reset_peaks(); }
+  // Blocks this rank's pool has taken from the system so far (cudaMalloc on a GPU): a step that
+  // takes one pays for the system's allocation, and on CUDA may wait for the device.
+  std::int64_t pool_blocks_taken() const { return alloc_->system_allocations(); }
   // The token rows this rank's experts computed in the last step, over its micro-batches (0 with
   // --expert-gemm segmented: the counts stay on the device).
   long long expert_rows() const;

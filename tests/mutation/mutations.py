@@ -791,6 +791,15 @@ MUTATIONS = [
         "tests": r"^AllocatorPool\.ARefusedAllocationRetriesAfterGivingTheCacheBack$",
     },
     {
+        "id": "pool_hands_out_new_blocks_only",
+        "mechanism": "the pool never hands a cached block out again: every training step takes all its buffers from the system",
+        "file": "runtime/allocator.cpp",
+        "edits": [("    if (auto it = best_fit(mine, size, pinned); it != mine.end()) {  // stream order makes it safe at once",
+                   "    if (auto it = mine.end(); it != mine.end()) {  // stream order makes it safe at once")],
+        "targets": [UNIT],
+        "tests": r"^GptTrainerStep\.StepsAfterTheFirstTakeNoBlockFromTheSystem$",
+    },
+    {
         "id": "gpt_moe_config_without_dtype",
         "mechanism": "a GPT model's MoE config keeps fp32 whatever the model's dtype, so the bench refuses a bf16 model's segmented experts on the GPU",
         "file": "pipeline/gpt_stage.cpp",

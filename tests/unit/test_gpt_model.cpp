@@ -187,6 +187,20 @@ TEST_F(GptTrainerStep, PeakBytesCoverTheModelStatesAndTheStepsActivations) {
   EXPECT_GT(peak, idle) << "the step's activations and temporaries came on top";
 }
 
+// What a step allocates comes back to the pool and is there for the next one: once the first
+// steps have settled the optimizer's state, a step takes no block from the system.
+TEST_F(GptTrainerStep, StepsAfterTheFirstTakeNoBlockFromTheSystem) {
+  auto owned = make_trainer();
+  GptTrainer& trainer = *owned;
+  for (int k = 0; k < 2; ++k) trainer.step();
+  dev.synchronize();
+  const std::int64_t settled = trainer.pool_blocks_taken();
+  EXPECT_GT(settled, 0);
+  for (int k = 0; k < 3; ++k) trainer.step();
+  dev.synchronize();
+  EXPECT_EQ(trainer.pool_blocks_taken(), settled);
+}
+
 // A step captured into a graph and replayed is the eager step: after the same number of steps
 // the loss and every weight are the same to the bit. The optimizer's step count lives on the
 // device, so each replay's bias corrections are its own step's, not the captured one's.
