@@ -30,6 +30,7 @@ class CommBench final : public BenchProgram {
   std::string description() const override {
     return "nccl-tests-style collective benchmark: all_to_all, all_reduce, all_gather, reduce_scatter, send_recv.";
   }
+  bool takes_iteration_counts() const override { return true; }
 
   void add_options(CLI::App& app) override {
     add_text(app, "-b,--min-bytes", min_text_, "SIZE", "Smallest size (bytes; K/M/G suffixes); default by scale");

@@ -32,6 +32,7 @@ class GatingBench final : public BenchProgram {
   std::string description() const override {
     return "Top-k routing vs expert prototyping: gate kernel, gate and layer time (M6-T Table 1).";
   }
+  bool takes_iteration_counts() const override { return true; }
   void add_options(CLI::App& app) override {
     add_choices(app, "--sizes", size_names_, {"m6t", "gpt"},
                 "m6t (M6-T Table 3: h 128, f 512, 4096 experts) and/or gpt (h 768, f 3072, 64 experts); default by scale");

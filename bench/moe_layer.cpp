@@ -56,6 +56,7 @@ class MoELayerBench final : public BenchProgram {
   std::string description() const override {
     return "One MoE layer, forward + backward, per dispatcher (local, expert_parallel, ppmoe), with its time breakdown.";
   }
+  bool takes_iteration_counts() const override { return true; }
   void add_options(CLI::App& app) override {
     moe_.add(app);
     add_choices(app, "--dispatchers", dispatchers_, {"local", "expert_parallel", "ppmoe"}, "Dispatchers to run (default: all; with --expert-gemm segmented, local and ppmoe)");

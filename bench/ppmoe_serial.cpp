@@ -24,6 +24,7 @@ class SerialBench final : public BenchProgram {
   std::string description() const override {
     return "N serial expert GEMMs vs one grouped GEMM vs one dense GEMM of equal FLOPs (PPMoE Sec. 3.3.2).";
   }
+  bool takes_iteration_counts() const override { return true; }
   void add_options(CLI::App& app) override {
     add_choices(app, "--widths", width_names_, {"medium", "6.7b", "tiny"},
                 "Model widths: medium (GPT-3 Medium 1024/4096), 6.7b (4096/16384), tiny (64/256); default by scale");

@@ -53,6 +53,7 @@ class SlowdownBench final : public BenchProgram {
   std::string description() const override {
     return "Slowdown factors alpha(y, x) of comm / comp / memcpy beside each other (MPMoE Fig. 3) and comm-GEMM overlap.";
   }
+  bool takes_iteration_counts() const override { return true; }
   void add_options(CLI::App& app) override {
     add_whole(app, "--gemm-size", gemm_opt_, 16, 1 << 15, "The GEMM is N x N x N (default: by scale)");
     add_real(app, "--emulated-bandwidth", emu_bw_opt_, above(0),

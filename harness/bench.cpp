@@ -203,6 +203,17 @@ std::optional<std::string> check_common(const CommonOptions& o) {
   return std::nullopt;
 }
 
+// --warmup and --iters where the bench sets its own iterations: refused, never ignored.
+std::optional<std::string> refused_iteration_counts(const BenchProgram& program, const CommonOptions& o) {
+  if (program.takes_iteration_counts()) return std::nullopt;
+  for (const auto& [flag, given] : {std::pair{"--warmup", o.warmup.has_value()}, std::pair{"--iters", o.iters.has_value()}})
+    if (given)
+      return std::string(flag) + ": " + program.name() +
+             " sets its own iterations (each one a whole run it prepares, such as a training step) and does not "
+             "take it; --repetitions sets how many times each measurement is repeated";
+  return std::nullopt;
+}
+
 // Every folder the program writes, on the rank that writes it; stale temporaries removed.
 std::optional<std::string> check_outputs(const BenchContext& ctx, const BenchProgram& program, int argc, char** argv) {
   const bool writer = ctx.rt.rank() == 0;
@@ -273,6 +284,7 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
       usage_error = usage_message(e, app);
     }
     if (!usage_error) usage_error = check_common(opts);
+    if (!usage_error) usage_error = refused_iteration_counts(*program, opts);
     rt.agree_or_exit(usage_error);
     Watchdog::set_timeout(opts.comm_timeout());
     if (opts.blas_threads) set_cpu_blas_threads(*opts.blas_threads);

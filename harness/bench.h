@@ -102,6 +102,9 @@ class BenchProgram {
   virtual void add_options(CLI::App&) {}
   // Deterministic checks of the options against the world and device; run on every rank.
   virtual std::optional<std::string> validate(const BenchContext&) { return std::nullopt; }
+  // Whether its measurements take --warmup and --iters. A bench whose iteration is a whole run
+  // it sets up itself (a training step, a pipeline schedule) refuses them rather than ignore them.
+  virtual bool takes_iteration_counts() const { return false; }
   // The folders it will write (default: none).
   virtual std::vector<OutputFolder> output_folders(const BenchContext&) const { return {}; }
   virtual void register_benchmarks(BenchContext& ctx) = 0;

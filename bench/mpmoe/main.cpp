@@ -47,6 +47,7 @@ class MPMoEBench final : public BenchProgram {
   std::string description() const override {
     return "MPMoE: pipelined MoE layer, memory reuse S1-S4, Algorithm 1 and the performance model (003 Figs. 2-17).";
   }
+  bool takes_iteration_counts() const override { return true; }
   void add_options(CLI::App& app) override {
     std::vector<std::string> all = kFigures;
     all.push_back("layer");
