@@ -103,7 +103,7 @@ class T1Bench final : public BenchProgram {
     CsvTable t({"layers", "routing", "prototypes", "top_k", "experts", "hidden", "ffn", "heads", "seq", "vocab", "tokens_per_rank",
                 "capacity", "gate", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "ratio_vs_top1",
                 "ratio_paper_vs_fused", "paper_ms_per_step", "paper_ratio_vs_top1", "ratio_vs_top1_over_paper",
-                "expert_rows_max_over_mean", "new_pool_blocks_in_measured_steps"});
+                "expert_rows_max_over_mean", "new_pool_blocks_in_measured_steps", "optimizer_ms_per_step"});
     for (int L : layers_)
       for (const Routing& r : kRoutings)
         for (GateImpl g : gates_) {
@@ -127,7 +127,8 @@ class T1Bench final : public BenchProgram {
                      fmt(s.median), fmt(s.min), fmt(s.max), ratio, vs_fused, fmt_or_na(paper_ms),
                      paper ? fmt(paper_ratio, 4) : "n/a",
                      paper && ms.count(top1) ? fmt(s.median / ms[top1].median / paper_ratio, 4) : "n/a",
-                     load_.count(k) ? fmt(load_.at(k), 4) : "-", std::to_string(pool_blocks_[k])});
+                     load_.count(k) ? fmt(load_.at(k), 4) : "-", std::to_string(pool_blocks_[k]),
+                     optimizer_ms_.count(k) ? fmt(optimizer_ms_.at(k)) : "-"});
           std::printf("m6t.t1 %2d layers %-8s %-5s gate %9.2f ms/step  x%s of top-1 (paper: %s ms/step, x%s)\n", L,
                       r.name.c_str(), gate_impl_name(g), s.median, ratio.c_str(),
                       fmt_or_na(paper_ms).c_str(), paper ? fmt(paper_ratio, 3).c_str() : "n/a");
@@ -170,6 +171,16 @@ class T1Bench final : public BenchProgram {
       trainer_key_ = k;
       trainer_->step();  // warm-up
       ctx.device.synchronize();
+      // Where the model of this step is checked term by term (tools/local_comparison.cpp): one
+      // more step, not a measured one, its optimizer timed on every rank; the busiest rank's.
+      Breakdown phases;
+      trainer_->set_breakdown(&phases);
+      trainer_->step();
+      ctx.device.synchronize();
+      trainer_->set_breakdown(nullptr);
+      const auto totals = phases.totals_ms();
+      const auto optimizer = totals.find("step.optimizer");
+      optimizer_ms_[k] = ctx.rt.max(optimizer == totals.end() ? 0.0 : optimizer->second);
     }
     // A block the pool takes from the system inside a timed step is the system's time in it
     // (docs/architecture.md, pooled memory): counted, busiest rank, so a table paying it says so.
@@ -192,6 +203,7 @@ class T1Bench final : public BenchProgram {
   std::string trainer_key_;
   std::map<std::string, double> load_;  // by case: expert rows, busiest rank over the mean
   std::map<std::string, std::int64_t> pool_blocks_;  // by case: blocks taken from the system in its timed steps
+  std::map<std::string, double> optimizer_ms_;       // by case: one step's step.optimizer range, busiest rank
 };
 
 }  // namespace

@@ -1014,4 +1014,21 @@ MUTATIONS = [
         "targets": ["moebench_comm"],
         "tests": r"^tree\.rules$",
     },
+    {
+        "id": "m6t_optimizer_never_named",
+        "mechanism": "an M6-T step the model puts above the run stays undiagnosed though the run timed its optimizer",
+        "file": "tools/local_comparison.cpp",
+        "edits": [("  if (modelled_ms <= measured_ms * (1 + kMissNamed) || !run_optimizer_ms) return \"-\";",
+                   "  if (modelled_ms > 0 || !run_optimizer_ms) return \"-\";")],
+        "targets": [UNIT],
+        "tests": r"^LocalComparison\.AStepAboveTheModelNamesItsOptimizerWhereTheRunTimedIt$",
+    },
+    {
+        "id": "m6t_optimizer_named_for_any_miss",
+        "mechanism": "the optimizer is named for a miss it does not explain (the run's optimizer as the model's)",
+        "file": "tools/local_comparison.cpp",
+        "edits": [("  if (modelled_optimizer_ms - *run_optimizer_ms < 0.5 * (modelled_ms - measured_ms)) return \"-\";\n", "")],
+        "targets": [UNIT],
+        "tests": r"^LocalComparison\.AStepAboveTheModelNamesItsOptimizerWhereTheRunTimedIt$",
+    },
 ]

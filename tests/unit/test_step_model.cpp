@@ -509,6 +509,58 @@ TEST(LocalComparison, AMissNamesTheTermThatIsOff) {
   std::filesystem::remove_all(dir);
 }
 
+// An M6-T step the model puts above the run names its optimizer where the run timed it and
+// that term holds at least half of the miss; otherwise the miss stays undiagnosed.
+TEST(LocalComparison, AStepAboveTheModelNamesItsOptimizerWhereTheRunTimedIt) {
+  std::string text = replace(kGoodProfile, "elementwise_bw,,500", "elementwise_bw,,50");
+  text = replace(text, "gemm_efficiency,1,0.2", "gemm_efficiency,1e-9,1");  // GEMMs at peak: the optimizer leads
+  const HardwareProfile hw = load_hardware_profile(write_profile(text));
+  const auto dir = std::filesystem::temp_directory_path() / ("moebench_m6t_off_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "m6t");
+  const std::string header = "layers,routing,prototypes,top_k,experts,hidden,ffn,heads,seq,tokens_per_rank,gate,ms_per_step,ranks,vocab,link";
+  const std::string row = "1,top-1,1,1,8,256,1024,4,64,64,ours: fused,";
+  const std::string tail = ",2,512,measured: MPI between the ranks' hosts";
+  // The row's modelled ms, optimizer's modelled ms, and what_is_off.
+  auto compare = [&](const std::string& optimizer_column, double run_ms, const std::string& optimizer_cell) {
+    std::ofstream(dir / "m6t" / "t1.csv") << header << optimizer_column << "\n" << row << run_ms << tail << optimizer_cell << "\n";
+    return compare_local_runs(hw, dir.string());
+  };
+  auto cells = [](const ProjectedTable& t) {
+    std::istringstream csv(t.table.to_string(nullptr));
+    std::string line;
+    std::getline(csv, line);  // header
+    std::getline(csv, line);
+    return line;
+  };
+  const ProjectedTable probe = compare("", 1e6, "");
+  ASSERT_EQ(probe.table.rows(), 1u);
+  const std::string probe_row = cells(probe);
+  const double modelled = std::stod(probe_row.substr(probe_row.find("hosts,") + 6));
+  ModelShape m{.layers = 1, .hidden = 256, .ffn = 1024, .heads = 4, .seq = 64, .vocab = 512, .experts = 8, .moe_every = 1,
+               .top_k = 1, .prototypes = 1, .capacity_factor = 1.25};
+  StepLayout l;
+  l.kind = LayoutKind::dpmoe;
+  l.dp = 2;
+  l.half = false;
+  const StepPrediction p = predict_step(m, l, hw);
+  EXPECT_NEAR(modelled, p.step * 1e3, 1e-3 * modelled);
+  ASSERT_GT(p.optimizer, 0.6 * p.step);
+  const double run = 0.5 * modelled;  // the model 2x above the run
+  const std::string named = cells(compare(",optimizer_ms_per_step", run, "," + std::to_string(0.1 * p.optimizer * 1e3)));
+  EXPECT_NE(named.find("model above the run: its optimizer -- "), std::string::npos) << named;
+  EXPECT_NE(named.find("ms in the run (the busiest rank's)"), std::string::npos) << named;
+  // The run's optimizer as the model's: the miss is elsewhere.
+  const std::string elsewhere = cells(compare(",optimizer_ms_per_step", run, "," + std::to_string(p.optimizer * 1e3)));
+  EXPECT_NE(elsewhere.find("model above the run: not diagnosed"), std::string::npos) << elsewhere;
+  EXPECT_NE(cells(compare("", run, "")).find("model above the run: not diagnosed"), std::string::npos);
+  const ProjectedTable bad = compare(",optimizer_ms_per_step", run, ",soon");
+  EXPECT_EQ(bad.table.rows(), 0u);
+  bool said = false;
+  for (const auto& line : bad.summary) said |= line.find("optimizer_ms_per_step 'soon' is not a time in ms") != std::string::npos;
+  EXPECT_TRUE(said);
+  std::filesystem::remove_all(dir);
+}
+
 // The comm bench's sizes that a profile measured itself (same collective, same ranks) are not
 // held against it: the model is checked on the sizes between.
 TEST(LocalComparison, SizesTheProfileMeasuredAreLeftOut) {
