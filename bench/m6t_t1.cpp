@@ -179,8 +179,9 @@ class T1Bench final : public BenchProgram {
       ctx.device.synchronize();
       trainer_->set_breakdown(nullptr);
       const auto totals = phases.totals_ms();
-      const auto optimizer = totals.find("step.optimizer");
-      optimizer_ms_[k] = ctx.rt.max(optimizer == totals.end() ? 0.0 : optimizer->second);
+      // Every rank's step opens the same ranges: all of them take part in the max or none.
+      if (const auto optimizer = totals.find("step.optimizer"); optimizer != totals.end())
+        optimizer_ms_[k] = ctx.rt.max(optimizer->second);
     }
     // A block the pool takes from the system inside a timed step is the system's time in it
     // (docs/architecture.md, pooled memory): counted, busiest rank, so a table paying it says so.

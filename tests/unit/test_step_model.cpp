@@ -520,7 +520,7 @@ TEST(LocalComparison, AStepAboveTheModelNamesItsOptimizerWhereTheRunTimedIt) {
   const std::string header = "layers,routing,prototypes,top_k,experts,hidden,ffn,heads,seq,tokens_per_rank,gate,ms_per_step,ranks,vocab,link";
   const std::string row = "1,top-1,1,1,8,256,1024,4,64,64,ours: fused,";
   const std::string tail = ",2,512,measured: MPI between the ranks' hosts";
-  // The row's modelled ms, optimizer's modelled ms, and what_is_off.
+  // The comparison of one m6t.t1 row, with or without the optimizer's column.
   auto compare = [&](const std::string& optimizer_column, double run_ms, const std::string& optimizer_cell) {
     std::ofstream(dir / "m6t" / "t1.csv") << header << optimizer_column << "\n" << row << run_ms << tail << optimizer_cell << "\n";
     return compare_local_runs(hw, dir.string());
