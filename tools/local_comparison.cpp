@@ -306,14 +306,7 @@ void compare_m6t(const HardwareProfile& hw, const std::string& path, std::vector
     if (validate_step(m, l, h)) continue;
     const StepPrediction p = predict_step(m, l, h);
     std::optional<double> run_optimizer;
-    if (optimizer_ms != "-") {
-      char* end = nullptr;
-      run_optimizer = std::strtod(optimizer_ms.c_str(), &end);
-      if (end == optimizer_ms.c_str() || *end != '\0' || !(*run_optimizer > 0)) {
-        missing.push_back(path + " (a row's optimizer_ms_per_step '" + optimizer_ms + "' is not a time in ms)");
-        continue;
-      }
-    }
+    if (!read_measured_cell(optimizer_ms, "optimizer_ms_per_step", path, run_optimizer, missing)) continue;
     out.push_back({"m6t.t1", std::to_string(layers) + " layers " + routing + ", " + (l.paper_gate ? "paper" : "fused") + " gate",
                    link, p.step * 1e3, ms, optimizer_off(p.step * 1e3, ms, p.optimizer * 1e3, run_optimizer)});
   }

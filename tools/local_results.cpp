@@ -41,13 +41,25 @@ HardwareProfile with_link(HardwareProfile hw, const std::string& link) {
   return hw;
 }
 
-bool read_expert_load(const std::string& cell, const std::string& path, StepLayout& l, NotCompared& missing) {
+bool read_measured_cell(const std::string& cell, const std::string& column, const std::string& path,
+                        std::optional<double>& value, NotCompared& missing) {
+  value.reset();
   if (cell == "-") return true;
   char* end = nullptr;
-  l.expert_load = std::strtod(cell.c_str(), &end);
-  if (end != cell.c_str() && *end == '\0') return true;
-  missing.push_back(path + " (a row's expert_rows_max_over_mean '" + cell + "' is not a number)");
+  const double v = std::strtod(cell.c_str(), &end);
+  if (end != cell.c_str() && *end == '\0' && v > 0) {
+    value = v;
+    return true;
+  }
+  missing.push_back(path + " (a row's " + column + " '" + cell + "' is not a number > 0)");
   return false;
+}
+
+bool read_expert_load(const std::string& cell, const std::string& path, StepLayout& l, NotCompared& missing) {
+  std::optional<double> load;
+  if (!read_measured_cell(cell, "expert_rows_max_over_mean", path, load, missing)) return false;
+  if (load) l.expert_load = *load;
+  return true;
 }
 
 }  // namespace moebench

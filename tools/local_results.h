@@ -4,6 +4,7 @@
 #pragma once
 #include <libfccp/csv.h>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 #include "models/hardware_profile.h"
@@ -50,8 +51,11 @@ bool has_columns(const CsvIn<Columns>& in, std::initializer_list<const char*> re
   return true;
 }
 
-// A run's `expert_rows_max_over_mean` cell into `l` ("-": none measured, even routing kept);
-// false, with the file named among those not compared, where it is no number.
+// A run's optional measured cell of `column` ("-": not measured, `value` left empty); false,
+// with the file named among those not compared, where it is no number > 0.
+bool read_measured_cell(const std::string& cell, const std::string& column, const std::string& path,
+                        std::optional<double>& value, NotCompared& missing);
+// A run's `expert_rows_max_over_mean` cell into `l` (read_measured_cell; "-" keeps even routing).
 bool read_expert_load(const std::string& cell, const std::string& path, StepLayout& l, NotCompared& missing);
 
 }  // namespace moebench
