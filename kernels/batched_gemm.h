@@ -35,10 +35,11 @@ inline bool epilogue_fits(const Exec& ex, int ldc) { return ex.backend == Backen
 void batched_gemm_cpu(const BatchedGemmArgs& b);
 void batched_gemm_cuda(const BatchedGemmArgs& b, const Exec& ex);
 void batched_gemm(const Exec& ex, const BatchedGemmArgs& b);
-// How the CUDA backend has chosen its cuBLASLt algorithms in this process: the plans made (one
-// per shape), those whose algorithm was timed among the heuristic's candidates, those that took
-// the algorithm timed for their bucket of shapes, and those with a lone candidate, nothing to
-// time (kernels/batched_gemm_cuda.cu).
+// How the CUDA backend has chosen its cuBLASLt algorithms in this process: the plans made (each a
+// call of cuBLASLt's heuristic: one per bucket of shapes, and one per shape its bucket's algorithm
+// does not fit), those whose algorithm was timed among the heuristic's candidates, the shapes that
+// took their bucket's plan without a heuristic of their own, and the plans with a lone candidate,
+// nothing to time (kernels/batched_gemm_cuda.cu).
 struct BatchedGemmAlgoStats {
   std::size_t plans = 0, timed = 0, reused = 0, lone = 0;
 };

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 #include "kernels/batched_gemm.h"
@@ -35,17 +36,32 @@ cublasLtMatrixLayout_t layout(cudaDataType_t t, std::uint64_t rows, std::uint64_
   return l;
 }
 
-// A call's descriptors, the heuristic's candidate algorithms (best predicted first) and the one
-// it runs. A layer makes the same few calls every step, so plans are kept per shape (and handle,
-// and operand alignment, which the heuristic's choice depends on): a step pays for the
-// descriptors and the heuristic once, not at every GEMM. Only the aux pointer changes between calls.
+// The same layout given another shape of its bucket (the batch count is the bucket's own).
+void reshape(cublasLtMatrixLayout_t l, std::uint64_t rows, std::uint64_t cols, std::int64_t ld, long long stride) {
+  const std::int64_t offset = stride;
+  MOEBENCH_CUBLAS_CHECK(cublas().lt_matrix_layout_set_attribute(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows, sizeof rows));
+  MOEBENCH_CUBLAS_CHECK(cublas().lt_matrix_layout_set_attribute(l, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof cols));
+  MOEBENCH_CUBLAS_CHECK(cublas().lt_matrix_layout_set_attribute(l, CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld));
+  MOEBENCH_CUBLAS_CHECK(
+      cublas().lt_matrix_layout_set_attribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof offset));
+}
+
+// A bucket's descriptors, the heuristic's candidate algorithms (best predicted first, for the
+// first shape met) and the one it runs. A layer makes the same few calls every step, but routing
+// moves the experts' row counts from step to step, and in a training step each MoE layer meets
+// counts it has not met before. So plans are kept per bucket of shapes (each extent rounded up
+// by bucketed(), with the handle and the operands' alignments, which the heuristic's choice
+// depends on): a call of a known bucket sets its exact extents on the descriptors, and a shape
+// met for the first time costs cuBLASLt's check of the bucket's algorithm, not the heuristic.
+// A shape the algorithm does not fit gets a plan of its own.
 struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
   std::vector<cublasLtMatmulAlgo_t> candidates;
-  bool chosen = false;  // algo timed among the candidates, or taken from its bucket's timing
-  std::string bucket;   // bucket_key()
+  bool chosen = false;                      // algo timed among the candidates, or the only one
+  std::string shape;                        // shape_key() of the extents the descriptors hold
+  std::unordered_set<std::string> fitted;   // shapes cuBLASLt accepts algo for
 };
 
 // The heuristic's first pick can be far from the best of its own candidates: on the padded
@@ -53,11 +69,11 @@ struct Plan {
 // tiles that ran at well under half the forward's rate. So a plan's first call that may run
 // more than once (beta 0, nothing it writes read by it, no graph capture or kernel log open)
 // times each candidate on its own operands and keeps the fastest; the real call follows and
-// overwrites what the trials wrote. Routing moves the padded row count from step to step, and
-// every count is a new plan: the choice is kept per bucket of shapes (each extent rounded up to
-// kBucketRows), and a new plan in a timed bucket takes the bucket's algorithm where cuBLASLt
-// accepts it for the exact shape, so a run times a few shapes, not every step's.
+// overwrites what the trials wrote. The choice is the bucket's: a run times a few buckets, not
+// every step's row counts.
 constexpr int kCandidates = 8, kTrialRuns = 2;
+// Buckets are kBucketRows wide up to 256, then four to an octave: shapes within a quarter of each
+// other share an algorithm, and the counts a training run meets fill few buckets.
 constexpr long long kBucketRows = 64;
 
 // An operand's alignment in bytes: the largest power of two, up to 256, dividing its address.
@@ -89,12 +105,15 @@ std::string alignment_key(const BatchedGemmArgs& args) {
   return buf;
 }
 
-std::string plan_key(const BatchedGemmArgs& args, const Exec& ex) { return shape_key(args, ex) + alignment_key(args); }
-
-long long bucketed(long long v) { return (v + kBucketRows - 1) / kBucketRows * kBucketRows; }
+long long bucketed(long long v) {
+  long long octave = 1;
+  while (octave * 2 <= v) octave *= 2;
+  const long long step = std::max(kBucketRows, octave / 4);
+  return (v + step - 1) / step * step;
+}
 
 // The shapes whose extents and leading dimensions round up alike, whatever their batch strides
-// (which follow the row count); the alignments stay the call's own.
+// (which follow the row count); the batch count and the alignments stay the call's own.
 std::string bucket_key(const BatchedGemmArgs& args, const Exec& ex) {
   BatchedGemmArgs b = args;
   GemmArgs& g = b.g;
@@ -158,6 +177,21 @@ Plan* make_plan(const BatchedGemmArgs& args, const Exec& ex) {
                 std::string(dtype_name(g.dtype)));
   p->algo = p->candidates.front();
   return p.release();  // kept for the process's life (see plan_for)
+}
+
+// The plan's descriptors given the call's extents, leading dimensions and batch strides (its
+// bucket's other fields are the call's already), as make_plan lays them out.
+void reshape_to(Plan& p, const BatchedGemmArgs& args, const std::string& shape) {
+  if (p.shape == shape) return;
+  const GemmArgs& g = args.g;
+  reshape(p.a, g.trans_b ? g.k : g.n, g.trans_b ? g.n : g.k, g.ldb, args.stride_b);
+  reshape(p.b, g.trans_a ? g.m : g.k, g.trans_a ? g.k : g.m, g.lda, args.stride_a);
+  reshape(p.c, g.n, g.m, g.ldc, args.stride_c);
+  if (args.epilogue != Epilogue::none) {
+    set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, std::int64_t(g.ldc));
+    set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, std::int64_t(args.stride_c));
+  }
+  p.shape = shape;
 }
 
 // Whether cuBLASLt runs `algo` on the plan's exact descriptors within the workspace.
@@ -238,13 +272,13 @@ void time_candidates(Plan& p, const BatchedGemmArgs& args, const Exec& ex) {
 }
 
 struct Plans {
-  std::unordered_map<std::string, Plan*> by_shape;
-  std::unordered_map<std::string, cublasLtMatmulAlgo_t> timed_by_bucket;
+  std::unordered_map<std::string, Plan*> by_bucket;  // bucket_key()
+  std::unordered_map<std::string, Plan*> by_shape;   // shape and alignments: shapes their bucket's algorithm does not fit
   BatchedGemmAlgoStats stats;
 };
 
 // Plans live as long as the process: destroying descriptors at exit would race the library's own
-// teardown. There is one per shape a run meets. The caller holds plans_mutex().
+// teardown. There is one per bucket a run meets. The caller holds plans_mutex().
 Plans& plans() {
   static auto* all = new Plans();
   return *all;
@@ -254,33 +288,44 @@ std::mutex& plans_mutex() {
   return m;
 }
 
-Plan& plan_for(const BatchedGemmArgs& args, const Exec& ex) {
+Plan* new_plan(const BatchedGemmArgs& args, const Exec& ex, const std::string& shape) {
   Plans& all = plans();
-  const std::string key = plan_key(args, ex);
-  auto it = all.by_shape.find(key);
-  if (it != all.by_shape.end()) return *it->second;
   Plan* p = make_plan(args, ex);
   ++all.stats.plans;
-  p->bucket = bucket_key(args, ex);
+  p->shape = shape;
+  p->fitted.insert(shape);
   p->chosen = p->candidates.size() == 1;
   all.stats.lone += p->chosen;
-  if (auto bucket = all.timed_by_bucket.find(p->bucket); !p->chosen && bucket != all.timed_by_bucket.end() &&
-                                                          fits(*p, bucket->second, ex)) {
-    p->algo = bucket->second;
-    p->chosen = true;
-    ++all.stats.reused;
-  }
-  return *all.by_shape.emplace(key, p).first->second;
+  return p;
 }
 
-// The plan's algorithm timed now where it has not been chosen and the call allows it.
+// The call's plan, its descriptors holding the call's shape.
+Plan& plan_for(const BatchedGemmArgs& args, const Exec& ex) {
+  Plans& all = plans();
+  const std::string bucket = bucket_key(args, ex), shape = shape_key(args, ex);
+  auto it = all.by_bucket.find(bucket);
+  if (it == all.by_bucket.end()) return *all.by_bucket.emplace(bucket, new_plan(args, ex, shape)).first->second;
+  Plan& p = *it->second;
+  if (!p.fitted.count(shape)) {
+    const std::string key = shape + alignment_key(args);
+    if (auto own = all.by_shape.find(key); own != all.by_shape.end()) return *own->second;
+    reshape_to(p, args, shape);
+    if (!fits(p, p.algo, ex)) return *all.by_shape.emplace(key, new_plan(args, ex, shape)).first->second;
+    p.fitted.insert(shape);
+    ++all.stats.reused;
+  }
+  reshape_to(p, args, shape);
+  return p;
+}
+
+// The plan's algorithm timed now where it has not been chosen and the call allows it; the shapes
+// it was checked for before are checked again for the new one.
 void choose_algorithm(Plan& p, const BatchedGemmArgs& args, const Exec& ex) {
   if (p.chosen || !may_time(args, ex)) return;
   time_candidates(p, args, ex);
   p.chosen = true;
-  Plans& all = plans();
-  all.timed_by_bucket[p.bucket] = p.algo;
-  ++all.stats.timed;
+  p.fitted = {p.shape};
+  ++plans().stats.timed;
 }
 
 }  // namespace
@@ -301,8 +346,8 @@ void batched_gemm_cuda(const BatchedGemmArgs& args, const Exec& ex) {
   if (args.epilogue != Epilogue::none && (g.ldc % 8 != 0 || args.stride_c % 8 != 0))
     throw Error("batched_gemm: the " + std::string(epilogue_name(args.epilogue)) + " epilogue needs C's leading dimension (" +
                 std::to_string(g.ldc) + ") and batch stride (" + std::to_string(args.stride_c) + ") in multiples of 8");
-  // A plan is shared by every call of its shape; only this host thread's call reads it now
-  // (cuBLASLt copies the descriptor's attributes when the call is enqueued).
+  // A plan is shared by every call of its bucket; only this host thread's call reshapes and reads
+  // it now (cuBLASLt copies the descriptors' attributes when the call is enqueued).
   std::lock_guard<std::mutex> lock(plans_mutex());
   Plan& p = plan_for(args, ex);
   if (args.epilogue != Epilogue::none) set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux);

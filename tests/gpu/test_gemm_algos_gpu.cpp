@@ -1,7 +1,8 @@
 // How the strided-batched GEMM picks cuBLASLt's algorithm (kernels/batched_gemm_cuda.cu): timed
 // among the heuristic's candidates at a shape's first call that may run twice, never at a call
 // that accumulates (beta 1), is captured into a graph or runs while kernels are logged, and
-// taken over by the other shapes of its bucket; each call's result stays the CPU reference's.
+// the bucket's plan taken over by its other shapes with no heuristic of their own; each call's
+// result stays the CPU reference's.
 // CUDA only: skipped where there is no GPU.
 #include <string>
 #include "gpu/gpu_test_util.h"
@@ -73,11 +74,17 @@ TEST(GpuGemmAlgos, TimedOncePerBucketNeverWhenAccumulatingAndEveryResultExact) {
   ExpertGemmShape next(dev, alloc, 231, 21);  // the same bucket: another step's busiest expert
   at = batched_gemm_algo_stats();
   next.run(s, 0.f);
-  next.expect_matches(0.f, "a shape taking its bucket's algorithm");
+  next.expect_matches(0.f, "a shape taking its bucket's plan");
   d = since(at);
-  EXPECT_EQ(d.plans, 1u);
+  EXPECT_EQ(d.plans, 0u) << "a shape of a known bucket called the heuristic";
   EXPECT_EQ(d.reused, 1u);
   EXPECT_EQ(d.timed, 0u) << "a shape in a timed bucket was timed";
+  // Back to the first shape on the same plan: its descriptors must take its extents again.
+  first.run(s, 0.f);
+  first.expect_matches(0.f, "the bucket's first shape after another");
+  next.run(s, 0.f);
+  next.expect_matches(0.f, "the other shape again");
+  EXPECT_EQ(since(at).reused, 1u) << "a shape already checked against its bucket's algorithm was checked again";
 }
 
 TEST(GpuGemmAlgos, NotTimedInsideAGraphCaptureOrWhileKernelsAreLogged) {
