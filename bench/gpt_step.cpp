@@ -229,9 +229,9 @@ class GptStepBench final : public BenchProgram {
         std::printf("   PyTorch %s (%s) on %s: %.2f ms/step -> ours %.2fx its speed", ref->second.torch.c_str(),
                     ref->second.variant.c_str(), ref->second.device.c_str(), ref->second.ms, ref->second.ms / s.median);
       if (ctx.backend() == Backend::cuda)
-        std::printf("   %zu new cuBLASLt plans, %zu timed, %lld new pool blocks, in the measured steps",
+        std::printf("   %zu new cuBLASLt plans, %zu timed, %lld new pool blocks, in the measured steps (after %d warm-up steps)",
                     plans_in_measured_[moe].plans, plans_in_measured_[moe].timed,
-                    static_cast<long long>(pool_blocks_in_measured_[moe]));
+                    static_cast<long long>(pool_blocks_in_measured_[moe]), warmup_steps_[moe]);
       std::printf("\n");
     }
     t.write(ctx.opts.out_dir + "/gpt/step.csv", ctx.provenance);
@@ -378,8 +378,13 @@ class GptStepBench final : public BenchProgram {
     if (log.failure.empty()) kernels_by_model_[moe] = std::move(log);
   }
 
-  // A fresh trainer of the model, its steps eager, after one warm-up step.
-  void make_trainer(BenchContext& ctx, bool moe) {
+  // A fresh trainer of the model, its steps eager, after its warm-up: one step, then, where its
+  // GEMMs make cuBLASLt plans (CUDA), steps until kQuietSteps in a row make no plan and time no
+  // algorithm. A training step's routing moves, so its expert GEMMs meet shapes of new buckets for
+  // a few steps, each a plan and a timing that waits on the device (kernels/batched_gemm_cuda.cu):
+  // a run of thousands of steps pays that once, and the measured steps should not.
+  // Returns the warm-up's steps.
+  int make_trainer(BenchContext& ctx, bool moe) {
     trainer_.reset();
     GptConfig model = layout_model(shape_, layout(moe), ctx.dtype());
     model.attention = attention_;
@@ -387,12 +392,25 @@ class GptStepBench final : public BenchProgram {
     model.moe.expert_gemm = expert_gemm_;
     trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(moe), model, sequences_, 1);
     trainer_moe_ = moe;
+    const auto plans_so_far = [] {
+      const BatchedGemmAlgoStats s = batched_gemm_algo_stats();
+      return s.plans + s.timed;
+    };
+    std::size_t before = plans_so_far();
     trainer_->step();
+    int steps = 1;
+    if (plans_so_far() != before)
+      for (int quiet = 0; quiet < kQuietSteps && steps < kMaxWarmupSteps; ++steps) {
+        before = plans_so_far();
+        trainer_->step();
+        quiet = plans_so_far() == before ? quiet + 1 : 0;
+      }
+    return steps;
   }
 
   void run(benchmark::State& st, BenchContext& ctx, bool moe) {
     if (!trainer_ || trainer_moe_ != moe) {
-      make_trainer(ctx, moe);
+      warmup_steps_[moe] = make_trainer(ctx, moe);
       // Where the time goes: eager steps timed range by range, before any capture (a replayed
       // step times nothing). They are not the measured steps.
       std::vector<std::vector<Breakdown::PathTotal>> steps;
@@ -429,6 +447,8 @@ class GptStepBench final : public BenchProgram {
   std::string reference_, roofline_path_, attention_opt_, step_graph_opt_, expert_gemm_opt_;
   bool captured_ = false;  // steps replayed from a graph where the model allows (dense; MoE with segmented experts)
   std::map<bool, std::size_t> graph_nodes_;  // per model
+  static constexpr int kQuietSteps = 3, kMaxWarmupSteps = 40;
+  std::map<bool, int> warmup_steps_;         // per model: its measured trainer's
   ExpertGemm expert_gemm_ = ExpertGemm::grouped;
   AttentionKernel attention_ = AttentionKernel::materialized;
   int panel_rows_ = 0;

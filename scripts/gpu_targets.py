@@ -57,7 +57,8 @@ def where_time_goes(row, path, parts=3):
     (of its total_ms), a step row's innermost phases with their times over their floors
     (step_breakdown.csv beside its step.csv, the eager steps of its model) and, where the layer's
     or the steps' work was logged kernel by kernel (kernels_<dispatcher>.csv, step_kernels.csv),
-    its two slowest kernels."""
+    its two slowest kernels; first, for a step, the host's one-off work it counted inside its
+    measured steps."""
     if "total_ms" in row:
         total = number(row.get("total_ms"))
         found = [(k[:-3], number(v)) for k, v in row.items() if k.startswith("moe.") and k.endswith("_ms")]
@@ -91,7 +92,20 @@ def where_time_goes(row, path, parts=3):
             where += (f"; device idle {sum(number(r['ms']) for r in gaps):.3g} ms, the most "
                       f"{gaps[0]['kernel']} in {gaps[0]['phase'].rsplit('/', 1)[-1]} {number(gaps[0]['ms']):.3g} ms")
     floor = number(row.get("expert_gemms_over_floor"))
-    return where + (f"; the expert GEMMs alone at {floor:.3g}x their floor" if floor is not None else "")
+    where += f"; the expert GEMMs alone at {floor:.3g}x their floor" if floor is not None else ""
+    return where if layer else host_work_in_measured(row) + where
+
+
+def host_work_in_measured(row):
+    """What a step row counted the host doing inside its measured steps that a long run does once
+    (bench/gpt_step.cpp): cuBLASLt plans made, algorithms timed (each waits on the device), pool
+    blocks taken from the system. Empty where it counted none."""
+    counted = [(number(row.get(column)), what) for column, what in
+               (("new_gemm_plans_in_measured_steps", "new cuBLASLt plans"),
+                ("gemm_timings_in_measured_steps", "algorithm timings"),
+                ("new_pool_blocks_in_measured_steps", "new pool blocks"))]
+    parts = [f"{n:g} {what}" for n, what in counted if n]
+    return "host work inside the measured steps: " + ", ".join(parts) + "; " if parts else ""
 
 
 def is_idle(kernel):

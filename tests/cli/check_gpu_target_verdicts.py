@@ -4,7 +4,8 @@ machine without a GPU produces: a figure within its limit is "met" and one beyon
 an H100; on another GPU the verdict names that GPU; the fastest route or attention is the one
 judged; a missed target prints where its time went (a layer's largest moe.* range, its expert
 GEMMs over their floor, its slowest kernels and the device's idle time, a step's largest phase and
-slowest kernels; for the gate's forward, how much of its range its kernels ran and how long the
+slowest kernels, and first the cuBLASLt plans made and timed inside its measured steps where
+there were any; for the gate's forward, how much of its range its kernels ran and how long the
 device sat idle after them); a case that failed is named. Exit 0 when all holds, 1 with a line per breach.
 
   check_gpu_target_verdicts.py
@@ -38,7 +39,9 @@ def layer(device, route, total, experts=64, top_k=1, **extra):
 def steps(device, dense_ms):
     return [{"model": m, "ms_per_step": dense_ms if m == "dense" else 40.0, "speed_vs_torch": 1.05,
              "memory_vs_torch": 1.05, "attention": "cudnn", "expert_gemm": "n/a" if m == "dense" else "grouped",
-             "step_graph": "captured", "device": device, "commit": "abc", **RUN} for m in ("dense", "moe")]
+             "step_graph": "captured", "new_gemm_plans_in_measured_steps": 0 if m == "dense" else 12,
+             "gemm_timings_in_measured_steps": 0 if m == "dense" else 3, "new_pool_blocks_in_measured_steps": 0,
+             "device": device, "commit": "abc", **RUN} for m in ("dense", "moe")]
 
 
 def breakdown(dense_core_ms):
@@ -94,8 +97,16 @@ def main():
             breaches.append("no evidence printed under the missed dense step:\n" + p.stdout)
         if "case gpt-broken: failed (exit 1)" not in p.stdout:
             breaches.append("the failed case is not named")
-        if t.get("GPT step, MoE: time (reported)", {}).get("verdict") != "reported":
+        moe_step = t.get("GPT step, MoE: time (reported)", {})
+        if moe_step.get("verdict") != "reported":
             breaches.append("the MoE step's time is judged, not reported")
+        if not moe_step.get("where_the_time_goes", "").startswith(
+                "host work inside the measured steps: 12 new cuBLASLt plans, 3 algorithm timings; "):
+            breaches.append(f"the MoE step's evidence is '{moe_step.get('where_the_time_goes')}', not first the plans "
+                            "made and timed inside its measured steps")
+        if "host work" in dense.get("where_the_time_goes", ""):
+            breaches.append(f"the dense step, with no plan made in its measured steps, names host work: "
+                            f"'{dense.get('where_the_time_goes')}'")
         # An H200: judged, and the verdict says on which GPU.
         _, t = run(pathlib.Path(tmp) / "h200", "NVIDIA H200", 20.0, 2.0, 2.5)
         top1 = t.get("MoE layer top-1: forward + backward", {})

@@ -568,6 +568,14 @@ MUTATIONS = [
         "targets": ["moebench_kernels"],  # nothing to build: the script is Python
         "tests": r"^script\.gpu_targets\.failed_case$",
     },
+    {
+        "id": "targets_hide_host_work_in_steps",
+        "mechanism": "a GPU step's evidence leaves out the cuBLASLt plans it made and timed inside its measured steps",
+        "file": "scripts/gpu_targets.py",
+        "edits": [("    return where if layer else host_work_in_measured(row) + where\n", "    return where\n")],
+        "targets": ["moebench_kernels"],  # nothing to build: the script is Python
+        "tests": r"^script\.gpu_targets\.verdicts$",
+    },
     # Graphs of a step (runtime/stream_graph.h, runtime/cpu_capture.cpp, the allocator's graph pools)
     {
         "id": "adam_reads_the_host_step",
