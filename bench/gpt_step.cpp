@@ -379,10 +379,11 @@ class GptStepBench final : public BenchProgram {
   }
 
   // A fresh trainer of the model, its steps eager, after its warm-up: one step, then, where its
-  // GEMMs make cuBLASLt plans (CUDA), steps until kQuietSteps in a row make no plan and time no
-  // algorithm. A training step's routing moves, so its expert GEMMs meet shapes of new buckets for
-  // a few steps, each a plan and a timing that waits on the device (kernels/batched_gemm_cuda.cu):
-  // a run of thousands of steps pays that once, and the measured steps should not.
+  // GEMMs make cuBLASLt plans (CUDA), steps until kQuietSteps in a row make no plan, time no
+  // algorithm and take no block from the system. A training step's routing moves, so for a few
+  // steps its expert GEMMs meet shapes of new buckets, each a plan and a timing that waits on the
+  // device (kernels/batched_gemm_cuda.cu), and its buffers outgrow their size classes: a run of
+  // thousands of steps pays that once, and the measured steps should not.
   // Returns the warm-up's steps.
   int make_trainer(BenchContext& ctx, bool moe) {
     trainer_.reset();
@@ -396,14 +397,15 @@ class GptStepBench final : public BenchProgram {
       const BatchedGemmAlgoStats s = batched_gemm_algo_stats();
       return s.plans + s.timed;
     };
-    std::size_t before = plans_so_far();
+    const std::size_t first_plans = plans_so_far();
     trainer_->step();
     int steps = 1;
-    if (plans_so_far() != before)
+    if (plans_so_far() != first_plans)
       for (int quiet = 0; quiet < kQuietSteps && steps < kMaxWarmupSteps; ++steps) {
-        before = plans_so_far();
+        const std::size_t plans = plans_so_far();
+        const std::int64_t blocks = trainer_->pool_blocks_taken();
         trainer_->step();
-        quiet = plans_so_far() == before ? quiet + 1 : 0;
+        quiet = plans_so_far() == plans && trainer_->pool_blocks_taken() == blocks ? quiet + 1 : 0;
       }
     return steps;
   }
