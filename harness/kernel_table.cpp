@@ -72,6 +72,29 @@ std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>
   return rows;
 }
 
+std::vector<KernelRow> host_call_rows(const std::vector<HostCallRecord>& calls, int runs, double span_ms) {
+  struct Sums {
+    std::vector<double> ms;
+    double calls = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Sums> by_call;
+  for (const HostCallRecord& c : calls) {
+    if (c.run < 0 || c.run >= runs) continue;
+    Sums& s = by_call[{c.path.empty() ? kOutsideRanges : c.path, kHostPrefix + c.function}];
+    s.ms.resize(std::size_t(runs), 0.0);  // a run without this call keeps its 0
+    s.ms[std::size_t(c.run)] += c.ms;
+    s.calls += c.calls;
+  }
+  std::vector<KernelRow> rows;
+  for (const auto& [key, s] : by_call) {
+    KernelRow row{key.first, key.second, s.calls / double(runs), spread_of(s.ms), 0.0};
+    row.share = span_ms > 0 ? row.ms.median / span_ms : 0.0;
+    rows.push_back(std::move(row));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const KernelRow& a, const KernelRow& b) { return a.ms.median > b.ms.median; });
+  return rows;
+}
+
 KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::function<void(Breakdown&)>& run,
                               const std::function<void()>& before) {
   KernelLogRuns out;
@@ -88,6 +111,7 @@ KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::functio
     KernelLog::set_run(r < 0 ? KernelLog::kNoRun : r);
     Breakdown ranges;
     run(ranges);
+    KernelLog::set_run(KernelLog::kNoRun);  // the wait below is the table's, not the run's host work
     device.synchronize();
   }
   const std::vector<KernelRecord> records = KernelLog::stop();  // none where the log did not start
@@ -99,6 +123,8 @@ KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::functio
     out.failure = "a run's log held no op (on cuda: CUPTI delivered no records)";
   else
     out.rows = kernel_table(logged, &out.span_ms);
+  if (out.failure.empty())
+    for (KernelRow& row : host_call_rows(KernelLog::host_calls(), runs, out.span_ms.median)) out.rows.push_back(std::move(row));
   return out;
 }
 
@@ -120,15 +146,19 @@ std::vector<std::vector<std::string>> kernel_cells(const KernelLogRuns& log) {
 
 bool is_idle(const KernelRow& row) { return row.name.rfind("(device idle", 0) == 0; }
 
+bool is_host(const KernelRow& row) { return row.name.rfind(kHostPrefix, 0) == 0; }
+
 std::string slowest_kernels(const KernelLogRuns& log, std::size_t count) {
   if (!log.failure.empty()) return "no kernel log: " + log.failure;
   std::string out = "slowest kernels:";
   char share[32];
   std::size_t listed = 0;
-  double idle = 0;
+  double idle = 0, host = 0;
   const KernelRow* largest_gap = nullptr;
   for (const KernelRow& row : log.rows) {
-    if (is_idle(row)) {
+    if (is_host(row)) {
+      host += row.share;
+    } else if (is_idle(row)) {
       idle += row.share;
       if (!largest_gap) largest_gap = &row;  // the rows run slowest first
     } else if (listed < count) {
@@ -141,6 +171,10 @@ std::string slowest_kernels(const KernelLogRuns& log, std::size_t count) {
     out += std::string("; device idle ") + share + ", the most " + largest_gap->name + " in " + largest_gap->path;
     std::snprintf(share, sizeof share, " %.1f%%", 100 * largest_gap->share);
     out += share;
+  }
+  if (host > 0) {
+    std::snprintf(share, sizeof share, "%.1f%%", 100 * host);
+    out += std::string("; the host in API calls ") + share;
   }
   return out;
 }

@@ -27,6 +27,7 @@ struct KernelRow {
 
 inline constexpr const char* kOutsideRanges = "(outside ranges)";
 inline constexpr const char* kIdle = "(device idle)";
+inline constexpr const char* kHostPrefix = "(host) ";
 // "(device idle until PATH)"
 std::string idle_until(const std::string& next_path);
 
@@ -34,8 +35,12 @@ std::string idle_until(const std::string& next_path);
 // gets the runs' spans on the device.
 std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>& runs, Spread* spans = nullptr);
 
+// The host's API calls of `runs` runs (HostCallRecord::run in [0, runs)), per path and function,
+// the slowest first; `span_ms`: the runs' median span on the device, what `share` is over.
+std::vector<KernelRow> host_call_rows(const std::vector<HostCallRecord>& calls, int runs, double span_ms);
+
 struct KernelLogRuns {
-  std::vector<KernelRow> rows;  // empty when the log did not run
+  std::vector<KernelRow> rows;  // empty when the log did not run; the device's, then the host's
   std::string failure;          // why it did not
   Spread span_ms;               // the logged runs' spans on the device
 };
@@ -54,8 +59,11 @@ std::vector<std::string> kernel_columns(const std::string& unit);
 std::vector<std::vector<std::string>> kernel_cells(const KernelLogRuns& log);
 // A row of the device's idle time (kIdle, idle_until()), not of an op.
 bool is_idle(const KernelRow& row);
+// A row of the host's API calls (host_call_rows()), not of an op.
+bool is_host(const KernelRow& row);
 // "slowest kernels: NAME in PATH 12.3%, ..." (the first `count` ops), then "; device idle 4.5%,
-// the most NAME in PATH 2.1%" where the device sat idle; or why there is no log.
+// the most NAME in PATH 2.1%" where the device sat idle, then "; the host in API calls 3.4%"
+// where they were logged; or why there is no log.
 std::string slowest_kernels(const KernelLogRuns& log, std::size_t count = 3);
 // "a logged run spans X ms on the device [min .. max] against Y ms measured without the log (Zx)":
 // the log's own cost, on CUDA CUPTI's callback on every API call and its records, is host time

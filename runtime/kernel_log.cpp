@@ -15,6 +15,7 @@ std::atomic<int> logged_run{0};
 Backend logged_backend = Backend::cpu;
 std::mutex records_mutex;
 std::vector<KernelRecord> cpu_records;
+std::vector<HostCallRecord> last_host_calls;
 
 double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -39,6 +40,7 @@ std::string KernelLog::start(Backend backend) {
     cpu_records.clear();
   }
   logged_run = 0;
+  last_host_calls.clear();
   if (backend == Backend::cuda) {
     if (std::string why = cupti_log_start(); !why.empty()) return why;
     detail::device_ops_logged = true;
@@ -54,10 +56,12 @@ std::vector<KernelRecord> KernelLog::stop() {
   logging = false;
   detail::inline_op_logger.store(nullptr, std::memory_order_release);
   detail::device_ops_logged = false;
-  if (logged_backend == Backend::cuda) return cupti_log_stop();
+  if (logged_backend == Backend::cuda) return cupti_log_stop(&last_host_calls);
   std::lock_guard<std::mutex> lock(records_mutex);
   return std::move(cpu_records);
 }
+
+std::vector<HostCallRecord> KernelLog::host_calls() { return last_host_calls; }
 
 bool KernelLog::on() { return logging.load(std::memory_order_relaxed); }
 
@@ -91,6 +95,15 @@ std::string readable_kernel_name(const char* mangled) {
   if (name.rfind("void ", 0) == 0) name.erase(0, 5);
   for (std::size_t at; (at = name.find("(anonymous namespace)::")) != std::string::npos;) name.erase(at, 23);
   return name;
+}
+
+std::string api_function_name(const char* name) {
+  std::string out = name ? name : "";
+  const std::size_t v = out.rfind("_v");
+  if (v != std::string::npos && v + 2 < out.size() &&
+      out.find_first_not_of("0123456789", v + 2) == std::string::npos)
+    out.erase(v);
+  return out;
 }
 
 PoolPoisoning::PoolPoisoning() { ++poisoning_scopes; }

@@ -1,12 +1,17 @@
 // The kernel log on CUDA: CUPTI's activity records of every kernel, copy and memset, each joined
 // through its correlation id to the range path of the API call that launched it (a callback on
 // the runtime's and the driver's API records the path when the call enters; cuBLAS and cuDNN
-// launch through the driver). libcupti is opened with dlopen, never linked: the binaries start
-// where it is missing.
+// launch through the driver). The same callback times each thread's outermost API call, entry
+// to return, on CUPTI's clock, and sums those per run, path and function: the host's side of a
+// gap between launches. libcupti is opened with dlopen, never linked: the binaries start where
+// it is missing.
 #include "runtime/kernel_log.h"
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <map>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 #include "runtime/range.h"
 #if MOEBENCH_WITH_CUDA && MOEBENCH_WITH_CUPTI
@@ -36,6 +41,7 @@ struct Cupti {
   decltype(&cuptiSubscribe) subscribe = nullptr;
   decltype(&cuptiEnableDomain) enable_domain = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiGetTimestamp) timestamp = nullptr;
   CUpti_SubscriberHandle subscriber = nullptr;
   bool subscribed = false;
   std::string failure;  // why there is no log, once that is known for good
@@ -78,6 +84,7 @@ Cupti& cupti() {
     load(lib, c.subscribe, "cuptiSubscribe", missing);
     load(lib, c.enable_domain, "cuptiEnableDomain", missing);
     load(lib, c.result_string, "cuptiGetResultString", missing);
+    load(lib, c.timestamp, "cuptiGetTimestamp", missing);
     if (!missing.empty()) c.failure = "CUPTI: the loaded libcupti has no " + missing;
     return c;
   }();
@@ -102,6 +109,27 @@ std::unordered_map<std::uint32_t, CallSite> call_site;  // by correlation id
 // The path of a call the pool's poisoning made (PoolPoisoning): no range is named so.
 const std::string kPoolPoisoning = "\x01pool poisoning";
 std::unordered_map<const char*, std::string> readable_names;  // CUPTI shares one name per kernel
+
+// The host's API calls, per (run, path, function): CUPTI's function names are global constants.
+struct HostSum {
+  int calls = 0;
+  std::uint64_t ns = 0;
+};
+std::map<std::tuple<int, std::string, const char*>, HostSum> host_sums;
+// A thread's open API calls: the depth of its nesting (a runtime call's driver calls), and the
+// outermost one's function, path, run and entry, null where it is not summed (made outside the
+// log's runs, or by the pool's poisoning). `epoch` names the log the depth was counted in: a call
+// the previous log saw enter but not return leaves its thread's depth behind.
+struct OpenCall {
+  const char* function = nullptr;
+  std::string path;
+  int run = 0;
+  std::uint64_t entered = 0;
+};
+thread_local int api_depth = 0;
+thread_local std::uint64_t api_epoch = 0;
+thread_local OpenCall open_call;
+std::atomic<std::uint64_t> log_epoch{0};
 
 const char* copy_kind(std::uint8_t kind) {
   switch (kind) {
@@ -143,15 +171,40 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
   std::free(buffer);
 }
 
-// Every runtime and driver API call made in a run, as it enters: the range it is made in.
+// Every runtime and driver API call: as it enters, the range it is made in; as the outermost
+// returns, its time on the host.
 void CUPTIAPI on_api_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
   const auto* call = static_cast<const CUpti_CallbackData*>(data);
+  const Cupti& c = cupti();
+  if (const std::uint64_t epoch = log_epoch.load(std::memory_order_relaxed); api_epoch != epoch) {
+    api_epoch = epoch;
+    api_depth = 0;
+  }
+  if (call->callbackSite == CUPTI_API_EXIT) {
+    if (api_depth == 0 || --api_depth > 0 || !open_call.function) return;  // entered before the log began; inner
+    std::uint64_t now = 0;
+    c.timestamp(&now);  // before the sum, which is not the call's time
+    std::lock_guard<std::mutex> lock(state_mutex);
+    HostSum& sum = host_sums[{open_call.run, open_call.path, open_call.function}];
+    ++sum.calls;
+    sum.ns += now > open_call.entered ? now - open_call.entered : 0;
+    return;
+  }
   if (call->callbackSite != CUPTI_API_ENTER) return;
+  const bool outermost = api_depth++ == 0;
+  if (outermost) open_call.function = nullptr;
   const int run = KernelLog::current_run();
   if (run == KernelLog::kNoRun) return;
   const std::string& path = PoolPoisoning::on_this_thread() ? kPoolPoisoning : current_range_path();
-  std::lock_guard<std::mutex> lock(state_mutex);
-  call_site[call->correlationId] = CallSite{path, run};
+  {
+    std::lock_guard<std::mutex> lock(state_mutex);
+    call_site[call->correlationId] = CallSite{path, run};
+  }
+  if (!outermost || PoolPoisoning::on_this_thread()) return;
+  open_call.function = call->functionName;
+  open_call.path = path;
+  open_call.run = run;
+  c.timestamp(&open_call.entered);  // last, so that the bookkeeping above is not in the call's time
 }
 
 void switch_off(const Cupti& c) {
@@ -168,7 +221,9 @@ std::string cupti_log_start() {
     std::lock_guard<std::mutex> lock(state_mutex);
     raw.clear();
     call_site.clear();
+    host_sums.clear();
   }
+  log_epoch.fetch_add(1, std::memory_order_relaxed);
   if (!c.subscribed) {  // once per process: CUPTI takes one subscriber
     if (CUptiResult r = c.register_callbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS)
       return c.failure = c.why("cuptiActivityRegisterCallbacks", r);
@@ -189,7 +244,7 @@ std::string cupti_log_start() {
   return "";
 }
 
-std::vector<KernelRecord> cupti_log_stop() {
+std::vector<KernelRecord> cupti_log_stop(std::vector<HostCallRecord>* host_calls) {
   const Cupti& c = cupti();
   switch_off(c);
   c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // the buffers' records, through buffer_completed
@@ -209,6 +264,13 @@ std::vector<KernelRecord> cupti_log_stop() {
   }
   raw.clear();
   call_site.clear();
+  if (host_calls) {
+    host_calls->clear();
+    for (const auto& [key, sum] : host_sums)
+      host_calls->push_back(HostCallRecord{api_function_name(std::get<2>(key)), std::get<1>(key), std::get<0>(key),
+                                           sum.calls, double(sum.ns) / 1e6});
+  }
+  host_sums.clear();
   return out;
 }
 
@@ -221,7 +283,10 @@ std::string cupti_log_start() {
   return "built without CUPTI (its headers were not found, or are older than CUDA 13's)";
 #endif
 }
-std::vector<KernelRecord> cupti_log_stop() { return {}; }
+std::vector<KernelRecord> cupti_log_stop(std::vector<HostCallRecord>* host_calls) {
+  if (host_calls) host_calls->clear();
+  return {};
+}
 
 #endif
 

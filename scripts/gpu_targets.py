@@ -83,7 +83,7 @@ def where_time_goes(row, path, parts=3):
             logged = [r for r in csv.DictReader(f) if (layer or r.get("model") == row.get("model"))
                       and number(r.get("ms")) is not None]
         logged.sort(key=lambda r: -number(r["ms"]))
-        ops = [r for r in logged if not is_idle(r["kernel"])]
+        ops = [r for r in logged if not is_idle(r["kernel"]) and not is_host(r["kernel"])]
         gaps = [r for r in logged if is_idle(r["kernel"])]
         if ops:
             where += "; slowest kernels: " + ", ".join(
@@ -113,26 +113,41 @@ def is_idle(kernel):
     return kernel.startswith("(device idle")
 
 
+def is_host(kernel):
+    """A kernel table's row of the host's API calls, not of an op (harness/kernel_table.h)."""
+    return kernel.startswith("(host) ")
+
+
 def range_kernels(row, path, name, parts=4):
     """For a target that is one range's time (the gate's forward): how much of it the range's
     logged kernels ran, and the largest of them; how long the device sat idle between them and
-    after them until the next range's first op (launches, the host's read of the counts). Empty
-    where the layer's kernels were not logged."""
+    after them until the next range's first op (launches, the host's read of the counts); and,
+    where the log timed the host's API calls (CUDA), how long the host spent in them and in which.
+    Empty where the layer's kernels were not logged."""
     span = number(row.get(name + "_ms"))
     kernels = path.parent / f"kernels_{row.get('dispatcher')}.csv"
     if not span or not kernels.is_file():
         return ""
     with kernels.open(newline="") as f:
         logged = [r for r in csv.DictReader(f) if r.get("phase") == name and number(r.get("ms")) is not None]
-    mine = sorted((r for r in logged if not is_idle(r["kernel"])), key=lambda r: -number(r["ms"]))
+    mine = sorted((r for r in logged if not is_idle(r["kernel"]) and not is_host(r["kernel"])),
+                  key=lambda r: -number(r["ms"]))
     if not mine:
         return ""
     busy = sum(number(r["ms"]) for r in mine)
     largest = ", ".join(f"{r['kernel']} {1000 * number(r['ms']):.3g} us" for r in mine[:parts])
     gaps = [r for r in logged if is_idle(r["kernel"])]
     idle = "; ".join(f"{r['kernel']} {1000 * number(r['ms']):.3g} us" for r in gaps) or "no idle logged"
+    host = sorted((r for r in logged if is_host(r["kernel"])), key=lambda r: -number(r["ms"]))
+    in_api = ""
+    if host:
+        calls = sum(number(r["calls_per_iteration"]) or 0 for r in host)
+        most = ", ".join(f"{r['kernel'][len('(host) '):]} x{number(r['calls_per_iteration']) or 0:g} "
+                         f"{1000 * number(r['ms']):.3g} us" for r in host[:parts])
+        in_api = (f"the host in {calls:g} API calls {1000 * sum(number(r['ms']) for r in host):.3g} us "
+                  f"(logged, with CUPTI's cost): {most}; ")
     return (f"{name}: its {len(mine)} logged kernels and copies ran {1000 * busy:.3g} us of its {1000 * span:.3g} us "
-            f"({100 * busy / span:.0f}%); the device idle after them: {idle}; largest: {largest}; ")
+            f"({100 * busy / span:.0f}%); the device idle after them: {idle}; largest: {largest}; " + in_api)
 
 
 def how_it_ran(row):

@@ -5,8 +5,9 @@ an H100; on another GPU the verdict names that GPU; the fastest route or attenti
 judged; a missed target prints where its time went (a layer's largest moe.* range, its expert
 GEMMs over their floor, its slowest kernels and the device's idle time, a step's largest phase and
 slowest kernels, and first the cuBLASLt plans made and timed inside its measured steps where
-there were any; for the gate's forward, how much of its range its kernels ran and how long the
-device sat idle after them); a case that failed is named. Exit 0 when all holds, 1 with a line per breach.
+there were any; for the gate's forward, how much of its range its kernels ran, how long the
+device sat idle after them and the host's API calls; the host's rows are no kernels); a case
+that failed is named. Exit 0 when all holds, 1 with a line per breach.
 
   check_gpu_target_verdicts.py
 """
@@ -59,10 +60,17 @@ def breakdown(dense_core_ms):
 def run(folder, device, dense_ms, grouped_ms, padded_ms):
     write(folder / "moe-top1-grouped" / "moe" / "layer_local.csv", layer(device, "grouped", grouped_ms))
     write(folder / "moe-top1-grouped" / "moe" / "kernels_local.csv",
-          [{"dispatcher": "local", "phase": "moe.expert.bwd", "kernel": "cutlass_grouped_wgrad", "ms": grouped_ms / 2},
-           {"dispatcher": "local", "phase": "moe.gating", "kernel": "gate_topk", "ms": 0.03},
-           {"dispatcher": "local", "phase": "moe.gating", "kernel": "(device idle until moe.dispatch)", "ms": 0.05},
-           {"dispatcher": "local", "phase": "moe.expert.bwd", "kernel": "(device idle)", "ms": 0.002}])
+          [{"dispatcher": "local", "phase": "moe.expert.bwd", "kernel": "cutlass_grouped_wgrad", "ms": grouped_ms / 2,
+            "calls_per_iteration": 1},
+           {"dispatcher": "local", "phase": "moe.gating", "kernel": "gate_topk", "ms": 0.03, "calls_per_iteration": 1},
+           {"dispatcher": "local", "phase": "moe.gating", "kernel": "(device idle until moe.dispatch)", "ms": 0.05,
+            "calls_per_iteration": 1},
+           {"dispatcher": "local", "phase": "moe.expert.bwd", "kernel": "(device idle)", "ms": 0.002, "calls_per_iteration": 1},
+           # The host's API calls: no kernels, slower than gate_topk as they are.
+           {"dispatcher": "local", "phase": "moe.gating", "kernel": "(host) cudaLaunchKernel", "ms": 0.04,
+            "calls_per_iteration": 7},
+           {"dispatcher": "local", "phase": "moe.gating", "kernel": "(host) cudaEventSynchronize", "ms": 0.004,
+            "calls_per_iteration": 1}])
     write(folder / "moe-top1-padded" / "moe" / "layer_local.csv", layer(device, "padded", padded_ms))
     write(folder / "moe-8x-top2-grouped" / "moe" / "layer_local.csv", layer(device, "grouped", 1.5, experts=8, top_k=2))
     write(folder / "gpt-cudnn" / "gpt" / "step.csv", steps(device, dense_ms))
@@ -127,6 +135,9 @@ def main():
                 "largest: gate_topk 30 us" not in gate or \
                 "the device idle after them: (device idle until moe.dispatch) 50 us;" not in gate:
             breaches.append(f"the gate's evidence is '{gate}', not how much of its range its kernels ran")
+        if "the host in 8 API calls 44 us (logged, with CUPTI's cost): cudaLaunchKernel x7 40 us, " \
+                "cudaEventSynchronize x1 4 us" not in gate:
+            breaches.append(f"the gate's evidence is '{gate}', without the host's API calls")
     for b in breaches:
         print(f"check_gpu_target_verdicts: {b}")
     return 1 if breaches else 0

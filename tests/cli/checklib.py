@@ -3,9 +3,9 @@ when there is one; run with the wrong number of arguments, the script's usage an
 import pathlib
 import sys
 
-# A kernel table's idle rows are told apart where the GPU targets read them.
+# A kernel table's idle rows and host rows are told apart where the GPU targets read them.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
-from gpu_targets import is_idle  # noqa: E402,F401  (re-exported to the check scripts)
+from gpu_targets import is_host, is_idle  # noqa: E402,F401  (re-exported to the check scripts)
 
 
 def number(text):

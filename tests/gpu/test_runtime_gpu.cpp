@@ -1,9 +1,11 @@
 // The runtime on a GPU: streams with their own cuBLAS handles run GEMMs at once and events order
 // them; the pool reuses a block on its stream at once and on another after an event; NCCL
 // communicators duplicate; micro-batches of the layer on two streams equal each alone; the kernel
-// log times a host wait between ranges as the device's idle time. Skipped where there is no GPU.
+// log times a host wait between ranges as the device's idle time, and the host's API calls per range.
+// Skipped where there is no GPU.
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <thread>
 #include "gpu/gpu_test_util.h"
 #include "harness/kernel_table.h"
@@ -172,6 +174,26 @@ TEST(GpuKernelLog, AHostWaitBetweenRangesIsTheDeviceIdleUntilTheNextRange) {
   for (const KernelRow& r : rows) shares += r.share;
   EXPECT_NEAR(shares, 1.0, 1e-9) << "ops and gaps on one stream fill the span";
   EXPECT_GT(busy, 0.0);
+
+  // The host's side on CUDA: each launch one outermost API call under the range it was made in
+  // (the driver call inside it not counted again); the host's sleep, no API call, in none of them.
+  if (dev.backend() != Backend::cuda) {
+    EXPECT_TRUE(KernelLog::host_calls().empty()) << "the CPU's streams make no API calls";
+    return;
+  }
+  std::map<std::string, int> launches;
+  double host_ms_in_gate = 0;
+  for (const HostCallRecord& c : KernelLog::host_calls()) {
+    EXPECT_EQ(c.run, 0) << c.function;
+    EXPECT_GT(c.calls, 0) << c.function;
+    EXPECT_GE(c.ms, 0.0) << c.function;
+    if (c.function.find("LaunchKernel") != std::string::npos) launches[c.path] += c.calls;
+    if (c.path == "gate") host_ms_in_gate += c.ms;
+  }
+  EXPECT_EQ(launches["gate"], 4);
+  EXPECT_EQ(launches["dispatch"], 1);
+  EXPECT_GT(host_ms_in_gate, 0.0);
+  EXPECT_LT(host_ms_in_gate, 19.0) << "the sleep is the host's own time, not an API call's";
 }
 
 // CUPTI's records joined to their runs: a kernel launched outside the log's runs is in no record

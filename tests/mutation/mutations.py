@@ -840,6 +840,22 @@ MUTATIONS = [
         "tests": r"^KernelLog\.",
     },
     {
+        "id": "kernel_log_host_calls_once_per_record",
+        "mechanism": "the kernel table counts a run's API calls of one function under one range as one call, whatever the log summed, so a range's launches read as one",
+        "file": "harness/kernel_table.cpp",
+        "edits": [("    s.calls += c.calls;\n", "    s.calls += 1;\n")],
+        "targets": [UNIT],
+        "tests": r"^KernelTable\.",
+    },
+    {
+        "id": "targets_host_calls_as_kernels",
+        "mechanism": "a GPU target's evidence counts the host's API call rows of a kernel log as kernels the device ran",
+        "file": "scripts/gpu_targets.py",
+        "edits": [('    return kernel.startswith("(host) ")\n', "    return False\n")],
+        "targets": ["moebench_kernels"],  # nothing to build: the script is Python
+        "tests": r"^script\.gpu_targets\.verdicts$",
+    },
+    {
         "id": "kernel_log_idle_while_another_stream_runs",
         "mechanism": "the kernel table counts the device idle after each op ends, though an op on another stream still runs: overlap shows as idle",
         "file": "harness/kernel_table.cpp",
@@ -859,8 +875,8 @@ MUTATIONS = [
         "id": "targets_gate_idle_as_kernels",
         "mechanism": "the gate's evidence counts the device's idle rows as kernels that ran",
         "file": "scripts/gpu_targets.py",
-        "edits": [("    mine = sorted((r for r in logged if not is_idle(r[\"kernel\"])), key=lambda r: -number(r[\"ms\"]))",
-                   "    mine = sorted(logged, key=lambda r: -number(r[\"ms\"]))")],
+        "edits": [("    mine = sorted((r for r in logged if not is_idle(r[\"kernel\"]) and not is_host(r[\"kernel\"])),",
+                   "    mine = sorted((r for r in logged if not is_host(r[\"kernel\"])),")],
         "targets": ["moebench_kernels"],  # nothing to build: the script is Python
         "tests": r"^script\.gpu_targets\.verdicts$",
     },

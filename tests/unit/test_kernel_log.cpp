@@ -222,5 +222,41 @@ TEST(KernelTable, WhereTheDeviceRanNoOpIsARowUnderThePathItFollows) {
   EXPECT_DOUBLE_EQ(untold[2].share, 1.0 / 6) << "the span, 0 to 4, and the copy's 2";
 }
 
+// The host's API calls (CUDA's log): a row per path and function after the device's, its calls
+// and milliseconds per run (0 in a run without it), its share over the device's span; calls of
+// runs outside the table left out. They are neither ops nor idle time in the summary.
+TEST(KernelTable, HostCallsPerPathAndFunctionTheMedianRun) {
+  using H = HostCallRecord;  // function, path, run, calls, ms
+  const auto host = host_call_rows({H{"cudaLaunchKernel", "gate", 0, 3, 0.006}, H{"cudaLaunchKernel", "gate", 1, 3, 0.010},
+                                    H{"cudaStreamIsCapturing", "", 0, 1, 0.001},
+                                    H{"cudaEventSynchronize", "gate", 2, 1, 0.002},
+                                    H{"cudaLaunchKernel", "gate", 3, 9, 1.0}},  // run 3: not in the table
+                                   3, 0.1);
+  ASSERT_EQ(host.size(), 3u);
+  EXPECT_EQ(host[0].path, "gate");
+  EXPECT_EQ(host[0].name, "(host) cudaLaunchKernel");
+  EXPECT_DOUBLE_EQ(host[0].calls, 2);  // 3, 3, 0
+  EXPECT_DOUBLE_EQ(host[0].ms.median, 0.006);
+  EXPECT_DOUBLE_EQ(host[0].ms.min, 0);
+  EXPECT_DOUBLE_EQ(host[0].ms.max, 0.010);
+  EXPECT_DOUBLE_EQ(host[0].share, 0.06);
+  EXPECT_EQ(host[1].name, "(host) cudaStreamIsCapturing");  // 0.001, 0, 0 and 0, 0, 0.002: medians 0
+  EXPECT_EQ(host[1].path, kOutsideRanges);
+  EXPECT_DOUBLE_EQ(host[1].calls, 1.0 / 3);
+  EXPECT_TRUE(is_host(host[0]));
+  EXPECT_FALSE(is_idle(host[0]));
+
+  using R = KernelRecord;
+  std::vector<KernelRow> rows = kernel_table({{R{"gemm", "gate", 1, 0}, R{"topk", "gate", 1, 3}}});
+  rows.insert(rows.end(), host.begin(), host.end());
+  EXPECT_EQ(slowest_kernels(KernelLogRuns{rows, "", {}}, 3),
+            "slowest kernels: gemm in gate 25.0%, topk in gate 25.0%; device idle 50.0%, the most (device idle) in "
+            "gate 50.0%; the host in API calls 6.0%");
+  EXPECT_EQ(api_function_name("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
+  EXPECT_EQ(api_function_name("cuLaunchKernel"), "cuLaunchKernel");
+  EXPECT_EQ(api_function_name("cudaMemcpyAsync_ptsz_v7000"), "cudaMemcpyAsync_ptsz");
+  EXPECT_EQ(api_function_name("cuMemcpy_v"), "cuMemcpy_v");
+}
+
 }  // namespace
 }  // namespace moebench
