@@ -170,7 +170,7 @@ class GptStepBench final : public BenchProgram {
                                      "torch_ms_per_step", "torch_ms_per_step_min", "torch_ms_per_step_max",
                                      "torch_tokens_per_s", "speed_vs_torch", "torch_variant", "torch_attention", "torch",
                                      "torch_device", "torch_math", "attention", "attention_panel_rows", "step_graph",
-                                     "graph_nodes", "expert_gemm", "peak_mib",
+                                     "graph_nodes", "expert_gemm", "computed_rows_over_routed", "peak_mib",
                                      "torch_peak_mib", "memory_vs_torch", "repetitions", "new_gemm_plans_in_measured_steps",
                                      "gemm_timings_in_measured_steps", "new_pool_blocks_in_measured_steps"};
     for (const auto& c : roofline_columns()) cols.push_back(c);
@@ -201,6 +201,10 @@ class GptStepBench final : public BenchProgram {
                                 : "eager");
       row.push_back(graph ? std::to_string(graph_nodes_[moe]) : "n/a");
       row.push_back(moe ? expert_gemm_name(expert_gemm_) : "n/a");
+      // What padding costs the experts (--expert-gemm padded): rows computed over rows routed.
+      const double computed = computed_over_routed_[moe];
+      row.push_back(!moe ? "n/a (dense)" : computed > 0 ? fmt(computed, 4)
+                    : "n/a (no rows counted on the host: --expert-gemm segmented keeps the counts on the device)");
       // Memory beside PyTorch's: ours over its peak (the target is at most 1.1).
       const double peak = peak_mib_[moe];
       row.push_back(fmt(peak));
@@ -442,6 +446,8 @@ class GptStepBench final : public BenchProgram {
     plans_in_measured_[moe].plans += after.plans - before.plans;
     plans_in_measured_[moe].timed += after.timed - before.timed;
     pool_blocks_in_measured_[moe] += std::int64_t(ctx.rt.max(double(trainer_->pool_blocks_taken() - blocks_before)));
+    const double routed = double(trainer_->expert_rows());  // the last measured step's, on the busiest rank
+    computed_over_routed_[moe] = ctx.rt.max(routed > 0 ? double(trainer_->expert_computed_rows()) / routed : 0.0);
     peak_mib_[moe] = std::max(peak_mib_[moe], double(trainer_->peak_bytes()) / (1 << 20));
   }
 
@@ -457,6 +463,7 @@ class GptStepBench final : public BenchProgram {
   std::map<bool, double> peak_mib_;  // per model, over the measured steps
   std::map<bool, BatchedGemmAlgoStats> plans_in_measured_;  // per model: plans made and timed in them
   std::map<bool, std::int64_t> pool_blocks_in_measured_;    // per model: blocks taken from the system in them (busiest rank)
+  std::map<bool, double> computed_over_routed_;             // per model: its experts' rows computed over routed; 0: untold
   std::map<bool, std::vector<RangeRow>> phases_;  // per model: its eager steps' ranges
   bool kernels_ = false;
   std::string kernel_log_failure_;                    // why --kernels logs nothing

@@ -197,12 +197,14 @@ void GptStage::forward(int micro, const void* x, void* y, int rows, const Stream
 
 void GptStage::run_blocks(Micro& m, const Stream& s) {
   const std::size_t xb = std::size_t(sequences_) * cfg_.seq * cfg_.hidden * dtype_size(cfg_.dtype);
-  m.expert_rows = 0;
+  m.expert_rows = m.expert_computed_rows = 0;
   for (int l = 0; l < layers_; ++l) {
     m.xs[l + 1] = alloc_.allocate(xb, MemTag::activations, s);
     m.blocks[l] = blocks_[l]->forward(m.xs[l].data(), m.xs[l + 1].data(), sequences_, cfg_.seq, s);
-    if (m.blocks[l].moe.dispatch)
+    if (m.blocks[l].moe.dispatch) {
       for (int r : m.blocks[l].moe.dispatch->rows_per_expert) m.expert_rows += r;
+      m.expert_computed_rows += (long long)m.blocks[l].moe.experts.computed_rows();
+    }
   }
 }
 
@@ -266,9 +268,10 @@ void GptStage::backward_weight(int micro, const Stream& s) {
     gemm(dev_.exec(s), dense_gemm(true, false, V, H, T, m.dlogits.data(), m.lnf.data(), dtable_.data(), cfg_.dtype, 1.f, 1.f));
   }
   for (int l = 0; l < layers_; ++l) blocks_[l]->backward_weights(m.blocks[l], s);
-  const long long rows = m.expert_rows;  // kept: expert_rows() answers after the backward
+  const long long rows = m.expert_rows, computed = m.expert_computed_rows;  // kept: they answer after the backward
   m = Micro{};
   m.expert_rows = rows;
+  m.expert_computed_rows = computed;
 }
 
 void GptStage::set_breakdown(Breakdown* b) {
@@ -279,6 +282,11 @@ void GptStage::set_breakdown(Breakdown* b) {
 long long GptStage::expert_rows(int micro) const {
   if (micro < 0 || micro >= int(micro_.size())) throw Error("GptStage: no micro-batch " + std::to_string(micro));
   return micro_[micro].expert_rows;
+}
+
+long long GptStage::expert_computed_rows(int micro) const {
+  if (micro < 0 || micro >= int(micro_.size())) throw Error("GptStage: no micro-batch " + std::to_string(micro));
+  return micro_[micro].expert_computed_rows;
 }
 
 double GptStage::loss_sum(const Stream& s) {

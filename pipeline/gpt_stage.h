@@ -91,6 +91,9 @@ class GptStage final : public PipelineStage {
   // MoE blocks (how routing spread the load: the busiest rank sets the step's pace); kept after
   // the backward frees the forward's contexts.
   long long expert_rows(int micro) const;
+  // The rows their expert GEMMs computed for them: with --expert-gemm padded the blocks' padding
+  // too (moe/padded_blocks.h); the same as expert_rows() for the routes that compute the rows alone.
+  long long expert_computed_rows(int micro) const;
   // The MoE blocks' gates and experts among them.
   std::vector<std::pair<Buffer*, Buffer*>> moe_parameters();
   // Whether some MoE block's step reads expert counts on the host.
@@ -105,6 +108,7 @@ class GptStage final : public PipelineStage {
     std::vector<BlockContext> blocks;
     Buffer lnf, mean, rstd, dlogits;
     long long expert_rows = 0;  // its MoE blocks' rows on this rank's experts, last forward (0 where they stay on the device)
+    long long expert_computed_rows = 0;  // the rows their GEMMs computed, padding included
   };
   GptConfig cfg_;
   int stage_, stages_, first_layer_, layers_;

@@ -94,4 +94,10 @@ long long GptTrainer::expert_rows() const {
   return rows;
 }
 
+long long GptTrainer::expert_computed_rows() const {
+  long long rows = 0;
+  for (int m = 0; m < micro_; ++m) rows += stage_->expert_computed_rows(m);
+  return rows;
+}
+
 }  // namespace moebench

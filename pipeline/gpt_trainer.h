@@ -47,6 +47,8 @@ class GptTrainer {
   // The token rows this rank's experts computed in the last step, over its micro-batches (0 with
   // --expert-gemm segmented: the counts stay on the device).
   long long expert_rows() const;
+  // The rows its expert GEMMs computed for them, padding included (--expert-gemm padded).
+  long long expert_computed_rows() const;
   // The last step's loss summed over this rank's tokens (the last pipeline stage only); waits
   // for the step.
   double loss_sum() { return stage_->loss_sum(compute_); }

@@ -57,8 +57,8 @@ def where_time_goes(row, path, parts=3):
     (of its total_ms), a step row's innermost phases with their times over their floors
     (step_breakdown.csv beside its step.csv, the eager steps of its model) and, where the layer's
     or the steps' work was logged kernel by kernel (kernels_<dispatcher>.csv, step_kernels.csv),
-    its two slowest kernels; first, for a step, the host's one-off work it counted inside its
-    measured steps."""
+    its two slowest kernels; the rows its experts computed per routed row where padding made them
+    more; first, for a step, the host's one-off work it counted inside its measured steps."""
     if "total_ms" in row:
         total = number(row.get("total_ms"))
         found = [(k[:-3], number(v)) for k, v in row.items() if k.startswith("moe.") and k.endswith("_ms")]
@@ -93,6 +93,8 @@ def where_time_goes(row, path, parts=3):
                       f"{gaps[0]['kernel']} in {gaps[0]['phase'].rsplit('/', 1)[-1]} {number(gaps[0]['ms']):.3g} ms")
     floor = number(row.get("expert_gemms_over_floor"))
     where += f"; the expert GEMMs alone at {floor:.3g}x their floor" if floor is not None else ""
+    padding = number(row.get("computed_rows_over_routed"))
+    where += f"; the experts computed {padding:.3g} rows per routed row" if padding is not None and padding > 1 else ""
     return where if layer else host_work_in_measured(row) + where
 
 

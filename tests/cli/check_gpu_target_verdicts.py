@@ -4,10 +4,11 @@ machine without a GPU produces: a figure within its limit is "met" and one beyon
 an H100; on another GPU the verdict names that GPU; the fastest route or attention is the one
 judged; a missed target prints where its time went (a layer's largest moe.* range, its expert
 GEMMs over their floor, its slowest kernels and the device's idle time, a step's largest phase and
-slowest kernels, and first the cuBLASLt plans made and timed inside its measured steps where
-there were any; for the gate's forward, how much of its range its kernels ran, how long the
-device sat idle after them and the host's API calls; the host's rows are no kernels); a case
-that failed is named. Exit 0 when all holds, 1 with a line per breach.
+slowest kernels and the rows its experts computed per routed row, and first the cuBLASLt plans
+made and timed inside its measured steps where there were any; for the gate's forward, how much
+of its range its kernels ran, how long the device sat idle after them and the host's API calls;
+the host's rows are no kernels); a case that failed is named. Exit 0 when all holds, 1 with a
+line per breach.
 
   check_gpu_target_verdicts.py
 """
@@ -42,7 +43,7 @@ def steps(device, dense_ms):
              "memory_vs_torch": 1.05, "attention": "cudnn", "expert_gemm": "n/a" if m == "dense" else "grouped",
              "step_graph": "captured", "new_gemm_plans_in_measured_steps": 0 if m == "dense" else 12,
              "gemm_timings_in_measured_steps": 0 if m == "dense" else 3, "new_pool_blocks_in_measured_steps": 0,
-             "device": device, "commit": "abc", **RUN} for m in ("dense", "moe")]
+             "computed_rows_over_routed": "n/a (dense)" if m == "dense" else 1.42, "device": device, "commit": "abc", **RUN} for m in ("dense", "moe")]
 
 
 def breakdown(dense_core_ms):
@@ -112,6 +113,8 @@ def main():
                 "host work inside the measured steps: 12 new cuBLASLt plans, 3 algorithm timings; "):
             breaches.append(f"the MoE step's evidence is '{moe_step.get('where_the_time_goes')}', not first the plans "
                             "made and timed inside its measured steps")
+        if "; the experts computed 1.42 rows per routed row" not in moe_step.get("where_the_time_goes", ""):
+            breaches.append(f"the MoE step's evidence is '{moe_step.get('where_the_time_goes')}', without its padding")
         if "host work" in dense.get("where_the_time_goes", ""):
             breaches.append(f"the dense step, with no plan made in its measured steps, names host work: "
                             f"'{dense.get('where_the_time_goes')}'")

@@ -260,6 +260,24 @@ TEST_F(GptTrainerStep, AnMoEStepWithSegmentedExpertsIsCapturedAndReplaysItsEager
   }
 }
 
+// The rows an MoE step's experts computed against the rows routed to them (gpt/step.csv's
+// computed_rows_over_routed): the same where the route computes the rows alone; with padded
+// blocks, the padding too; none counted where the counts stay on the device (segmented).
+TEST_F(GptTrainerStep, TheExpertsComputedRowsAreTheRoutedOnesAndThePaddedRoutesPadding) {
+  auto grouped_owned = make_trainer(true), padded_owned = make_trainer(true, ExpertGemm::padded),
+       segmented_owned = make_trainer(true, ExpertGemm::segmented);
+  GptTrainer &grouped = *grouped_owned, &padded = *padded_owned, &segmented = *segmented_owned;
+  for (GptTrainer* t : {&grouped, &padded, &segmented}) t->step();
+  dev.synchronize();
+  const long long tokens = 2 * kShape.seq;  // one MoE block, top-1
+  EXPECT_EQ(grouped.expert_rows(), tokens);
+  EXPECT_EQ(grouped.expert_computed_rows(), tokens);
+  EXPECT_EQ(padded.expert_rows(), tokens);
+  EXPECT_GT(padded.expert_computed_rows(), tokens) << "ten rows over four experts fill no blocks of a row tile";
+  EXPECT_EQ(segmented.expert_rows(), 0);
+  EXPECT_EQ(segmented.expert_computed_rows(), 0);
+}
+
 // A step's breakdown times each of its phases under its path, as many times as the model runs
 // it, and every phase that models/roofline.h gives FLOPs is one of them (step_breakdown.csv
 // divides the two). Timing it changes nothing the step computes; a replayed step cannot be timed.
