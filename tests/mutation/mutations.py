@@ -816,6 +816,15 @@ MUTATIONS = [
         "tests": r"^GptLayout\.",
     },
     {
+        "id": "gpt_step_padding_uncounted",
+        "mechanism": "the MoE step counts its experts' routed rows as the rows they computed, so gpt/step.csv's computed_rows_over_routed hides the padded route's padding",
+        "file": "pipeline/gpt_stage.cpp",
+        "edits": [("m.expert_computed_rows += (long long)m.blocks[l].moe.experts.computed_rows();",
+                   "m.expert_computed_rows += (long long)m.blocks[l].moe.experts.total_rows();")],
+        "targets": [UNIT],
+        "tests": r"^GptTrainerStep\.",
+    },
+    {
         "id": "kernel_log_skips_what_runs_before",
         "mechanism": "the kernel log's runs skip what the timed loop does ahead of each iteration (the layer's zero_grad), so its tables time other GEMMs (accumulating weight gradients) than the timed ones",
         "file": "harness/kernel_table.cpp",
