@@ -41,58 +41,56 @@ std::vector<KernelRecord> with_idle(std::vector<KernelRecord> ops, double* span)
   return out;
 }
 
+// Per (path, name): its milliseconds in each run (0 in a run without it) and its calls in all.
+class RunSums {
+ public:
+  explicit RunSums(std::size_t runs) : runs_(runs) {}
+  void add(const std::string& path, const std::string& name, std::size_t run, double ms, double calls) {
+    Sums& s = by_row_[{path.empty() ? kOutsideRanges : path, name}];
+    s.ms.resize(runs_, 0.0);
+    s.ms[run] += ms;
+    s.calls += calls;
+  }
+  // Calls per run, the median run's milliseconds and their share of `span_ms`; the slowest first.
+  std::vector<KernelRow> rows(double span_ms) const {
+    std::vector<KernelRow> out;
+    for (const auto& [key, s] : by_row_) {
+      KernelRow row{key.first, key.second, s.calls / double(runs_), spread_of(s.ms), 0.0};
+      row.share = span_ms > 0 ? row.ms.median / span_ms : 0.0;
+      out.push_back(std::move(row));
+    }
+    std::stable_sort(out.begin(), out.end(), [](const KernelRow& a, const KernelRow& b) { return a.ms.median > b.ms.median; });
+    return out;
+  }
+
+ private:
+  struct Sums {
+    std::vector<double> ms;
+    double calls = 0;
+  };
+  std::size_t runs_;
+  std::map<std::pair<std::string, std::string>, Sums> by_row_;
+};
+
 }  // namespace
 
 std::vector<KernelRow> kernel_table(const std::vector<std::vector<KernelRecord>>& runs, Spread* spans_out) {
   if (runs.empty()) throw Error("kernel_table: no runs");
-  struct Sums {
-    std::vector<double> ms;
-    double calls = 0;
-  };
-  std::map<std::pair<std::string, std::string>, Sums> by_kernel;
+  RunSums sums(runs.size());
   std::vector<double> spans(runs.size(), 0.0);
   for (std::size_t r = 0; r < runs.size(); ++r) {
     if (runs[r].empty()) throw Error("kernel_table: run " + std::to_string(r) + " logged no ops");
-    for (const KernelRecord& k : with_idle(runs[r], &spans[r])) {
-      Sums& s = by_kernel[{k.path.empty() ? kOutsideRanges : k.path, k.name}];
-      s.ms.resize(runs.size(), 0.0);  // a run without this kernel keeps its 0
-      s.ms[r] += k.ms;
-      s.calls += 1;
-    }
+    for (const KernelRecord& k : with_idle(runs[r], &spans[r])) sums.add(k.path, k.name, r, k.ms, 1);
   }
-  const double total = spread_of(spans).median;
   if (spans_out) *spans_out = spread_of(spans);
-  std::vector<KernelRow> rows;
-  for (const auto& [key, s] : by_kernel) {
-    KernelRow row{key.first, key.second, s.calls / double(runs.size()), spread_of(s.ms), 0.0};
-    row.share = total > 0 ? row.ms.median / total : 0.0;
-    rows.push_back(std::move(row));
-  }
-  std::stable_sort(rows.begin(), rows.end(), [](const KernelRow& a, const KernelRow& b) { return a.ms.median > b.ms.median; });
-  return rows;
+  return sums.rows(spread_of(spans).median);
 }
 
 std::vector<KernelRow> host_call_rows(const std::vector<HostCallRecord>& calls, int runs, double span_ms) {
-  struct Sums {
-    std::vector<double> ms;
-    double calls = 0;
-  };
-  std::map<std::pair<std::string, std::string>, Sums> by_call;
-  for (const HostCallRecord& c : calls) {
-    if (c.run < 0 || c.run >= runs) continue;
-    Sums& s = by_call[{c.path.empty() ? kOutsideRanges : c.path, kHostPrefix + c.function}];
-    s.ms.resize(std::size_t(runs), 0.0);  // a run without this call keeps its 0
-    s.ms[std::size_t(c.run)] += c.ms;
-    s.calls += c.calls;
-  }
-  std::vector<KernelRow> rows;
-  for (const auto& [key, s] : by_call) {
-    KernelRow row{key.first, key.second, s.calls / double(runs), spread_of(s.ms), 0.0};
-    row.share = span_ms > 0 ? row.ms.median / span_ms : 0.0;
-    rows.push_back(std::move(row));
-  }
-  std::stable_sort(rows.begin(), rows.end(), [](const KernelRow& a, const KernelRow& b) { return a.ms.median > b.ms.median; });
-  return rows;
+  RunSums sums(std::size_t(std::max(runs, 0)));
+  for (const HostCallRecord& c : calls)
+    if (c.run >= 0 && c.run < runs) sums.add(c.path, kHostPrefix + c.function, std::size_t(c.run), c.ms, c.calls);
+  return sums.rows(span_ms);
 }
 
 KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::function<void(Breakdown&)>& run,
