@@ -86,7 +86,7 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
   for (int i = 0; i < iterations; ++i) {
     layer_->zero_grad(cs);
     Breakdown b;
-    Event start(env_.device.backend()), stop(env_.device.backend());
+    Event start(env_.device.backend(), EventUse::timing), stop(env_.device.backend(), EventUse::timing);
     r.ms.push_back(slowest_rank_ms(env_.rt, env_.device, cs, [&] {
       start.record(cs);
       step(st, &b, &rows, &sent);

@@ -50,7 +50,7 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
   };
   std::vector<Timed> timed;
   auto mark = [&] {
-    auto e = std::make_unique<Event>(dev_.backend());
+    auto e = std::make_unique<Event>(dev_.backend(), EventUse::timing);
     e->record(compute_);
     return e;
   };

@@ -102,8 +102,8 @@ ScopedRange::ScopedRange(std::string_view name, const Stream& stream, Breakdown*
       path_ = breakdown_->open(name_);
       timed_paths.push_back(path_);
     }
-    start_ = std::make_shared<Event>(stream.backend);
-    stop_ = std::make_shared<Event>(stream.backend);
+    start_ = std::make_shared<Event>(stream.backend, EventUse::timing);
+    stop_ = std::make_shared<Event>(stream.backend, EventUse::timing);
     start_->record(stream_);
   }
 }

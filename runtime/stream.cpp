@@ -9,8 +9,9 @@ namespace moebench {
 
 namespace detail {
 void cuda_stream_synchronize(void* stream);
-void* cuda_event_create();
-void cuda_event_destroy(void* event);
+void* cuda_event_create(bool timing, int* device);
+void cuda_event_destroy(void* event, bool timing, int device);
+std::size_t cuda_event_handles_created();
 void cuda_event_record(void* event, void* stream);
 void cuda_event_synchronize(void* event);
 bool cuda_event_query(void* event);
@@ -66,27 +67,47 @@ bool Stream::capturing() const {
   return queue && queue->capture();
 }
 
-Event::Event(Backend backend) : backend_(backend) {
+Event::Event(Backend backend, EventUse use) : backend_(backend), use_(use) {
   if (backend_ == Backend::cuda)
-    handle_ = detail::cuda_event_create();
+    handle_ = detail::cuda_event_create(use_ == EventUse::timing, &cuda_device_);
   else
     cpu_ = std::make_shared<CpuEventState>();
 }
 
 Event::~Event() {
-  if (handle_) detail::cuda_event_destroy(handle_);
+  if (handle_) detail::cuda_event_destroy(handle_, use_ == EventUse::timing, cuda_device_);
 }
 
-Event::Event(Event&& o) noexcept : backend_(o.backend_), handle_(o.handle_), cpu_(std::move(o.cpu_)) { o.handle_ = nullptr; }
+Event::Event(Event&& o) noexcept
+    : backend_(o.backend_),
+      use_(o.use_),
+      recorded_(o.recorded_),
+      cuda_device_(o.cuda_device_),
+      handle_(o.handle_),
+      cpu_(std::move(o.cpu_)) {
+  o.handle_ = nullptr;
+}
 
 Event& Event::operator=(Event&& o) noexcept {
   std::swap(backend_, o.backend_);
+  std::swap(use_, o.use_);
+  std::swap(recorded_, o.recorded_);
+  std::swap(cuda_device_, o.cuda_device_);
   std::swap(handle_, o.handle_);
   std::swap(cpu_, o.cpu_);
   return *this;
 }
 
+std::size_t Event::cuda_handles_created() { return detail::cuda_event_handles_created(); }
+
+void Event::check_timed(const char* what) const {
+  if (use_ != EventUse::timing)
+    throw Error(std::string(what) + ": an ordering event has no time (make it with EventUse::timing)");
+  if (!recorded_) throw Error(std::string(what) + ": the event was never recorded");
+}
+
 void Event::record(const Stream& s) {
+  recorded_ = true;
   if (backend_ == Backend::cuda) return detail::cuda_event_record(handle_, s.handle);
   if (CpuCapture* graph = s.queue ? s.queue->capture() : nullptr) {
     const int slot = graph->record(s.queue);
@@ -105,7 +126,10 @@ void Event::record(const Stream& s) {
 }
 
 void Event::synchronize() const {
-  if (backend_ == Backend::cuda) return detail::cuda_event_synchronize(handle_);
+  if (backend_ == Backend::cuda) {
+    if (recorded_) detail::cuda_event_synchronize(handle_);
+    return;
+  }
   std::uint64_t mark;
   {
     std::lock_guard<std::mutex> lock(cpu_->mutex);
@@ -116,14 +140,17 @@ void Event::synchronize() const {
 }
 
 bool Event::query() const {
-  if (backend_ == Backend::cuda) return detail::cuda_event_query(handle_);
+  if (backend_ == Backend::cuda) return !recorded_ || detail::cuda_event_query(handle_);
   std::lock_guard<std::mutex> lock(cpu_->mutex);
   cpu_->check_host_may_wait();
   return cpu_->completed >= cpu_->recorded;
 }
 
 void Event::make_wait(const Stream& s) const {
-  if (backend_ == Backend::cuda) return detail::cuda_stream_wait_event(s.handle, handle_);
+  if (backend_ == Backend::cuda) {
+    if (recorded_) detail::cuda_stream_wait_event(s.handle, handle_);
+    return;
+  }
   CpuCapture* mine = s.queue ? s.queue->capture() : nullptr;
   CpuCapture* theirs;
   int slot;
@@ -154,6 +181,8 @@ void Event::make_wait(const Stream& s) const {
 }
 
 double Event::elapsed_ms(const Event& start, const Event& stop) {
+  start.check_timed("Event::elapsed_ms (start)");
+  stop.check_timed("Event::elapsed_ms (stop)");
   if (start.backend_ == Backend::cuda) return detail::cuda_event_elapsed_ms(start.handle_, stop.handle_);
   start.synchronize();
   stop.synchronize();
@@ -164,6 +193,7 @@ double Event::elapsed_ms(const Event& start, const Event& stop) {
 }
 
 double Event::time_us() const {
+  check_timed("Event::time_us");
   if (backend_ == Backend::cuda) return detail::cuda_event_time_us(handle_);
   synchronize();
   std::lock_guard<std::mutex> lock(cpu_->mutex);

@@ -4,7 +4,9 @@
 // backend. The device's default stream on the CPU runs each op inline on the calling thread:
 // the host itself is that stream. An event marks a point in a stream's queue: record() places
 // it, synchronize() waits for it on the host, make_wait(s) makes later work on s wait for it,
-// elapsed_ms() is the time between two recorded events once both have completed.
+// elapsed_ms() is the time between two recorded events once both have completed. Only an event
+// made for timing (EventUse::timing) carries a time: the others only order work, which on CUDA
+// makes them cheaper to record, wait for and query (cudaEventDisableTiming).
 #pragma once
 #include <chrono>
 #include <memory>
@@ -41,9 +43,11 @@ void run_on(const Stream& s, const char* name, F&& op, std::string details = {})
 
 struct CpuEventState;
 
+enum class EventUse { ordering, timing };
+
 class Event {
  public:
-  explicit Event(Backend backend);
+  explicit Event(Backend backend, EventUse use = EventUse::ordering);
   ~Event();
   Event(Event&& other) noexcept;
   Event& operator=(Event&& other) noexcept;
@@ -53,15 +57,26 @@ class Event {
   void record(const Stream& s);
   void synchronize() const;
   bool query() const;  // completed?
-  // Milliseconds from `start` to `stop`; both recorded; waits for them.
+  // Milliseconds from `start` to `stop`; both timing events, both recorded; waits for them.
   static double elapsed_ms(const Event& start, const Event& stop);
   // Makes work later queued on `s` wait for this event (stream-to-stream ordering).
   void make_wait(const Stream& s) const;
-  // When the event completed, on the timeline's clock (Timeline::now_us); waits for it.
+  // When the event completed, on the timeline's clock (Timeline::now_us); a timing event; waits for it.
   double time_us() const;
+  EventUse use() const { return use_; }
+  // CUDA event handles this process has created. A destroyed Event's handle goes back to a free
+  // list of its device and use, and the next Event takes it from there: a range makes two events
+  // per use, and a driver call to create and one to destroy each would be the host's work
+  // between the device's ops.
+  static std::size_t cuda_handles_created();
 
  private:
+  void check_timed(const char* what) const;
+
   Backend backend_;
+  EventUse use_;
+  bool recorded_ = false;                // a reused CUDA handle's earlier records are not this event's
+  int cuda_device_ = 0;                  // whose free list the handle returns to
   void* handle_ = nullptr;               // cudaEvent_t
   std::shared_ptr<CpuEventState> cpu_;   // shared with markers still queued on a CPU stream
 };

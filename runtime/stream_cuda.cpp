@@ -3,7 +3,10 @@
 #include "runtime/timeline.h"
 #if MOEBENCH_WITH_CUDA
 #include <cuda_runtime.h>
+#include <map>
 #include <mutex>
+#include <utility>
+#include <vector>
 #include "kernels/cuda_check.cuh"
 #include "runtime/cuda_stream.h"
 #endif
@@ -14,12 +17,49 @@ namespace moebench::detail {
 static cudaEvent_t ce(void* e) { return static_cast<cudaEvent_t>(e); }
 
 void cuda_stream_synchronize(void* stream) { MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(stream))); }
-void* cuda_event_create() {
+// Destroyed events' handles, per device and use, for the next events to take (Event::
+// cuda_handles_created). Leaked on purpose: events may be destroyed during static destruction.
+struct EventHandles {
+  std::mutex mutex;
+  std::map<std::pair<int, bool>, std::vector<cudaEvent_t>> free;  // (device, timing)
+  std::size_t created = 0;
+};
+static EventHandles& event_handles() {
+  static auto* handles = new EventHandles;
+  return *handles;
+}
+void* cuda_event_create(bool timing, int* device_out) {
+  EventHandles& h = event_handles();
+  int device = 0;
+  MOEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  *device_out = device;
+  {
+    std::lock_guard<std::mutex> lock(h.mutex);
+    auto& list = h.free[{device, timing}];
+    if (!list.empty()) {
+      cudaEvent_t e = list.back();
+      list.pop_back();
+      return e;
+    }
+  }
   cudaEvent_t e;
-  MOEBENCH_CUDA_CHECK(cudaEventCreate(&e));
+  MOEBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
+  std::lock_guard<std::mutex> lock(h.mutex);
+  ++h.created;
   return e;
 }
-void cuda_event_destroy(void* event) { cudaEventDestroy(ce(event)); }
+// The handle's last record may still be pending: a later record by its next owner replaces it, as
+// on any reused event, and waits enqueued before then keep the record they were given.
+void cuda_event_destroy(void* event, bool timing, int device) {
+  EventHandles& h = event_handles();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  h.free[{device, timing}].push_back(ce(event));
+}
+std::size_t cuda_event_handles_created() {
+  EventHandles& h = event_handles();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  return h.created;
+}
 void cuda_event_record(void* event, void* stream) { MOEBENCH_CUDA_CHECK(cudaEventRecord(ce(event), cuda_stream(stream))); }
 void cuda_event_synchronize(void* event) { MOEBENCH_CUDA_CHECK(cudaEventSynchronize(ce(event))); }
 bool cuda_event_query(void* event) {
@@ -59,8 +99,9 @@ double cuda_event_time_us(void* event) {
 }
 #else
 void cuda_stream_synchronize(void*) { cuda_not_built("stream"); }
-void* cuda_event_create() { cuda_not_built("Event"); }
-void cuda_event_destroy(void*) {}
+void* cuda_event_create(bool, int*) { cuda_not_built("Event"); }
+void cuda_event_destroy(void*, bool, int) {}
+std::size_t cuda_event_handles_created() { return 0; }
 void cuda_event_record(void*, void*) { cuda_not_built("Event"); }
 void cuda_event_synchronize(void*) { cuda_not_built("Event"); }
 bool cuda_event_query(void*) { cuda_not_built("Event"); }

@@ -19,7 +19,7 @@ struct MeasureEnv {
 
 template <class F>
 double slowest_rank_ms(const Runtime& rt, Device& dev, const Stream& s, F&& work) {
-  Event start(dev.backend()), stop(dev.backend());
+  Event start(dev.backend(), EventUse::timing), stop(dev.backend(), EventUse::timing);
   start.record(s);
   work();
   stop.record(s);

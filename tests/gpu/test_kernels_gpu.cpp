@@ -156,7 +156,7 @@ TEST(GpuNccl, WorldOfOneCollectivesAndEventsWork) {
   const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
   Buffer in = upload(dev, alloc, x, DType::f32), out = upload(dev, alloc, std::vector<float>(8, 0.f), DType::f32);
   const Stream& s = dev.default_stream();
-  Event start(Backend::cuda), stop(Backend::cuda);
+  Event start(Backend::cuda, EventUse::timing), stop(Backend::cuda, EventUse::timing);
   start.record(s);
   comm->all_reduce(in.data(), out.data(), 8, DType::f32, ReduceOp::sum, s);
   stop.record(s);

@@ -1,8 +1,9 @@
 // The runtime on a GPU: streams with their own cuBLAS handles run GEMMs at once and events order
 // them; the pool reuses a block on its stream at once and on another after an event; NCCL
 // communicators duplicate; micro-batches of the layer on two streams equal each alone; the kernel
-// log times a host wait between ranges as the device's idle time, and the host's API calls per range.
-// Skipped where there is no GPU.
+// log times a host wait between ranges as the device's idle time, and the host's API calls per range;
+// event handles are reused. Skipped where there is no GPU.
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -17,6 +18,9 @@
 #include "runtime/kernel_log.h"
 #include "runtime/range.h"
 #include "runtime/runtime.h"
+#if MOEBENCH_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace moebench {
 using namespace gputest;
@@ -45,6 +49,39 @@ TEST(GpuStreams, GemmsOnTwoStreamsWithTheirOwnHandlesAndEventOrdering) {
     EXPECT_LT(rel_l2(download(dev, alloc, z, want2.size(), DType::f32), want2), 1e-5) << round;
   }
 }
+
+#if MOEBENCH_WITH_CUDA
+// A range's two events are handles a destroyed range gave back, not new ones; and a reused handle
+// starts unrecorded, though the record its last owner made is still pending on a held stream.
+TEST(GpuEvents, HandlesAreReusedAndAReusedOneStartsUnrecorded) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  Stream s = dev.create_stream("s");
+  { Breakdown first; ScopedRange r("range", s, &first); }
+  const std::size_t before = Event::cuda_handles_created();
+  for (int i = 0; i < 100; ++i) {
+    Breakdown b;
+    { ScopedRange r("range", s, &b); }
+    EXPECT_GE(b.totals_ms().at("range"), 0.0);
+  }
+  EXPECT_EQ(Event::cuda_handles_created(), before) << "ranges made new CUDA events";
+
+  std::atomic<bool> go{false};
+  auto hold = [](void* flag) {
+    while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::yield();
+  };
+  ASSERT_EQ(cudaLaunchHostFunc(static_cast<cudaStream_t>(s.handle), hold, &go), cudaSuccess);
+  { Event pending(Backend::cuda); pending.record(s); EXPECT_FALSE(pending.query()); }
+  const std::size_t made = Event::cuda_handles_created();
+  Event reused(Backend::cuda);
+  EXPECT_EQ(Event::cuda_handles_created(), made) << "the handle given back was not reused";
+  EXPECT_TRUE(reused.query()) << "a reused handle answered for its last owner's pending record";
+  go = true;
+  s.synchronize();
+  reused.record(s);
+  reused.synchronize();
+  EXPECT_TRUE(reused.query());
+}
+#endif
 
 TEST(GpuPool, ReusesOnItsStreamAndAcrossStreamsAfterAnEvent) {
   MOEBENCH_REQUIRE_GPU(dev);

@@ -1064,4 +1064,24 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^LocalComparison\.AStepAboveTheModelNamesItsOptimizerWhereTheRunTimedIt$",
     },
+    {
+        "id": "ordering_events_have_a_time",
+        "mechanism": "an ordering event gives a time on the CPU: a timer made of them passes here and fails on CUDA "
+                     "(cudaEventDisableTiming)",
+        "file": "runtime/stream.cpp",
+        "edits": [("  if (use_ != EventUse::timing)\n"
+                   "    throw Error(std::string(what) + \": an ordering event has no time (make it with EventUse::timing)\");\n",
+                   "")],
+        "targets": [UNIT],
+        "tests": r"^CpuStreams\.OnlyRecordedTimingEventsHaveATime$",
+    },
+    {
+        "id": "ranges_time_with_ordering_events",
+        "mechanism": "a range's events are made for ordering: its time is an invalid-handle error on CUDA",
+        "file": "runtime/range.cpp",
+        "edits": [("    start_ = std::make_shared<Event>(stream.backend, EventUse::timing);",
+                   "    start_ = std::make_shared<Event>(stream.backend);")],
+        "targets": [UNIT],
+        "tests": r"^Breakdown\.NestedRangesAreRecordedUnderTheirPaths$",
+    },
 ]

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 #include <vector>
 #include "kernels/axpy.h"
@@ -86,7 +87,7 @@ TEST(CpuStreams, AMissingWaitIsSeenAsWrongData) {
 TEST(CpuStreams, EventTimesAreWhenTheStreamReachedThem) {
   Device dev = Device::open(Backend::cpu);
   Stream s = dev.create_stream("s");
-  Event a(Backend::cpu), b(Backend::cpu);
+  Event a(Backend::cpu, EventUse::timing), b(Backend::cpu, EventUse::timing);
   a.record(s);
   run_on(s, "sleep", [] { sleep_ms(50); });
   b.record(s);
@@ -95,6 +96,36 @@ TEST(CpuStreams, EventTimesAreWhenTheStreamReachedThem) {
   EXPECT_GE(ms, 49.0);
   EXPECT_LT(ms, 150.0);
   EXPECT_TRUE(b.query());
+}
+
+// On CUDA an ordering event is made without timing (cudaEventDisableTiming), and the time between
+// two of them is an invalid-handle error: the CPU refuses it as well, so a timer made of ordering
+// events fails here, not only on a GPU.
+TEST(CpuStreams, OnlyRecordedTimingEventsHaveATime) {
+  Device dev = Device::open(Backend::cpu);
+  Stream s = dev.create_stream("s");
+  Event timed(Backend::cpu, EventUse::timing), ordering(Backend::cpu), never(Backend::cpu, EventUse::timing);
+  EXPECT_EQ(ordering.use(), EventUse::ordering);
+  timed.record(s);
+  ordering.record(s);
+  s.synchronize();
+  auto refused = [](const std::function<void()>& f, const std::string& why) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected: " << why;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused([&] { Event::elapsed_ms(timed, ordering); }, "ordering event has no time (make it with EventUse::timing)");
+  refused([&] { Event::elapsed_ms(ordering, timed); }, "Event::elapsed_ms (start): an ordering event");
+  refused([&] { ordering.time_us(); }, "Event::time_us: an ordering event");
+  refused([&] { Event::elapsed_ms(timed, never); }, "Event::elapsed_ms (stop): the event was never recorded");
+  EXPECT_GE(timed.time_us(), 0.0);
+  EXPECT_TRUE(ordering.query());
+  Event moved = std::move(timed);
+  EXPECT_EQ(moved.use(), EventUse::timing);
+  EXPECT_EQ(Event::elapsed_ms(moved, moved), 0.0);
 }
 
 TEST(CpuStreams, AFailedOpIsReportedAtSynchronizeAndLaterOpsAreSkipped) {
