@@ -229,7 +229,10 @@ TEST(CommBenchCli, EmulatedLinkGivesItsBandwidthAndIsLabelled) {
     std::string link;
     ASSERT_TRUE(in.read_row(busbw, link)) << c;
     EXPECT_LE(busbw, 0.2 * 1.01) << c;  // the emulated floor holds
-    EXPECT_GE(busbw, 0.2 * 0.5) << c;   // and the emulation is not wildly off (a double wait, say)
+    // and the bench's figure is the link's, not wildly off it. Each operation's own wait is bounded
+    // within 1/0.9 of latency + bytes / bandwidth by EmulatedLinkOps; here the ranks' copies and
+    // sums run beside the rest of the test command, which can slow them well past the link's time.
+    EXPECT_GE(busbw, 0.2 * 0.4) << c;
     EXPECT_EQ(link, "emulated: 0.2 GB/s, 10 us") << c;
   }
   std::filesystem::remove_all(dir);
