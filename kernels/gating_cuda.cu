@@ -2,71 +2,19 @@
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_types.cuh"
 #include "kernels/gating.h"
+#include "kernels/softmax_topk_row.cuh"
 
 namespace moebench {
 
 constexpr int kGateThreads = 128;
-// Rows of at most this many experts (per prototype) take a warp each, their values in registers;
-// wider rows take a block, whose 5 + 2k barriers per token made it the gate's slowest kernel at
-// the paper's 64 experts (results/cuda/targets/*/moe/kernels_local.csv).
-constexpr int kWarpExperts = 256;
-constexpr unsigned kFullWarp = 0xffffffffu;
 
-// One warp per (token, prototype) row of F <= 32 * kPer experts: lane l holds experts l, l + 32,
-// ...; shuffles reduce, with no shared memory and no barrier. The same arithmetic as the block
-// kernel (sums in another order), the same arg-max rule: larger value, then lower index.
+// One warp per (token, prototype) row (kernels/softmax_topk_row.cuh).
 template <int kPer>
 __global__ void warp_softmax_topk_kernel(GateShape g, const float* slices, float* logits, float* probs, int* expert,
                                          float* weight) {
-  const int lane = threadIdx.x & 31, F = g.experts / g.prototypes;
   const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= (long long)g.tokens * g.prototypes) return;  // the whole warp: rows are whole warps
-  const int t = int(row / g.prototypes), z = int(row % g.prototypes);
-  const size_t o = size_t(t) * g.experts + size_t(z) * F;
-  const float* slice = slices ? slices + size_t(t) * 3 * g.experts + size_t(z) * F : nullptr;
-  float v[kPer];
-  float mx = -FLT_MAX;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int f = lane + 32 * i;
-    v[i] = -FLT_MAX;
-    if (f < F) {
-      if (slice) {
-        v[i] = (slice[f] + slice[g.experts + f]) + slice[2 * g.experts + f];
-        logits[o + f] = v[i];
-      } else {
-        v[i] = logits[o + f];
-      }
-      mx = fmaxf(mx, v[i]);
-    }
-  }
-  mx = cuda::warp_max(mx);
-  float sum = 0.f;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i)
-    if (lane + 32 * i < F) sum += (v[i] = expf(v[i] - mx));
-  sum = cuda::warp_sum(sum);
-#pragma unroll
-  for (int i = 0; i < kPer; ++i)
-    if (lane + 32 * i < F) probs[o + lane + 32 * i] = (v[i] /= sum);
-  for (int j = 0; j < g.k; ++j) {
-    float best = -FLT_MAX;
-    int at = 0x7fffffff;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i)
-      if (lane + 32 * i < F) cuda::better(best, at, v[i], lane + 32 * i);
-    // A total order, so the butterfly leaves every lane with the same winner.
-    for (int d = 16; d > 0; d >>= 1)
-      cuda::better(best, at, __shfl_xor_sync(kFullWarp, best, d), __shfl_xor_sync(kFullWarp, at, d));
-#pragma unroll
-    for (int i = 0; i < kPer; ++i)
-      if (lane + 32 * i == at) v[i] = -1.f;  // taken: below every probability
-    if (lane == 0) {
-      const size_t slot = size_t(t) * g.prototypes * g.k + size_t(z) * g.k + j;
-      expert[slot] = z * F + at;
-      weight[slot] = best;
-    }
-  }
+  cuda::warp_softmax_topk_row<kPer>(g, row, slices, logits, probs, expert, weight);
 }
 
 // One block per (token, prototype) of more than kWarpExperts experts: softmax over its F experts
@@ -128,8 +76,8 @@ static void launch_softmax_topk(const GateShape& g, const float* slices, float* 
   if (F <= 32) return launch_warp_softmax_topk<1>(g, slices, logits, probs, expert, weight, stream);
   if (F <= 64) return launch_warp_softmax_topk<2>(g, slices, logits, probs, expert, weight, stream);
   if (F <= 128) return launch_warp_softmax_topk<4>(g, slices, logits, probs, expert, weight, stream);
-  static_assert(kWarpExperts == 256, "the register widths below cover kWarpExperts");
-  if (F <= kWarpExperts) return launch_warp_softmax_topk<8>(g, slices, logits, probs, expert, weight, stream);
+  static_assert(cuda::kWarpExperts == 256, "the register widths below cover kWarpExperts");
+  if (F <= cuda::kWarpExperts) return launch_warp_softmax_topk<8>(g, slices, logits, probs, expert, weight, stream);
   int device = 0, opt_in_limit = 0;
   MOEBENCH_CUDA_CHECK(cudaGetDevice(&device));
   MOEBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&opt_in_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));

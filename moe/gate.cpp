@@ -8,6 +8,7 @@
 #include "kernels/gate_grads.h"
 #include "kernels/gemm.h"
 #include "kernels/looped_gating.h"
+#include "kernels/routing.h"
 #include "moe/init.h"
 
 namespace moebench {
@@ -185,15 +186,11 @@ void Gate::read_counts(Routing& r, const Stream& s) {
 
 void Gate::route_fused(Routing& r, const float* slices, const Stream& s) {
   const Exec ex = fp32_exec(s);
-  if (slices)
-    softmax_topk_from_slices(ex, r.shape.gate, slices, r.logits.as<float>(), r.probs.as<float>(),
-                             r.expert.as<std::int32_t>(), r.weight.as<float>());
-  else
-    softmax_topk(ex, r.shape.gate, r.logits.as<float>(), r.probs.as<float>(), r.expert.as<std::int32_t>(),
-                 r.weight.as<float>());
   Buffer workspace = alloc_.allocate(assign_positions_workspace_bytes(ex, r.shape), MemTag::temporary, s);
-  assign_positions(ex, r.shape, r.expert.as<std::int32_t>(), r.position.as<std::int32_t>(),
-                   r.routed_dev(), r.kept_dev(), workspace.data(), workspace.bytes());
+  RouteArgs a{r.shape, slices, r.logits.as<float>(), r.probs.as<float>(), r.expert.as<std::int32_t>(),
+              r.weight.as<float>(), r.position.as<std::int32_t>(), r.routed_dev(), r.kept_dev(),
+              workspace.data(), workspace.bytes()};
+  route_tokens(ex, a);
 }
 
 void Gate::route_looped(Routing& r, const Stream& s) {

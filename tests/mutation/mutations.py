@@ -1084,4 +1084,18 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^Breakdown\.NestedRangesAreRecordedUnderTheirPaths$",
     },
+    {
+        "id": "routing_in_separate_ops",
+        "mechanism": "the gate's routing splits back into its softmax op and its positions op",
+        "file": "kernels/routing_cpu.cpp",
+        "edits": [("  run_host(ex, \"route_tokens\", [a] {\n    const GateShape& g = a.shape.gate;\n"
+                   "    if (a.slices) sum_split3_cpu(a.slices, std::size_t(g.tokens), g.experts, a.logits);\n"
+                   "    softmax_topk_cpu(g, a.logits, a.probs, a.expert, a.weight);\n",
+                   "  run_host(ex, \"softmax_topk_from_slices\", [a] {\n    const GateShape& g = a.shape.gate;\n"
+                   "    if (a.slices) sum_split3_cpu(a.slices, std::size_t(g.tokens), g.experts, a.logits);\n"
+                   "    softmax_topk_cpu(g, a.logits, a.probs, a.expert, a.weight);\n  });\n"
+                   "  run_host(ex, \"assign_positions\", [a] {\n")],
+        "targets": [UNIT],
+        "tests": r"^Bf16Split\.TheBf16GateSumsItsSlicesInsideTheTopK$",
+    },
 ]

@@ -122,8 +122,9 @@ TEST(Bf16Split, TheBf16GateMatchesTheFp32GateOnTheSameTokens) {
   EXPECT_LE(tipped, dx16.size() / 50) << "of " << dx16.size();
 }
 
-// The bf16 gate's routing starts from the GEMM's slices: one kernel sums them into the logits and
-// routes (no sum_split3 pass of its own), and the logits it leaves are the slices' sum.
+// The bf16 gate's routing starts from the GEMM's slices: one op sums them into the logits, routes
+// and places the assignments (no sum_split3, softmax or positions op of its own:
+// kernels/routing.h), and the logits it leaves are the slices' sum.
 TEST(Bf16Split, TheBf16GateSumsItsSlicesInsideTheTopK) {
   MoEConfig c;
   c.hidden = 64; c.ffn = 32; c.experts = 16; c.top_k = 2; c.dtype = DType::bf16;
@@ -144,9 +145,9 @@ TEST(Bf16Split, TheBf16GateSumsItsSlicesInsideTheTopK) {
     for (const TimelineEntry& e : timeline.entries())
       if (!e.range) ++ops[e.name];
   }
-  EXPECT_EQ(ops["softmax_topk_from_slices"], 1);
-  EXPECT_EQ(ops["sum_split3"], 0);
-  EXPECT_EQ(ops["softmax_topk"], 0);
+  EXPECT_EQ(ops["route_tokens"], 1);
+  for (const char* apart : {"sum_split3", "softmax_topk", "softmax_topk_from_slices", "assign_positions"})
+    EXPECT_EQ(ops[apart], 0) << apart;
   // The logits it wrote: the product over the weight's three parts, summed.
   const std::size_t te = std::size_t(T) * c.experts;
   std::vector<std::uint16_t> parts(std::size_t(c.hidden) * 3 * c.experts);

@@ -1,0 +1,27 @@
+#include "kernels/routing.h"
+#include "kernels/bf16_split.h"
+#include "kernels/gating.h"
+
+namespace moebench {
+
+void route_tokens(const Exec& ex, const RouteArgs& a) {
+  if (ex.backend == Backend::cuda) return route_tokens_cuda(a, ex.stream, route_tokens_kernels_cuda(a.shape.gate));
+  run_host(ex, "route_tokens", [a] {
+    const GateShape& g = a.shape.gate;
+    if (a.slices) sum_split3_cpu(a.slices, std::size_t(g.tokens), g.experts, a.logits);
+    softmax_topk_cpu(g, a.logits, a.probs, a.expert, a.weight);
+    assign_positions_cpu(a.shape, a.expert, a.position, a.routed, a.kept);
+  });
+}
+
+void route_tokens(const Exec& ex, const RouteArgs& a, RouteKernels kernels) {
+  if (ex.backend != Backend::cuda) throw Error("route_tokens: a choice of kernels is for CUDA; the CPU has its references");
+  route_tokens_cuda(a, ex.stream, kernels);
+}
+
+#if !MOEBENCH_WITH_CUDA
+RouteKernels route_tokens_kernels_cuda(const GateShape&) { cuda_not_built("route_tokens"); }
+void route_tokens_cuda(const RouteArgs&, void*, RouteKernels) { cuda_not_built("route_tokens"); }
+#endif
+
+}  // namespace moebench

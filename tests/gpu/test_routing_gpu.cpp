@@ -1,0 +1,118 @@
+// The gate's routing as one op (kernels/routing.h): the one-pass cooperative kernel and the four
+// kernels it replaced, each against the CPU's references -- the paper's layers, prototypes, token
+// groups with dropping, ragged rows, rows of eight registers a lane, more rows than the grid has
+// warps; and the bf16 gate's forward logs the one kernel. Skipped where there is no GPU.
+#include <string>
+#include <vector>
+#include "gpu/gpu_test_util.h"
+#include "kernels/bf16_split.h"
+#include "kernels/gating.h"
+#include "kernels/routing.h"
+#include "moe/gate.h"
+#include "runtime/kernel_log.h"
+
+namespace moebench {
+using namespace gputest;
+
+namespace {
+
+template <class T>
+Buffer to_device(Device& dev, TrackingAllocator& alloc, const std::vector<T>& host) {
+  Buffer b = alloc.allocate(std::max<std::size_t>(host.size(), 1) * sizeof(T), MemTag::temporary);
+  dev.copy_to_device(b.data(), host.data(), host.size() * sizeof(T), dev.default_stream());
+  return b;
+}
+template <class T>
+std::vector<T> to_host(Device& dev, const Buffer& b, std::size_t n) {
+  std::vector<T> h(n);
+  dev.copy_to_host(h.data(), b.data(), n * sizeof(T), dev.default_stream());
+  return h;
+}
+
+}  // namespace
+
+TEST(GpuRouting, OnePassAndSeparateKernelsMatchTheCpu) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  if (dev.backend() != Backend::cuda) GTEST_SKIP() << "the choice of kernels is CUDA's";
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
+  EXPECT_EQ(route_tokens_kernels_cuda(GateShape{8192, 64, 1, 1}), RouteKernels::one_pass);
+  EXPECT_EQ(route_tokens_kernels_cuda(GateShape{19, 257, 1, 8}), RouteKernels::separate) << "a block a row";
+  struct Case {
+    CapacityShape c;
+    bool slices;
+  };
+  for (const Case& k : {Case{{GateShape{8192, 64, 1, 1}, 1, -1}, true}, Case{{GateShape{8192, 8, 1, 2}, 1, -1}, true},
+                        Case{{GateShape{256, 32, 2, 2}, 4, 3}, false}, Case{{GateShape{33, 20, 1, 3}, 1, 40}, false},
+                        Case{{GateShape{4097, 256, 4, 4}, 1, -1}, true}, Case{{GateShape{19, 256, 1, 8}, 1, -1}, false},
+                        Case{{GateShape{200003, 16, 1, 1}, 1, 7}, false}}) {
+    const GateShape& g = k.c.gate;
+    const std::size_t te = std::size_t(g.tokens) * g.experts, ts = std::size_t(g.tokens) * g.slots(),
+                      ge = std::size_t(k.c.groups) * g.experts;
+    const auto input = random_rounded(k.slices ? 3 * te : te, DType::f32, 7, 2.f);
+    std::vector<float> logits(te), probs(te), weight(ts);
+    std::vector<std::int32_t> expert(ts), position(ts), routed(ge), kept(ge);
+    if (k.slices)
+      sum_split3_cpu(input.data(), std::size_t(g.tokens), g.experts, logits.data());
+    else
+      logits = input;
+    softmax_topk_cpu(g, logits.data(), probs.data(), expert.data(), weight.data());
+    assign_positions_cpu(k.c, expert.data(), position.data(), routed.data(), kept.data());
+    for (RouteKernels kernels : {RouteKernels::one_pass, RouteKernels::separate}) {
+      const std::string what = std::string(kernels == RouteKernels::one_pass ? "one pass" : "separate") +
+                               " T=" + std::to_string(g.tokens) + " E=" + std::to_string(g.experts) +
+                               " Z=" + std::to_string(g.prototypes) + " k=" + std::to_string(g.k) +
+                               " G=" + std::to_string(k.c.groups) + " C=" + std::to_string(k.c.capacity);
+      const Exec ex = dev.exec(dev.default_stream());
+      Buffer in = to_device(dev, alloc, input), dl = to_device(dev, alloc, std::vector<float>(te, NAN));
+      Buffer dp = alloc.allocate(te * 4, MemTag::temporary), de = alloc.allocate(ts * 4, MemTag::temporary),
+             dw = alloc.allocate(ts * 4, MemTag::temporary), dpos = alloc.allocate(ts * 4, MemTag::temporary),
+             dr = alloc.allocate(ge * 4, MemTag::temporary), dk = alloc.allocate(ge * 4, MemTag::temporary);
+      Buffer ws = alloc.allocate(std::max<std::size_t>(assign_positions_workspace_bytes(ex, k.c), 1), MemTag::buffers);
+      RouteArgs a{k.c, k.slices ? in.as<float>() : nullptr, k.slices ? dl.as<float>() : in.as<float>(), dp.as<float>(),
+                  de.as<std::int32_t>(), dw.as<float>(), dpos.as<std::int32_t>(), dr.as<std::int32_t>(),
+                  dk.as<std::int32_t>(), ws.data(), ws.bytes()};
+      route_tokens(ex, a, kernels);
+      if (k.slices) EXPECT_EQ(to_host<float>(dev, dl, te), logits) << what;
+      EXPECT_LT(rel_l2(to_host<float>(dev, dp, te), probs), 1e-5) << what;
+      EXPECT_EQ(to_host<std::int32_t>(dev, de, ts), expert) << what;
+      EXPECT_LT(rel_l2(to_host<float>(dev, dw, ts), weight), 1e-5) << what;
+      EXPECT_EQ(to_host<std::int32_t>(dev, dpos, ts), position) << what;
+      EXPECT_EQ(to_host<std::int32_t>(dev, dr, ge), routed) << what;
+      EXPECT_EQ(to_host<std::int32_t>(dev, dk, ge), kept) << what;
+    }
+  }
+}
+
+// The bf16 gate at the paper's 64 experts routes in one kernel: none of the four it replaced run.
+TEST(GpuRouting, TheGatesForwardRunsOneRoutingKernel) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  if (dev.backend() != Backend::cuda) GTEST_SKIP() << "CUDA's kernels";
+  MoEConfig c;
+  c.hidden = 256;
+  c.ffn = 64;
+  c.experts = 64;
+  c.top_k = 1;
+  c.dtype = DType::bf16;
+  const int T = 1024;
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
+  const Stream s = dev.create_stream("gate");
+  Gate gate(c, dev, alloc);
+  gate.init(3, s);
+  Buffer x = upload(dev, alloc, random_rounded(std::size_t(T) * c.hidden, DType::bf16, 4), DType::bf16);
+  gate.forward(x.data(), T, 1, s);  // warm: the cooperative fit is asked once
+  dev.synchronize();
+  if (const std::string why = KernelLog::start(dev.backend()); !why.empty()) GTEST_SKIP() << "no kernel log here: " << why;
+  Routing r = gate.forward(x.data(), T, 1, s);
+  dev.synchronize();
+  int route = 0, apart = 0;
+  for (const KernelRecord& k : KernelLog::stop()) {
+    route += k.name.find("route_tokens_kernel") != std::string::npos;
+    for (const char* old : {"softmax_topk", "tile_histogram", "tile_offsets", "tile_positions"})
+      apart += k.name.find(old) != std::string::npos;
+  }
+  EXPECT_EQ(route, 1);
+  EXPECT_EQ(apart, 0);
+  EXPECT_EQ(int(r.routed.size()), c.experts);
+}
+
+}  // namespace moebench
