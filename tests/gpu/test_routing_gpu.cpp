@@ -1,7 +1,8 @@
 // The gate's routing as one op (kernels/routing.h): the one-pass cooperative kernel and the four
 // kernels it replaced, each against the CPU's references -- the paper's layers, prototypes, token
 // groups with dropping, ragged rows, rows of eight registers a lane, more rows than the grid has
-// warps; and the bf16 gate's forward logs the one kernel. Skipped where there is no GPU.
+// warps; replayed from a graph, as the GPT step replays its gates; and the bf16 gate's forward logs
+// the one kernel. Skipped where there is no GPU.
 #include <string>
 #include <vector>
 #include "gpu/gpu_test_util.h"
@@ -10,6 +11,7 @@
 #include "kernels/routing.h"
 #include "moe/gate.h"
 #include "runtime/kernel_log.h"
+#include "runtime/stream_graph.h"
 
 namespace moebench {
 using namespace gputest;
@@ -81,6 +83,39 @@ TEST(GpuRouting, OnePassAndSeparateKernelsMatchTheCpu) {
       EXPECT_EQ(to_host<std::int32_t>(dev, dk, ge), kept) << what;
     }
   }
+}
+
+// The one-pass kernel captured into a graph (its cooperative launch a node of it) and replayed.
+TEST(GpuRouting, TheOnePassKernelReplaysFromAGraph) {
+  MOEBENCH_REQUIRE_GPU(dev);
+  if (dev.backend() != Backend::cuda) GTEST_SKIP() << "a CUDA graph";
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
+  const CapacityShape c{GateShape{8192, 64, 1, 1}, 1, -1};
+  const GateShape& g = c.gate;
+  const std::size_t te = std::size_t(g.tokens) * g.experts, ts = std::size_t(g.tokens) * g.slots(), ge = g.experts;
+  const auto logits = random_rounded(te, DType::f32, 9, 2.f);
+  std::vector<float> probs(te), weight(ts);
+  std::vector<std::int32_t> expert(ts), position(ts), routed(ge), kept(ge);
+  softmax_topk_cpu(g, logits.data(), probs.data(), expert.data(), weight.data());
+  assign_positions_cpu(c, expert.data(), position.data(), routed.data(), kept.data());
+  const Stream s = dev.create_stream("graph");
+  const Exec ex = dev.exec(s);
+  Buffer dl = to_device(dev, alloc, logits), dp = alloc.allocate(te * 4, MemTag::temporary),
+         de = alloc.allocate(ts * 4, MemTag::temporary), dw = alloc.allocate(ts * 4, MemTag::temporary),
+         dpos = alloc.allocate(ts * 4, MemTag::temporary), dr = alloc.allocate(ge * 4, MemTag::temporary),
+         dk = alloc.allocate(ge * 4, MemTag::temporary);
+  Buffer ws = alloc.allocate(assign_positions_workspace_bytes(ex, c), MemTag::buffers);
+  dev.synchronize();
+  const RouteArgs a{c, nullptr, dl.as<float>(), dp.as<float>(), de.as<std::int32_t>(), dw.as<float>(),
+                    dpos.as<std::int32_t>(), dr.as<std::int32_t>(), dk.as<std::int32_t>(), ws.data(), ws.bytes()};
+  StreamGraph graph(alloc, s, [&] { route_tokens(ex, a, RouteKernels::one_pass); });
+  graph.replay(s);
+  s.synchronize();
+  EXPECT_EQ(to_host<std::int32_t>(dev, de, ts), expert);
+  EXPECT_EQ(to_host<std::int32_t>(dev, dpos, ts), position);
+  EXPECT_EQ(to_host<std::int32_t>(dev, dr, ge), routed);
+  EXPECT_EQ(to_host<std::int32_t>(dev, dk, ge), kept);
+  EXPECT_LT(rel_l2(to_host<float>(dev, dp, te), probs), 1e-5);
 }
 
 // The bf16 gate at the paper's 64 experts routes in one kernel: none of the four it replaced run.
