@@ -3,8 +3,11 @@
 // cooperative kernel whose phases -- rows, tile histograms, the scan over tiles, the positions --
 // meet at grid-wide barriers, where they were four launches: the gate's forward was launch-bound,
 // the host issuing its ops slower than the device ran them (results/cuda, the gate's idle rows).
+// With the aux loss on, its statistics (kernels/aux_loss.h) come out of the same pass: per chunk of
+// a group's tokens in the blocks the histograms leave idle, then summed over the chunks in order,
+// where they were a kernel of their own after the counts' copy.
 // Where the rows need a block each (a prototype of more than kWarpExperts experts) or the device
-// cannot launch cooperatively, the four kernels run as before; on the CPU, the references.
+// cannot launch cooperatively, the separate kernels run as before; on the CPU, the references.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,9 +26,21 @@ struct RouteArgs {
   std::int32_t* position = nullptr;
   std::int32_t* routed = nullptr;  // [G, E]
   std::int32_t* kept = nullptr;    // [G, E]
-  void* workspace = nullptr;       // assign_positions_workspace_bytes()
+  float* density = nullptr;        // [G, E] with proxy: the aux loss's statistics, or neither
+  float* proxy = nullptr;
+  void* workspace = nullptr;       // route_tokens_workspace_bytes()
   std::size_t workspace_bytes = 0;
 };
+
+// The one pass's chunks of a group's tokens for the aux statistics: at most 128, of at least 64
+// tokens, so that their partial sums stay small beside the probabilities they sum.
+inline int route_aux_chunks(int tokens_per_group) {
+  const int by_size = (tokens_per_group + 63) / 64;
+  return by_size < 1 ? 1 : by_size > 128 ? 128 : by_size;
+}
+// Device bytes of workspace route_tokens needs (0 on the CPU): assign_positions' and, with the
+// aux statistics, their partial sums.
+std::size_t route_tokens_workspace_bytes(const Exec& ex, const CapacityShape& c, bool aux);
 
 // How route_tokens runs on CUDA for this shape on the current device.
 enum class RouteKernels { one_pass, separate };

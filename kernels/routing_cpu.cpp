@@ -1,8 +1,17 @@
 #include "kernels/routing.h"
+#include "kernels/aux_loss.h"
 #include "kernels/bf16_split.h"
 #include "kernels/gating.h"
 
 namespace moebench {
+
+std::size_t route_tokens_workspace_bytes(const Exec& ex, const CapacityShape& c, bool aux) {
+  if (ex.backend != Backend::cuda) return 0;
+  const std::size_t partials = aux ? std::size_t(c.groups) * std::size_t(route_aux_chunks(c.gate.tokens / c.groups)) *
+                                         std::size_t(c.gate.experts) * 2 * sizeof(float)
+                                   : 0;
+  return assign_positions_workspace_bytes(ex, c) + partials;
+}
 
 void route_tokens(const Exec& ex, const RouteArgs& a) {
   if (ex.backend == Backend::cuda) return route_tokens_cuda(a, ex.stream, route_tokens_kernels_cuda(a.shape.gate));
@@ -11,6 +20,7 @@ void route_tokens(const Exec& ex, const RouteArgs& a) {
     if (a.slices) sum_split3_cpu(a.slices, std::size_t(g.tokens), g.experts, a.logits);
     softmax_topk_cpu(g, a.logits, a.probs, a.expert, a.weight);
     assign_positions_cpu(a.shape, a.expert, a.position, a.routed, a.kept);
+    if (a.density) aux_loss_stats_cpu(g, a.shape.groups, a.probs, a.expert, a.density, a.proxy);
   });
 }
 

@@ -95,13 +95,14 @@ Routing Gate::forward(const void* x, int tokens, int groups, const Stream& s, bo
   if (cfg_.gate == GateImpl::paper)
     route_looped(r, s);
   else
-    route_fused(r, slices ? slices.as<float>() : nullptr, s);
+    route_fused(r, slices ? slices.as<float>() : nullptr, s);  // with the aux statistics, in one op
   slices.release();
-  // The counts' copy is queued before the aux statistics: the host waits for the counts alone,
-  // and the device computes the statistics while the host plans the dispatch.
+  // The paper gate's counts' copy is queued before its aux statistics: the host waits for the
+  // counts alone, and the device computes the statistics while the host plans the dispatch.
   const std::int32_t* counts = read ? copy_to_host(r, 0, 2 * ge, s) : nullptr;
   float* density = r.density_dev();  // the aux statistics after the counts
-  if (cfg_.aux_loss) aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
+  if (cfg_.aux_loss && cfg_.gate == GateImpl::paper)
+    aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
   if (read) {
     copied_->synchronize();
     take_counts(r, counts);
@@ -186,10 +187,11 @@ void Gate::read_counts(Routing& r, const Stream& s) {
 
 void Gate::route_fused(Routing& r, const float* slices, const Stream& s) {
   const Exec ex = fp32_exec(s);
-  Buffer workspace = alloc_.allocate(assign_positions_workspace_bytes(ex, r.shape), MemTag::temporary, s);
+  Buffer workspace = alloc_.allocate(route_tokens_workspace_bytes(ex, r.shape, cfg_.aux_loss), MemTag::temporary, s);
+  float* density = cfg_.aux_loss ? r.density_dev() : nullptr;
   RouteArgs a{r.shape, slices, r.logits.as<float>(), r.probs.as<float>(), r.expert.as<std::int32_t>(),
               r.weight.as<float>(), r.position.as<std::int32_t>(), r.routed_dev(), r.kept_dev(),
-              workspace.data(), workspace.bytes()};
+              density, density ? density + r.group_experts() : nullptr, workspace.data(), workspace.bytes()};
   route_tokens(ex, a);
 }
 

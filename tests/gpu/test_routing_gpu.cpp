@@ -1,11 +1,12 @@
-// The gate's routing as one op (kernels/routing.h): the one-pass cooperative kernel and the four
-// kernels it replaced, each against the CPU's references -- the paper's layers, prototypes, token
+// The gate's routing as one op (kernels/routing.h): the one-pass cooperative kernel and the
+// kernels it replaced, each against the CPU's references, the aux statistics among them -- the paper's layers, prototypes, token
 // groups with dropping, ragged rows, rows of eight registers a lane, more rows than the grid has
 // warps; replayed from a graph, as the GPT step replays its gates; and the bf16 gate's forward logs
 // the one kernel. Skipped where there is no GPU.
 #include <string>
 #include <vector>
 #include "gpu/gpu_test_util.h"
+#include "kernels/aux_loss.h"
 #include "kernels/bf16_split.h"
 #include "kernels/gating.h"
 #include "kernels/routing.h"
@@ -53,12 +54,14 @@ TEST(GpuRouting, OnePassAndSeparateKernelsMatchTheCpu) {
     const auto input = random_rounded(k.slices ? 3 * te : te, DType::f32, 7, 2.f);
     std::vector<float> logits(te), probs(te), weight(ts);
     std::vector<std::int32_t> expert(ts), position(ts), routed(ge), kept(ge);
+    std::vector<float> density(ge), proxy(ge);
     if (k.slices)
       sum_split3_cpu(input.data(), std::size_t(g.tokens), g.experts, logits.data());
     else
       logits = input;
     softmax_topk_cpu(g, logits.data(), probs.data(), expert.data(), weight.data());
     assign_positions_cpu(k.c, expert.data(), position.data(), routed.data(), kept.data());
+    aux_loss_stats_cpu(g, k.c.groups, probs.data(), expert.data(), density.data(), proxy.data());
     for (RouteKernels kernels : {RouteKernels::one_pass, RouteKernels::separate}) {
       const std::string what = std::string(kernels == RouteKernels::one_pass ? "one pass" : "separate") +
                                " T=" + std::to_string(g.tokens) + " E=" + std::to_string(g.experts) +
@@ -68,11 +71,12 @@ TEST(GpuRouting, OnePassAndSeparateKernelsMatchTheCpu) {
       Buffer in = to_device(dev, alloc, input), dl = to_device(dev, alloc, std::vector<float>(te, NAN));
       Buffer dp = alloc.allocate(te * 4, MemTag::temporary), de = alloc.allocate(ts * 4, MemTag::temporary),
              dw = alloc.allocate(ts * 4, MemTag::temporary), dpos = alloc.allocate(ts * 4, MemTag::temporary),
-             dr = alloc.allocate(ge * 4, MemTag::temporary), dk = alloc.allocate(ge * 4, MemTag::temporary);
-      Buffer ws = alloc.allocate(std::max<std::size_t>(assign_positions_workspace_bytes(ex, k.c), 1), MemTag::buffers);
+             dr = alloc.allocate(ge * 4, MemTag::temporary), dk = alloc.allocate(ge * 4, MemTag::temporary),
+             dd = alloc.allocate(ge * 4, MemTag::temporary), dq = alloc.allocate(ge * 4, MemTag::temporary);
+      Buffer ws = alloc.allocate(std::max<std::size_t>(route_tokens_workspace_bytes(ex, k.c, true), 1), MemTag::buffers);
       RouteArgs a{k.c, k.slices ? in.as<float>() : nullptr, k.slices ? dl.as<float>() : in.as<float>(), dp.as<float>(),
                   de.as<std::int32_t>(), dw.as<float>(), dpos.as<std::int32_t>(), dr.as<std::int32_t>(),
-                  dk.as<std::int32_t>(), ws.data(), ws.bytes()};
+                  dk.as<std::int32_t>(), dd.as<float>(), dq.as<float>(), ws.data(), ws.bytes()};
       route_tokens(ex, a, kernels);
       if (k.slices) EXPECT_EQ(to_host<float>(dev, dl, te), logits) << what;
       EXPECT_LT(rel_l2(to_host<float>(dev, dp, te), probs), 1e-5) << what;
@@ -81,6 +85,8 @@ TEST(GpuRouting, OnePassAndSeparateKernelsMatchTheCpu) {
       EXPECT_EQ(to_host<std::int32_t>(dev, dpos, ts), position) << what;
       EXPECT_EQ(to_host<std::int32_t>(dev, dr, ge), routed) << what;
       EXPECT_EQ(to_host<std::int32_t>(dev, dk, ge), kept) << what;
+      EXPECT_EQ(to_host<float>(dev, dd, ge), density) << what << ": a count is exact in any order";
+      EXPECT_LT(rel_l2(to_host<float>(dev, dq, ge), proxy), 1e-5) << what;
     }
   }
 }
@@ -107,7 +113,8 @@ TEST(GpuRouting, TheOnePassKernelReplaysFromAGraph) {
   Buffer ws = alloc.allocate(assign_positions_workspace_bytes(ex, c), MemTag::buffers);
   dev.synchronize();
   const RouteArgs a{c, nullptr, dl.as<float>(), dp.as<float>(), de.as<std::int32_t>(), dw.as<float>(),
-                    dpos.as<std::int32_t>(), dr.as<std::int32_t>(), dk.as<std::int32_t>(), ws.data(), ws.bytes()};
+                    dpos.as<std::int32_t>(), dr.as<std::int32_t>(), dk.as<std::int32_t>(), nullptr, nullptr,
+                    ws.data(), ws.bytes()};
   StreamGraph graph(alloc, s, [&] { route_tokens(ex, a, RouteKernels::one_pass); });
   graph.replay(s);
   s.synchronize();
@@ -118,7 +125,8 @@ TEST(GpuRouting, TheOnePassKernelReplaysFromAGraph) {
   EXPECT_LT(rel_l2(to_host<float>(dev, dp, te), probs), 1e-5);
 }
 
-// The bf16 gate at the paper's 64 experts routes in one kernel: none of the four it replaced run.
+// The bf16 gate at the paper's 64 experts, its aux loss on, routes in one kernel: none of the five it
+// replaced run (the aux statistics' among them).
 TEST(GpuRouting, TheGatesForwardRunsOneRoutingKernel) {
   MOEBENCH_REQUIRE_GPU(dev);
   if (dev.backend() != Backend::cuda) GTEST_SKIP() << "CUDA's kernels";
@@ -128,6 +136,7 @@ TEST(GpuRouting, TheGatesForwardRunsOneRoutingKernel) {
   c.experts = 64;
   c.top_k = 1;
   c.dtype = DType::bf16;
+  c.aux_loss = true;
   const int T = 1024;
   TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const Stream s = dev.create_stream("gate");
@@ -142,7 +151,7 @@ TEST(GpuRouting, TheGatesForwardRunsOneRoutingKernel) {
   int route = 0, apart = 0;
   for (const KernelRecord& k : KernelLog::stop()) {
     route += k.name.find("route_tokens_kernel") != std::string::npos;
-    for (const char* old : {"softmax_topk", "tile_histogram", "tile_offsets", "tile_positions"})
+    for (const char* old : {"softmax_topk", "tile_histogram", "tile_offsets", "tile_positions", "aux_loss_stats"})
       apart += k.name.find(old) != std::string::npos;
   }
   EXPECT_EQ(route, 1);

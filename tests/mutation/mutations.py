@@ -942,13 +942,15 @@ MUTATIONS = [
     },
     {
         "id": "gate_copies_counts_after_aux_stats",
-        "mechanism": "the gate queues the counts' copy after the aux statistics, so the host's wait for the counts waits for them too",
+        "mechanism": "the paper gate queues the counts' copy after the aux statistics, so the host's wait for the counts waits for them too",
         "file": "moe/gate.cpp",
         "edits": [("""  const std::int32_t* counts = read ? copy_to_host(r, 0, 2 * ge, s) : nullptr;
   float* density = r.density_dev();  // the aux statistics after the counts
-  if (cfg_.aux_loss) aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
+  if (cfg_.aux_loss && cfg_.gate == GateImpl::paper)
+    aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
 """, """  float* density = r.density_dev();  // the aux statistics after the counts
-  if (cfg_.aux_loss) aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
+  if (cfg_.aux_loss && cfg_.gate == GateImpl::paper)
+    aux_loss_stats(ex, g, groups, r.probs.as<float>(), r.expert.as<std::int32_t>(), density, density + ge);
   const std::int32_t* counts = read ? copy_to_host(r, 0, 2 * ge, s) : nullptr;
 """)],
         "targets": [UNIT],
@@ -1094,8 +1096,17 @@ MUTATIONS = [
                    "  run_host(ex, \"softmax_topk_from_slices\", [a] {\n    const GateShape& g = a.shape.gate;\n"
                    "    if (a.slices) sum_split3_cpu(a.slices, std::size_t(g.tokens), g.experts, a.logits);\n"
                    "    softmax_topk_cpu(g, a.logits, a.probs, a.expert, a.weight);\n  });\n"
-                   "  run_host(ex, \"assign_positions\", [a] {\n")],
+                   "  run_host(ex, \"assign_positions\", [a] {\n    const GateShape& g = a.shape.gate;\n")],
         "targets": [UNIT],
         "tests": r"^Bf16Split\.TheBf16GateSumsItsSlicesInsideTheTopK$",
+    },
+    {
+        "id": "fused_gate_aux_stats_apart",
+        "mechanism": "the fused gate's aux statistics leave its routing op for an op of their own again",
+        "file": "moe/gate.cpp",
+        "edits": [("  if (cfg_.aux_loss && cfg_.gate == GateImpl::paper)\n", "  if (cfg_.aux_loss)\n"),
+                  ("  float* density = cfg_.aux_loss ? r.density_dev() : nullptr;\n", "  float* density = nullptr;\n")],
+        "targets": [UNIT],
+        "tests": r"^MoELayer\.TheForwardCopiesTheCountsOnceAndTheAuxLossWhenAsked$",
     },
 ]
