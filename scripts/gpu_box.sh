@@ -144,7 +144,7 @@ do_sanitize() {
     --backend cuda --scale tiny --dtype fp16 --repetitions 1 --fresh-search --out "$(mktemp -d)"
   echo "== compute-sanitizer racecheck: our shared-memory kernels"
   "$cs" --tool racecheck --report-api-errors no --error-exitcode 1 "$build/tests/moebench_gpu_tests" \
-    --gtest_filter='GpuGating.*:GpuCapacity.*:GpuPermute.*:GpuAuxAndAxpy.*:GpuGelu.*:GpuLayerNorm.*:GpuCausalSoftmax.*:GpuCrossEntropy.*:GpuAttentionPanels.*:GpuSwapDims.*:GpuPadRows.*:GpuSegmentGemm.*:GpuSegmentOffsets.*:GpuBf16Split.*'
+    --gtest_filter='GpuGating.*:GpuCapacity.*:GpuRouting.*:GpuPermute.*:GpuAuxAndAxpy.*:GpuGelu.*:GpuLayerNorm.*:GpuCausalSoftmax.*:GpuCrossEntropy.*:GpuAttentionPanels.*:GpuSwapDims.*:GpuPadRows.*:GpuSegmentGemm.*:GpuSegmentOffsets.*:GpuBf16Split.*'
 }
 
 do_bench() {
