@@ -2,6 +2,7 @@
 // tested dtype, upload/convert, download/convert, and the relative L2 error.
 #pragma once
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -36,6 +37,20 @@ inline std::vector<float> random_rounded(std::size_t n, DType t, unsigned seed, 
   std::vector<float> v(n);
   for (auto& x : v) x = round_to(t, d(rng));
   return v;
+}
+
+// A device buffer holding `host` as it is (indices, counts, fp32 values), and back.
+template <class T>
+Buffer to_device(Device& dev, TrackingAllocator& alloc, const std::vector<T>& host) {
+  Buffer b = alloc.allocate(std::max<std::size_t>(host.size(), 1) * sizeof(T), MemTag::temporary);
+  dev.copy_to_device(b.data(), host.data(), host.size() * sizeof(T), dev.default_stream());
+  return b;
+}
+template <class T>
+std::vector<T> to_host(Device& dev, const Buffer& b, std::size_t n) {
+  std::vector<T> h(n);
+  dev.copy_to_host(h.data(), b.data(), n * sizeof(T), dev.default_stream());
+  return h;
 }
 
 // A device buffer of `t` holding `host`.

@@ -21,19 +21,6 @@
 namespace moebench {
 using namespace gputest;
 
-template <class T>
-static Buffer to_device(Device& dev, TrackingAllocator& alloc, const std::vector<T>& host) {
-  Buffer b = alloc.allocate(std::max<std::size_t>(host.size(), 1) * sizeof(T), MemTag::temporary);
-  dev.copy_to_device(b.data(), host.data(), host.size() * sizeof(T), dev.default_stream());
-  return b;
-}
-template <class T>
-static std::vector<T> to_host(Device& dev, const Buffer& b, std::size_t n) {
-  std::vector<T> h(n);
-  dev.copy_to_host(h.data(), b.data(), n * sizeof(T), dev.default_stream());
-  return h;
-}
-
 TEST(GpuGating, SoftmaxTopkMatchesCpu) {
   MOEBENCH_REQUIRE_GPU(dev);
   TrackingAllocator alloc(dev.backend(), dev.default_stream());

@@ -17,23 +17,6 @@
 namespace moebench {
 using namespace gputest;
 
-namespace {
-
-template <class T>
-Buffer to_device(Device& dev, TrackingAllocator& alloc, const std::vector<T>& host) {
-  Buffer b = alloc.allocate(std::max<std::size_t>(host.size(), 1) * sizeof(T), MemTag::temporary);
-  dev.copy_to_device(b.data(), host.data(), host.size() * sizeof(T), dev.default_stream());
-  return b;
-}
-template <class T>
-std::vector<T> to_host(Device& dev, const Buffer& b, std::size_t n) {
-  std::vector<T> h(n);
-  dev.copy_to_host(h.data(), b.data(), n * sizeof(T), dev.default_stream());
-  return h;
-}
-
-}  // namespace
-
 TEST(GpuRouting, OnePassAndSeparateKernelsMatchTheCpu) {
   MOEBENCH_REQUIRE_GPU(dev);
   if (dev.backend() != Backend::cuda) GTEST_SKIP() << "the choice of kernels is CUDA's";
