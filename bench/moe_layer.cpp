@@ -161,7 +161,7 @@ class MoELayerBench final : public BenchProgram {
       }
       write_kernels(ctx, d, r.time_ms().median);
       std::vector<std::string> cols = {"dispatcher", "tokens_per_rank", "hidden", "ffn", "experts", "prototypes",
-                                       "top_k", "capacity_factor", "expert_gemm", "gate", "total_ms",
+                                       "top_k", "capacity_factor", "expert_gemm", "gate", "gate_kernels", "total_ms",
                                        "total_ms_min", "total_ms_max"};
       for (const auto& n : kRanges) cols.push_back(n + "_ms");
       for (const char* extra :
@@ -182,7 +182,8 @@ class MoELayerBench final : public BenchProgram {
                                       std::to_string(c.hidden), std::to_string(c.ffn), std::to_string(c.experts),
                                       std::to_string(c.prototypes), std::to_string(c.top_k),
                                       c.capacity_factor ? fmt(*c.capacity_factor) : "dropless", moe_.expert_gemm,
-                                      gate_impl_name(c.gate), fmt(total.median), fmt(total.min), fmt(total.max)};
+                                      gate_impl_name(c.gate), moe_.gate_kernels_ran, fmt(total.median), fmt(total.min),
+                                      fmt(total.max)};
       for (const auto& n : kRanges) row.push_back(fmt(r.counter(n).median));
       for (double v : {gem.median, gem.min, gem.max}) row.push_back(fmt(v));
       // The expert GEMMs alone against their own floor (models/roofline.h's moe_expert_work).
@@ -350,11 +351,12 @@ class MoELayerBench final : public BenchProgram {
     const MoEConfig& c = moe_.config;
     std::vector<std::string> cols = {"dispatcher"};
     for (const auto& col : kernel_columns("iteration")) cols.push_back(col);
-    for (const char* col : {"expert_gemm", "tokens_per_rank", "hidden", "ffn", "experts", "top_k", "popularity"}) cols.push_back(col);
+    for (const char* col : {"expert_gemm", "gate_kernels", "tokens_per_rank", "hidden", "ffn", "experts", "top_k", "popularity"})
+      cols.push_back(col);
     CsvTable t(cols);
     for (auto& row : kernel_cells(log->second)) {
       row.insert(row.begin(), d);
-      for (const auto& cell : {moe_.expert_gemm, std::to_string(moe_.resolved_tokens), std::to_string(c.hidden),
+      for (const auto& cell : {moe_.expert_gemm, moe_.gate_kernels_ran, std::to_string(moe_.resolved_tokens), std::to_string(c.hidden),
                                std::to_string(c.ffn), std::to_string(c.experts), std::to_string(c.top_k), popularity_.text})
         row.push_back(cell);
       t.add_row(row);

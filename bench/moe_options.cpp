@@ -21,6 +21,9 @@ void MoEOptions::add(CLI::App& app) {
   add_choice(app, "--gate", gate, {"fused", "paper"},
              "Gate: ours (fused softmax + top-k, index dispatch) or M6-T's (k rounds of arg-max, one-hot "
              "dispatch and combine tensors; needs --capacity-factor) (default fused)");
+  add_choice(app, "--gate-kernels", gate_kernels, {"one_pass", "separate"},
+             "The fused gate's routing on cuda: one cooperative kernel, or softmax + top-k, the capacity kernels and the "
+             "aux statistics apart (default: one_pass where the device and shape allow it)");
   add_whole(app, "--seed", seed, std::int64_t(0), std::int64_t(1) << 62, "Seed of weights and tokens (default 1234)");
 }
 
@@ -40,11 +43,14 @@ std::optional<std::string> MoEOptions::resolve(const MoEConfig& d, int default_t
   config.expert_gemm = expert_gemm.empty() ? default_expert_gemm(backend, config.ffn) : *parse_expert_gemm(expert_gemm);
   expert_gemm = expert_gemm_name(config.expert_gemm);  // what the rows record
   config.gate = gate == "paper" ? GateImpl::paper : GateImpl::fused;
+  config.gate_kernels = gate_kernels.empty() ? std::nullopt : parse_route_kernels(gate_kernels);
   config.dtype = dtype;
   resolved_tokens = tokens.value_or(default_tokens);
   resolved_seed = std::uint64_t(seed.value_or(1234));
   if (auto e = config.validate(resolved_tokens, expert_ranks)) return e;
-  return config.validate_for(backend);
+  if (auto e = config.validate_for(backend)) return e;
+  gate_kernels_ran = config.gate_kernels_name(backend);
+  return std::nullopt;
 }
 
 }  // namespace moebench

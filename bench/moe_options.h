@@ -15,6 +15,8 @@ struct MoEOptions {
   bool no_aux = false;
   std::string expert_gemm;  // empty: default_expert_gemm(); the route resolve() took once it has run
   std::string gate = "fused";
+  std::string gate_kernels;          // empty: the one pass where it can run
+  std::string gate_kernels_ran;      // what resolve() found the gate will run (the rows' gate_kernels)
   std::optional<std::int64_t> seed;
 
   void add(CLI::App& app);

@@ -11,6 +11,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include "kernels/capacity.h"
 #include "kernels/exec.h"
 
@@ -42,9 +44,14 @@ inline int route_aux_chunks(int tokens_per_group) {
 // aux statistics, their partial sums.
 std::size_t route_tokens_workspace_bytes(const Exec& ex, const CapacityShape& c, bool aux);
 
+// The most experts a prototype the one pass routes (a warp a row; cuda::kWarpExperts).
+constexpr int kRouteOnePassMaxExperts = 256;
 // How route_tokens runs on CUDA for this shape on the current device.
 enum class RouteKernels { one_pass, separate };
 RouteKernels route_tokens_kernels_cuda(const GateShape& g);
+// --gate-kernels' names: one_pass, separate.
+const char* route_kernels_name(RouteKernels k);
+std::optional<RouteKernels> parse_route_kernels(const std::string& name);
 
 void route_tokens_cuda(const RouteArgs& a, void* stream, RouteKernels kernels);
 // kernels: CUDA only, for tests that compare the two; by default the one pass where it can run.

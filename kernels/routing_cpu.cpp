@@ -13,6 +13,14 @@ std::size_t route_tokens_workspace_bytes(const Exec& ex, const CapacityShape& c,
   return assign_positions_workspace_bytes(ex, c) + partials;
 }
 
+const char* route_kernels_name(RouteKernels k) { return k == RouteKernels::one_pass ? "one_pass" : "separate"; }
+
+std::optional<RouteKernels> parse_route_kernels(const std::string& name) {
+  for (RouteKernels k : {RouteKernels::one_pass, RouteKernels::separate})
+    if (name == route_kernels_name(k)) return k;
+  return std::nullopt;
+}
+
 void route_tokens(const Exec& ex, const RouteArgs& a) {
   if (ex.backend == Backend::cuda) return route_tokens_cuda(a, ex.stream, route_tokens_kernels_cuda(a.shape.gate));
   run_host(ex, "route_tokens", [a] {

@@ -171,6 +171,7 @@ auto by_width(int per_prototype, F&& f) {
 
 RouteKernels route_tokens_kernels_cuda(const GateShape& g) {
   static_assert(cuda::kWarpExperts == 256, "by_width covers kWarpExperts");
+  static_assert(kRouteOnePassMaxExperts == cuda::kWarpExperts, "routing.h's limit is the kernel's");
   if (g.per_prototype() > cuda::kWarpExperts) return RouteKernels::separate;
   const bool fits = by_width(g.per_prototype(), [](auto per) { return cooperative_fit<decltype(per)::value>().supported; });
   return fits ? RouteKernels::one_pass : RouteKernels::separate;

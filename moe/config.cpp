@@ -49,12 +49,23 @@ std::optional<std::string> MoEConfig::validate(int tokens, int expert_ranks) con
     return "--gate paper: M6-T's one-hot dispatch needs an expert capacity; give --capacity-factor";
   if (gate == GateImpl::paper && dtype != DType::f32)
     return "--gate paper: its dense dispatch and combine tensors are fp32; allowed --dtype fp32";
+  if (gate == GateImpl::paper && gate_kernels)
+    return "--gate-kernels: the paper gate routes by rounds of arg-max, not by the fused gate's kernels; use --gate "
+           "fused or drop --gate-kernels";
   if (gate == GateImpl::paper && expert_gemm == ExpertGemm::segmented)
     return "--expert-gemm segmented: the paper gate's one-hot dispatch is built from counts on the host; use --gate fused";
   return std::nullopt;
 }
 
 std::optional<std::string> MoEConfig::validate_for(Backend backend) const {
+  if (gate_kernels && backend != Backend::cuda)
+    return "--gate-kernels: a choice between the gate's CUDA kernels; the " + std::string(backend_name(backend)) +
+           " backend routes in one op of its own; drop --gate-kernels or use --backend cuda";
+  if (gate_kernels == RouteKernels::one_pass &&
+      route_tokens_kernels_cuda(GateShape{0, experts, prototypes, top_k}) != RouteKernels::one_pass)
+    return "--gate-kernels one_pass: it needs a device that launches cooperative kernels and at most " +
+           std::to_string(kRouteOnePassMaxExperts) + " experts a prototype (--experts / --prototypes: " +
+           std::to_string(per_prototype()) + "); use --gate-kernels separate";
   if (expert_gemm == ExpertGemm::segmented)
     if (const std::string why = segment_gemm_unsupported(backend, dtype, {hidden, ffn}); !why.empty())
       return "--expert-gemm segmented: " + why + " (--hidden " + std::to_string(hidden) + ", --ffn " + std::to_string(ffn) +
@@ -69,6 +80,12 @@ std::optional<std::string> MoEConfig::validate_for(Backend backend) const {
       return std::string(option) + ": " + std::to_string(v) + " is not a multiple of 8, which --expert-gemm grouped needs in " +
              std::string(dtype_name(dtype)) + " on the GPU (16-byte aligned rows); use a multiple of 8 or --expert-gemm serial";
   return std::nullopt;
+}
+
+std::string MoEConfig::gate_kernels_name(Backend backend) const {
+  if (gate == GateImpl::paper) return "arg_max_rounds";
+  if (backend != Backend::cuda) return "cpu_op";
+  return route_kernels_name(gate_kernels.value_or(route_tokens_kernels_cuda(GateShape{0, experts, prototypes, top_k})));
 }
 
 }  // namespace moebench

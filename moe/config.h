@@ -6,6 +6,7 @@
 #include "kernels/dtype.h"
 #include "kernels/exec.h"
 #include "kernels/grouped_gemm.h"
+#include "kernels/routing.h"
 
 namespace moebench {
 
@@ -46,6 +47,9 @@ struct MoEConfig {
   float aux_coef = 0.01f;
   ExpertGemm expert_gemm = ExpertGemm::grouped;
   GateImpl gate = GateImpl::fused;
+  // The fused gate's routing kernels on CUDA (--gate-kernels, to measure one beside the other);
+  // nullopt: the one pass where it can run (kernels/routing.h).
+  std::optional<RouteKernels> gate_kernels;
   DType dtype = DType::f32;
   // The experts keep GeLU's output for backward (true), or only its input -- MPMoE's T_M, one
   // [rows, f] tensor as the paper's in-place ReLU -- and recompute the output in backward.
@@ -59,6 +63,10 @@ struct MoEConfig {
   // What `backend` cannot compute: cuBLAS's grouped GEMM reads 16-byte aligned per-expert row
   // pointers, so 16-bit grouped experts need h and f to be multiples of 8.
   std::optional<std::string> validate_for(Backend backend) const;
+  // How the gate routes on `backend`, as the rows record it: the fused gate's CUDA kernels
+  // (one_pass or separate, as chosen for this shape and device), cpu_op for its one CPU op, or
+  // arg_max_rounds for the paper gate.
+  std::string gate_kernels_name(Backend backend) const;
 };
 
 }  // namespace moebench

@@ -192,7 +192,10 @@ void Gate::route_fused(Routing& r, const float* slices, const Stream& s) {
   RouteArgs a{r.shape, slices, r.logits.as<float>(), r.probs.as<float>(), r.expert.as<std::int32_t>(),
               r.weight.as<float>(), r.position.as<std::int32_t>(), r.routed_dev(), r.kept_dev(),
               density, density ? density + r.group_experts() : nullptr, workspace.data(), workspace.bytes()};
-  route_tokens(ex, a);
+  if (cfg_.gate_kernels)
+    route_tokens(ex, a, *cfg_.gate_kernels);
+  else
+    route_tokens(ex, a);
 }
 
 void Gate::route_looped(Routing& r, const Stream& s) {

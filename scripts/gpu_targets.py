@@ -153,10 +153,11 @@ def range_kernels(row, path, name, parts=4):
 
 
 def how_it_ran(row):
-    """A layer row's expert route; a step row's attention, its experts' route (MoE), and "graph"
-    where the step was replayed from one."""
+    """A layer row's expert route (and its gate's kernels where they ran apart); a step row's
+    attention, its experts' route (MoE), and "graph" where the step was replayed from one."""
     if not row.get("attention"):
-        return row.get("expert_gemm") or ""
+        how = row.get("expert_gemm") or ""
+        return how + ", gate kernels apart" if row.get("gate_kernels") == "separate" else how
     how = row["attention"]
     if row.get("expert_gemm") not in (None, "", "n/a"):
         how += f", {row['expert_gemm']} experts"
@@ -225,8 +226,9 @@ def main():
         with cases.open(newline="") as f:
             for c in csv.DictReader(f, delimiter="\t"):
                 if c["exit"] == "-":
-                    why = ("not selected (--cases)" if c["log"] == "not selected"
-                           else "out of time (not started before the run's deadline)")
+                    why = {"not selected": "not selected (--cases)",
+                           "cuda only": "cuda only (a choice among CUDA's kernels; this run's backend has none)"}.get(
+                               c["log"], "out of time (not started before the run's deadline)")
                     table.append({"target": "case: not run", "case": c["case"], "measured": "n/a", "limit": "",
                                   "verdict": "not run: " + why})
                 elif c["exit"] != "0":

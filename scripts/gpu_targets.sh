@@ -10,6 +10,9 @@
 #                     cuda), with each attention (the dense step replayed from a graph on cuda);
 #                     gpt-cudnn-grouped its MoE experts grouped
 #   gpt-blocked-eager the same with blocked attention, every step enqueued op by op
+#   moe-top1-padded-gate-separate  moe-top1-padded with the gate's routing kernels apart
+#                     (--gate-kernels separate), beside its one pass: CUDA's choice, so on another
+#                     backend listed as cuda only
 # every one with the device's profile (models/profile_this_machine.csv) for its roofline, the
 # most telling cases first. A case that fails is logged (RESULTS/targets/CASE.log), listed in
 # cases.tsv and named beside the verdicts, the others still run, and the script exits 1 at the
@@ -42,10 +45,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 # Every case, in the order they run (run_case refuses a name not here).
-all_cases=(moe-top1-padded gpt-cudnn moe-8x-top2-padded moe-top1-padded-zipf moe-top1-padded-hot moe-top1-grouped
+all_cases=(moe-top1-padded moe-top1-padded-gate-separate gpt-cudnn moe-8x-top2-padded moe-top1-padded-zipf moe-top1-padded-hot moe-top1-grouped
            moe-8x-top2-grouped gpt-cudnn-grouped moe-top1-grouped-zipf moe-top1-grouped-hot
            gpt-blocked moe-top1-segmented gpt-moe-segmented moe-8x-top2-segmented gpt-blocked-eager gpt-cudnn-eager
            moe-top1-streams moe-8x-top2-streams moe-top1-serial moe-8x-top2-serial gpt-materialized)
+cuda_only=(moe-top1-padded-gate-separate)  # a choice among CUDA's kernels: refused on the cpu backend
 if [ "$list" = 1 ]; then printf '%s\n' "${all_cases[@]}"; exit 0; fi
 if [ -n "$cases" ]; then
   IFS=, read -r -a wanted <<< "$cases"
@@ -98,6 +102,10 @@ run_case() {
     printf '%s\t-\t-\tnot selected\n' "$name" >> "$targets/cases.tsv"
     return 0
   fi
+  if [ "$backend" != cuda ] && [[ " ${cuda_only[*]} " == *" $name "* ]]; then
+    printf '%s\t-\t-\tcuda only\n' "$name" >> "$targets/cases.tsv"
+    return 0
+  fi
   if [ -n "$deadline" ] && [ "$(date +%s)" -ge "$deadline" ]; then
     printf '%s\t-\t-\tout of time\n' "$name" >> "$targets/cases.tsv"
     late=$((late + 1))
@@ -117,6 +125,7 @@ gpt() { run_case "$1" experiments/gpt/step.sh "${common[@]}" ${roofline[@]+"${ro
 # skew, then the grouped route beside it.
 # segmented: our segment GEMMs with the counts on the device; its GPT case captures the MoE step.
 moe moe-top1-padded --expert-gemm padded
+moe moe-top1-padded-gate-separate --expert-gemm padded --gate-kernels separate
 gpt gpt-cudnn --attention cudnn
 moe moe-8x-top2-padded --experts 8 --top-k 2 --expert-gemm padded
 for pop in zipf:1.2 hot:0.25; do moe "moe-top1-padded-${pop%%:*}" --expert-gemm padded --popularity "$pop"; done

@@ -73,6 +73,8 @@ def run(folder, device, dense_ms, grouped_ms, padded_ms):
            {"dispatcher": "local", "phase": "moe.gating", "kernel": "(host) cudaEventSynchronize", "ms": 0.004,
             "calls_per_iteration": 1}])
     write(folder / "moe-top1-padded" / "moe" / "layer_local.csv", layer(device, "padded", padded_ms))
+    write(folder / "moe-top1-padded-gate-separate" / "moe" / "layer_local.csv",
+          layer(device, "padded", padded_ms + 0.1, gate_kernels="separate"))
     write(folder / "moe-8x-top2-grouped" / "moe" / "layer_local.csv", layer(device, "grouped", 1.5, experts=8, top_k=2))
     write(folder / "gpt-cudnn" / "gpt" / "step.csv", steps(device, dense_ms))
     write(folder / "gpt-cudnn" / "gpt" / "step_breakdown.csv", breakdown(10))
@@ -95,6 +97,10 @@ def main():
         top1 = t.get("MoE layer top-1: forward + backward", {})
         if top1.get("verdict") != "met" or top1.get("how") != "padded":
             breaches.append(f"H100 top-1 layer at 2.0 ms (padded): {top1.get('verdict')} [{top1.get('how')}], not met [padded]")
+        with (pathlib.Path(tmp) / "h100" / "targets.csv").open(newline="") as f:
+            apart = [r["how"] for r in csv.DictReader(f) if r["case"] == "moe-top1-padded-gate-separate"]
+        if apart != ["padded, gate kernels apart"]:
+            breaches.append(f"the case with the gate's kernels apart ran as {apart}, not ['padded, gate kernels apart']")
         dense = t.get("GPT step, dense: time", {})
         if dense.get("verdict") != "missed":
             breaches.append(f"H100 dense step at 30 ms: verdict {dense.get('verdict')}, not missed")

@@ -9,7 +9,8 @@ that launched it. The device's idle rows sit under the layer's ranges too, and w
 more than twice an iteration (the logged ones launch slower): a gap is time between ops. The
 host's API call rows (CUDA: "(host) FUNCTION") are neither ops nor idle: each has calls and a time
 of its own, under a range of the layer or outside them all (a range's own API calls before it
-opens).
+opens). The gate's routing under moe.gating is what the row's gate_kernels names: the CPU's one
+route_tokens op, CUDA's one-pass kernel and none of those it replaced, or those and not it.
 
   check_layer_kernels.py KERNELS_CSV LAYER_CSV    exit 0 when all holds, 1 with a line per breach
 """
@@ -20,6 +21,12 @@ from checklib import is_host, is_idle, number
 
 WORKING = ["moe.gating", "moe.dispatch", "moe.expert", "moe.combine",
            "moe.combine.bwd", "moe.expert.bwd", "moe.dispatch.bwd", "moe.gating.bwd"]
+# The fused gate's routing ops by the row's gate_kernels: (a part of a name that must be among
+# moe.gating's ops, parts of names that must not be). The paper gate's (arg_max_rounds) are its own.
+SEPARATE = ["softmax_topk", "tile_histogram", "tile_offsets", "tile_positions"]
+ROUTING = {"cpu_op": ("route_tokens", ["softmax", "assign_positions", "aux_loss_stats"]),
+           "one_pass": ("route_tokens_kernel", SEPARATE + ["aux_loss_stats"]),
+           "separate": ("softmax_topk", ["route_tokens_kernel"])}
 # On the CPU backend: a kernel each of these ranges runs (a part of its name, whatever the route).
 EXPECTED = {"moe.expert": "gemm", "moe.expert.bwd": "gemm", "moe.gating": "gemm"}
 
@@ -59,6 +66,20 @@ def main(kernels_path, layer_path):
         want = EXPECTED.get(name)
         if want and row.get("backend") == "cpu" and inside and not any(want in k for k in inside):
             breaches.append(f"{name}: no {want} among its ops {sorted(inside)}")
+    gating = {k["kernel"] for k in mine if k["phase"] == "moe.gating" and not is_idle(k["kernel"])
+              and not is_host(k["kernel"])}
+    how = row.get("gate_kernels")
+    if how is None:
+        breaches.append(f"{layer_path}: no gate_kernels column")
+    elif how in ROUTING:
+        want, not_wanted = ROUTING[how]
+        if not any(want in k for k in gating):
+            breaches.append(f"moe.gating: gate_kernels {how}, and no {want} among its ops {sorted(gating)}")
+        stray = sorted(k for k in gating for part in not_wanted if part in k)
+        if stray:
+            breaches.append(f"moe.gating: gate_kernels {how}, and it ran {stray}")
+    elif how != "arg_max_rounds":
+        breaches.append(f"{layer_path}: gate_kernels '{how}' is none of {sorted(ROUTING)} or arg_max_rounds")
     return checklib.report("check_layer_kernels", breaches)
 
 

@@ -3,6 +3,7 @@
 // groups with dropping, ragged rows, rows of eight registers a lane, more rows than the grid has
 // warps; replayed from a graph, as the GPT step replays its gates; and the bf16 gate's forward logs
 // the one kernel. Skipped where there is no GPU.
+#include <set>
 #include <string>
 #include <vector>
 #include "gpu/gpu_test_util.h"
@@ -61,7 +62,9 @@ TEST(GpuRouting, OnePassAndSeparateKernelsMatchTheCpu) {
                   de.as<std::int32_t>(), dw.as<float>(), dpos.as<std::int32_t>(), dr.as<std::int32_t>(),
                   dk.as<std::int32_t>(), dd.as<float>(), dq.as<float>(), ws.data(), ws.bytes()};
       route_tokens(ex, a, kernels);
-      if (k.slices) EXPECT_EQ(to_host<float>(dev, dl, te), logits) << what;
+      if (k.slices) {
+        EXPECT_EQ(to_host<float>(dev, dl, te), logits) << what;
+      }
       EXPECT_LT(rel_l2(to_host<float>(dev, dp, te), probs), 1e-5) << what;
       EXPECT_EQ(to_host<std::int32_t>(dev, de, ts), expert) << what;
       EXPECT_LT(rel_l2(to_host<float>(dev, dw, ts), weight), 1e-5) << what;
@@ -109,7 +112,7 @@ TEST(GpuRouting, TheOnePassKernelReplaysFromAGraph) {
 }
 
 // The bf16 gate at the paper's 64 experts, its aux loss on, routes in one kernel: none of the five it
-// replaced run (the aux statistics' among them).
+// replaced run (the aux statistics' among them). --gate-kernels separate runs those five and not it.
 TEST(GpuRouting, TheGatesForwardRunsOneRoutingKernel) {
   MOEBENCH_REQUIRE_GPU(dev);
   if (dev.backend() != Backend::cuda) GTEST_SKIP() << "CUDA's kernels";
@@ -123,23 +126,39 @@ TEST(GpuRouting, TheGatesForwardRunsOneRoutingKernel) {
   const int T = 1024;
   TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const Stream s = dev.create_stream("gate");
-  Gate gate(c, dev, alloc);
-  gate.init(3, s);
   Buffer x = upload(dev, alloc, random_rounded(std::size_t(T) * c.hidden, DType::bf16, 4), DType::bf16);
-  gate.forward(x.data(), T, 1, s);  // warm: the cooperative fit is asked once
-  dev.synchronize();
-  if (const std::string why = KernelLog::start(dev.backend()); !why.empty()) GTEST_SKIP() << "no kernel log here: " << why;
-  Routing r = gate.forward(x.data(), T, 1, s);
-  dev.synchronize();
-  int route = 0, apart = 0;
-  for (const KernelRecord& k : KernelLog::stop()) {
-    route += k.name.find("route_tokens_kernel") != std::string::npos;
-    for (const char* old : {"softmax_topk", "tile_histogram", "tile_offsets", "tile_positions", "aux_loss_stats"})
-      apart += k.name.find(old) != std::string::npos;
+  EXPECT_EQ(c.gate_kernels_name(Backend::cuda), "one_pass");
+  for (const std::optional<RouteKernels> chosen : {std::optional<RouteKernels>{}, std::optional{RouteKernels::separate}}) {
+    c.gate_kernels = chosen;
+    const std::string what = c.gate_kernels_name(Backend::cuda);
+    Gate gate(c, dev, alloc);
+    gate.init(3, s);
+    gate.forward(x.data(), T, 1, s);  // warm: the cooperative fit is asked once
+    dev.synchronize();
+    if (const std::string why = KernelLog::start(dev.backend()); !why.empty()) GTEST_SKIP() << "no kernel log here: " << why;
+    Routing r = gate.forward(x.data(), T, 1, s);
+    dev.synchronize();
+    int route = 0;
+    std::set<std::string> apart;
+    for (const KernelRecord& k : KernelLog::stop()) {
+      route += k.name.find("route_tokens_kernel") != std::string::npos;
+      for (const char* old : {"softmax_topk", "tile_histogram", "tile_offsets", "tile_positions", "aux_loss_stats"})
+        if (k.name.find(old) != std::string::npos) apart.insert(old);
+    }
+    EXPECT_EQ(route, chosen ? 0 : 1) << what;
+    EXPECT_EQ(apart.size(), chosen ? 5u : 0u) << what;
+    EXPECT_EQ(int(r.routed.size()), c.experts);
   }
-  EXPECT_EQ(route, 1);
-  EXPECT_EQ(apart, 0);
-  EXPECT_EQ(int(r.routed.size()), c.experts);
+  // One pass where it cannot run is refused, naming the option.
+  c.gate_kernels = RouteKernels::one_pass;
+  EXPECT_FALSE(c.validate_for(Backend::cuda));
+  c.experts = 512;
+  const auto e = c.validate_for(Backend::cuda);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->rfind("--gate-kernels one_pass:", 0), 0u) << *e;
+  EXPECT_EQ(c.gate_kernels_name(Backend::cuda), "one_pass") << "what was asked for is what the rows name";
+  c.gate_kernels.reset();
+  EXPECT_EQ(c.gate_kernels_name(Backend::cuda), "separate") << "512 experts a prototype: a block a row";
 }
 
 }  // namespace moebench

@@ -1109,4 +1109,20 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^MoELayer\.TheForwardCopiesTheCountsOnceAndTheAuxLossWhenAsked$",
     },
+    {
+        "id": "gate_kernels_taken_on_the_cpu",
+        "mechanism": "--gate-kernels, a choice among CUDA's kernels, is let through on the cpu backend",
+        "file": "moe/config.cpp",
+        "edits": [("  if (gate_kernels && backend != Backend::cuda)\n", "  if (false && gate_kernels && backend != Backend::cuda)\n")],
+        "targets": [UNIT, "moebench_moe_layer"],
+        "tests": r"^(MoEConfig\.GateKernelsAreTheFusedGatesCudaChoice|cli\.bad_input\.moe\.gate_kernels_cpu)$",
+    },
+    {
+        "id": "layer_rows_name_another_gate_routing",
+        "mechanism": "the layer's rows name the one-pass gate kernels whatever routed its tokens",
+        "file": "bench/moe_options.cpp",
+        "edits": [("  gate_kernels_ran = config.gate_kernels_name(backend);\n", "  gate_kernels_ran = \"one_pass\";\n")],
+        "targets": ["moebench_moe_layer"],
+        "tests": r"^bench\.moe_layer\.kernels\.local$",
+    },
 ]

@@ -215,8 +215,12 @@ TEST(MoELayer, TheForwardCopiesTheCountsOnceAndTheAuxLossWhenAsked) {
     EXPECT_EQ(std::count(names.begin(), names.end(), "copy to host"), 1) << "one copy to the host a forward";
     const bool paper = gate == GateImpl::paper;
     EXPECT_EQ(at("aux_loss_stats") < std::ptrdiff_t(names.size()), aux && paper) << "the fused gate's are its routing's";
-    if (aux && paper) EXPECT_LT(at("copy to host"), at("aux_loss_stats")) << "the host would wait for the aux statistics";
-    if (!paper) EXPECT_LT(at("route_tokens"), at("copy to host"));
+    if (aux && paper) {
+      EXPECT_LT(at("copy to host"), at("aux_loss_stats")) << "the host would wait for the aux statistics";
+    }
+    if (!paper) {
+      EXPECT_LT(at("route_tokens"), at("copy to host"));
+    }
     EXPECT_TRUE(L.routing().counts_on_host);
     EXPECT_EQ(L.load().kept.size(), std::size_t(c.experts));
     if (aux) {
@@ -250,6 +254,27 @@ TEST(MoEConfig, BadInputNamesTheOption) {
   EXPECT_NE(err(c, 16, 1).find("--capacity-factor"), std::string::npos);
   c.capacity_factor = -1.0;
   EXPECT_NE(err(c, 16, 1).find("--capacity-factor"), std::string::npos);
+}
+
+// --gate-kernels chooses between the fused gate's CUDA kernels: refused on the CPU, which routes in
+// an op of its own, and with the paper gate, which routes by rounds of arg-max; the rows name what ran.
+TEST(MoEConfig, GateKernelsAreTheFusedGatesCudaChoice) {
+  MoEConfig c = small(8, 1, 1);
+  EXPECT_EQ(c.gate_kernels_name(Backend::cpu), "cpu_op");
+  c.gate_kernels = RouteKernels::separate;
+  EXPECT_FALSE(c.validate(16, 1));
+  const auto cpu = c.validate_for(Backend::cpu);
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->rfind("--gate-kernels: a choice between the gate's CUDA kernels; the cpu backend", 0), 0u) << *cpu;
+  c.gate = GateImpl::paper;
+  c.capacity_factor = 1.0;
+  const auto paper = c.validate(16, 1);
+  ASSERT_TRUE(paper);
+  EXPECT_EQ(paper->rfind("--gate-kernels: the paper gate routes by rounds of arg-max", 0), 0u) << *paper;
+  EXPECT_EQ(c.gate_kernels_name(Backend::cpu), "arg_max_rounds");
+  EXPECT_EQ(parse_route_kernels("one_pass"), RouteKernels::one_pass);
+  EXPECT_EQ(parse_route_kernels("separate"), RouteKernels::separate);
+  EXPECT_FALSE(parse_route_kernels("fused"));
 }
 
 // 16-bit grouped experts on the GPU need rows of a multiple of 8 elements (cuBLAS reads
