@@ -10,8 +10,9 @@ failed (cases.tsv) gets a row naming its log, and a target none of whose cases e
 run". Each row says where its time went (the largest parts: a layer's moe.* ranges, a step's
 phases from its step_breakdown.csv; the slowest kernels where a kernel log ran; for a target
 that is one range's time, the gate's forward, how much of it that range's kernels ran), printed
-under a missed target. Exit 0 when the table is
-written, 2 for a bad folder."""
+under a missed target. COMPARISONS set two cases of the run side by side (the gate's kernels apart
+over its one pass), reported with both cases' evidence. Exit 0 when the table is written, 2 for a
+bad folder."""
 import csv
 import pathlib
 import sys
@@ -32,6 +33,12 @@ TARGETS = [
     ("GPT step, MoE: peak memory over PyTorch's (reported)", "gpt-", "moe", "memory_vs_torch", None, None, ""),
 ]
 COMPARABLE = {"scale": "paper", "backend": "cuda", "dtype": "bf16"}
+# Two cases of the same run side by side, reported, not judged: (what, case over case, the column).
+# The gate's kernels apart over its one pass: what the one pass buys, measured in one run.
+COMPARISONS = [
+    ("MoE layer top-1: gate forward, kernels apart over one pass (reported)", "moe-top1-padded-gate-separate",
+     "moe-top1-padded", "moe.gating_ms"),
+]
 
 
 def number(text):
@@ -152,6 +159,32 @@ def range_kernels(row, path, name, parts=4):
             f"({100 * busy / span:.0f}%); the device idle after them: {idle}; largest: {largest}; " + in_api)
 
 
+def compare(rows, folder):
+    """COMPARISONS' rows: the ratio of one case's figure over another's, both cases' kernels named,
+    and each case's range evidence where its kernels were logged."""
+    layers = {c: (r, p) for c, r, p in rows if "total_ms" in r}
+    out = []
+    for what, top, bottom, column in COMPARISONS:
+        a, b = layers.get(top), layers.get(bottom)
+        x = number(a[0].get(column)) if a else None
+        y = number(b[0].get(column)) if b else None
+        if x is None or not y:
+            out.append({"target": what, "case": "none", "measured": "n/a", "limit": "",
+                        "verdict": f"not measured: it needs both cases' {column} ({top}, {bottom})"})
+            continue
+        name = column[:-3]
+        where = "; ".join(f"{case} {value:.3g} ms: " + (range_kernels(row, path, name) or "no kernel log; ")
+                          for case, value, (row, path) in ((top, x, a), (bottom, y, b)))
+        row = b[0]
+        out.append({"target": what, "case": f"{top} / {bottom}",
+                    "how": f"gate kernels {a[0].get('gate_kernels', '?')} over {b[0].get('gate_kernels', '?')}",
+                    "measured": f"{x / y:.4g}", "unit": "", "limit": "", "verdict": "reported",
+                    "where_the_time_goes": where.rstrip("; "), "device": row.get("device", ""),
+                    "scale": row.get("scale", ""), "backend": row.get("backend", ""), "dtype": row.get("dtype", ""),
+                    "commit": row.get("commit", ""), "source": ", ".join(str(p.relative_to(folder)) for _, p in (a, b))})
+    return out
+
+
 def how_it_ran(row):
     """A layer row's expert route (and its gate's kernels where they ran apart); a step row's
     attention, its experts' route (MoE), and "graph" where the step was replayed from one."""
@@ -208,6 +241,7 @@ def main():
                       "where_the_time_goes": where,
                       "device": row.get("device", ""), "scale": row.get("scale", ""), "backend": row.get("backend", ""),
                       "dtype": row.get("dtype", ""), "commit": row.get("commit", ""), "source": str(path.relative_to(folder))})
+    table += compare(rows, folder)
     # Every case beside the targets: what each route and attention measured.
     for case, row, path in rows:
         time_column = "ms_per_step" if "ms_per_step" in row else "total_ms"

@@ -1125,4 +1125,12 @@ MUTATIONS = [
         "targets": ["moebench_moe_layer"],
         "tests": r"^bench\.moe_layer\.kernels\.local$",
     },
+    {
+        "id": "gate_comparison_inverted",
+        "mechanism": "the targets' gate comparison divides the one pass by the kernels apart, hiding which is slower",
+        "file": "scripts/gpu_targets.py",
+        "edits": [('"measured": f"{x / y:.4g}"', '"measured": f"{y / x:.4g}"')],
+        "targets": ["moebench_kernels"],  # nothing to build: the script is Python
+        "tests": r"^script\.gpu_targets\.verdicts$",
+    },
 ]
