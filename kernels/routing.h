@@ -54,7 +54,8 @@ const char* route_kernels_name(RouteKernels k);
 std::optional<RouteKernels> parse_route_kernels(const std::string& name);
 
 void route_tokens_cuda(const RouteArgs& a, void* stream, RouteKernels kernels);
-// kernels: CUDA only, for tests that compare the two; by default the one pass where it can run.
+// kernels: CUDA only (--gate-kernels, and the tests that compare the two); by default the one pass
+// where it can run.
 void route_tokens(const Exec& ex, const RouteArgs& a);
 void route_tokens(const Exec& ex, const RouteArgs& a, RouteKernels kernels);
 
