@@ -20,11 +20,14 @@ inline const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : 
 // The in-order queue of a CPU stream. `op` runs later on the stream's worker: it captures its
 // arguments by value (pointers to device buffers, not to the caller's temporaries). `details`
 // (a JSON object body, e.g. "\"bytes\": 64") goes with the op into the runtime's timeline;
-// build it only where recording() says the queue keeps it.
+// build it only where recording() says the queue keeps it. `on_issue`, when given, runs on the
+// enqueuing thread each time the op is issued to run -- now, or at each replay of a graph that
+// captured it -- before anything later is issued: a communicator takes its turn there.
 class HostQueue {
  public:
   virtual ~HostQueue() = default;
-  virtual void enqueue(const char* name, std::function<void()> op, std::string details = {}) = 0;
+  virtual void enqueue(const char* name, std::function<void()> op, std::string details = {},
+                       std::function<void()> on_issue = {}) = 0;
   virtual bool recording() const = 0;
   // The stream's name (its timeline track and its errors say it).
   virtual const std::string& name() const = 0;

@@ -19,7 +19,13 @@ StageOpTimes PipelineStepRecord::mean_op_ms() const {
 
 PipelineEngine::PipelineEngine(PipelineStage& stage, Communicator& comm, Device& dev, TrackingAllocator& alloc, Stream compute,
                                Stream send)
-    : stage_(stage), comm_(comm), dev_(dev), alloc_(alloc), compute_(std::move(compute)), send_(std::move(send)) {}
+    : stage_(stage),
+      comm_(comm),
+      backward_(comm.dup()),
+      dev_(dev),
+      alloc_(alloc),
+      compute_(std::move(compute)),
+      send_(std::move(send)) {}
 
 PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int rows, const std::vector<const void*>& inputs,
                                        const std::vector<void*>& outputs, const std::vector<const void*>& output_grads) {
@@ -68,7 +74,7 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
   auto send_after = [&](Buffer& b, const Event& produced, int peer) {
     sent_any = true;
     produced.make_wait(send_);
-    comm_.send(b.data(), count, act, peer, send_);
+    (peer > s ? comm_ : *backward_).send(b.data(), count, act, peer, send_);
     auto done = std::make_unique<Event>(dev_.backend());
     done->record(send_);
     in_flight.push_back({std::move(b), std::move(done)});
@@ -114,7 +120,7 @@ PipelineStepRecord PipelineEngine::run(const PipelineSchedule& schedule, int row
         const void* dy = s == P - 1 && !output_grads.empty() ? output_grads.at(j) : nullptr;
         if (s < P - 1) {
           grad_in = alloc_.allocate(bytes, MemTag::buffers, compute_);
-          comm_.recv(grad_in.data(), count, act, s + 1, compute_);
+          backward_->recv(grad_in.data(), count, act, s + 1, compute_);
           dy = grad_in.data();
         }
         auto b = mark();

@@ -6,7 +6,16 @@
 // stream: a stage's busy time, and the bubble as the rest of the step, come from its own events.
 // Each op is also a range on the compute stream (NVTX and the timeline): pipe.fwd, pipe.bwd
 // (the whole backward, or B where the schedule splits it) and pipe.wgrad (W).
+//
+// Each direction has a communicator of its own: activations go forward over `comm`, gradients
+// back over a duplicate of it. NCCL runs one communicator's operations in the order the host
+// issued them, whatever their streams; over one communicator 1F1B's steady state deadlocks
+// once a message exceeds NCCL's buffer (stage s issues "send F(j+1)" before "recv B(j)", stage
+// s + 1 "send B(j)" before "recv F(j+1)"). Along one direction, every rank issues its receive
+// of a micro-batch before its send of it, so the sends' waits form a chain that ends at the
+// last stage (forward) or the first (backward), and never a cycle.
 #pragma once
+#include <memory>
 #include <vector>
 #include "models/pipeline_schedule.h"
 #include "models/pipeline_simulator.h"
@@ -29,6 +38,7 @@ struct PipelineStepRecord {
 class PipelineEngine {
  public:
   // `comm`: the pipeline's ranks, stage = rank. `compute` and `send`: two streams of `dev`.
+  // Collective over `comm` (it duplicates it for the gradients).
   PipelineEngine(PipelineStage& stage, Communicator& comm, Device& dev, TrackingAllocator& alloc, Stream compute, Stream send);
 
   // One step's forwards and backwards over the table's micro-batches of `rows` rows each.
@@ -48,7 +58,8 @@ class PipelineEngine {
   PipelineStepRecord run(const PipelineSchedule& schedule, int rows, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs, const std::vector<const void*>& output_grads, bool record);
   PipelineStage& stage_;
-  Communicator& comm_;
+  Communicator& comm_;                      // activations, forward; the step's barrier and makespan
+  std::unique_ptr<Communicator> backward_;  // gradients, backward
   Device& dev_;
   TrackingAllocator& alloc_;
   Stream compute_, send_;

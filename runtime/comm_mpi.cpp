@@ -2,8 +2,11 @@
 // default stream, on the worker thread of a created one (MPI_THREAD_MULTIPLE), so a collective
 // on one stream overlaps computation on another. Every call runs under the watchdog (a peer
 // that never arrives ends the job after --comm-timeout) and, on an emulated link, completes no
-// earlier than the link allows.
+// earlier than the link allows. In NCCL's order (runtime/nccl_order.h) the operations of one
+// communicator run one at a time in the order the host issued them, and a large send waits for
+// its receive.
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <chrono>
 #include <climits>
@@ -11,6 +14,8 @@
 #include <thread>
 #include "kernels/convert.h"
 #include "runtime/comm.h"
+#include "runtime/eager_sends.h"
+#include "runtime/nccl_order.h"
 #include "runtime/precise_sleep.h"
 #include "runtime/ring_reduce_scatter.h"
 #include "runtime/timeline.h"
@@ -64,14 +69,25 @@ MPI_Op mpi_op(ReduceOp op, DType t) {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(MPI_Comm comm, std::optional<EmulatedLink> link) : comm_(comm), link_(std::move(link)) {
+  // `origin`: how it was made ("world", "dup of #3", ...), in NCCL order's label.
+  MpiCommunicator(MPI_Comm comm, std::optional<EmulatedLink> link, const std::string& origin)
+      : comm_(comm), link_(std::move(link)) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    static std::atomic<int> made{0};
+    serial_ = made++;
+    if (nccl_order_settings().on) {
+      order_ = std::make_shared<IssueOrder>("communicator #" + std::to_string(serial_) + " (" + std::to_string(size_) +
+                                            " ranks, " + origin + ")");
+      register_issue_order(order_);
+    }
   }
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(&comm_);
+    if (finalized) return;
+    if (order_) drain_eager_sends(comm_);
+    MPI_Comm_free(&comm_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -153,12 +169,20 @@ class MpiCommunicator final : public Communicator {
   // its own stream for a receiver still computing (a rendezvous above the eager size), and a
   // spinning wait there takes the core a stage computes on (seen: 1F1B's step 40% over its
   // simulated time on 2 ranks of a 2-core machine, 6% with waits that sleep).
+  // In NCCL's order a send above the eager size is synchronous (MPI_Issend: it completes once its
+  // receive has started) and a smaller one completes once copied.
   void send(const void* buf, std::size_t count, DType t, int peer, const Stream& s) override {
     check_peer(peer);
     const int c = to_int(count, "send");
-    run(s, "send (mpi)", double(bytes_of(count, t)), [=, this] {
+    const std::size_t bytes = bytes_of(count, t);
+    const bool eager = order_ && bytes <= nccl_order_settings().eager_bytes;
+    run(s, "send (mpi)", double(bytes), [=, this] {
+      if (eager) return eager_send(buf, c, mpi_type(t), bytes, peer, kTag, comm_);
       MPI_Request r;
-      MPI_Isend(buf, c, mpi_type(t), peer, kTag, comm_, &r);
+      if (order_)
+        MPI_Issend(buf, c, mpi_type(t), peer, kTag, comm_, &r);
+      else
+        MPI_Isend(buf, c, mpi_type(t), peer, kTag, comm_, &r);
       wait_without_spinning(r);
     });
   }
@@ -199,20 +223,21 @@ class MpiCommunicator final : public Communicator {
   }
   void wait(const Stream& s) override { s.synchronize(); }
 
+  // Host calls, collective over the communicator: in NCCL's order they take their turn after the
+  // operations issued before them.
   std::unique_ptr<Communicator> split(int color, int key) override {
-    Watchdog::Scope watch("communicator split (mpi)");
     MPI_Comm sub;
-    MPI_Comm_split(comm_, color, key, &sub);
+    on_host("communicator split (mpi)", [&] { MPI_Comm_split(comm_, color, key, &sub); });
     MPI_Comm_set_errhandler(sub, MPI_ERRORS_ARE_FATAL);
-    return std::make_unique<MpiCommunicator>(sub, link_);
+    return std::make_unique<MpiCommunicator>(sub, link_,
+                                             "split of #" + std::to_string(serial_) + ", colour " + std::to_string(color));
   }
 
   std::unique_ptr<Communicator> dup() override {
-    Watchdog::Scope watch("communicator dup (mpi)");
     MPI_Comm copy;
-    MPI_Comm_dup(comm_, &copy);
+    on_host("communicator dup (mpi)", [&] { MPI_Comm_dup(comm_, &copy); });
     MPI_Comm_set_errhandler(copy, MPI_ERRORS_ARE_FATAL);
-    return std::make_unique<MpiCommunicator>(copy, link_);
+    return std::make_unique<MpiCommunicator>(copy, link_, "dup of #" + std::to_string(serial_));
   }
 
  private:
@@ -222,12 +247,38 @@ class MpiCommunicator final : public Communicator {
       throw Error("peer " + std::to_string(peer) + " out of range for a communicator of " + std::to_string(size_));
   }
 
-  // Runs `call` in stream order under the watchdog; on an emulated link, sleeps until the link
-  // would have carried `bus_bytes` after what it carries already. Records the operation in the
-  // timeline with its bus bytes, the link's wait and `details`.
+  template <class F>
+  void on_host(const char* name, F call) {
+    const std::uint64_t ticket = order_ ? order_->issue() : 0;
+    if (order_) order_->wait_turn(ticket, name);
+    {
+      Watchdog::Scope watch(name);
+      call();
+    }
+    if (order_) order_->done(ticket);
+  }
+
+  // Runs `call` in stream order under the watchdog, and in NCCL's order after every operation
+  // issued before it on this communicator; on an emulated link, sleeps until the link would have
+  // carried `bus_bytes` after what it carries already. Records the operation in the timeline with
+  // its bus bytes, the link's wait and `details`.
   template <class F>
   void run(const Stream& s, const char* name, double bus_bytes, F call, std::string details = {}) {
-    run_on(s, name, [this, name, bus_bytes, call, details, track = s.id] {
+    std::shared_ptr<IssuedTickets> tickets;
+    std::function<void()> on_issue;
+    if (order_) {
+      order_->note_stream(s.queue ? s.queue->name() : "default");
+      tickets = std::make_shared<IssuedTickets>();
+      on_issue = [order = order_, tickets] { tickets->push(order->issue()); };
+    }
+    run_on(s, name, [this, name, bus_bytes, call, details, tickets, track = s.id] {
+      std::uint64_t ticket = 0;
+      if (tickets) order_->wait_turn(ticket = tickets->pop(), name);
+      struct Turn {  // the next operation's turn, also when this one fails
+        IssueOrder* order;
+        std::uint64_t ticket;
+        ~Turn() { if (order) order->done(ticket); }
+      } turn{tickets ? order_.get() : nullptr, ticket};
       const double start_us = Timeline::now_us();  // no later than `start`: the record holds the link's whole wait
       const auto start = std::chrono::steady_clock::now();
       const auto done = link_ ? link_->book(start, bus_bytes) : start;
@@ -245,12 +296,13 @@ class MpiCommunicator final : public Communicator {
         else
           Timeline::set_op_args(std::move(args));
       }
-    });
+    }, {}, std::move(on_issue));
   }
 
   MPI_Comm comm_;
   std::optional<EmulatedLink> link_;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, serial_ = 0;
+  std::shared_ptr<IssueOrder> order_;  // NCCL's order, when on
 };
 
 }  // namespace
@@ -259,7 +311,7 @@ std::unique_ptr<Communicator> make_mpi_communicator(const std::optional<Emulated
   MPI_Comm dup;
   MPI_Comm_dup(MPI_COMM_WORLD, &dup);  // our own context: no tag clash with other MPI users
   MPI_Comm_set_errhandler(dup, MPI_ERRORS_ARE_FATAL);
-  return std::make_unique<MpiCommunicator>(dup, link);
+  return std::make_unique<MpiCommunicator>(dup, link, "world");
 }
 
 }  // namespace moebench

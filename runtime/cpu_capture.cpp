@@ -44,10 +44,11 @@ CpuCapture::~CpuCapture() {
   for (HostQueue* q : members) q->set_capture(nullptr);
 }
 
-void CpuCapture::add_op(HostQueue* q, const char* name, std::function<void()> op, std::string details) {
+void CpuCapture::add_op(HostQueue* q, const char* name, std::function<void()> op, std::string details,
+                        std::function<void()> on_issue) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!open_) throw Error(std::string(name) + ": enqueued into a graph capture that has ended");
-  nodes_.push_back(Node{q, name, std::move(op), std::move(details)});
+  nodes_.push_back(Node{q, name, std::move(op), std::move(details), -1, -1, std::move(on_issue)});
 }
 
 int CpuCapture::record(HostQueue* q) {
@@ -55,7 +56,7 @@ int CpuCapture::record(HostQueue* q) {
   if (!open_) throw Error("an event recorded into a graph capture that has ended");
   const int slot = int(recorded_at_.size());
   recorded_at_.push_back(nodes_.size());
-  nodes_.push_back(Node{q, "event", {}, {}, slot, -1});
+  nodes_.push_back(Node{q, "event", {}, {}, slot, -1, {}});
   return slot;
 }
 
@@ -68,7 +69,7 @@ void CpuCapture::wait(HostQueue* q, int slot) {
       members_.push_back(q);
       joins = true;
     }
-    nodes_.push_back(Node{q, "wait event", {}, {}, -1, slot});
+    nodes_.push_back(Node{q, "wait event", {}, {}, -1, slot, {}});
   }
   if (joins) q->set_capture(this);
 }
@@ -146,7 +147,7 @@ void CpuCapture::replay(HostQueue* onto) const {
     else if (n.wait >= 0)
       q->enqueue("wait event", [events, e = &events[n.wait]] { e->wait(); });
     else
-      q->enqueue(n.name, n.op, n.details);
+      q->enqueue(n.name, n.op, n.details, n.on_issue);
   }
   // Every member was joined back into the origin at end(): `onto` already follows them all.
 }

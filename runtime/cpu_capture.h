@@ -25,7 +25,9 @@ class CpuCapture {
   CpuCapture(const CpuCapture&) = delete;
   CpuCapture& operator=(const CpuCapture&) = delete;
 
-  void add_op(HostQueue* q, const char* name, std::function<void()> op, std::string details);
+  // `on_issue` (HostQueue::enqueue) runs at each replay, not now.
+  void add_op(HostQueue* q, const char* name, std::function<void()> op, std::string details,
+              std::function<void()> on_issue = {});
   // An event recorded on member `q` now: its slot.
   int record(HostQueue* q);
   // `q` waits for `slot`; a stream not yet in the capture joins it.
@@ -46,6 +48,7 @@ class CpuCapture {
     std::function<void()> op;  // empty for an event record or wait
     std::string details;
     int record = -1, wait = -1;  // the slot recorded or waited for
+    std::function<void()> on_issue;
   };
   std::string unjoined_members() const;  // under mutex_
 

@@ -18,11 +18,13 @@ CpuQueue::~CpuQueue() {
   worker_.join();
 }
 
-void CpuQueue::enqueue(const char* name, std::function<void()> op, std::string details) {
+void CpuQueue::enqueue(const char* name, std::function<void()> op, std::string details,
+                       std::function<void()> on_issue) {
   if (CpuCapture* graph = capture()) {  // outside the queue's lock: the capture locks its own
-    graph->add_op(this, name, std::move(op), std::move(details));
+    graph->add_op(this, name, std::move(op), std::move(details), std::move(on_issue));
     return;
   }
+  if (on_issue) on_issue();
   Task task{name, std::move(op), std::move(details), false, {}};
   if (KernelLog::on() && !PoolPoisoning::on_this_thread() && KernelLog::current_run() != KernelLog::kNoRun) {
     task.logged = true;  // the range and the run are the enqueuing thread's

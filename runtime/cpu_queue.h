@@ -25,7 +25,8 @@ class CpuQueue final : public HostQueue {
   CpuQueue(const CpuQueue&) = delete;
   CpuQueue& operator=(const CpuQueue&) = delete;
 
-  void enqueue(const char* name, std::function<void()> op, std::string details = {}) override;
+  void enqueue(const char* name, std::function<void()> op, std::string details = {},
+               std::function<void()> on_issue = {}) override;
   bool recording() const override;
   void synchronize() override;
   CpuCapture* capture() const override;

@@ -31,12 +31,13 @@ struct Stream {
 };
 
 // Runs `op` in the order of stream `s` on the CPU: on its worker, or now when it has none.
-// `details`: see HostQueue::enqueue.
+// `details` and `on_issue`: see HostQueue::enqueue.
 template <class F>
-void run_on(const Stream& s, const char* name, F&& op, std::string details = {}) {
+void run_on(const Stream& s, const char* name, F&& op, std::string details = {}, std::function<void()> on_issue = {}) {
   if (s.queue) {
-    s.queue->enqueue(name, std::function<void()>(std::forward<F>(op)), std::move(details));
+    s.queue->enqueue(name, std::function<void()>(std::forward<F>(op)), std::move(details), std::move(on_issue));
   } else {
+    if (on_issue) on_issue();
     detail::run_inline(name, op);
   }
 }
