@@ -1,7 +1,8 @@
 # Shared by the experiment scripts: options, the launcher, the binaries and the plotter.
 #   --scale tiny|local|paper   (env SCALE, default local)
 #   --backend cpu|cuda         (env BACKEND, default cpu)
-#   --ranks N                  (env RANKS; default: the script's, else 4 on cpu, the GPU count on cuda;
+#   --ranks N                  (env RANKS; default: the script's, else a Slurm job's tasks, else 4 on
+#                               cpu, the GPU count on cuda;
 #                               single-rank experiments take 1 and refuse any other --ranks)
 #   --results DIR              (env MOEBENCH_RESULTS) where the CSVs and plots go. Default: results/,
 #                               the committed set, for the local scale on the cpu backend; results-<scale>/
@@ -10,7 +11,8 @@
 #   --replace                  a results folder holding another scale's or backend's CSVs for this
 #                               experiment is refused (its CSVs would mix); --replace removes them first.
 #   anything else is passed to the bench binary.
-# Launcher: MOEBENCH_LAUNCHER=mpirun (default) | srun (default under Slurm) | none;
+# Launcher: MOEBENCH_LAUNCHER=mpirun (default) | srun (default under Slurm; with --mpi=pmix unless
+# MOEBENCH_LAUNCHER_ARGS names another --mpi) | none;
 # MOEBENCH_LAUNCHER_ARGS adds arguments to it. MOEBENCH_NSYS=1 wraps each rank in
 # `nsys profile --capture-range=cudaProfilerApi` and passes --profile to the bench.
 # Everything is checked before anything is launched: a bad option, a missing binary or more
@@ -76,6 +78,7 @@ moebench_parse_args() {
   case "$BACKEND" in cpu|cuda) ;; *) moebench_die "--backend: '$BACKEND' is not a backend; allowed: cpu or cuda" ;; esac
   if [ -z "${RANKS:-}" ]; then
     if [ "$single_rank" = 1 ]; then RANKS=1
+    elif [ -n "${SLURM_NTASKS:-}" ]; then RANKS="$SLURM_NTASKS"  # a Slurm job's tasks
     elif [ "$BACKEND" = cuda ]; then RANKS="$(moebench_gpu_count)"; [ "${RANKS:-0}" -ge 1 ] || RANKS=1
     else RANKS=4
     fi
@@ -186,7 +189,11 @@ moebench_launch() {
   # shellcheck disable=SC2206
   local extra=(${MOEBENCH_LAUNCHER_ARGS:-})
   case "$launcher" in
-    srun) srun -n "$RANKS" "${extra[@]}" "${cmd[@]}" ;;
+    srun)
+      # Open MPI finds srun's tasks only through PMIx; a task that fails ends the step.
+      local mpi=(--mpi=pmix)
+      [[ " ${extra[*]} " == *" --mpi="* ]] && mpi=()
+      srun -n "$RANKS" "${mpi[@]}" --kill-on-bad-exit=1 "${extra[@]}" "${cmd[@]}" ;;
     mpirun)
       local flags=(-np "$RANKS")
       [ "$(id -u)" -eq 0 ] && flags+=(--allow-run-as-root)

@@ -1,12 +1,16 @@
 // NCCL communicator for GPU buffers. The unique id travels over MPI_Bcast (or is local at a
-// world of one). wait() polls the stream and ncclCommGetAsyncError: an asynchronous error
-// or an operation running past the timeout aborts the communicator and raises Error, which
-// ends the whole job instead of leaving ranks hanging in a collective.
+// world of one). Every host call that can wait for a peer -- the bootstrap, the first use of a
+// communicator (NCCL connects to the peers then, on the host), a barrier, wait() -- runs under
+// the watchdog (--comm-timeout), and the communicator is registered for runtime/peer_wait.h:
+// every host wait polls its asynchronous error, and the watchdog aborts it before it ends the
+// process, so a stopped peer ends the whole job instead of leaving ranks hanging in a collective.
+#include <atomic>
 #include <chrono>
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <thread>
 #include "runtime/comm.h"
+#include "runtime/peer_wait.h"
 #include "runtime/runtime.h"
 #include "kernels/cuda_check.cuh"
 #include "runtime/cuda_stream.h"
@@ -45,14 +49,16 @@ ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::sum ? ncclSum : ncclMa
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(ncclComm_t comm, double timeout_s) : comm_(comm), timeout_s_(timeout_s) {
+  explicit NcclCommunicator(ncclComm_t comm) : comm_(comm) {
     NCCL_CHECK(ncclCommUserRank(comm_, &rank_), comm_);
     NCCL_CHECK(ncclCommCount(comm_, &size_), comm_);
     MOEBENCH_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(int)));
+    register_comm_health(this, CommHealth{[this] { return async_error(); }, [this] { abort(); }});
   }
   ~NcclCommunicator() override {
+    unregister_comm_health(this);
     cudaFree(barrier_word_);
-    if (comm_) ncclCommDestroy(comm_);
+    if (!aborted_) ncclCommDestroy(comm_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -60,6 +66,7 @@ class NcclCommunicator final : public Communicator {
   std::string link() const override { return "measured: NCCL"; }
 
   void all_to_all(const void* send, void* recv, std::size_t count, DType t, const Stream& s) override {
+    Watchdog::Scope watch("all_to_all (nccl)");  // a first use connects to the peers on the host
     const std::size_t block = bytes_of(count, t);
     NCCL_CHECK(ncclGroupStart(), comm_);
     for (int p = 0; p < size_; ++p) {
@@ -72,6 +79,7 @@ class NcclCommunicator final : public Communicator {
   void all_to_all_v(const void* send, const std::vector<std::size_t>& sc, const std::vector<std::size_t>& sd,
                     void* recv, const std::vector<std::size_t>& rc, const std::vector<std::size_t>& rd, DType t,
                     const Stream& s) override {
+    Watchdog::Scope watch("all_to_all_v (nccl)");  // a first use connects to the peers on the host
     check_all_to_all_v(size_, sc, sd, rc, rd);
     NCCL_CHECK(ncclGroupStart(), comm_);
     for (int p = 0; p < size_; ++p) {
@@ -82,68 +90,79 @@ class NcclCommunicator final : public Communicator {
   }
 
   void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, const Stream& s) override {
+    Watchdog::Scope watch("all_reduce (nccl)");  // a first use connects to the peers on the host
     NCCL_CHECK(ncclAllReduce(send, recv, count, nccl_type(t), nccl_op(op), comm_, cuda_stream(s)), comm_);
   }
   void all_gather(const void* send, void* recv, std::size_t count, DType t, const Stream& s) override {
+    Watchdog::Scope watch("all_gather (nccl)");  // a first use connects to the peers on the host
     NCCL_CHECK(ncclAllGather(send, recv, count, nccl_type(t), comm_, cuda_stream(s)), comm_);
   }
   void reduce_scatter(const void* send, void* recv, std::size_t n, DType t, ReduceOp op, const Stream& s) override {
+    Watchdog::Scope watch("reduce_scatter (nccl)");  // a first use connects to the peers on the host
     NCCL_CHECK(ncclReduceScatter(send, recv, n, nccl_type(t), nccl_op(op), comm_, cuda_stream(s)), comm_);
   }
   void send(const void* buf, std::size_t count, DType t, int peer, const Stream& s) override {
+    Watchdog::Scope watch("send (nccl)");  // a first use connects to the peers on the host
     NCCL_CHECK(ncclSend(buf, count, nccl_type(t), peer, comm_, cuda_stream(s)), comm_);
   }
   void recv(void* buf, std::size_t count, DType t, int peer, const Stream& s) override {
+    Watchdog::Scope watch("recv (nccl)");  // a first use connects to the peers on the host
     NCCL_CHECK(ncclRecv(buf, count, nccl_type(t), peer, comm_, cuda_stream(s)), comm_);
   }
   void send_recv(const void* send, int dst, void* recv, int src, std::size_t count, DType t, const Stream& s) override {
+    Watchdog::Scope watch("send_recv (nccl)");  // a first use connects to the peers on the host
     NCCL_CHECK(ncclGroupStart(), comm_);
     NCCL_CHECK(ncclSend(send, count, nccl_type(t), dst, comm_, cuda_stream(s)), comm_);
     NCCL_CHECK(ncclRecv(recv, count, nccl_type(t), src, comm_, cuda_stream(s)), comm_);
     NCCL_CHECK(ncclGroupEnd(), comm_);
   }
   void barrier(const Stream& s) override {
-    NCCL_CHECK(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_, cuda_stream(s)), comm_);
-    wait(s);
+    {
+      Watchdog::Scope watch("barrier (nccl)");
+      NCCL_CHECK(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_, cuda_stream(s)), comm_);
+    }
+    wait_on("barrier (nccl)", s);
   }
 
-  void wait(const Stream& s) override {
-    const auto start = std::chrono::steady_clock::now();
-    for (;;) {
-      const cudaError_t q = cudaStreamQuery(cuda_stream(s));
-      if (q == cudaSuccess) return;
-      if (q != cudaErrorNotReady) MOEBENCH_CUDA_CHECK(q);
-      ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &async);
-      if (async != ncclSuccess && async != ncclInProgress) {
-        ncclCommAbort(comm_);
-        comm_ = nullptr;
-        throw Error(std::string("NCCL asynchronous error: ") + ncclGetErrorString(async));
-      }
-      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (waited > timeout_s_) {
-        ncclCommAbort(comm_);
-        comm_ = nullptr;
-        throw Error("NCCL operation did not complete in " + std::to_string(int(timeout_s_)) +
-                    " s (--comm-timeout); a peer rank may have failed");
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-  }
+  void wait(const Stream& s) override { wait_on("wait for a communicator's operations (nccl)", s); }
 
   // A communicator of the same ranks for collectives in flight beside this one's.
   std::unique_ptr<Communicator> dup() override { return split(0, rank_); }
 
   std::unique_ptr<Communicator> split(int color, int key) override {
     ncclComm_t sub = nullptr;
-    NCCL_CHECK(ncclCommSplit(comm_, color, key, &sub, nullptr), comm_);
+    {
+      Watchdog::Scope watch("communicator split (nccl)");
+      NCCL_CHECK(ncclCommSplit(comm_, color, key, &sub, nullptr), comm_);
+    }
     if (!sub) throw Error("ncclCommSplit returned no communicator for colour " + std::to_string(color));
-    return std::make_unique<NcclCommunicator>(sub, timeout_s_);
+    return std::make_unique<NcclCommunicator>(sub);
   }
 
  private:
+  // The stream's work done, polling the communicators' errors, under the watchdog.
+  void wait_on(const char* operation, const Stream& s) {
+    wait_for_peers(operation, [&] {
+      const cudaError_t q = cudaStreamQuery(cuda_stream(s));
+      if (q == cudaErrorNotReady) return false;
+      MOEBENCH_CUDA_CHECK(q);
+      return true;
+    });
+  }
+  std::string async_error() {
+    if (aborted_) return {};
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    if (async == ncclSuccess || async == ncclInProgress) return {};
+    return "rank " + std::to_string(rank_) + " of an NCCL communicator of " + std::to_string(size_) + ": " +
+           ncclGetErrorString(async);
+  }
+  void abort() {
+    if (!aborted_.exchange(true)) ncclCommAbort(comm_);
+  }
+
   ncclComm_t comm_;
-  double timeout_s_;
+  std::atomic<bool> aborted_{false};
   int rank_ = 0, size_ = 1;
   void* barrier_word_ = nullptr;
 };
@@ -157,17 +176,25 @@ std::string nccl_version() {
   return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
 }
 
+// `timeout_s` is --comm-timeout, which the watchdog applies to every wait (runtime/peer_wait.h).
 std::unique_ptr<Communicator> make_nccl_communicator(const Runtime& rt, double timeout_s) {
+  Watchdog::set_timeout(timeout_s);
   ncclUniqueId id;
   if (rt.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id), nullptr);
 #if MOEBENCH_WITH_MPI
-  if (rt.world() > 1) MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  if (rt.world() > 1) {
+    Watchdog::Scope watch("NCCL bootstrap (MPI_Bcast of the unique id)");
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  }
 #else
   if (rt.world() > 1) throw Error("NCCL bootstrap needs MPI for more than one rank; this build has none");
 #endif
   ncclComm_t comm = nullptr;
-  NCCL_CHECK(ncclCommInitRank(&comm, rt.world(), id, rt.rank()), nullptr);
-  return std::make_unique<NcclCommunicator>(comm, timeout_s);
+  {
+    Watchdog::Scope watch("ncclCommInitRank (every rank joins)");
+    NCCL_CHECK(ncclCommInitRank(&comm, rt.world(), id, rt.rank()), nullptr);
+  }
+  return std::make_unique<NcclCommunicator>(comm);
 }
 
 }  // namespace moebench

@@ -12,9 +12,13 @@
 #include "kernels/cublas_check.h"
 #include "kernels/cuda_check.cuh"
 #include "runtime/cuda_stream.h"
+#include "runtime/watchdog.h"
 #endif
 
 namespace moebench {
+namespace detail {
+void cuda_stream_synchronize(void* stream);  // runtime/stream_cuda.cpp
+}
 
 #if MOEBENCH_WITH_CUDA
 
@@ -124,7 +128,11 @@ void Device::cuda_memory(std::size_t* free_bytes, std::size_t* total_bytes) cons
   MOEBENCH_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
 }
 
-void Device::cuda_synchronize() const { MOEBENCH_CUDA_CHECK(cudaDeviceSynchronize()); }
+// The device's streams may hold NCCL's kernels: a stopped peer ends the wait through the watchdog.
+void Device::cuda_synchronize() const {
+  Watchdog::Scope watch("device synchronize (cuda)");
+  MOEBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 void Device::cuda_copy(void* dst, const void* src, std::size_t bytes, int kind, const Stream& s) const {
   if (!bytes) return;
@@ -132,7 +140,7 @@ void Device::cuda_copy(void* dst, const void* src, std::size_t bytes, int kind, 
                            : kind == 2 ? cudaMemcpyDefault
                                        : cudaMemcpyDeviceToHost;
   MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, k, cuda_stream(s)));
-  if (kind == 1) MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(s)));
+  if (kind == 1) detail::cuda_stream_synchronize(s.handle);  // under the deadline of runtime/peer_wait.h
 }
 
 void Device::cuda_fill_zero(void* dst, std::size_t bytes, const Stream& s) const {

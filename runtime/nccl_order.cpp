@@ -34,12 +34,12 @@ const char* interned(const std::string& text) {
   return names->insert(text).first->c_str();
 }
 
-struct Registry {
+struct OrderRegistry {
   std::mutex mutex;
   std::vector<std::shared_ptr<IssueOrder>> orders;  // kept after their communicators, until forgotten
 };
-Registry& registry() {
-  static Registry* r = new Registry;
+OrderRegistry& order_registry() {
+  static OrderRegistry* r = new OrderRegistry;
   return *r;
 }
 
@@ -102,14 +102,14 @@ std::uint64_t IssuedTickets::pop() {
 }
 
 void register_issue_order(const std::shared_ptr<IssueOrder>& order) {
-  std::lock_guard<std::mutex> lock(registry().mutex);
-  registry().orders.push_back(order);
+  std::lock_guard<std::mutex> lock(order_registry().mutex);
+  order_registry().orders.push_back(order);
 }
 
 std::vector<std::string> communicators_on_several_streams() {
   std::vector<std::string> out;
-  std::lock_guard<std::mutex> lock(registry().mutex);
-  for (const auto& order : registry().orders) {
+  std::lock_guard<std::mutex> lock(order_registry().mutex);
+  for (const auto& order : order_registry().orders) {
     auto streams = order->streams();
     if (streams.size() < 2) continue;
     std::sort(streams.begin(), streams.end());
@@ -121,8 +121,8 @@ std::vector<std::string> communicators_on_several_streams() {
 }
 
 void forget_communicator_streams() {
-  std::lock_guard<std::mutex> lock(registry().mutex);
-  auto& orders = registry().orders;
+  std::lock_guard<std::mutex> lock(order_registry().mutex);
+  auto& orders = order_registry().orders;
   for (const auto& order : orders) order->forget_streams();
   orders.erase(std::remove_if(orders.begin(), orders.end(), [](const auto& o) { return o.use_count() == 1; }), orders.end());
 }

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include "runtime/launcher_check.h"
 #include "runtime/watchdog.h"
 #if MOEBENCH_WITH_MPI
 #include <mpi.h>
@@ -20,6 +21,7 @@ Runtime::Runtime(int& argc, char**& argv, std::string program) : program_(std::m
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    refuse_srun_without_pmi(program_);
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     owns_mpi_ = true;
@@ -39,6 +41,7 @@ Runtime::Runtime(int& argc, char**& argv, std::string program) : program_(std::m
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_);
+  if (owns_mpi_) refuse_world_unlike_srun(program_, world_);
   MPI_Comm node;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &local_rank_);

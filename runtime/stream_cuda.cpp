@@ -9,6 +9,7 @@
 #include <vector>
 #include "kernels/cuda_check.cuh"
 #include "runtime/cuda_stream.h"
+#include "runtime/peer_wait.h"
 #endif
 
 namespace moebench::detail {
@@ -16,7 +17,20 @@ namespace moebench::detail {
 #if MOEBENCH_WITH_CUDA
 static cudaEvent_t ce(void* e) { return static_cast<cudaEvent_t>(e); }
 
-void cuda_stream_synchronize(void* stream) { MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(stream))); }
+// The host's waits for the device: the work waited for may hold NCCL's kernels, which wait for
+// their peers, so each wait has the watchdog's deadline and polls the communicators' errors.
+template <class Query>
+static void wait_for_device(const char* operation, Query query) {
+  wait_for_peers(operation, [&] {
+    const cudaError_t e = query();
+    if (e == cudaErrorNotReady) return false;
+    MOEBENCH_CUDA_CHECK(e);
+    return true;
+  });
+}
+void cuda_stream_synchronize(void* stream) {
+  wait_for_device("stream synchronize (cuda)", [s = cuda_stream(stream)] { return cudaStreamQuery(s); });
+}
 // Destroyed events' handles, per device and use, for the next events to take (Event::
 // cuda_handles_created). Leaked on purpose: events may be destroyed during static destruction.
 struct EventHandles {
@@ -61,7 +75,9 @@ std::size_t cuda_event_handles_created() {
   return h.created;
 }
 void cuda_event_record(void* event, void* stream) { MOEBENCH_CUDA_CHECK(cudaEventRecord(ce(event), cuda_stream(stream))); }
-void cuda_event_synchronize(void* event) { MOEBENCH_CUDA_CHECK(cudaEventSynchronize(ce(event))); }
+void cuda_event_synchronize(void* event) {
+  wait_for_device("event synchronize (cuda)", [e = ce(event)] { return cudaEventQuery(e); });
+}
 bool cuda_event_query(void* event) {
   const cudaError_t e = cudaEventQuery(ce(event));
   if (e == cudaErrorNotReady) return false;
@@ -69,7 +85,7 @@ bool cuda_event_query(void* event) {
   return true;
 }
 double cuda_event_elapsed_ms(void* start, void* stop) {
-  MOEBENCH_CUDA_CHECK(cudaEventSynchronize(ce(stop)));
+  cuda_event_synchronize(stop);
   float ms = 0.f;
   MOEBENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, ce(start), ce(stop)));
   return ms;
@@ -92,7 +108,7 @@ double cuda_event_time_us(void* event) {
     MOEBENCH_CUDA_CHECK(cudaEventSynchronize(base));
     base_us = Timeline::now_us();
   });
-  MOEBENCH_CUDA_CHECK(cudaEventSynchronize(ce(event)));
+  cuda_event_synchronize(event);
   float ms = 0.f;
   MOEBENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, base, ce(event)));
   return base_us + double(ms) * 1e3;

@@ -1,4 +1,5 @@
 #include "runtime/watchdog.h"
+#include "runtime/peer_wait.h"
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -52,6 +53,7 @@ void watch() {
                      "rank is stopped, dead or far behind, so the job is ended\n",
                      s.program.c_str(), s.rank, op, limit, waited);
         std::fflush(stderr);
+        abort_registered_comms();  // NCCL's kernels stop waiting for the peer (ncclCommAbort)
         std::_Exit(1);  // the launcher sees a rank end without finalizing and ends the others
       }
     }

@@ -2,9 +2,10 @@
 // backend too (a blocking MPI call waiting for a stopped or dead peer never returns). A
 // background thread watches the operations in flight (several at once: one per stream worker
 // and the host); past the timeout it prints the rank and the operation and exits, and the
-// launcher then ends every other rank. NCCL's waits apply the same timeout themselves.
+// launcher then ends every other rank. On CUDA the host's waits on peers run under it too.
 // It fires within the timeout plus one poll interval (kPollSeconds) and the time the watcher
-// thread takes to be scheduled.
+// thread takes to be scheduled. Before it exits it aborts the communicators registered in
+// runtime/peer_wait.h (NCCL's), so no kernel of this rank keeps waiting for its peers.
 #pragma once
 #include <cstdint>
 

@@ -7,7 +7,8 @@ source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
 set -euo pipefail
 
 packages=(cmake g++ make libbenchmark-dev libgtest-dev libcli11-dev libfccp-dev
-          libopenmpi-dev openmpi-bin libopenblas-dev python3-matplotlib python3-torch)
+          libopenmpi-dev openmpi-bin libopenblas-dev python3-matplotlib python3-torch
+          slurmd slurmctld slurm-client munge)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -7,6 +7,8 @@
 # --results DIR.
 #   experiments/claims/report.sh
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
 moebench_parse_args --single-rank "$@"
 bin="$MOEBENCH_BUILD/tools/moebench_claims"

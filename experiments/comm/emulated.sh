@@ -5,5 +5,7 @@
 # "emulated: ...") and results/comm_emulated/comm/busbw.png.
 #   experiments/comm/emulated.sh [--scale local] [--ranks N] [--link-bandwidth GB/s] [--link-latency us] [bench options]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
 MOEBENCH_NESTED=comm_emulated moebench_experiment comm moebench_comm comm.py --link-bandwidth 1 --link-latency 5 --min-bytes 64K "$@"

@@ -5,6 +5,8 @@
 # sweep of settings that explains the result: results/m6t/cv_sweep.csv and cv_sweep.png (the
 # sweep trains the stack 16 more times: at the paper scale only when --sweep is given).
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
 scale="${SCALE:-local}"
 args=("$@")

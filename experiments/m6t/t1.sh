@@ -4,6 +4,8 @@
 # and each row's ratio to top-1. Writes results/m6t/t1.csv and t1.png.
 #   experiments/m6t/t1.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
 RANKS="${RANKS:-4}"
 moebench_experiment m6t moebench_m6t_t1 m6t_t1.py "$@"

@@ -8,6 +8,8 @@
 # On one GPU (--backend cuda --ranks 1) the link's values come from models/profiles/h100-node.csv.
 #   experiments/models/profile.sh [--scale local] [--backend cpu|cuda] [--ranks N] [--name NAME] [--link-profile P]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
 RANKS="${RANKS:-4}"
 moebench_parse_args "$@"

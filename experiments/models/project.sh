@@ -6,6 +6,8 @@
 # --backend and --ranks (the main job passes them to every script) do not change a projection.
 #   experiments/models/project.sh [--ppmoe-profile NAME|CSV] [--m6t-profile NAME|CSV]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
 moebench_parse_args --single-rank "$@"
 bin="$MOEBENCH_BUILD/tools/moebench_project"

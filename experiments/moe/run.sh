@@ -10,6 +10,8 @@
 # results/moe/layer_<dispatcher>.csv, kernels_<dispatcher>.csv, torch_layer.csv and layer_breakdown.png.
 #   experiments/moe/run.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options, e.g. --popularity zipf:1.2]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
 RANKS="${RANKS:-2}"  # local scale: one rank per core
 MOEBENCH_BENCH=moebench_moe_layer

@@ -4,5 +4,7 @@
 # Writes results/mpmoe/f14.csv and f14.png (with pm.csv where the performance model runs).
 #   experiments/mpmoe/f14.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/common.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/common.sh"
 mpmoe_figure f14 "$@"

@@ -5,6 +5,8 @@
 # a cluster e.g. "8 32 64") and merges the rows into results/mpmoe/f15.csv and f15.png.
 #   experiments/mpmoe/f15.sh [--scale local] [--backend cpu|cuda] [bench options]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/common.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/common.sh"
 moebench_parse_args "$@"
 py="$(moebench_python)" || exit 2

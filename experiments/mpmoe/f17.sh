@@ -8,6 +8,8 @@
 # bench writes results/mpmoe/f17.csv saying why it was not measured.
 #   sbatch -N 8 --gpus-per-node 8 --ntasks-per-node 8 experiments/mpmoe/f17.sh --scale paper --backend cuda
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/common.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/common.sh"
 moebench_parse_args "$@"
 nodes="${SLURM_JOB_NUM_NODES:-1}"

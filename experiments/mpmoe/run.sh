@@ -7,6 +7,8 @@
 # three Table 3 layers, B from 2k to 32k, one rank per GPU.
 #   experiments/mpmoe/run.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/common.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/common.sh"
 moebench_parse_args "$@"
 py="$(moebench_python)" || exit 2

@@ -8,6 +8,8 @@
 # most as many ops at once as there are cores), merged into results/pipe/bubble.csv; bubble.png.
 #   experiments/pipe/bubble.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
 RANKS="${RANKS:-2}"
 moebench_parse_args "$@"

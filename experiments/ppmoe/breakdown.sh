@@ -6,5 +6,7 @@
 # and over the emulated link of common.sh (results/ppmoe_emulated/ppmoe/); t1_t3.png beside them.
 #   experiments/ppmoe/breakdown.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/common.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/common.sh"
 ppmoe_experiment moebench_ppmoe_breakdown ppmoe_breakdown.py "$@"

@@ -6,5 +6,7 @@
 # (results/ppmoe_emulated/ppmoe/t2.csv); t2.png beside each.
 #   experiments/ppmoe/t2.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/common.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/common.sh"
 ppmoe_experiment moebench_ppmoe_layouts ppmoe_t2.py "$@"

@@ -6,6 +6,8 @@
 # time and overhead ratio of each, and their after / before ratios (target <= 1.03).
 #   experiments/runtime/before_after.sh [--commit REV] [--rounds 3] [--ranks 2] [--scale local]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
 commit=4dbc02d
 rounds=3

@@ -5,6 +5,8 @@
 # over an emulated link. Writes results/runtime/slowdown.csv, overlap.csv and slowdown.png.
 #   experiments/runtime/slowdown.sh [--scale local] [--backend cpu|cuda] [--ranks N] [bench options]
 set -euo pipefail
+# sbatch runs a copy of this script from its spool folder: run the original, beside the project.
+[ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
 RANKS="${RANKS:-2}"  # comm needs a peer; one rank per core here
 moebench_experiment runtime moebench_slowdown runtime_slowdown.py "$@"

@@ -21,7 +21,7 @@ for bad in "--ranks 0|--ranks: '0' is not a whole number >= 1" "--backend tpu|--
   grep -qF "cluster_check: error: $says" <<<"$out" || fail "$args: no line saying \"$says\": $out"
   ! grep -q "collectives\|dispatchers" <<<"$out" || fail "$args: checks ran before the option was refused"
 done
-out="$("$src/scripts/cluster_check.sh" --ranks 2 --backend cpu --build "$build" 2>&1)" || fail "the real run failed: $out"
+out="$("$src/scripts/cluster_check.sh" --ranks 2 --backend cpu --build "$build" --work "$root/real" 2>&1)" || fail "the real run failed: $out"
 grep -q "every check that ran passed" <<<"$out" || fail "no closing line: $out"
 for c in all_reduce all_to_all expert_parallel ppmoe "a stopped rank" MoEDistributed PipelineMechanism DataParallel; do
   grep -q "$c .*ok" <<<"$out" || fail "no ok line for $c: $out"
@@ -37,7 +37,7 @@ STUB
 printf '#!/usr/bin/env bash\nexit 0\n' > "$root/bench/moebench_moe_layer"
 chmod +x "$root/bench/"*
 status=0
-out="$("$src/scripts/cluster_check.sh" --ranks 2 --backend cpu --build "$root" 2>&1)" || status=$?
+out="$("$src/scripts/cluster_check.sh" --ranks 2 --backend cpu --build "$root" --work "$root/stubs" 2>&1)" || status=$?
 [ "$status" = 1 ] || fail "exit $status with failing checks, not 1: $out"
 grep -q "collectives  all_reduce .*FAILED: 1 wrong elements" <<<"$out" || fail "the wrong element was not reported: $out"
 grep -q "dispatchers  local .*FAILED" <<<"$out" || fail "a layer without a dump passed: $out"

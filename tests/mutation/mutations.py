@@ -204,6 +204,32 @@ MUTATIONS = [
         "targets": [PIPE],
         "tests": PIPE_TESTS,
     },
+    # Host waits on peers (runtime/peer_wait.h): CUDA's stream, event and NCCL waits, tested on the CPU
+    {
+        "id": "peer_wait_without_deadline",
+        "mechanism": "a host wait on peers (a CUDA stream or event synchronize) outside the watchdog: it can wait forever",
+        "file": "runtime/peer_wait.h",
+        "edits": [("  Watchdog::Scope watch(operation);\n  auto pause", "  auto pause")],
+        "targets": [UNIT],
+        "tests": r"^PeerWait",
+    },
+    {
+        "id": "peer_wait_ignores_async_errors",
+        "mechanism": "a host wait on peers never asks the communicators for an asynchronous error",
+        "file": "runtime/peer_wait.h",
+        "edits": [("    if (const std::string error = comm_async_error(); !error.empty()) {",
+                   "    if (const std::string error; !error.empty()) {")],
+        "targets": [UNIT],
+        "tests": r"^PeerWait",
+    },
+    {
+        "id": "watchdog_leaves_nccl_running",
+        "mechanism": "the watchdog ends the process without aborting the NCCL communicators",
+        "file": "runtime/watchdog.cpp",
+        "edits": [("        abort_registered_comms();  // NCCL's kernels stop waiting for the peer (ncclCommAbort)\n", "")],
+        "targets": [UNIT],
+        "tests": r"^PeerWait",
+    },
     {
         "id": "link_double_wait",
         "mechanism": "the emulated link waits for the wire twice (time far above the link's)",

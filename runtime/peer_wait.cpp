@@ -1,0 +1,48 @@
+#include "runtime/peer_wait.h"
+#include <map>
+#include <mutex>
+
+namespace moebench {
+namespace {
+
+struct HealthRegistry {
+  std::timed_mutex mutex;  // timed: the watchdog must not wait forever behind a hung poll
+  std::map<const void*, CommHealth> comms;
+};
+HealthRegistry& health_registry() {
+  static HealthRegistry* r = new HealthRegistry;  // never destroyed: the watchdog may abort at exit
+  return *r;
+}
+
+}  // namespace
+
+void register_comm_health(const void* key, CommHealth health) {
+  std::lock_guard<std::timed_mutex> lock(health_registry().mutex);
+  health_registry().comms[key] = std::move(health);
+}
+
+void unregister_comm_health(const void* key) {
+  std::lock_guard<std::timed_mutex> lock(health_registry().mutex);
+  health_registry().comms.erase(key);
+}
+
+std::string comm_async_error() {
+  std::lock_guard<std::timed_mutex> lock(health_registry().mutex);
+  for (auto& [key, health] : health_registry().comms)
+    if (health.async_error)
+      if (std::string e = health.async_error(); !e.empty()) return e;
+  return {};
+}
+
+void abort_registered_comms() {
+  std::map<const void*, CommHealth> comms;
+  {
+    std::unique_lock<std::timed_mutex> lock(health_registry().mutex, std::chrono::seconds(1));
+    if (!lock.owns_lock()) return;
+    comms.swap(health_registry().comms);
+  }
+  for (auto& [key, health] : comms)
+    if (health.abort) health.abort();
+}
+
+}  // namespace moebench

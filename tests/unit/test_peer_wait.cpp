@@ -1,0 +1,55 @@
+// Host waits on peers (runtime/peer_wait.h), the path CUDA's stream, event and NCCL waits take,
+// exercised on the CPU: a wait past --comm-timeout ends the process through the watchdog, naming
+// the rank and the wait, after aborting every registered communicator; a communicator's
+// asynchronous error aborts them and fails the wait with its name.
+#include <gtest/gtest.h>
+#include <atomic>
+#include <cstdio>
+#include "runtime/peer_wait.h"
+
+namespace moebench {
+namespace {
+
+TEST(PeerWaitDeathTest, AWaitPastTheTimeoutAbortsTheCommunicatorsAndEndsTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        Watchdog::set_identity("moebench_test", 2);
+        Watchdog::set_timeout(0.5);
+        register_comm_health(this, CommHealth{[] { return std::string(); },
+                                              [] { std::fprintf(stderr, "the communicator was aborted\n"); }});
+        wait_for_peers("event synchronize (cuda)", [] { return false; });
+      },
+      ::testing::ExitedWithCode(1),
+      "moebench_test: rank 2: error: event synchronize \\(cuda\\) did not complete within 0.5 s(.|\n)*"
+      "the communicator was aborted");
+}
+
+TEST(PeerWait, AnAsynchronousErrorAbortsTheCommunicatorsAndFailsTheWaitByName) {
+  std::atomic<int> polls{0}, aborted{0};
+  const int key = 0;
+  register_comm_health(&key, CommHealth{[&] { return ++polls >= 3 ? std::string("peer 1 went away") : std::string(); },
+                                        [&] { ++aborted; }});
+  try {
+    wait_for_peers("stream synchronize (cuda)", [] { return false; });
+    ADD_FAILURE() << "the wait ended without an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "stream synchronize (cuda): a communicator failed: peer 1 went away");
+  }
+  EXPECT_EQ(aborted.load(), 1);
+  EXPECT_EQ(comm_async_error(), "") << "an aborted communicator stays registered";
+  unregister_comm_health(&key);
+}
+
+TEST(PeerWait, AWaitThatEndsInTimeLeavesTheCommunicatorsAlone) {
+  std::atomic<int> aborted{0}, polls{0};
+  const int key = 0;
+  register_comm_health(&key, CommHealth{[] { return std::string(); }, [&] { ++aborted; }});
+  wait_for_peers("stream synchronize (cuda)", [&] { return ++polls > 5; });
+  EXPECT_EQ(aborted.load(), 0);
+  EXPECT_EQ(Watchdog::watched(), 0);
+  unregister_comm_health(&key);
+}
+
+}  // namespace
+}  // namespace moebench
