@@ -6,6 +6,7 @@
 // process, so a stopped peer ends the whole job instead of leaving ranks hanging in a collective.
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <thread>
@@ -179,6 +180,10 @@ std::string nccl_version() {
 // `timeout_s` is --comm-timeout, which the watchdog applies to every wait (runtime/peer_wait.h).
 std::unique_ptr<Communicator> make_nccl_communicator(const Runtime& rt, double timeout_s) {
   Watchdog::set_timeout(timeout_s);
+  // Several ranks sharing one GPU for a test of the multi-rank logic: NCCL refuses two ranks of
+  // one host on one device, so each rank is made a host of its own (its socket transport joins them).
+  if (const char* own = std::getenv("MOEBENCH_NCCL_HOSTID_PER_RANK"); own && std::string(own) == "1")
+    setenv("NCCL_HOSTID", ("moebench-rank-" + std::to_string(rt.rank())).c_str(), 1);
   ncclUniqueId id;
   if (rt.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id), nullptr);
 #if MOEBENCH_WITH_MPI

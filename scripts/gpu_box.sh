@@ -5,8 +5,11 @@
 # GPU tests, runs the GPU tests again under compute-sanitizer (memcheck, and racecheck on our
 # own shared-memory kernels; any report fails), and runs the GPU benchmarks at the given scale.
 # MOEBENCH_REQUIRE_GPU=1 throughout: a GPU test that finds no usable GPU fails here.
-#   scripts/gpu_box.sh [build|test|sanitize|bench|targets|all|lease] [--scale paper] [--dtype fp16]
+#   scripts/gpu_box.sh [build|test|sanitize|bench|targets|all|lease|multirank] [--scale paper] [--dtype fp16]
 #                      [--results DIR] [--budget SECONDS] [--cases NAME[,NAME...]] [--tests FILTER]
+#                      [--backend cuda|cpu]
+# multirank: the multi-rank path at 2 and 4 ranks sharing the GPU (scripts/gpu_multirank.sh), with
+# Debian's Open MPI carried in .deps; into $OUT (else RESULTS/multirank). --backend cpu: its dry run.
 # targets: the GPU targets alone (scripts/gpu_targets.sh, bf16 unless --dtype says otherwise), a
 # few minutes, where bench runs every experiment.
 # lease: what one device lease holds, in one call of --budget seconds (default 540): the build of
@@ -36,21 +39,22 @@ dtype=fp16  # the documents train in fp16
 dtype_given=""
 results="$PWD/results/cuda"  # beside the CPU results, not over them
 budget=540
-cases=() tests="*"
+cases=() tests="*" mr_backend=cuda
 while [ $# -gt 0 ]; do
   case "$1" in
-    --scale|--results|--dtype|--budget|--cases|--tests)
+    --scale|--results|--dtype|--budget|--cases|--tests|--backend)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "gpu_box.sh: error: $1: needs a value" >&2; exit 2; }
       case "$1" in
         --scale) scale="$2" ;; --results) results="$2" ;; --dtype) dtype="$2"; dtype_given="$2" ;; --budget) budget="$2" ;;
-        --cases) cases=(--cases "$2") ;; --tests) tests="$2" ;;
+        --cases) cases=(--cases "$2") ;; --tests) tests="$2" ;; --backend) mr_backend="$2" ;;
       esac
       shift 2 ;;
-    *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --dtype, --results, --budget, --cases, --tests)" >&2
+    *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --dtype, --results, --budget, --cases, --tests, --backend)" >&2
        exit 2 ;;
   esac
 done
-case "$step" in build|test|sanitize|bench|targets|all|lease) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench, targets, all or lease" >&2; exit 2 ;; esac
+case "$step" in build|test|sanitize|bench|targets|all|lease|multirank) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench, targets, all, lease or multirank" >&2; exit 2 ;; esac
+case "$mr_backend" in cuda|cpu) ;; *) echo "gpu_box.sh: error: --backend: '$mr_backend'; allowed: cuda, cpu (multirank's dry run)" >&2; exit 2 ;; esac
 if [ ${#cases[@]} -gt 0 ]; then  # a misspelt case must not cost a lease its build and tests first
   known=" $(scripts/gpu_targets.sh --list | tr '\n' ' ')"
   IFS=, read -r -a wanted <<< "${cases[1]}"
@@ -267,4 +271,8 @@ case "$step" in
   bench) do_bench ;;
   sanitize) do_sanitize ;;
   all) do_build; do_test; do_sanitize; do_targets; do_bench ;;
+  multirank)
+    unpack
+    [ "$mr_backend" = cuda ] && { find_nccl; find_cudnn; }
+    exec scripts/gpu_multirank.sh "$prefix" "${OUT:-$results/multirank}" "$mr_backend" ;;
 esac

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The multi-rank path on one GPU box (scripts/gpu_box.sh multirank runs this): Debian's Open MPI
+# from .deps (scripts/fetch_gpu_deps.sh), unpacked into the prefix and relocated there with
+# OPAL_PREFIX, a build with MPI and CUDA, then at 2 and 4 ranks sharing the GPU(s):
+#   - scripts/cluster_check.sh --backend cuda: NCCL's collectives element by element, the
+#     dispatchers against numpy, a stopped rank ending the job within --comm-timeout;
+#   - a 1F1B and a ZB-H1 step of the pipeline bench with 32 MiB messages (fp32, 2048 rows x 4096;
+#     8 MiB on the CPU, where NCCL's order makes them wait as NCCL would);
+#   - the multi-rank test suites, built with this MPI (on CPU ranks, in NCCL's order).
+# NCCL refuses two ranks on one GPU that share a host hash: each rank gets its own
+# (MOEBENCH_NCCL_HOSTID_PER_RANK=1 sets NCCL_HOSTID from the rank), and the ranks talk over NCCL's
+# socket transport on the loopback (NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_MNNVL_ENABLE=0):
+# this checks the program's multi-rank logic, not NCCL's fast transports, and times nothing.
+# --backend cpu runs the same on CPU ranks (a dry run where there is no GPU).
+#   scripts/gpu_multirank.sh PREFIX OUT [cuda|cpu]
+# Writes OUT/multirank.log (one line per check, "multirank: ... ok|FAILED") and a log per run;
+# exit 0 when every check passed.
+source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
+set -uo pipefail
+cd "$(dirname "$0")/.."
+prefix="${1:?PREFIX}" out="${2:?OUT}" backend="${3:-cuda}"
+case "$backend" in cuda|cpu) ;; *) echo "gpu_multirank.sh: error: backend '$backend'; allowed: cuda, cpu" >&2; exit 2 ;; esac
+mkdir -p "$out" || exit 1
+log="$out/multirank.log"
+: > "$log"
+say() { echo "multirank: $*" | tee -a "$log"; }
+failed=0
+
+# Open MPI from the prefix: its wrappers, launcher, daemons and components all found there.
+mpi="$prefix/usr"
+arch="$mpi/lib/x86_64-linux-gnu"
+if [ ! -x "$mpi/bin/mpirun.openmpi" ]; then
+  say "FAILED: no Open MPI in $prefix (run scripts/fetch_gpu_deps.sh, which now fetches it, and carry .deps)"
+  exit 1
+fi
+export OPAL_PREFIX="$mpi" OPAL_LIBDIR="$arch/openmpi/lib" OPAL_DATADIR="$mpi/share" OPAL_INCLUDEDIR="$arch/openmpi/include"
+export LD_LIBRARY_PATH="$arch/openmpi/lib:$arch:$arch/pmix2/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+mkdir -p "$prefix/mpi-bin"
+ln -sf "$mpi/bin/mpirun.openmpi" "$prefix/mpi-bin/mpirun"
+export PATH="$prefix/mpi-bin:$mpi/bin:$PATH"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export MPIRUN_FLAGS="--oversubscribe" OPENBLAS_NUM_THREADS=1
+export MOEBENCH_NCCL_HOSTID_PER_RANK=1 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_MNNVL_ENABLE=0
+say "Open MPI $(mpirun --version 2>&1 | head -1 | grep -o '[0-9][0-9.]*$') from $mpi; backend $backend; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+
+build="$PWD/build-multirank"
+cuda=OFF
+[ "$backend" = cuda ] && cuda=ON
+if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMOEBENCH_CUDA="$cuda" -DMOEBENCH_MPI=ON \
+      -DMPI_CXX_COMPILER="$mpi/bin/mpicxx.openmpi" -DMPIEXEC_EXECUTABLE="$mpi/bin/mpirun.openmpi" \
+      -DCMAKE_PREFIX_PATH="$prefix/usr" ${MOEBENCH_CMAKE_ARGS:-} > "$out/build.log" 2>&1 ||
+   ! cmake --build "$build" -j "$(nproc)" --target moebench_comm moebench_moe_layer moebench_pipe_bubble \
+      moebench_mpi_tests moebench_mpi_pipeline_tests >> "$out/build.log" 2>&1; then
+  say "FAILED: the build with MPI (see build.log: $(grep -m1 -i 'error' "$out/build.log"))"
+  exit 1
+fi
+say "build with MPI: ok"
+
+for ranks in 2 4; do
+  if scripts/cluster_check.sh --ranks "$ranks" --backend "$backend" --build "$build" --work "$out/check$ranks" \
+       > "$out/cluster_check_$ranks.log" 2>&1; then
+    say "cluster_check at $ranks ranks: ok"
+  else
+    failed=1
+    say "cluster_check at $ranks ranks: FAILED: $(grep -m3 FAILED "$out/cluster_check_$ranks.log" | tr '\n' ';')"
+  fi
+  sed 's/^/  /' "$out/cluster_check_$ranks.log" >> "$log"
+done
+
+# 1F1B and ZB-H1 with messages above NCCL's buffer: the two directions on one communicator deadlock.
+hidden=4096
+[ "$backend" = cpu ] && hidden=1024
+for ranks in 2 4; do
+  if MOEBENCH_MPI_AS_NCCL=1 timeout 300 mpirun -np "$ranks" "$build/bench/moebench_pipe_bubble" --backend "$backend" \
+       --scale tiny --schedules 1f1b,zb-h1 --micro-batches 4 --mini-batch 8192 --hidden "$hidden" --ffn "$hidden" --layers "$ranks" \
+       --comm-timeout 120 --out "$out/pipe$ranks" > "$out/pipe_$ranks.log" 2>&1; then
+    say "1F1B and ZB-H1 with $((2048 * hidden * 4 >> 20)) MiB messages at $ranks ranks: ok"
+  else
+    failed=1
+    say "1F1B and ZB-H1 with $((2048 * hidden * 4 >> 20)) MiB messages at $ranks ranks: FAILED: $(grep -m1 error "$out/pipe_$ranks.log")"
+  fi
+done
+
+# The multi-rank suites, in NCCL's order where they run on the CPU.
+for t in moebench_mpi_tests moebench_mpi_pipeline_tests; do
+  for ranks in 2 4; do
+    if MOEBENCH_MPI_AS_NCCL=1 MOEBENCH_POOL_POISON=1 timeout 600 mpirun -np "$ranks" "$build/tests/$t" \
+         > "$out/${t}_$ranks.log" 2>&1; then
+      say "$t at $ranks ranks: ok ($(grep -c '\[       OK \]' "$out/${t}_$ranks.log") ok, $(grep -c '\[  SKIPPED \] .*(' "$out/${t}_$ranks.log") skipped)"
+    else
+      failed=1
+      say "$t at $ranks ranks: FAILED: $(grep -m3 'FAILED  \]' "$out/${t}_$ranks.log" | tr '\n' ';')"
+    fi
+  done
+done
+
+if [ "$failed" = 0 ]; then say "every check passed"; else say "a check FAILED"; fi
+exit "$failed"
