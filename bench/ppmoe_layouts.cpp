@@ -61,7 +61,7 @@ class LayoutsBench final : public BenchProgram {
     add_whole(app, "--micro-batches", micro_opt_, 1, 1 << 12, "Micro-batches per step in the pipelined rows (default 4)");
     add_choice(app, "--layout", layout_opt_, {"dense", "dpmoe", "ppmoe"},
                "Run this layout instead of Table 2's rows (with --dp, --tp, --pp, --zero)");
-    add_whole(app, "--dp", dp_opt_, 1, 1 << 16, "--layout: data-parallel size (default 1)");
+    add_whole(app, "--dp", dp_opt_, 1, 1 << 16, "--layout: data-parallel size (default: the ranks over --tp x --pp)");
     add_whole(app, "--tp", tp_opt_, 1, 1 << 16, "--layout: tensor-parallel size (default 1)");
     add_whole(app, "--pp", pp_opt_, 1, 1 << 16, "--layout: pipeline stages (default 1)");
     add_flag(app, "--zero", zero_, "--layout: ZeRO-1 for the data-parallel gradients");
@@ -95,7 +95,12 @@ class LayoutsBench final : public BenchProgram {
     if (custom && !row_opt_.empty()) return "--rows: Table 2's rows, or --layout: not both";
     if (custom) {
       const LayoutKind k = layout_opt_ == "dense" ? LayoutKind::dense : layout_opt_ == "dpmoe" ? LayoutKind::dpmoe : LayoutKind::ppmoe;
-      const ParallelLayout l = ParallelLayout::of(k, dp_opt_.value_or(1), tp_opt_.value_or(1), pp_opt_.value_or(1), zero_);
+      const int tp = tp_opt_.value_or(1), pp = pp_opt_.value_or(1);
+      // As Megatron does, data parallelism takes the ranks that tensor and pipeline parallelism leave.
+      if (!dp_opt_ && W % (tp * pp) != 0)
+        return "--tp x --pp: " + std::to_string(tp) + " x " + std::to_string(pp) + " does not divide the job's " +
+               std::to_string(W) + " ranks (--dp is the ranks over --tp x --pp unless given)";
+      const ParallelLayout l = ParallelLayout::of(k, dp_opt_.value_or(W / (tp * pp)), tp, pp, zero_);
       if (l.dp * l.tp * l.pp != W)
         return "--dp x --tp x --pp: " + std::to_string(l.dp) + " x " + std::to_string(l.tp) + " x " + std::to_string(l.pp) +
                " = " + std::to_string(l.dp * l.tp * l.pp) + " ranks, but the job has " + std::to_string(W);

@@ -1,7 +1,7 @@
 # Shared by the experiment scripts: options, the launcher, the binaries and the plotter.
 #   --scale tiny|local|paper   (env SCALE, default local)
 #   --backend cpu|cuda         (env BACKEND, default cpu)
-#   --ranks N                  (env RANKS; default: the script's, else a Slurm job's tasks, else 4 on
+#   --ranks N                  (env RANKS; default: a Slurm job's tasks, else the script's, else 4 on
 #                               cpu, the GPU count on cuda;
 #                               single-rank experiments take 1 and refuse any other --ranks)
 #   --results DIR              (env MOEBENCH_RESULTS) where the CSVs and plots go. Default: results/,

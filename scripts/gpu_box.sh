@@ -81,13 +81,18 @@ unpack() {
     echo "gpu_box.sh: error: no .deps/debs/*.deb; run scripts/fetch_gpu_deps.sh on a Debian machine and carry .deps" >&2
     exit 1
   fi
-  mkdir -p "$prefix"
-  for deb in .deps/debs/*.deb; do
+  # Open MPI apart (multirank's): in the build's prefix it would shadow a cluster module's MPI.
+  local deb into
+  for deb in .deps/debs/*.deb .deps/mpi-debs/*.deb; do
+    [ -f "$deb" ] || continue
+    into="$prefix"
+    [[ "$deb" == .deps/mpi-debs/* ]] && into="$prefix/mpi"
+    mkdir -p "$into"
     if command -v dpkg-deb >/dev/null 2>&1; then
-      dpkg-deb -x "$deb" "$prefix"
+      dpkg-deb -x "$deb" "$into"
     else  # a .deb is an ar archive holding data.tar.*
       local tmp; tmp="$(mktemp -d)"
-      (cd "$tmp" && ar x "$OLDPWD/$deb" && tar -xf data.tar.* -C "$prefix")
+      (cd "$tmp" && ar x "$OLDPWD/$deb" && tar -xf data.tar.* -C "$into")
       rm -rf "$tmp"
     fi
   done

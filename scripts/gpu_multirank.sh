@@ -26,11 +26,12 @@ log="$out/multirank.log"
 say() { echo "multirank: $*" | tee -a "$log"; }
 failed=0
 
-# Open MPI from the prefix: its wrappers, launcher, daemons and components all found there.
-mpi="$prefix/usr"
+# Open MPI from the prefix (gpu_box.sh unpacks .deps/mpi-debs into PREFIX/mpi): its wrappers,
+# launcher, daemons and components all found there.
+mpi="$prefix/mpi/usr"
 arch="$mpi/lib/x86_64-linux-gnu"
 if [ ! -x "$mpi/bin/mpirun.openmpi" ]; then
-  say "FAILED: no Open MPI in $prefix (run scripts/fetch_gpu_deps.sh, which now fetches it, and carry .deps)"
+  say "FAILED: no Open MPI in $prefix/mpi (run scripts/fetch_gpu_deps.sh, which fetches it into .deps/mpi-debs, and carry .deps)"
   exit 1
 fi
 export OPAL_PREFIX="$mpi" OPAL_LIBDIR="$arch/openmpi/lib" OPAL_DATADIR="$mpi/share" OPAL_INCLUDEDIR="$arch/openmpi/include"
@@ -48,7 +49,7 @@ cuda=OFF
 [ "$backend" = cuda ] && cuda=ON
 if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMOEBENCH_CUDA="$cuda" -DMOEBENCH_MPI=ON \
       -DMPI_CXX_COMPILER="$mpi/bin/mpicxx.openmpi" -DMPIEXEC_EXECUTABLE="$mpi/bin/mpirun.openmpi" \
-      -DCMAKE_PREFIX_PATH="$prefix/usr" ${MOEBENCH_CMAKE_ARGS:-} > "$out/build.log" 2>&1 ||
+      -DCMAKE_PREFIX_PATH="$prefix/usr;$mpi" ${MOEBENCH_CMAKE_ARGS:-} > "$out/build.log" 2>&1 ||
    ! cmake --build "$build" -j "$(nproc)" --target moebench_comm moebench_moe_layer moebench_pipe_bubble \
       moebench_mpi_tests moebench_mpi_pipeline_tests >> "$out/build.log" 2>&1; then
   say "FAILED: the build with MPI (see build.log: $(grep -m1 -i 'error' "$out/build.log"))"

@@ -7,5 +7,5 @@ set -euo pipefail
 # sbatch runs a copy of this script from its spool folder: run the original, beside the project.
 [ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
-RANKS="${RANKS:-4}"
+RANKS="${RANKS:-${SLURM_NTASKS:-4}}"
 moebench_experiment m6t moebench_m6t_t1 m6t_t1.py "$@"

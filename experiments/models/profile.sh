@@ -11,7 +11,7 @@ set -euo pipefail
 # sbatch runs a copy of this script from its spool folder: run the original, beside the project.
 [ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
-RANKS="${RANKS:-4}"
+RANKS="${RANKS:-${SLURM_NTASKS:-4}}"
 moebench_parse_args "$@"
 bin="$MOEBENCH_BUILD/bench/moebench_profile"
 # One GPU measures no link: its values come from the H100 node's shipped profile (said in each

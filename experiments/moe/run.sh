@@ -13,7 +13,7 @@ set -euo pipefail
 # sbatch runs a copy of this script from its spool folder: run the original, beside the project.
 [ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
-RANKS="${RANKS:-2}"  # local scale: one rank per core
+RANKS="${RANKS:-${SLURM_NTASKS:-2}}"  # local scale: one rank per core
 MOEBENCH_BENCH=moebench_moe_layer
 moebench_parse_args "$@"
 py="$(moebench_python)" || exit 2

@@ -11,7 +11,7 @@ set -euo pipefail
 # sbatch runs a copy of this script from its spool folder: run the original, beside the project.
 [ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
-RANKS="${RANKS:-2}"
+RANKS="${RANKS:-${SLURM_NTASKS:-2}}"
 moebench_parse_args "$@"
 py="$(moebench_python)" || exit 2
 bin="$MOEBENCH_BUILD/bench/moebench_pipe_bubble"

@@ -4,10 +4,10 @@
 # links are, into results/ppmoe_emulated; each run's plot beside it. Every row names its link.
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-# ppmoe_experiment BENCH PLOT ARGS...: the whole of such a script (RANKS defaults to 4).
+# ppmoe_experiment BENCH PLOT ARGS...: the whole of such a script (RANKS defaults to a job's tasks, else 4).
 ppmoe_experiment() {
   local bench="$1" plot="$2"; shift 2
-  RANKS="${RANKS:-4}"
+  RANKS="${RANKS:-${SLURM_NTASKS:-4}}"
   moebench_parse_args "$@"
   local py bin="$MOEBENCH_BUILD/bench/$bench"
   py="$(moebench_python)" || exit 2

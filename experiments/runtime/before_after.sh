@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$rounds" in ''|*[!0-9]*|0) moebench_die "--rounds: '$rounds' is not a positive whole number" ;; esac
-RANKS="${RANKS:-2}"
+RANKS="${RANKS:-${SLURM_NTASKS:-2}}"
 moebench_parse_args ${args[@]+"${args[@]}"}
 [ "$BACKEND" = cpu ] || moebench_die "--backend: the comparison builds the cpu backend; allowed: cpu"
 git -C "$MOEBENCH_ROOT" rev-parse --verify -q "$commit^{commit}" >/dev/null || moebench_die "--commit: '$commit' is not a commit here"

@@ -8,5 +8,5 @@ set -euo pipefail
 # sbatch runs a copy of this script from its spool folder: run the original, beside the project.
 [ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
-RANKS="${RANKS:-2}"  # comm needs a peer; one rank per core here
+RANKS="${RANKS:-${SLURM_NTASKS:-2}}"  # comm needs a peer; one rank per core here
 moebench_experiment runtime moebench_slowdown runtime_slowdown.py "$@"

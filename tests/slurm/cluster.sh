@@ -7,7 +7,7 @@
 #                                       where Slurm is not installed or this is not root
 #   tests/slurm/cluster.sh stop DIR     ends what start started
 #   tests/slurm/cluster.sh env DIR      prints the export line the clients need (SLURM_CONF)
-# The node has this machine's cores; jobs overcommit them with -O (4 CPU ranks on 2 cores).
+# The node has this machine's cores, or 4 where it has fewer (4 CPU ranks on 2 cores).
 set -uo pipefail
 action="${1:-}" dir="${2:-}"
 die() { echo "slurm cluster: error: $*" >&2; exit 1; }
@@ -46,6 +46,9 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 ctld_port="$(free_port)" slurmd_port="$(free_port)"
 while [ "$slurmd_port" = "$ctld_port" ]; do slurmd_port="$(free_port)"; done
 host="$(hostname -s)"
+# At least 4 CPUs, whatever the machine has: the tests run 4 ranks a node (on 2 cores here), and
+# config_overrides makes slurmd take the configured count rather than drain the node.
+cpus=$(( $(nproc) > 4 ? $(nproc) : 4 ))
 cat > "$dir/slurm.conf" <<EOF
 ClusterName=moebench-test
 SlurmctldHost=$host
@@ -69,9 +72,10 @@ SchedulerType=sched/builtin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
+SlurmdParameters=config_overrides
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
-NodeName=$host CPUs=$(nproc) State=UNKNOWN
+NodeName=$host CPUs=$cpus State=UNKNOWN
 PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
 export SLURM_CONF="$dir/slurm.conf"
@@ -86,7 +90,7 @@ echo $! > "$dir/slurmd.pid"
 
 for _ in $(seq 1 120); do
   if [ "$(sinfo -h -o %t 2>/dev/null)" = idle ]; then
-    echo "slurm cluster: up in $dir (node $host, $(nproc) CPUs; ${pids[*]} by pid)"
+    echo "slurm cluster: up in $dir (node $host, $cpus CPUs; ${pids[*]} by pid)"
     exit 0
   fi
   sleep 0.5

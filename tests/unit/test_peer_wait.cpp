@@ -28,6 +28,8 @@ TEST(PeerWaitDeathTest, AWaitPastTheTimeoutAbortsTheCommunicatorsAndEndsTheProce
 TEST(PeerWait, AnAsynchronousErrorAbortsTheCommunicatorsAndFailsTheWaitByName) {
   std::atomic<int> polls{0}, aborted{0};
   const int key = 0;
+  const double timeout = Watchdog::timeout();
+  Watchdog::set_timeout(20);  // a wait that missed the error ends here, not at CTest's deadline
   register_comm_health(&key, CommHealth{[&] { return ++polls >= 3 ? std::string("peer 1 went away") : std::string(); },
                                         [&] { ++aborted; }});
   try {
@@ -39,6 +41,7 @@ TEST(PeerWait, AnAsynchronousErrorAbortsTheCommunicatorsAndFailsTheWaitByName) {
   EXPECT_EQ(aborted.load(), 1);
   EXPECT_EQ(comm_async_error(), "") << "an aborted communicator stays registered";
   unregister_comm_health(&key);
+  Watchdog::set_timeout(timeout);
 }
 
 TEST(PeerWait, AWaitThatEndsInTimeLeavesTheCommunicatorsAlone) {
