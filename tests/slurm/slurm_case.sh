@@ -13,6 +13,7 @@
 #                             its CSVs land in its --results folder
 set -uo pipefail
 case_name="$1" src="$2" build="$3" n="${4:-2}"
+here="$(cd "$(dirname "$0")" && pwd)"
 fail() { echo "slurm case $case_name: $*"; exit 1; }
 [ -n "${SLURM_CONF:-}" ] && [ -f "$SLURM_CONF" ] && command -v srun >/dev/null 2>&1 ||
   { echo "slurm case $case_name: skipped: no test cluster (tests/slurm/cluster.sh start skipped or failed)"; exit 77; }
@@ -48,7 +49,7 @@ case "$case_name" in
       fail "no line naming both counts: $out" ;;
   sbatch_cluster_check)
     status=0
-    sbatch --wait -n "$n" -O -o "$work/job.out" "$src/scripts/cluster_check.sh" --launcher srun --backend cpu \
+    "$here/sbatch_wait.sh" -n "$n" -O -o "$work/job.out" "$src/scripts/cluster_check.sh" --launcher srun --backend cpu \
       --build "$build" > "$work/sbatch.out" 2>&1 || status=$?
     out="$(cat "$work/job.out" 2>/dev/null)"
     [ "$status" = 0 ] || fail "job exit $status: $(cat "$work/sbatch.out"); $out"
@@ -58,7 +59,7 @@ case "$case_name" in
     ! ls -d "$work"/cluster_check.* >/dev/null 2>&1 || fail "its work folder was left behind after passing" ;;
   sbatch_experiment)
     status=0
-    sbatch --wait -n 2 -O -o "$work/job.out" "$src/experiments/comm/run.sh" --scale tiny --results "$work/results" \
+    "$here/sbatch_wait.sh" -n 2 -O -o "$work/job.out" "$src/experiments/comm/run.sh" --scale tiny --results "$work/results" \
       > "$work/sbatch.out" 2>&1 || status=$?
     [ "$status" = 0 ] || fail "job exit $status: $(cat "$work/sbatch.out"); $(tail -5 "$work/job.out")"
     for f in all_reduce all_to_all; do
