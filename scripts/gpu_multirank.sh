@@ -6,7 +6,8 @@
 #     dispatchers against numpy, a stopped rank ending the job within --comm-timeout;
 #   - a 1F1B and a ZB-H1 step of the pipeline bench with 32 MiB messages (fp32, 2048 rows x 4096;
 #     8 MiB on the CPU, where NCCL's order makes them wait as NCCL would);
-#   - the multi-rank test suites, built with this MPI (on CPU ranks, in NCCL's order).
+#   - the multi-rank test suites, built with this MPI: on CPU ranks in NCCL's order, and on cuda
+#     those written for either backend (MOEBENCH_TEST_BACKEND=cuda: the communicator's, on NCCL).
 # NCCL refuses two ranks on one GPU that share a host hash: each rank gets its own
 # (MOEBENCH_NCCL_HOSTID_PER_RANK=1 sets NCCL_HOSTID from the rank), and the ranks talk over NCCL's
 # socket transport on the loopback (NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_MNNVL_ENABLE=0):
@@ -83,15 +84,20 @@ for ranks in 2 4; do
 done
 
 # The multi-rank suites, in NCCL's order where they run on the CPU.
-for t in moebench_mpi_tests moebench_mpi_pipeline_tests; do
-  for ranks in 2 4; do
-    if MOEBENCH_MPI_AS_NCCL=1 MOEBENCH_POOL_POISON=1 timeout 600 mpirun -np "$ranks" "$build/tests/$t" \
-         > "$out/${t}_$ranks.log" 2>&1; then
-      say "$t at $ranks ranks: ok ($(grep -c '\[       OK \]' "$out/${t}_$ranks.log") ok, $(grep -c '\[  SKIPPED \] .*(' "$out/${t}_$ranks.log") skipped)"
-    else
-      failed=1
-      say "$t at $ranks ranks: FAILED: $(grep -m3 'FAILED  \]' "$out/${t}_$ranks.log" | tr '\n' ';')"
-    fi
+suite_backends=(cpu)
+[ "$backend" = cuda ] && suite_backends+=(cuda)
+for b in "${suite_backends[@]}"; do
+  for t in moebench_mpi_tests moebench_mpi_pipeline_tests; do
+    for ranks in 2 4; do
+      run_log="$out/${t}_${b}_$ranks.log"
+      if MOEBENCH_TEST_BACKEND="$b" MOEBENCH_MPI_AS_NCCL=1 MOEBENCH_POOL_POISON=1 timeout 600 mpirun -np "$ranks" \
+           "$build/tests/$t" > "$run_log" 2>&1; then
+        say "$t on $b at $ranks ranks: ok ($(grep -c '\[       OK \]' "$run_log") ok, $(grep -c '\[  SKIPPED \] .*(' "$run_log") skipped)"
+      else
+        failed=1
+        say "$t on $b at $ranks ranks: FAILED: $(grep -m3 'FAILED  \]\|error' "$run_log" | tr '\n' ';')"
+      fi
+    done
   done
 done
 

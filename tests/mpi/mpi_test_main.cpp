@@ -1,15 +1,22 @@
 // gtest main for tests run under mpirun: MPI around the tests (with MPI_THREAD_MULTIPLE, as
-// communication runs on stream worker threads), output from rank 0 only, and a failure on any
-// rank fails every rank's exit code.
+// communication runs on stream worker threads) and the Runtime on it, output from rank 0 only,
+// and a failure on any rank fails every rank's exit code. With MOEBENCH_TEST_BACKEND=cuda only
+// the suites written for either backend run (kEitherBackend); the run names the others.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <string>
 #include <utility>
 #include <vector>
 #include "runtime/nccl_order.h"
+#include "runtime/runtime.h"
 #include "runtime/watchdog.h"
+#include "test_backend.h"
 
 namespace {
+
+// The suites that take their backend from MOEBENCH_TEST_BACKEND (tests/mpi/test_backend.h); the
+// others build CPU layers from host buffers and run on the cpu backend only, so far.
+const char* const kEitherBackend = "MpiComm.*";
 
 // In NCCL's order (MOEBENCH_MPI_AS_NCCL=1), a communicator used from several streams is where the
 // order of issue can deadlock or serialize what was meant to overlap. Each such use was reviewed,
@@ -50,6 +57,18 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   ::testing::InitGoogleTest(&argc, argv);
+  moebench::Runtime runtime(argc, argv, "moebench tests");  // on the MPI above; NCCL bootstraps over it
+  try {
+    if (moebench::test_backend::backend() == moebench::Backend::cuda) {
+      GTEST_FLAG_SET(filter, std::string(kEitherBackend));
+      if (runtime.rank() == 0)
+        std::printf("on cuda: the suites written for either backend (%s); the others run on the cpu backend only\n",
+                    kEitherBackend);
+    }
+  } catch (const moebench::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   auto* unreviewed = new UnreviewedStreams;
   ::testing::UnitTest::GetInstance()->listeners().Append(unreviewed);
   int rank = 0;
