@@ -6,6 +6,7 @@
 #     dispatchers against numpy, a stopped rank ending the job within --comm-timeout;
 #   - a 1F1B and a ZB-H1 step of the pipeline bench with 32 MiB messages (fp32, 2048 rows x 4096;
 #     8 MiB on the CPU, where NCCL's order makes them wait as NCCL would);
+#   - an MoE layer run at 2 ranks whose rank 1 is stopped (SIGSTOP): it ends within --comm-timeout;
 #   - the multi-rank test suites, built with this MPI: on CPU ranks in NCCL's order, and on cuda
 #     those written for either backend (MOEBENCH_TEST_BACKEND=cuda: the communicator's, on NCCL).
 # NCCL refuses two ranks on one GPU that share a host hash: each rank gets its own
@@ -82,6 +83,34 @@ for ranks in 2 4; do
     say "1F1B and ZB-H1 with $((2048 * hidden * 4 >> 20)) MiB messages at $ranks ranks: FAILED: $(grep -m1 error "$out/pipe_$ranks.log")"
   fi
 done
+
+# A rank of an MoE layer run stopped from outside (SIGSTOP) mid-run: the other must end the job
+# within --comm-timeout (10 s), with the watchdog's message, whichever wait it is in.
+stopped_rank_check() {
+  local log="$out/moe_layer_stopped.log" start=$SECONDS pid="" p
+  mpirun -np 2 "$build/bench/moebench_moe_layer" --backend "$backend" --scale tiny --dispatchers expert_parallel \
+    --repetitions 1000 --iters 100 --comm-timeout 10 --out "$out/stopped" > "$log" 2>&1 &
+  local job=$!
+  sleep 8  # past start-up, inside the timed repetitions
+  for p in $(pgrep -f "$build/bench/moebench_moe_layer"); do
+    tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && pid="$p"
+  done
+  [ -n "$pid" ] && kill -STOP "$pid"
+  ( sleep 90; kill -KILL "$job" 2>/dev/null ) &
+  local guard=$!
+  wait "$job"
+  local status=$? took=$((SECONDS - start))
+  kill "$guard" 2>/dev/null
+  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+  if [ -z "$pid" ]; then
+    failed=1; say "a stopped rank of the MoE layer: FAILED: no rank 1 found to stop (see moe_layer_stopped.log)"
+  elif [ "$status" != 0 ] && grep -q "did not complete within 10 s" "$log" && [ "$took" -lt 60 ]; then
+    say "a stopped rank of the MoE layer: ok (the job ended $((took - 8)) s after the stop: $(grep -m1 -o 'error: .* did not complete within 10 s' "$log"))"
+  else
+    failed=1; say "a stopped rank of the MoE layer: FAILED: exit $status after $took s; $(grep -m1 error "$log")"
+  fi
+}
+stopped_rank_check
 
 # The multi-rank suites, in NCCL's order where they run on the CPU.
 suite_backends=(cpu)
