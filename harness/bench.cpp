@@ -2,12 +2,14 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <sstream>
 #include "harness/output_check.h"
 #include "harness/provenance.h"
 #include "kernels/gemm.h"
+#include "runtime/nccl_order.h"
 #include "runtime/timeline.h"
 #include "runtime/watchdog.h"
 
@@ -204,6 +206,19 @@ std::optional<std::string> check_common(const CommonOptions& o) {
 }
 
 // --warmup and --iters where the bench sets its own iterations: refused, never ignored.
+// The environment's switches of the communicators, refused as options are (exit 2, before any work).
+std::optional<std::string> refused_environment() {
+  try {
+    (void)nccl_order_settings();
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  const char* own = std::getenv("MOEBENCH_NCCL_HOSTID_PER_RANK");
+  if (own && *own && std::string(own) != "0" && std::string(own) != "1")
+    return "MOEBENCH_NCCL_HOSTID_PER_RANK: '" + std::string(own) + "' is not allowed; use 0 or 1 (a host of its own per rank)";
+  return std::nullopt;
+}
+
 std::optional<std::string> refused_iteration_counts(const BenchProgram& program, const CommonOptions& o) {
   if (program.takes_iteration_counts()) return std::nullopt;
   for (const auto& [flag, given] : {std::pair{"--warmup", o.warmup.has_value()}, std::pair{"--iters", o.iters.has_value()}})
@@ -285,6 +300,7 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     }
     if (!usage_error) usage_error = check_common(opts);
     if (!usage_error) usage_error = refused_iteration_counts(*program, opts);
+    if (!usage_error) usage_error = refused_environment();
     rt.agree_or_exit(usage_error);
     Watchdog::set_timeout(opts.comm_timeout());
     if (opts.blas_threads) set_cpu_blas_threads(*opts.blas_threads);

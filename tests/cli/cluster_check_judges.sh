@@ -13,7 +13,7 @@ export MPIRUN_FLAGS=--oversubscribe
 # Bad options: exit 2 with one line naming the option and what is allowed, before any check runs.
 for bad in "--ranks 0|--ranks: '0' is not a whole number >= 1" "--backend tpu|--backend: 'tpu'; allowed: cpu, cuda" \
            "--launcher ssh|--launcher: 'ssh'; allowed: mpirun, srun" "--ranks|--ranks: needs a value" \
-           "--nodes 2|unknown option '--nodes'"; do
+           "--nodes 2|unknown option '--nodes'" "--work /proc/moebench|--work: cannot write to '/proc/moebench'"; do
   args="${bad%%|*}" says="${bad#*|}"
   status=0
   out="$("$src/scripts/cluster_check.sh" $args 2>&1)" || status=$?
