@@ -1,12 +1,13 @@
 #include "runtime/peer_wait.h"
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace moebench {
 namespace {
 
 struct HealthRegistry {
-  std::timed_mutex mutex;  // timed: the watchdog must not wait forever behind a hung poll
+  std::mutex mutex;
   std::map<const void*, CommHealth> comms;
 };
 HealthRegistry& health_registry() {
@@ -17,17 +18,17 @@ HealthRegistry& health_registry() {
 }  // namespace
 
 void register_comm_health(const void* key, CommHealth health) {
-  std::lock_guard<std::timed_mutex> lock(health_registry().mutex);
+  std::lock_guard<std::mutex> lock(health_registry().mutex);
   health_registry().comms[key] = std::move(health);
 }
 
 void unregister_comm_health(const void* key) {
-  std::lock_guard<std::timed_mutex> lock(health_registry().mutex);
+  std::lock_guard<std::mutex> lock(health_registry().mutex);
   health_registry().comms.erase(key);
 }
 
 std::string comm_async_error() {
-  std::lock_guard<std::timed_mutex> lock(health_registry().mutex);
+  std::lock_guard<std::mutex> lock(health_registry().mutex);
   for (auto& [key, health] : health_registry().comms)
     if (health.async_error)
       if (std::string e = health.async_error(); !e.empty()) return e;
@@ -37,7 +38,9 @@ std::string comm_async_error() {
 void abort_registered_comms() {
   std::map<const void*, CommHealth> comms;
   {
-    std::unique_lock<std::timed_mutex> lock(health_registry().mutex, std::chrono::seconds(1));
+    // At most a second's tries: the watchdog must not wait forever behind a hung poll.
+    std::unique_lock<std::mutex> lock(health_registry().mutex, std::defer_lock);
+    for (int i = 0; i < 100 && !lock.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (!lock.owns_lock()) return;
     comms.swap(health_registry().comms);
   }
