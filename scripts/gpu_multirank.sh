@@ -8,7 +8,7 @@
 #     8 MiB on the CPU, where NCCL's order makes them wait as NCCL would);
 #   - an MoE layer run at 2 ranks whose rank 1 is stopped (SIGSTOP): it ends within --comm-timeout;
 #   - the multi-rank test suites, built with this MPI: on CPU ranks in NCCL's order, and on cuda
-#     those written for either backend (MOEBENCH_TEST_BACKEND=cuda: the communicator's, on NCCL).
+#     those written for either backend (MOEBENCH_TEST_BACKEND=cuda, on NCCL: tests/mpi/mpi_test_main.cpp).
 # NCCL refuses two ranks on one GPU that share a host hash: each rank gets its own
 # (MOEBENCH_NCCL_HOSTID_PER_RANK=1 sets NCCL_HOSTID from the rank), and the ranks talk over NCCL's
 # socket transport on the loopback (NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_MNNVL_ENABLE=0):

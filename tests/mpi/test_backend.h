@@ -4,11 +4,14 @@
 // every copy back at sync(). Suites written for either backend are listed in
 // tests/mpi/mpi_test_main.cpp; on cuda the others are left out, and it says so.
 #pragma once
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
+#include "kernels/convert.h"
 #include "runtime/allocator.h"
 #include "runtime/comm.h"
 #include "runtime/device.h"
@@ -24,7 +27,39 @@ inline Backend backend() {
   return b == "cuda" ? Backend::cuda : Backend::cpu;
 }
 
-inline Device open_device() { return Device::open(backend(), Runtime::current() ? Runtime::current()->local_rank() : 0); }
+// This rank's device. On cuda the GEMMs run in plain fp32 (no TF32), as the CPU's do, so that a
+// layer's routing (top-k choices, capacity drops) is the same on both and fp32 results compare
+// with fp32 tolerances (f32_tolerance).
+inline Device open_device() {
+  Device dev = Device::open(backend(), Runtime::current() ? Runtime::current()->local_rank() : 0);
+  dev.set_tensor_cores(false);
+  return dev;
+}
+
+// The tolerance of an fp32 comparison that holds `cpu` on the CPU. On cuda, cuBLAS and the
+// scatter's atomics sum in other orders than the CPU reference: each of the up to 10^4 rounded
+// partial sums of a small layer adds 2^-24, so 1e-4 covers them, and a wrong result is off by far
+// more.
+inline double f32_tolerance(double cpu) { return backend() == Backend::cpu ? cpu : std::max(cpu, 1e-4); }
+
+// A device buffer of `t` (fp32, fp16 or bf16) read back as fp32 values.
+inline std::vector<float> host_floats(Device& dev, const Buffer& b, DType t = DType::f32) {
+  const std::size_t n = b.bytes() / dtype_size(t);
+  std::vector<float> out(n);
+  if (t == DType::f32) {
+    dev.copy_to_host(out.data(), b.data(), n * 4, dev.default_stream());
+  } else {
+    std::vector<std::uint16_t> bits(n);
+    dev.copy_to_host(bits.data(), b.data(), n * 2, dev.default_stream());
+    for (std::size_t i = 0; i < n; ++i) out[i] = from_bits16(t, bits[i]);
+  }
+  dev.default_stream().synchronize();
+  return out;
+}
+
+// Why a case that reads the CPU backend's op timeline skips on cuda.
+inline constexpr const char* kReadsCpuTimeline =
+    "reads the CPU backend's op timeline (runtime/timeline.h), which CUDA streams do not record";
 
 // MPI's communicator on cpu (as make_mpi_communicator), NCCL's on cuda.
 inline std::unique_ptr<Communicator> world() {
@@ -46,6 +81,7 @@ class DeviceMirror {
     const std::size_t bytes = host.size() * sizeof(T);
     entries_.push_back({host.data(), bytes, alloc_.allocate(bytes ? bytes : 1, MemTag::temporary, s_)});
     dev_.copy_to_device(entries_.back().buffer.data(), host.data(), bytes, s_);
+    s_.synchronize();  // so that work on any stream may read it
     return static_cast<T*>(entries_.back().buffer.data());
   }
   // Waits for the stream, then copies every device copy back into its host vector.

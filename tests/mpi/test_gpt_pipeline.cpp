@@ -4,12 +4,14 @@
 // on one rank, and so does every parameter's gradient on the stage that holds it (the token
 // embedding's after the first and last stages have added theirs up); recomputation lowers
 // GPipe's peak activations; a model whose layers the stages do not split is refused. ZB-H1's B
-// runs no weight-gradient GEMM (the timeline's GEMMs by the buffer they write).
+// runs no weight-gradient GEMM (the timeline's GEMMs by the buffer they write). On
+// MOEBENCH_TEST_BACKEND's backend (on cuda over NCCL), but for the timeline's case.
 #include <gtest/gtest.h>
 #include "kernels/convert.h"
 #include "moe_test_util.h"
 #include "pipeline/gpt_model.h"
 #include "pipeline/pipeline_engine.h"
+#include "test_backend.h"
 #include "timeline_util.h"
 
 namespace moebench {
@@ -36,31 +38,33 @@ std::vector<std::size_t> held_by_stage(std::size_t total, int P, int stage) {
   return at;
 }
 
-// The mini-batch's tokens and targets as M micro-batches of `rows` rows for `stage`.
-void give_micro_batches(GptStage& stage, const std::vector<std::int32_t>& tokens, const std::vector<std::int32_t>& targets,
-                        int M, int rows, float loss_scale) {
+// The mini-batch's tokens and targets (on the device) as M micro-batches of `rows` rows for `stage`.
+void give_micro_batches(GptStage& stage, const std::int32_t* tokens, const std::int32_t* targets, int M, int rows,
+                        float loss_scale) {
   std::vector<const std::int32_t*> tok, tgt;
   for (int j = 0; j < M; ++j) {
-    tok.push_back(tokens.data() + j * rows);
-    tgt.push_back(targets.data() + j * rows);
+    tok.push_back(tokens + j * rows);
+    tgt.push_back(targets + j * rows);
   }
   stage.set_batch(tok, tgt, rows / kModel.seq, loss_scale);
 }
 
 TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
-  auto world = make_mpi_communicator();
+  auto world = test_backend::world();
   const int P = world->size(), stage = world->rank(), T = kPipelineSequences * kModel.seq;
   ASSERT_FALSE(GptStage::validate(kModel, P, 1)) << "run at 1, 2 or 4 ranks";
-  Device dev = Device::open(Backend::cpu);
-  const auto tokens = token_ids(T, kModel.vocab, 1), targets = token_ids(T, kModel.vocab, 2);
+  Device dev = test_backend::open_device();
+  test_backend::DeviceMirror d(dev, dev.default_stream());
+  auto tokens = token_ids(T, kModel.vocab, 1), targets = token_ids(T, kModel.vocab, 2);
+  const double tol = test_backend::f32_tolerance(1e-5);
 
-  TrackingAllocator ref_alloc(Backend::cpu);
+  TrackingAllocator ref_alloc(dev.backend(), dev.default_stream());
   GptModel whole(kModel, dev, ref_alloc);
   whole.init(17, dev.default_stream());
-  const double want_loss = whole.forward_backward(tokens.data(), targets.data(), kPipelineSequences, 1.f / T, dev.default_stream());
+  const double want_loss = whole.forward_backward(d(tokens), d(targets), kPipelineSequences, 1.f / T, dev.default_stream());
   auto ref = whole.parameters();
-  std::vector<Buffer*> want;  // the reference tensors this stage holds
-  for (std::size_t i : held_by_stage(ref.size(), P, stage)) want.push_back(ref[i].second);
+  std::vector<std::vector<float>> want;  // the reference gradients this stage holds
+  for (std::size_t i : held_by_stage(ref.size(), P, stage)) want.push_back(test_backend::host_floats(dev, *ref[i].second));
 
   std::size_t plain_peak = 0;
   for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1})
@@ -68,13 +72,13 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
       for (bool recompute : {false, true}) {
       const std::string what = schedule_name(kind) + " P=" + std::to_string(P) + " M=" + std::to_string(M) +
                                (recompute ? " recomputed" : "");
-      TrackingAllocator alloc(Backend::cpu);
+      TrackingAllocator alloc(dev.backend(), dev.default_stream());
       GptStage mine(kModel, stage, P, dev, alloc);
       mine.set_recompute(recompute);
       Stream compute = dev.create_stream("compute"), send = dev.create_stream("send");
       mine.init(17, compute);
       const int rows = kPipelineSequences / M * kModel.seq;
-      give_micro_batches(mine, tokens, targets, M, rows, 1.f / T);
+      give_micro_batches(mine, d(tokens), d(targets), M, rows, 1.f / T);
       alloc.reset_peaks();
       PipelineEngine engine(mine, *world, dev, alloc, compute, send);
       engine.run(make_pipeline_schedule(kind, P, M), rows, {}, {}, {});
@@ -85,9 +89,11 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
       }
       auto got = mine.parameters();
       ASSERT_EQ(got.size(), want.size()) << what;
-      for (std::size_t i = 0; i < got.size(); ++i)
-        EXPECT_LT(rel_diff(got[i].second->as<float>(), want[i]->as<float>(), want[i]->bytes() / 4), 1e-5)
-            << what << ": gradient of parameter " << i;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const std::vector<float> g = test_backend::host_floats(dev, *got[i].second);
+        ASSERT_EQ(g.size(), want[i].size()) << what << ": parameter " << i;
+        EXPECT_LT(rel_diff(g.data(), want[i].data(), g.size()), tol) << what << ": gradient of parameter " << i;
+      }
       // GPipe holds every micro-batch at once: recomputation keeps a stage's inputs only.
       const std::size_t peak = alloc.peak(MemTag::activations);
       if (kind == PipelineScheduleKind::gpipe && M > 1) {
@@ -101,27 +107,29 @@ TEST(GptPipeline, EveryScheduleGivesTheWholeModelsLossAndGradients) {
 // micro-batches: the loss and every gradient of the whole bf16 model on one rank, up to the
 // rounding of sums taken in another order (the micro-batches', the tied embedding's).
 TEST(GptPipeline, SixteenBitStagesGiveTheWholeSixteenBitModel) {
-  auto world = make_mpi_communicator();
+  auto world = test_backend::world();
   const int P = world->size(), stage = world->rank(), T = kPipelineSequences * kModel.seq;
   GptConfig model = kModel;
   model.dtype = DType::bf16;
-  Device dev = Device::open(Backend::cpu);
-  const auto tokens = token_ids(T, model.vocab, 1), targets = token_ids(T, model.vocab, 2);
-  TrackingAllocator ref_alloc(Backend::cpu);
+  Device dev = test_backend::open_device();
+  test_backend::DeviceMirror d(dev, dev.default_stream());
+  auto tokens = token_ids(T, model.vocab, 1), targets = token_ids(T, model.vocab, 2);
+  TrackingAllocator ref_alloc(dev.backend(), dev.default_stream());
   GptModel whole(model, dev, ref_alloc);
   whole.init(17, dev.default_stream());
-  const double want_loss = whole.forward_backward(tokens.data(), targets.data(), kPipelineSequences, 1.f / T, dev.default_stream());
+  const double want_loss = whole.forward_backward(d(tokens), d(targets), kPipelineSequences, 1.f / T, dev.default_stream());
   auto ref = whole.trained_parameters();
   std::vector<std::vector<float>> want;  // the reference gradients this stage holds, widened
-  for (std::size_t i : held_by_stage(ref.size(), P, stage)) want.push_back(host_values(*ref[i].grad, ref[i].dtype));
+  for (std::size_t i : held_by_stage(ref.size(), P, stage))
+    want.push_back(test_backend::host_floats(dev, *ref[i].grad, ref[i].dtype));
   for (auto kind : {PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1}) {
     const std::string what = schedule_name(kind) + " P=" + std::to_string(P);
-    TrackingAllocator alloc(Backend::cpu);
+    TrackingAllocator alloc(dev.backend(), dev.default_stream());
     GptStage mine(model, stage, P, dev, alloc);
     Stream compute = dev.create_stream("compute"), send = dev.create_stream("send");
     mine.init(17, compute);
     const int M = 2, seqs = kPipelineSequences / M, rows = seqs * kModel.seq;
-    mine.set_batch({tokens.data(), tokens.data() + rows}, {targets.data(), targets.data() + rows}, seqs, 1.f / T);
+    give_micro_batches(mine, d(tokens), d(targets), M, rows, 1.f / T);
     PipelineEngine engine(mine, *world, dev, alloc, compute, send);
     engine.run(make_pipeline_schedule(kind, P, M), rows, {}, {}, {});
     mine.sync_tied_embedding(*world, compute);
@@ -136,7 +144,7 @@ TEST(GptPipeline, SixteenBitStagesGiveTheWholeSixteenBitModel) {
     // sides' stores count (sixteen_bit_tolerance), the sums run over the tokens.
     const double tol = sixteen_bit_tolerance(model.dtype, 1 + (M + 1), T);
     for (std::size_t i = 0; i < got.size(); ++i) {
-      const auto g = host_values(*got[i].grad, got[i].dtype);
+      const auto g = test_backend::host_floats(dev, *got[i].grad, got[i].dtype);
       EXPECT_LT(rel_l2(g.data(), want[i].data(), g.size()), tol) << what << ": gradient of parameter " << i;
     }
   }
@@ -146,6 +154,7 @@ TEST(GptPipeline, SixteenBitStagesGiveTheWholeSixteenBitModel) {
 // attention's two and the MLP's two per block, the tied output layer's on the last stage -- runs
 // inside W where the schedule splits the backward, inside B where it does not.
 TEST(GptPipeline, ZeroBubbleLeavesEveryWeightGradientGemmToW) {
+  if (test_backend::backend() != Backend::cpu) GTEST_SKIP() << test_backend::kReadsCpuTimeline;
   auto world = make_mpi_communicator();
   const int P = world->size(), stage = world->rank(), M = 4, rows = kPipelineSequences / M * kModel.seq;
   const auto tokens = token_ids(kPipelineSequences * kModel.seq, kModel.vocab, 1), targets = token_ids(kPipelineSequences * kModel.seq, kModel.vocab, 2);
@@ -157,7 +166,7 @@ TEST(GptPipeline, ZeroBubbleLeavesEveryWeightGradientGemmToW) {
     GptStage mine(kModel, stage, P, dev, alloc);
     Stream compute = dev.create_stream("compute"), send = dev.create_stream("send");
     mine.init(17, compute);
-    give_micro_batches(mine, tokens, targets, M, rows, 1.f / float(kPipelineSequences * kModel.seq));
+    give_micro_batches(mine, tokens.data(), targets.data(), M, rows, 1.f / float(kPipelineSequences * kModel.seq));
     std::vector<TimelineEntry> timeline;
     {
       RecordedTimeline recording(stage);

@@ -4,10 +4,12 @@
 // tokens exchanged by all-to-all, dense gradients all-reduced) and PPMoE (the ranks a TP group:
 // the same sequences, attention and MLP split Megatron's way, each rank index-selecting its
 // experts' tokens and all-reducing). Loss, replicated gradients and each rank's expert
-// gradients equal the one-rank model's.
+// gradients equal the one-rank model's. On MOEBENCH_TEST_BACKEND's backend (on cuda over NCCL).
 #include <gtest/gtest.h>
+#include <mpi.h>
 #include "moe_test_util.h"
 #include "pipeline/gpt_model.h"
+#include "test_backend.h"
 
 namespace moebench {
 using namespace testing_util;
@@ -31,16 +33,17 @@ struct Trained {
 
 Trained train(Device& dev, const GptConfig& cfg, Communicator* tp, const DispatcherFactory& dispatcher, int first_sequence,
         int sequences) {
-  TrackingAllocator alloc(Backend::cpu);
+  TrackingAllocator alloc(dev.backend(), dev.default_stream());
   const Stream& s = dev.default_stream();
   GptModel model(cfg, dev, alloc, tp, dispatcher);
   model.init(31, s);
   const int T = kLayoutSequences * cfg.seq, off = first_sequence * cfg.seq;
-  const auto tokens = token_ids(T, cfg.vocab, 1), targets = token_ids(T, cfg.vocab, 2);
+  auto tokens = token_ids(T, cfg.vocab, 1), targets = token_ids(T, cfg.vocab, 2);
+  test_backend::DeviceMirror d(dev, s);
   Trained r;
-  r.loss = model.forward_backward(tokens.data() + off, targets.data() + off, sequences, 1.f / T, s);
+  r.loss = model.forward_backward(d(tokens) + off, d(targets) + off, sequences, 1.f / T, s);
   r.expert_rows = model.expert_rows();
-  for (auto& [w, g] : model.parameters()) r.grads.emplace_back(g->as<float>(), g->as<float>() + g->bytes() / 4);
+  for (auto& [w, g] : model.parameters()) r.grads.push_back(test_backend::host_floats(dev, *g));
   return r;
 }
 
@@ -54,34 +57,33 @@ bool expert_tensor(int i) { return i == kExpertW1 || i == kExpertW2; }
 bool summed_by_the_layer(int i) { return expert_tensor(i) || i == kGate; }
 
 TEST(MoELayouts, DPMoEEqualsOneRank) {
-  auto world = make_mpi_communicator();
+  auto world = test_backend::world();
   const int D = world->size(), r = world->rank();
   ASSERT_EQ(kLayoutSequences % D, 0) << "run at 1, 2 or 4 ranks";
-  Device dev = Device::open(Backend::cpu);
+  Device dev = test_backend::open_device();
   const GptConfig cfg = moe_model();
   // The reference routes in D capacity groups, as the D ranks do.
   const Trained want = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, D); }, 0, kLayoutSequences);
   Trained got = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *world); },
                 r * kLayoutSequences / D, kLayoutSequences / D);
   ASSERT_EQ(got.grads.size(), want.grads.size());
-  const Stream& s = dev.default_stream();
+  // The host copies summed over MPI, whatever the backend's communicator.
   for (std::size_t i = 0; i < got.grads.size(); ++i)  // data parallelism: the dense gradients summed
     if (!summed_by_the_layer(int(i)))
-      world->all_reduce(got.grads[i].data(), got.grads[i].data(), got.grads[i].size(), DType::f32, ReduceOp::sum, s);
-  std::vector<float> l = {float(got.loss)};
-  world->all_reduce(l.data(), l.data(), 1, DType::f32, ReduceOp::sum, s);
-  s.synchronize();
-  EXPECT_NEAR(l[0], want.loss, 1e-4 * want.loss);
+      MPI_Allreduce(MPI_IN_PLACE, got.grads[i].data(), int(got.grads[i].size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  double loss = got.loss;
+  MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_NEAR(loss, want.loss, 1e-4 * want.loss);
   // Dropless top-1, one MoE block: the ranks' experts compute every token once between them.
-  std::vector<std::int64_t> rows = {got.expert_rows};
-  world->all_reduce(rows.data(), rows.data(), 1, DType::i64, ReduceOp::sum, s);
-  s.synchronize();
+  long long rows = got.expert_rows;
+  MPI_Allreduce(MPI_IN_PLACE, &rows, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   EXPECT_EQ(want.expert_rows, kLayoutSequences * cfg.seq);
-  EXPECT_EQ(rows[0], kLayoutSequences * cfg.seq);
+  EXPECT_EQ(rows, kLayoutSequences * cfg.seq);
+  const double tol = test_backend::f32_tolerance(1e-5);
   for (std::size_t i = 0; i < want.grads.size(); ++i) {
     const std::size_t n = got.grads[i].size(), first = expert_tensor(int(i)) ? std::size_t(r) * n : 0;
     ASSERT_LE(first + n, want.grads[i].size());
-    EXPECT_LT(rel_diff(got.grads[i].data(), want.grads[i].data() + first, n), 1e-5) << "gradient of parameter " << i;
+    EXPECT_LT(rel_diff(got.grads[i].data(), want.grads[i].data() + first, n), tol) << "gradient of parameter " << i;
   }
 }
 
@@ -89,9 +91,10 @@ TEST(MoELayouts, DPMoEEqualsOneRank) {
 // straight into the blocks (and the overflow) of its own experts (the pool poisoned in CTest:
 // padding left unzeroed would show as NaN).
 TEST(MoELayouts, PPMoEInsideTheTensorParallelGroupEqualsOneRank) {
-  auto world = make_mpi_communicator();
+  auto world = test_backend::world();
   const int t = world->size(), r = world->rank();
-  Device dev = Device::open(Backend::cpu);
+  Device dev = test_backend::open_device();
+  const double tol = test_backend::f32_tolerance(1e-5);
   const GptConfig cfg = moe_model();
   const Trained want = train(dev, cfg, nullptr, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, 1); }, 0, kLayoutSequences);
   // The padded route twice: as it picks its blocks, and with the busier experts in the overflow
@@ -109,12 +112,12 @@ TEST(MoELayouts, PPMoEInsideTheTensorParallelGroupEqualsOneRank) {
     // Replicated on every rank: embeddings, LayerNorms, the gate; the experts: this rank's E / t.
     for (int i : {0, 1, 2, 3, 6, 7, 10, 11, 14, 15, kGate, 19, 20}) {
       ASSERT_EQ(got.grads[i].size(), want.grads[i].size()) << "parameter " << i;
-      EXPECT_LT(rel_diff(got.grads[i].data(), want.grads[i].data(), want.grads[i].size()), 1e-5) << "gradient of parameter " << i;
+      EXPECT_LT(rel_diff(got.grads[i].data(), want.grads[i].data(), want.grads[i].size()), tol) << "gradient of parameter " << i;
     }
     for (int i : {kExpertW1, kExpertW2}) {
       const std::size_t n = got.grads[i].size();
       ASSERT_EQ(n * t, want.grads[i].size());
-      EXPECT_LT(rel_diff(got.grads[i].data(), want.grads[i].data() + std::size_t(r) * n, n), 1e-5)
+      EXPECT_LT(rel_diff(got.grads[i].data(), want.grads[i].data() + std::size_t(r) * n, n), tol)
           << "gradient of parameter " << i;
     }
   }

@@ -5,13 +5,15 @@
 // FasterMoE-style split with every group size that divides the world. Capacity drops and two
 // prototypes of top-2 are on, so slicing must keep exactly the whole batch's routing; parts of
 // one token with top-1 leave some rank without rows in some part. Run in the pool's poison
-// mode (CTest): a part reading a shared buffer after its turn reads NaN.
+// mode (CTest): a part reading a shared buffer after its turn reads NaN. On
+// MOEBENCH_TEST_BACKEND's backend (on cuda over NCCL, each part's exchanges on their own streams).
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <numeric>
 #include "moe/pipelined_layer.h"
 #include "moe_test_util.h"
 #include "runtime/comm.h"
+#include "test_backend.h"
 
 namespace moebench {
 using namespace testing_util;
@@ -25,7 +27,7 @@ struct Result {
 class PipelinedLayer : public ::testing::Test {
  protected:
   void SetUp() override {
-    world = make_mpi_communicator();
+    world = test_backend::world();
     dispatch_comm = world->dup();
     combine_comm = world->dup();
     streams = PipelineStreams{dev.create_stream("compute"), dev.create_stream("dispatch"), dev.create_stream("combine"),
@@ -38,10 +40,13 @@ class PipelinedLayer : public ::testing::Test {
   Result grads(Layer& layer, std::vector<float> y, std::vector<float> dx) {
     const std::size_t g = std::size_t(cfg.hidden) * cfg.experts;
     const std::size_t w = std::size_t(layer.experts().count()) * cfg.hidden * cfg.ffn;
-    const float* gp = layer.gate().grad().template as<float>();
-    const float* w1 = layer.experts().w1_grad().template as<float>();
-    const float* w2 = layer.experts().w2_grad().template as<float>();
-    return Result{std::move(y), std::move(dx), {gp, gp + g}, {w1, w1 + w}, {w2, w2 + w}};
+    auto first = [this](const Buffer& b, std::size_t n) {
+      std::vector<float> v = test_backend::host_floats(dev, b);
+      v.resize(n);
+      return v;
+    };
+    return Result{std::move(y), std::move(dx), first(layer.gate().grad(), g), first(layer.experts().w1_grad(), w),
+                  first(layer.experts().w2_grad(), w)};
   }
 
   Result unpipelined() {
@@ -49,36 +54,41 @@ class PipelinedLayer : public ::testing::Test {
     const Stream& s = dev.default_stream();
     layer.init(7, s);
     std::vector<float> y(x.size()), dx(x.size());
-    MoEContext c = layer.forward(x.data(), T, y.data(), s);
-    layer.backward(c, dy.data(), dx.data(), s);
+    test_backend::DeviceMirror d(dev, s);
+    MoEContext c = layer.forward(d(x), T, d(y), s);
+    layer.backward(c, d(dy), d(dx), s);
     dev.synchronize();
+    d.sync();
     return grads(layer, y, dx);
   }
 
   Result pipelined(const PipelineConfig& pipe, std::size_t* pinned_peak = nullptr) {
-    TrackingAllocator own(Backend::cpu);
+    TrackingAllocator own(dev.backend(), dev.default_stream());
     PipelinedMoELayer layer(cfg, pipe, dev, own, *dispatch_comm, *combine_comm);
     layer.init(7, streams.compute);
     std::vector<float> y(x.size(), NAN), dx(x.size(), NAN);
-    PipelinedContext c = layer.forward(x.data(), T, y.data(), streams);
-    layer.backward(c, dy.data(), dx.data(), streams);
+    test_backend::DeviceMirror d(dev, dev.default_stream());
+    PipelinedContext c = layer.forward(d(x), T, d(y), streams);
+    layer.backward(c, d(dy), d(dx), streams);
     dev.synchronize();
+    d.sync();
     if (pinned_peak) *pinned_peak = own.pinned_peak();
     return grads(layer, y, dx);
   }
 
   void expect_equal(const Result& got, const Result& want, const std::string& what) {
-    EXPECT_LT(rel_diff(got.y.data(), want.y.data(), want.y.size()), 1e-5) << what << ": y";
-    EXPECT_LT(rel_diff(got.dx.data(), want.dx.data(), want.dx.size()), 1e-5) << what << ": dx";
-    EXPECT_LT(rel_diff(got.gate.data(), want.gate.data(), want.gate.size()), 1e-5) << what << ": gate gradient";
-    EXPECT_LT(rel_diff(got.w1.data(), want.w1.data(), want.w1.size()), 1e-5) << what << ": w1 gradient";
-    EXPECT_LT(rel_diff(got.w2.data(), want.w2.data(), want.w2.size()), 1e-5) << what << ": w2 gradient";
+    const double tol = test_backend::f32_tolerance(1e-5);
+    EXPECT_LT(rel_diff(got.y.data(), want.y.data(), want.y.size()), tol) << what << ": y";
+    EXPECT_LT(rel_diff(got.dx.data(), want.dx.data(), want.dx.size()), tol) << what << ": dx";
+    EXPECT_LT(rel_diff(got.gate.data(), want.gate.data(), want.gate.size()), tol) << what << ": gate gradient";
+    EXPECT_LT(rel_diff(got.w1.data(), want.w1.data(), want.w1.size()), tol) << what << ": w1 gradient";
+    EXPECT_LT(rel_diff(got.w2.data(), want.w2.data(), want.w2.size()), tol) << what << ": w2 gradient";
   }
 
   MoEConfig cfg = multi_rank_test_config();
   const int T = 13;
-  Device dev = Device::open(Backend::cpu);
-  TrackingAllocator alloc{Backend::cpu};
+  Device dev = test_backend::open_device();
+  TrackingAllocator alloc{dev.backend(), dev.default_stream()};
   std::unique_ptr<Communicator> world, dispatch_comm, combine_comm;
   PipelineStreams streams;
   std::vector<float> x, dy;
@@ -143,18 +153,19 @@ TEST_F(PipelinedLayer, PartsThatRouteNoTokenToSomeRank) {
   }
   PipelineConfig pipe;
   pipe.partitions = T;
-  TrackingAllocator own(Backend::cpu);
+  TrackingAllocator own(dev.backend(), dev.default_stream());
   PipelinedMoELayer layer(cfg, pipe, dev, own, *dispatch_comm, *combine_comm);
   layer.init(7, streams.compute);
   std::vector<float> y(x.size()), dx(x.size());
-  PipelinedContext c = layer.forward(x.data(), T, y.data(), streams);
+  test_backend::DeviceMirror d(dev, dev.default_stream());
+  PipelinedContext c = layer.forward(d(x), T, d(y), streams);
   int empty = 0;
   for (const auto& p : c.parts) {
     int rows = 0;
     for (int r : p.dispatch->rows_per_expert) rows += r;
     empty += rows == 0;
   }
-  layer.backward(c, dy.data(), dx.data(), streams);
+  layer.backward(c, d(dy), d(dx), streams);
   dev.synchronize();
   int any = 0;
   MPI_Allreduce(&empty, &any, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
@@ -178,16 +189,20 @@ TEST_F(PipelinedLayer, TwoMicroBatchesInFlightWithSharedBuffers) {
   PipelineConfig pipe;
   pipe.partitions = 3;
   pipe.reuse = MemoryReuse::s2;
-  TrackingAllocator own(Backend::cpu);
+  TrackingAllocator own(dev.backend(), dev.default_stream());
   PipelinedMoELayer layer(cfg, pipe, dev, own, *dispatch_comm, *combine_comm);
   layer.init(7, streams.compute);
   auto x2 = tokens(T, cfg.hidden, 300, world->rank() * T), dy2 = tokens(T, cfg.hidden, 400, world->rank() * T);
   std::vector<float> y1(x.size()), y2(x.size()), dx1(x.size()), dx2(x.size());
-  PipelinedContext c1 = layer.forward(x.data(), T, y1.data(), streams);
-  PipelinedContext c2 = layer.forward(x2.data(), T, y2.data(), streams);
-  layer.backward(c2, dy2.data(), dx2.data(), streams);
-  layer.backward(c1, dy.data(), dx1.data(), streams);
-  dev.synchronize();
+  {
+    test_backend::DeviceMirror d(dev, dev.default_stream());
+    PipelinedContext c1 = layer.forward(d(x), T, d(y1), streams);
+    PipelinedContext c2 = layer.forward(d(x2), T, d(y2), streams);
+    layer.backward(c2, d(dy2), d(dx2), streams);
+    layer.backward(c1, d(dy), d(dx1), streams);
+    dev.synchronize();
+    d.sync();
+  }
   const Result first = pipelined(pipe);
   EXPECT_EQ(y1, first.y);
   EXPECT_EQ(dx1, first.dx);

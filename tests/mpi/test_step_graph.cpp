@@ -3,9 +3,11 @@
 // their own stream, which joins the capture through its events), data parallelism with ZeRO-1
 // (reduce-scatter, shard step, all-gather), tensor parallelism, and PPMoE with segmented experts. Each rank's loss and
 // parameters after a capture and its replays equal those after as many eager steps, to the bit.
+// On MOEBENCH_TEST_BACKEND's backend (on cuda a CUDA graph with NCCL's operations in it).
 #include <gtest/gtest.h>
 #include "moe_test_util.h"
 #include "pipeline/gpt_trainer.h"
+#include "test_backend.h"
 
 namespace moebench {
 namespace {
@@ -19,8 +21,8 @@ struct Stepped {
 };
 
 Stepped three_steps(Communicator& world, const ParallelLayout& layout, const GptConfig& model, bool captured) {
-  Device dev = Device::open(Backend::cpu);
-  GptTrainer trainer(world, dev, Backend::cpu, layout, model, kGraphSequences, kMicroBatches);
+  Device dev = test_backend::open_device();
+  GptTrainer trainer(world, dev, dev.backend(), layout, model, kGraphSequences, kMicroBatches);
   if (captured) {
     trainer.capture_step();  // one eager step, then the capture
     EXPECT_TRUE(trainer.step_captured());
@@ -33,13 +35,13 @@ Stepped three_steps(Communicator& world, const ParallelLayout& layout, const Gpt
   Stepped out;
   if (layout.pp_index(world.rank()) == layout.pp - 1) out.loss = trainer.loss_sum();
   for (const TrainedParameter& p : trainer.parameters())
-    out.weights.emplace_back(p.weight->as<float>(), p.weight->as<float>() + p.weight->bytes() / 4);
+    out.weights.push_back(test_backend::host_floats(dev, *p.weight, p.dtype));
   return out;
 }
 
 void expect_replays_equal_eager_steps(const ParallelLayout& layout, const ModelShape& shape = kShape,
                                       ExpertGemm experts = ExpertGemm::grouped) {
-  auto world = make_mpi_communicator();
+  auto world = test_backend::world();
   ASSERT_FALSE(validate_layout(layout, shape, world->size())) << *validate_layout(layout, shape, world->size());
   GptConfig model = layout_model(shape, layout);
   model.moe.expert_gemm = experts;
@@ -51,24 +53,24 @@ void expect_replays_equal_eager_steps(const ParallelLayout& layout, const ModelS
 }
 
 TEST(StepGraph, PipelineStagesReplayTheirEagerSteps) {
-  const int P = make_mpi_communicator()->size();
+  const int P = test_backend::world()->size();
   expect_replays_equal_eager_steps(ParallelLayout::of(LayoutKind::dense, 1, 1, P));
 }
 
 TEST(StepGraph, DataParallelZeroOneReplaysItsEagerSteps) {
-  const int D = make_mpi_communicator()->size();
+  const int D = test_backend::world()->size();
   expect_replays_equal_eager_steps(ParallelLayout::of(LayoutKind::dense, D, 1, 1, /*zero=*/true));
 }
 
 TEST(StepGraph, TensorParallelReplaysItsEagerSteps) {
-  const int T = make_mpi_communicator()->size();
+  const int T = test_backend::world()->size();
   expect_replays_equal_eager_steps(ParallelLayout::of(LayoutKind::dense, 1, T, 1));
 }
 
 // PPMoE over the TP group with segmented experts: each rank's experts, the outputs' all-reduce and
 // the gradients' sums all in the graph, no count read on the host.
 TEST(StepGraph, PpmoeWithSegmentedExpertsReplaysItsEagerSteps) {
-  const int T = make_mpi_communicator()->size();
+  const int T = test_backend::world()->size();
   ModelShape shape = kShape;
   shape.experts = 4;
   shape.moe_every = 2;
