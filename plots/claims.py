@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 
 from common import read_rows, save
 
-COLOURS = {"reproduced": "tab:green", "partly": "tab:olive", "not reproduced": "tab:red", "noise": "tab:gray",
-           "modelled only": "tab:blue"}
+COLOURS = {"reproduced": "tab:green", "partly": "tab:olive", "contradicted": "tab:orange", "not reproduced": "tab:red",
+           "noise": "tab:gray", "not on the relevant hardware": "tab:purple", "modelled only": "tab:blue"}
 NAMES = {"000": "PPMoE (000)", "001": "M6-T (001)", "002": "pipelines section (002)", "003": "MPMoE (003)"}
 
 

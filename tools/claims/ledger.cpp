@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <filesystem>
 #include "harness/csv.h"
+#include "models/paper_values.h"
 #include "kernels/exec.h"
 
 namespace moebench {
@@ -24,17 +26,44 @@ double tolerance_of(const std::string& judge, const std::string& cls) {
 }
 bool starts(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-std::string provenance_of(const CsvRows& t, std::string* device, std::string* setting) {
+std::string provenance_of(const CsvRows& t, std::string* device, std::string* setting, std::string* backend,
+                          std::string* link, RunOrigin* origin) {
   if (t.size() == 0) return "-";
   auto c = [&](const char* col) { return t.has(col) ? t.cell(0, col) : std::string("-"); };
   *device = c("device");
+  *backend = c("backend");
+  *link = c("link");
+  *origin = {c("commit"), c("date"), c("backend")};
   *setting = c("backend") + " " + c("device") + ", " + c("ranks") + " ranks, " + c("link") + ", " + c("scale") + " scale";
   return c("backend") + " " + c("device") + ", " + c("ranks") + " ranks, " + c("link") + ", " + c("dtype") + ", " +
          c("scale") + " scale, " + c("commit") + ", " + c("date");
 }
 
+// Why a number read from CSVs of these backends and links cannot judge a claim about the
+// behaviour of other hardware (ClaimSpec::relevant_hardware), or nothing where it can.
+std::optional<std::string> off_the_relevant_hardware(const ClaimSpec& spec, const std::vector<std::string>& backends,
+                                                     const std::vector<std::string>& links) {
+  if (spec.relevant_hardware == "gpu") {
+    for (const std::string& b : backends)
+      if (b != "cuda")
+        return "a claim about GPU behaviour (kernels, tensor cores, a GPU's memory or its overlap of communication "
+               "with compute): a number from the " + b + " backend does not judge it";
+  } else if (spec.relevant_hardware == "core_link") {
+    for (const std::string& l : links)
+      if (l.rfind("emulated", 0) == 0)
+        return "a claim about compute slowing communication: the emulated link (" + l +
+               ") sleeps without using a core, so compute cannot slow it by construction";
+  } else if (!spec.relevant_hardware.empty()) {
+    throw Error("claims.csv: " + spec.id + ": relevant_hardware '" + spec.relevant_hardware +
+                "' is not one of: (empty), gpu, core_link");
+  }
+  return std::nullopt;
+}
+
+// `measured`: a run's numbers (this machine's, a GPU's), held to the claim's relevant hardware;
+// the model's are not.
 SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::string& expression, const std::string& root,
-                               const std::string& paper_hardware, bool absolute) {
+                               const std::string& paper_hardware, bool absolute, bool measured = true) {
   SettingResult s;
   if (expression.empty()) {
     s.missing = "no expression for this setting";
@@ -42,10 +71,17 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
   }
   ResultFiles files(root);
   const Evaluation e = evaluate(expression, files);
+  std::vector<std::string> backends, links;  // of every CSV read
   for (const std::string& f : e.files) {
     s.files += (s.files.empty() ? "" : " ") + f;
-    std::string device, setting;
-    if (const CsvRows* t = files.get(f)) s.provenance_of[f] = provenance_of(*t, &device, &setting);
+    std::string device, setting, backend, link;
+    RunOrigin origin;
+    if (const CsvRows* t = files.get(f)) {
+      s.provenance_of[f] = provenance_of(*t, &device, &setting, &backend, &link, &origin);
+      s.origin_of[f] = origin;
+      backends.push_back(backend);
+      links.push_back(link);
+    }
     if (s.provenance.empty() && s.provenance_of.count(f))
       s.provenance = s.provenance_of[f], s.device = device, s.setting = setting;
   }
@@ -54,6 +90,11 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
     return s;
   }
   s.value = e.value;
+  if (const auto why = measured ? off_the_relevant_hardware(spec, backends, links) : std::nullopt) {
+    s.verdict = kOffHardware;
+    s.why = *why;
+    return s;
+  }
   if (absolute && (paper_hardware.empty() || s.device.find(paper_hardware) == std::string::npos)) {
     s.verdict = "not comparable";
     s.why = "an absolute " + spec.unit + " on " + (paper_hardware.empty() ? "the paper's hardware" : paper_hardware) +
@@ -104,38 +145,50 @@ Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours) {
   const std::string& judge = spec.judge;
   std::optional<double> baseline;
   if (!spec.baseline.empty()) baseline = std::strtod(spec.baseline.c_str(), nullptr);
-  // Noise: the run's range holds the no-effect value (or the threshold) and is as wide as the
-  // effect the paper claims beyond it -- the spread alone could decide the verdict.
-  auto noise = [&](double x) { return ours.lo <= x && x <= ours.hi && ours.hi - ours.lo >= std::fabs(paper - x); };
+  // Noise: the run's range holds the no-effect value (or the threshold), so it does not give the
+  // effect's direction -- a re-run may land on either side.
+  auto noise = [&](double x) { return ours.lo < ours.hi && ours.lo <= x && x <= ours.hi; };
   const std::string unit = spec.unit.empty() ? "" : " " + spec.unit;
   const std::string said = "ours " + range(ours) + (paper != 0 ? ", " + num(ours.v / paper) + "x the paper's " + num(paper) : "");
   if (starts(judge, "above:") || starts(judge, "below:")) {
     const double x = tolerance_of(judge, judge.substr(0, 5));
     const bool above = judge[0] == 'a';
     if (noise(x))
-      return {"noise", "ours " + range(ours) + ": the run's range holds " + num(x) + ", the claim's threshold, and is as wide as "
-                       "the paper's distance from it"};
+      return {"noise", "ours " + range(ours) + ": the run's range holds " + num(x) + ", the claim's threshold, so it gives no "
+                       "direction"};
     const bool holds = above ? ours.v > x : ours.v < x;
     return {holds ? "reproduced" : "not reproduced",
             "ours " + range(ours) + (holds ? " is " : " is not ") + (above ? "above " : "below ") + num(x) +
                 (paper != 0 ? " (the paper's " + num(paper) + ")" : "")};
   }
   if (baseline && noise(*baseline))
-    return {"noise", said + "; the run's range holds " + num(*baseline) + ", the no-effect value, and is as wide as the effect claimed"};
+    return {"noise", said + "; the run's range holds " + num(*baseline) + ", the no-effect value, so it gives no direction"};
   const bool same_side = baseline && (ours.v - *baseline) * (paper - *baseline) > 0;
   if (starts(judge, "match:")) {
+    // Partly is bounded: within 2P, and on the paper's side of the baseline where there is one.
     const double p = tolerance_of(judge, "match") / 100;
     const double off = std::fabs(ours.v / paper - 1);
-    if (off <= p) return {"reproduced", said + " (within " + num(100 * p) + "%)"};
-    if (baseline ? same_side : off <= 2 * p)
-      return {"partly", said + (baseline ? ": the same direction, not within " : ": not within ") + num(100 * p) + "%"};
-    return {"not reproduced", said + (baseline ? ": the other side of " + num(*baseline) : ": off by more than " + num(200 * p) + "%")};
+    if (off <= p && (!baseline || same_side)) return {"reproduced", said + " (within " + num(100 * p) + "%)"};
+    if (baseline && !same_side) return {"not reproduced", said + ": the other side of " + num(*baseline)};
+    if (off <= 2 * p)
+      return {"partly", said + (baseline ? ": the same direction, within " : ": within ") + num(200 * p) + "%, not " +
+                            num(100 * p) + "%"};
+    return {"not reproduced", said + (baseline ? ": the same direction, but off by " : ": off by ") + num(100 * off) +
+                                  "%, more than " + num(200 * p) + "%"};
   }
   if (starts(judge, "within:")) {
+    // A share (unit %) is also held to a factor of 2 of the paper's: points alone would pass a
+    // sixth of a small share.
     const double d = tolerance_of(judge, "within");
     const double off = std::fabs(ours.v - paper);
+    const bool share = spec.unit == "%" && paper > 0;
+    const double factor = !share ? 1.0 : ours.v > 0 ? std::max(ours.v / paper, paper / ours.v) : INFINITY;
     const std::string what = "ours " + range(ours) + " against the paper's " + num(paper) + unit;
-    if (off <= d) return {"reproduced", what + " (within " + num(d) + ")"};
+    if (factor > 2 && off <= 2 * d)
+      return {"not reproduced", what + " (within " + num(off <= d ? d : 2 * d) + " points, but " +
+                                    (std::isfinite(factor) ? num(factor) + "x" : "not a share of") + " the paper's share: "
+                                    "more than a factor of 2)"};
+    if (off <= d) return {"reproduced", what + " (within " + num(d) + (share ? " points and a factor of 2)" : ")")};
     if (off <= 2 * d) return {"partly", what + " (within " + num(2 * d) + ", not " + num(d) + ")"};
     return {"not reproduced", what + " (off by " + num(off) + ")"};
   }
@@ -151,6 +204,23 @@ Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours) {
   }
   throw Error("claims.csv: " + spec.id + ": judge '" + judge +
               "' is not one of match:P, within:D, at_least, at_most, above:X, below:X, none");
+}
+
+// The suite's other settings against the verdict of `measured`: a reproduced or partly verdict of
+// this machine's that the GPU run or the model at the paper's scale says is not reproduced becomes
+// kContradicted (a GPU run's, on the hardware the claims are about, is not overruled by the CPU or
+// the model); every disagreement is said in the line.
+void contradict(ClaimResult& c, const SettingResult& measured) {
+  const std::string said = c.verdict;
+  auto judged = [](const std::string& v) { return v == "reproduced" || v == "partly" || v == "not reproduced"; };
+  for (auto [other, name] : {std::pair{&c.gpu, "the GPU run"}, std::pair{&c.local, "this machine"},
+                             std::pair{&c.model, "the model at the paper's scale"}}) {
+    if (other == &measured || !other->value || !judged(other->verdict) || other->verdict == said || !judged(said)) continue;
+    const bool against = other->verdict == "not reproduced" && said != "not reproduced" && &measured == &c.local;
+    c.why += std::string(against ? "; contradicted by " : "; ") + name + (against ? "" : " says") + " (" +
+             other->verdict + ": " + other->why + ")";
+    if (against) c.verdict = kContradicted;
+  }
 }
 
 }  // namespace
@@ -174,7 +244,7 @@ std::vector<ClaimSpec> read_claim_specs(const std::string& path) {
     auto c = [&](const char* col) { return t.cell(r, col); };
     v.push_back({c("claim"), c("paper"), c("where"), c("text"), c("quantity"), c("paper_value"), c("unit"), c("judge"),
                  c("baseline"), c("hardware"), c("local"), c("gpu"), c("model"), c("why_not"), c("cluster_command"),
-                 c("note")});
+                 c("note"), c("relevant_hardware")});
     const ClaimSpec& s = v.back();
     if (s.quantity != "relative" && s.quantity != "absolute")
       throw Error(path + ": " + s.id + ": quantity '" + s.quantity + "' is not relative or absolute");
@@ -191,7 +261,30 @@ double claim_paper_value(const ClaimSpec& spec) {
   return p.value->v;
 }
 
+namespace {
+
+// The newest of this machine's runs the claims read (their commit and date; the models'
+// projections are not runs): what GPU evidence must agree with.
+std::optional<RunOrigin> newest_local_run(const std::vector<ClaimSpec>& specs, const std::string& results) {
+  std::optional<RunOrigin> newest;
+  for (const ClaimSpec& spec : specs) {
+    if (spec.judge == "none" || spec.local.empty()) continue;
+    const SettingResult s = evaluate_setting(spec, claim_paper_value(spec), spec.local, results, spec.hardware, false, false);
+    for (const auto& [f, o] : s.origin_of)
+      if (o.backend != "model" && o.date != "-" && (!newest || o.date > newest->date)) newest = o;
+  }
+  return newest;
+}
+
+}  // namespace
+
 std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const std::string& results) {
+  return judge_claims(specs, results, (std::filesystem::path(reference_dir()) / ".." / "..").lexically_normal().string());
+}
+
+std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const std::string& results,
+                                      const std::string& repo) {
+  const std::optional<RunOrigin> local_run = newest_local_run(specs, results);
   std::vector<ClaimResult> out;
   std::optional<CsvRows> sensitivity;
   if (std::ifstream(results + "/models/sensitivity.csv")) sensitivity = CsvRows::read(results + "/models/sensitivity.csv");
@@ -208,22 +301,45 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
     const bool absolute = spec.quantity == "absolute";
     c.local = evaluate_setting(spec, c.paper, spec.local, results, spec.hardware, absolute);
     c.gpu = evaluate_setting(spec, c.paper, spec.gpu == "=" ? spec.local : spec.gpu, results + "/cuda", spec.hardware, absolute);
-    c.model = evaluate_setting(spec, c.paper, spec.model, results, spec.hardware, false);
+    if (c.gpu.value)
+      for (const auto& [f, o] : c.gpu.origin_of) {
+        const std::optional<std::string> stale =
+            local_run ? stale_gpu_evidence(repo, o, *local_run) : std::optional<std::string>("no run of this machine's to compare it with");
+        if (!stale) continue;
+        c.gpu.verdict = kStaleEvidence;
+        c.gpu.why = "cuda/" + f + ": " + *stale;
+        break;
+      }
+    c.model = evaluate_setting(spec, c.paper, spec.model, results, spec.hardware, false, false);
     if (c.model.value && sensitivity) describe_assumptions(*sensitivity, c);
     const SettingResult* measured = nullptr;
     const char* where = "";
-    if (c.gpu.value && c.gpu.verdict != "not comparable")
+    auto judges = [](const SettingResult& s) {
+      return s.value && s.verdict != "not comparable" && s.verdict != kOffHardware && s.verdict != kStaleEvidence;
+    };
+    if (judges(c.gpu))
       measured = &c.gpu, where = "GPU run";
-    else if (c.local.value && c.local.verdict != "not comparable")
+    else if (judges(c.local))
       measured = &c.local, where = "this machine";
     if (measured) {
       c.verdict = measured->verdict;
       c.reaches = measured->reaches;
       c.why = std::string(where) + " (" + measured->setting + "): " + measured->why;
+      contradict(c, *measured);
+      if (c.gpu.verdict == kStaleEvidence) c.why += "; the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why;
+    } else if (c.local.verdict == kOffHardware || c.gpu.verdict == kOffHardware) {
+      const SettingResult& off = c.local.verdict == kOffHardware ? c.local : c.gpu;
+      c.verdict = kOffHardware;
+      c.why = off.why + " (" + off.setting + ": " + range(*off.value) + ")" +
+              (c.model.value ? "; the model at the paper's scale: " + c.model.verdict + ", " + c.model.why : "");
+    } else if (c.gpu.verdict == kStaleEvidence && !c.model.value) {
+      c.verdict = "not measurable here";
+      c.why = "the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why;
     } else if (c.model.value) {
       c.verdict = "modelled only";
       c.why = "the model at the paper's scale (" + c.model.verdict + "): " + c.model.why +
-              (c.model_assumptions.empty() ? "" : "; " + c.model_assumptions);
+              (c.model_assumptions.empty() ? "" : "; " + c.model_assumptions) +
+              (c.gpu.verdict == kStaleEvidence ? "; the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why : "");
     } else {
       c.verdict = "not measurable here";
       c.why = !spec.why_not.empty() ? spec.why_not
@@ -237,7 +353,8 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
 
 std::string claims_csv(const std::vector<ClaimResult>& claims) {
   CsvTable t({"claim", "paper", "where", "text", "paper_value", "unit", "judge", "local_value", "local_low", "local_high",
-              "local_over_paper", "local_verdict", "local_csv", "local_provenance", "gpu_value", "gpu_over_paper",
+              "local_over_paper", "local_verdict", "local_csv", "local_provenance", "gpu_value", "gpu_low", "gpu_high",
+              "gpu_over_paper",
               "gpu_verdict", "gpu_csv", "gpu_provenance", "model_value", "model_over_paper", "model_verdict", "model_csv",
               "model_assumptions", "verdict", "why", "cluster_command"});
   for (const ClaimResult& c : claims) {
@@ -250,7 +367,8 @@ std::string claims_csv(const std::vector<ClaimResult>& claims) {
     t.add_row({c.spec.id, c.spec.paper, c.spec.where, c.spec.text, judged ? fmt(c.paper, 4) : "-", or_dash(c.spec.unit),
                c.spec.judge, value(c.local), c.local.value ? fmt(c.local.value->lo, 4) : "-",
                c.local.value ? fmt(c.local.value->hi, 4) : "-", ratio(c.local), or_dash(c.local.verdict),
-               or_dash(c.local.files), or_dash(c.local.value ? c.local.provenance : ""), value(c.gpu), ratio(c.gpu),
+               or_dash(c.local.files), or_dash(c.local.value ? c.local.provenance : ""), value(c.gpu),
+               c.gpu.value ? fmt(c.gpu.value->lo, 4) : "-", c.gpu.value ? fmt(c.gpu.value->hi, 4) : "-", ratio(c.gpu),
                or_dash(c.gpu.verdict), or_dash(c.gpu.value ? c.gpu.files : ""), or_dash(c.gpu.value ? c.gpu.provenance : ""),
                value(c.model), ratio(c.model), or_dash(c.model.verdict), or_dash(c.model.value ? c.model.files : ""),
                or_dash(c.model_assumptions), c.verdict, c.why, or_dash(c.spec.cluster_command)});

@@ -10,7 +10,10 @@
 //   none        what the suite does not measure (model quality after pre-training): why, and
 //               the command that would measure it where one exists
 // A verdict is refused (noise) where the run's range holds the baseline, the no-effect value;
-// one whose range reaches another verdict at an end names it (Judgement::reaches).
+// one whose range reaches another verdict at an end names it (Judgement::reaches). A share is
+// reproduced only within D points and a factor of 2; partly is bounded (2P, 2D). A number from
+// hardware the claim is not about is not judged (kOffHardware); a verdict the suite's other
+// settings contradict is not "reproduced" (kContradicted).
 // An absolute time is judged only on the paper's hardware. A claim's verdict is its GPU run's,
 // else this machine's; a number only the model gives makes it "modelled only", never
 // "reproduced".
@@ -20,13 +23,28 @@
 #include <string>
 #include <vector>
 #include "tools/claims/expression.h"
+#include "tools/claims/gpu_evidence.h"
 
 namespace moebench {
 
 struct ClaimSpec {
   std::string id, paper, where, text, quantity, paper_value, unit, judge, baseline, hardware, local, gpu, model,
       why_not, cluster_command, note;
+  // What a measurement must run on to judge the claim: "" anything; "gpu" a GPU run (a claim about
+  // kernels, tensor cores, a GPU's memory or its overlap); "core_link" a link that uses a core
+  // (not the emulated link, which sleeps: compute cannot slow it). Elsewhere the setting's verdict
+  // is kOffHardware.
+  std::string relevant_hardware;
 };
+
+// A setting's verdict (and a claim's, when no other setting judges it) where its number comes
+// from hardware the claim is not about.
+inline constexpr const char* kOffHardware = "not on the relevant hardware";
+// A claim's verdict when the run that judges it says reproduced or partly and another setting of
+// the suite's own (the GPU run, this machine, the model at the paper's scale) says not reproduced.
+inline constexpr const char* kContradicted = "contradicted";
+// A GPU setting's verdict where its run may not judge beside this machine's (gpu_evidence.h).
+inline constexpr const char* kStaleEvidence = "stale";
 
 struct SettingResult {
   std::optional<Number> value;
@@ -34,6 +52,7 @@ struct SettingResult {
   std::string files;       // the CSVs read, space-separated, relative to results/
   std::string provenance;  // backend, device, ranks, link, scale, commit, date of the first of them
   std::map<std::string, std::string> provenance_of;  // ... of each of them
+  std::map<std::string, RunOrigin> origin_of;          // the commit and date of each of them
   std::string device;
   std::string setting;     // where the first CSV ran: backend and device, ranks, link, scale
   std::string verdict;     // "" where there is no number
@@ -59,6 +78,10 @@ double claim_paper_value(const ClaimSpec& spec);
 // Judges every claim from `results` (this machine's folder; its cuda/ and models/ inside it,
 // models/sensitivity.csv naming what the assumptions decide of each modelled number).
 std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const std::string& results);
+// ... with `repo`, a folder of the git checkout whose history tells whether the GPU run's code is
+// this machine's runs' (by default the checkout of the papers' reference folder).
+std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const std::string& results,
+                                      const std::string& repo);
 // results/claims.csv's text (no provenance of its own: each number names its CSVs).
 std::string claims_csv(const std::vector<ClaimResult>& claims);
 

@@ -8,7 +8,8 @@ namespace moebench {
 
 namespace {
 
-const char* const kVerdicts[] = {"reproduced", "partly", "not reproduced", "noise", "modelled only", "not measurable here"};
+const char* const kVerdicts[] = {"reproduced", "partly",   "contradicted",  "not reproduced",
+                                 "noise",      kOffHardware, "modelled only", "not measurable here"};
 
 struct PaperInfo {
   const char* key;
@@ -35,13 +36,14 @@ std::string ours_of(const ClaimResult& c) {
   for (auto [s, label] : {std::pair{&c.gpu, "GPU"}, std::pair{&c.local, "here"}, std::pair{&c.model, "model"}})
     if (s->value)
       out += (out.empty() ? "" : "; ") + fmt(s->value->v, 3) + " (" + label +
-             (s->verdict == "not comparable" ? ", other hardware" : "") + ")";
+             (s->verdict == "not comparable" || s->verdict == kOffHardware ? ", other hardware" : "") + ")";
   return out.empty() ? "-" : out;
 }
 
 std::string ratio_of(const ClaimResult& c) {
   for (const SettingResult* s : {&c.gpu, &c.local, &c.model})
-    if (s->value && c.paper != 0 && s->verdict != "not comparable") return fmt(s->value->v / c.paper, 3);
+    if (s->value && c.paper != 0 && s->verdict != "not comparable" && s->verdict != kOffHardware)
+      return fmt(s->value->v / c.paper, 3);
   return "-";
 }
 
@@ -60,7 +62,11 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
      << "papers' scale (`results/models/`). A verdict comes from a run -- the GPU run where there is one, else this "
      << "machine's; a number only the model gives is *modelled only*. A time in absolute units is judged only on the "
      << "paper's own hardware; elsewhere the claims are ratios, shares and orderings. *noise*: the run's own range "
-     << "holds the no-effect value, so no verdict is given.\n\n";
+     << "holds the no-effect value, so it gives no direction and no verdict. *contradicted*: the run says reproduced or "
+     << "partly, but another of the suite's settings (the GPU run, this machine, the model at the paper's scale) says "
+     << "not reproduced. *" << kOffHardware << "*: a claim about GPU behaviour measured only on the CPU, or about "
+     << "compute slowing communication measured only on the emulated link, which sleeps without using a core. "
+     << "docs/claims.md gives each tolerance and its reason.\n\n";
 
   md << "## Verdicts\n\n| paper |";
   for (const char* v : kVerdicts) md << " " << v << " |";
@@ -83,13 +89,13 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
   std::vector<std::string> movable;
   int judged = 0;
   for (const ClaimResult& c : claims)
-    if (c.verdict == "reproduced" || c.verdict == "partly" || c.verdict == "not reproduced") {
+    if (c.verdict == "reproduced" || c.verdict == "partly" || c.verdict == "not reproduced" || c.verdict == kContradicted) {
       ++judged;
       if (!c.reaches.empty())
         movable.push_back(c.spec.id + ": " + c.verdict + ", its range reaches " + c.reaches.front() +
                           (c.reaches.size() > 1 ? " and " + c.reaches.back() : ""));
     }
-  md << "Of the " << judged << " verdicts a run gave (reproduced, partly, not reproduced), " << judged - int(movable.size())
+  md << "Of the " << judged << " verdicts a run gave (reproduced, partly, contradicted, not reproduced), " << judged - int(movable.size())
      << " hold over the run's whole range. The range of the other " << movable.size()
      << " reaches another verdict, which a run of the same code may give" << (movable.empty() ? ".\n" : ":\n\n");
   for (const std::string& m : movable) md << "- " << m << "\n";
@@ -132,7 +138,8 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
         "noise), with the run they were judged on above, and the command that measures them at the paper's scale on GPUs "
         "(then `experiments/claims/report.sh --results DIR` on that folder).\n\n| claim | verdict | on a cluster |\n|---|---|---|\n";
   for (const ClaimResult& c : claims)
-    if (c.verdict == "partly" || c.verdict == "not reproduced" || c.verdict == "noise")
+    if (c.verdict == "partly" || c.verdict == "not reproduced" || c.verdict == "noise" || c.verdict == kContradicted ||
+        c.verdict == kOffHardware)
       md << "| " << cell(c.spec.id) << " | " << c.verdict << " | "
          << (c.spec.cluster_command.empty() ? "-" : "`" + c.spec.cluster_command + "`") << " |\n";
 
