@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <optional>
 #include "pipeline/gpt_layout.h"
 #include "pipeline/gpt_trainer.h"
@@ -98,10 +99,11 @@ class T1Bench final : public BenchProgram {
     trainer_.reset();
     if (ctx.rt.rank() != 0) return 0;
     std::map<std::string, Spread> ms;
+    std::map<std::string, std::vector<double>> reps;  // in the order the rounds ran: they pair across rows
     for (const auto& r : runs)
-      if (!r.error) ms[r.name] = r.time_ms();
+      if (!r.error) ms[r.name] = r.time_ms(), reps[r.name] = r.ms();
     CsvTable t({"layers", "routing", "prototypes", "top_k", "experts", "hidden", "ffn", "heads", "seq", "vocab", "tokens_per_rank",
-                "capacity", "gate", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "ratio_vs_top1",
+                "capacity", "gate", "ms_per_step", "ms_per_step_min", "ms_per_step_max", "ms_per_step_reps", "ratio_vs_top1",
                 "ratio_paper_vs_fused", "paper_ms_per_step", "paper_ratio_vs_top1", "ratio_vs_top1_over_paper",
                 "expert_rows_max_over_mean", "new_pool_blocks_in_measured_steps", "optimizer_ms_per_step"});
     for (int L : layers_)
@@ -124,7 +126,7 @@ class T1Bench final : public BenchProgram {
                      std::to_string(shape_.experts), std::to_string(shape_.hidden), std::to_string(shape_.ffn),
                      std::to_string(shape_.heads), std::to_string(shape_.seq), std::to_string(shape_.vocab),
                      std::to_string(sequences_per_rank_ * shape_.seq), std::to_string(capacity), gate_label(g),
-                     fmt(s.median), fmt(s.min), fmt(s.max), ratio, vs_fused, fmt_or_na(paper_ms),
+                     fmt(s.median), fmt(s.min), fmt(s.max), repetitions_cell(reps[k]), ratio, vs_fused, fmt_or_na(paper_ms),
                      paper ? fmt(paper_ratio, 4) : "n/a",
                      paper && ms.count(top1) ? fmt(s.median / ms[top1].median / paper_ratio, 4) : "n/a",
                      load_.count(k) ? fmt(load_.at(k), 4) : "-", std::to_string(pool_blocks_[k]),
@@ -169,10 +171,13 @@ class T1Bench final : public BenchProgram {
       trainer_ = std::make_unique<GptTrainer>(ctx.world, ctx.device, ctx.backend(), layout(W), model(layers, r, g),
                                               sequences_per_rank_ * W, 1);
       trainer_key_ = k;
-      trainer_->step();  // warm-up
+      trainer_->step();  // warm-up (again each round: the rounds interleave the cases, one trainer alive at a time)
       ctx.device.synchronize();
+    }
+    if (phased_.insert(k).second) {
       // Where the model of this step is checked term by term (tools/local_comparison.cpp): one
       // more step, not a measured one, its optimizer timed on every rank; the busiest rank's.
+      // Once per case, in its first round.
       Breakdown phases;
       trainer_->set_breakdown(&phases);
       trainer_->step();
@@ -194,6 +199,7 @@ class T1Bench final : public BenchProgram {
     if (const auto load = expert_load(ctx.rt, trainer_->expert_rows())) load_[k] = *load;
   }
 
+  std::set<std::string> phased_;  // the cases whose phases step ran
   std::vector<int> layers_opt_, layers_;
   std::vector<std::string> gates_opt_;
   std::vector<GateImpl> gates_;

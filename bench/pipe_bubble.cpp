@@ -110,11 +110,11 @@ class PipeBubbleBench final : public BenchProgram {
     if (ctx.rt.rank() != 0) return 0;
     const int P = ctx.world.size();
     CsvTable t({"schedule", "stages", "micro_batches", "rows_per_micro_batch", "recompute", "stage", "f_ms", "b_ms", "w_ms",
-                "send_ms", "busy_ms", "idle_ms", "step_ms", "step_ms_min", "step_ms_max", "measured_bubble",
+                "send_ms", "busy_ms", "idle_ms", "step_ms", "step_ms_min", "step_ms_max", "step_ms_reps", "measured_bubble",
                 "measured_bubble_min", "measured_bubble_max", "simulated_bubble", "simulated_step_ms",
                 "measured_over_simulated_step", "simulator_status", "replayed_bubble", "replayed_step_ms",
                 "measured_over_replayed_step", "simulator_processors", "closed_form_bubble", "tokens_per_s",
-                "tokens_per_s_min", "tokens_per_s_max", "peak_activation_bytes", "repetitions"});
+                "tokens_per_s_min", "tokens_per_s_max", "tokens_per_s_reps", "peak_activation_bytes", "repetitions"});
     const int processors = shared_processors(ctx);
     // By case name: the stages' mean measured bubble (share of the step) and idle ms -- the
     // bubble's size, what ZB-H1's "a third of 1F1B's" is about (a shorter step makes the same
@@ -126,6 +126,8 @@ class PipeBubbleBench final : public BenchProgram {
       const Case& c = cases_.at(r.name);
       const auto& reps = samples_.at(r.name);
       const Spread step = r.time_ms();
+      std::vector<double> tokens_per_s;  // per repetition, in the order the rounds ran
+      for (double ms : r.ms()) tokens_per_s.push_back(mini_ / (ms / 1e3));
       auto field = [&](int stage, int f) {
         std::vector<double> v;
         for (const auto& rep : reps) v.push_back(rep[stage * kFields + f]);
@@ -170,14 +172,15 @@ class PipeBubbleBench final : public BenchProgram {
                    c.recompute ? "yes" : "no", std::to_string(s), fmt(times[s].f), fmt(times[s].b),
                    c.kind == PipelineScheduleKind::zb_h1 ? fmt(times[s].w) : "in b", fmt(send), fmt(field(s, 0).median),
                    fmt(idle),
-                   fmt(step.median), fmt(step.min), fmt(step.max), fmt(b.median, 4), fmt(b.min, 4), fmt(b.max, 4),
+                   fmt(step.median), fmt(step.min), fmt(step.max), repetitions_cell(r.ms()), fmt(b.median, 4),
+                   fmt(b.min, 4), fmt(b.max, 4),
                    fmt(sim.bubble_fraction(s), 4), fmt(sim.makespan), fmt(ratio, 4),
                    std::string(ok ? "within " : "NOT within ") + fmt(kSimulatorTarget * 100, 2) + "%",
                    fmt(spread_of(replayed_bubbles[s]).median, 4), fmt(replay.median), fmt(replay_ratio.median, 4),
                    processors > 0 ? std::to_string(processors) + " cores shared by the stages" : "one per stage",
                    fmt(closed, 4),
                    fmt(mini_ / (step.median / 1e3)), fmt(mini_ / (step.max / 1e3)), fmt(mini_ / (step.min / 1e3)),
-                   fmt(field(s, 5).max, 10), std::to_string(step.samples)});
+                   repetitions_cell(tokens_per_s), fmt(field(s, 5).max, 10), std::to_string(step.samples)});
       }
       mean_bubble[r.name] = bubble_sum / P;
       mean_idle_ms[r.name] = idle_sum / P;

@@ -2,9 +2,12 @@
 // the MoE model goes, in DPMoE (DP = EP over every rank: the MoE layer's two all-to-alls, its
 // gating, the rest) and in PPMoE (TP groups of up to 8 ranks: the MoE layer's gating, expert
 // compute and all-reduce; the dense FFNs' compute and all-reduce). Every part is a breakdown
-// range of the forward (NVTX ranges of the same names); a column is the slowest rank's median over the
-// repetitions, and its share of the total forward; and how routing spread the experts' work (the
-// busiest rank's expert rows over the mean rank's). Writes <out>/ppmoe/t1.csv and t3.csv.
+// range of the forward (NVTX ranges of the same names). Each repetition takes every part from one
+// rank, the one whose forward was slowest, so the parts of a repetition add up to its total; a
+// column is the median over the repetitions (with each one's value, _ms_reps), and its share the
+// median of the repetitions' shares of their own total, with that median's confidence interval;
+// and how routing spread the experts' work (the busiest rank's expert rows over the mean rank's).
+// Writes <out>/ppmoe/t1.csv and t3.csv.
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -93,7 +96,8 @@ class BreakdownBench final : public BenchProgram {
       std::vector<std::string> header = {"layout", "dp", "tp", "layers", "hidden", "ffn", "heads", "seq", "vocab",
                                          "experts", "sequences_per_rank"};
       for (const auto& c : cols)
-        for (const char* suffix : {"_ms", "_ms_min", "_ms_max", "_percent", "_paper_ms", "_paper_percent"})
+        for (const char* suffix : {"_ms", "_ms_min", "_ms_max", "_ms_reps", "_percent", "_percent_min", "_percent_max",
+                                   "_paper_ms", "_paper_percent"})
           header.push_back(c.name + suffix);
       header.push_back("expert_rows_max_over_mean");
       header.push_back("repetitions");
@@ -104,14 +108,20 @@ class BreakdownBench final : public BenchProgram {
                                       std::to_string(shape_.ffn), std::to_string(shape_.heads),
                                       std::to_string(shape_.seq), std::to_string(shape_.vocab),
                                       std::to_string(shape_.experts), std::to_string(sequences_per_rank_)};
-      const double total = spread_of(column(reps, 0)).median, paper_total = paper_ms(t, cols[0]);
+      const double paper_total = paper_ms(t, cols[0]);
+      const std::vector<double> totals = column(reps, 0);
       std::printf("%s %s:", t.c_str(), layout(t, ctx.world.size()).describe().c_str());
       for (std::size_t i = 0; i < cols.size(); ++i) {
-        const Spread s = spread_of(column(reps, i));
+        const std::vector<double> part = column(reps, i);
+        const Spread s = spread_of(part);
+        std::vector<double> shares;  // of each repetition's own total
+        for (std::size_t k = 0; k < part.size(); ++k) shares.push_back(100 * part[k] / totals[k]);
+        const MedianInterval share = median_interval(shares);
         const std::optional<double> paper = cols[i].in_paper ? std::optional(paper_ms(t, cols[i])) : std::nullopt;
-        append(row, {fmt(s.median), fmt(s.min), fmt(s.max), fmt(100 * s.median / total, 4), fmt_or_na(paper),
+        append(row, {fmt(s.median), fmt(s.min), fmt(s.max), repetitions_cell(part), fmt(share.median, 4),
+                     fmt(share.lo, 4), fmt(share.hi, 4), fmt_or_na(paper),
                      fmt_or_na(paper ? std::optional(100 * *paper / paper_total) : std::nullopt, 4)});
-        std::printf("  %s %.2f ms (%.1f%%", cols[i].name.c_str(), s.median, 100 * s.median / total);
+        std::printf("  %s %.2f ms (%.1f%%", cols[i].name.c_str(), s.median, share.median);
         if (paper) std::printf("; paper %.1f%%", 100 * *paper / paper_total);
         std::printf(")");
       }
@@ -198,9 +208,15 @@ class BreakdownBench final : public BenchProgram {
           if (auto it = totals.find(n); it != totals.end()) ms += it->second;
         return ms;
       };
-      std::vector<double> rep;
-      for (const Column& c : cols)
-        rep.push_back(ctx.rt.max(c.rest ? sum({"model.fwd"}) - sum({"moe.fwd"}) : sum(c.ranges)));
+      std::vector<double> rep;  // this rank's parts
+      for (const Column& c : cols) rep.push_back(c.rest ? sum({"model.fwd"}) - sum({"moe.fwd"}) : sum(c.ranges));
+      // Every part from the rank whose forward was slowest (the lowest such rank), so that the
+      // parts add up to the total as they did on one rank: the slowest of each part apart would not.
+      const double slowest = ctx.rt.max(rep[0]);
+      const int W = ctx.world.size(), me = ctx.rt.rank();
+      const int chosen = int(-ctx.rt.max(-double(rep[0] == slowest ? me : W)));
+      if (me != chosen) std::fill(rep.begin(), rep.end(), 0.0);
+      ctx.rt.sum(rep);
       samples_[t].push_back(rep);
       if (const auto load = expert_load(ctx.rt, fixture_->stage->expert_rows(0))) load_[t].push_back(*load);
       st.SetIterationTime(rep[0] / 1e3);

@@ -137,15 +137,16 @@ class LayoutsBench final : public BenchProgram {
     const int W = ctx.world.size();
     const double tokens = double(sequences_) * shape_.seq;
     std::map<std::string, Spread> ms;
+    std::map<std::string, std::vector<double>> reps;  // in the order the rounds ran: they pair across rows
     for (const auto& r : runs)
-      if (!r.error) ms[r.name] = r.time_ms();
+      if (!r.error) ms[r.name] = r.time_ms(), reps[r.name] = r.ms();
     double slowest_dense = 0;
     for (std::size_t i = 0; i < rows_.size(); ++i) {
       const std::string key = this->key(i);
       if (rows_[i].layout.kind == Kind::dense && ms.count(key))
         slowest_dense = std::max(slowest_dense, ms[key].median);
     }
-    CsvTable t({"model", "dp", "tp", "pp", "ep", "zero", "step_ms", "step_ms_min", "step_ms_max",
+    CsvTable t({"model", "dp", "tp", "pp", "ep", "zero", "step_ms", "step_ms_min", "step_ms_max", "step_ms_reps",
                 "tokens_per_s_per_rank", "speed_ratio_vs_slowest_dense", "paper_row", "paper_tokens_per_s_per_gpu",
                 "paper_speed_ratio", "speed_ratio_over_paper", "layers", "hidden", "ffn", "heads", "seq", "vocab", "experts", "sequences_per_step",
                 "micro_batches", "expert_rows_max_over_mean"});
@@ -162,7 +163,7 @@ class LayoutsBench final : public BenchProgram {
       const std::optional<double> paper_ratio = row.paper_speed_ratio();
       const std::string paper_ratio_text = paper_ratio ? fmt(*paper_ratio, 3) + "%" : "-";
       t.add_row({layout_kind_name(r.kind), std::to_string(r.dp), std::to_string(r.tp), std::to_string(r.pp),
-                 r.kind == Kind::dense ? "1" : std::to_string(shape_.experts), r.zero ? "yes" : "no", fmt(s.median), fmt(s.min), fmt(s.max), fmt(tput), ratio, row.paper_row(), fmt_or_na(row.paper_throughput()),
+                 r.kind == Kind::dense ? "1" : std::to_string(shape_.experts), r.zero ? "yes" : "no", fmt(s.median), fmt(s.min), fmt(s.max), repetitions_cell(reps[key]), fmt(tput), ratio, row.paper_row(), fmt_or_na(row.paper_throughput()),
                  paper_ratio_text, has_ratio && paper_ratio ? fmt(100.0 * slowest_dense / s.median / *paper_ratio, 4) : "-",
                  std::to_string(shape_.layers), std::to_string(shape_.hidden), std::to_string(shape_.ffn),
                  std::to_string(shape_.heads), std::to_string(shape_.seq), std::to_string(shape_.vocab),

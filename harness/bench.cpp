@@ -22,22 +22,30 @@ int BenchContext::repetitions() const {
 
 void BenchContext::add(const std::string& name, int iterations, std::function<void(benchmark::State&)> fn,
                        benchmark::TimeUnit unit, std::optional<int> reps) {
-  const int r = reps.value_or(repetitions());
-  // Google Benchmark calls the function once per repetition.
-  auto repetition = std::make_shared<int>(0);
-  benchmark::RegisterBenchmark(name.c_str(), [fn = std::move(fn), name, r, repetition, p = progress](benchmark::State& st) {
-    *repetition = *repetition % r + 1;
-    if (p) p->repetition_started(name, *repetition, r);
-    fn(st);
-    if (p) p->repetition_done(name, *repetition, r);
-  })
-      ->UseManualTime()
-      ->Iterations(iterations)
-      ->Repetitions(r)
-      ->Unit(unit);
+  cases.push_back({name, iterations, reps.value_or(repetitions()), std::move(fn), unit});
   registered.push_back(name);
-  run_names.push_back(name + "/iterations:" + std::to_string(iterations) + "/repeats:" + std::to_string(r) +
-                      "/manual_time");
+  // Each round registers the case once, with one repetition.
+  run_names.push_back(name + "/iterations:" + std::to_string(iterations) + "/repeats:1/manual_time");
+}
+
+void BenchContext::register_rounds() {
+  int rounds = 0;
+  for (const Case& c : cases) rounds = std::max(rounds, c.repetitions);
+  for (int round = 1; round <= rounds; ++round)
+    for (const Case& c : cases) {
+      if (round > c.repetitions) continue;
+      benchmark::RegisterBenchmark(c.name.c_str(), [fn = c.fn, name = c.name, round, reps = c.repetitions,
+                                                    p = progress](benchmark::State& st) {
+        if (p) p->repetition_started(name, round, reps);
+        fn(st);
+        if (p) p->repetition_done(name, round, reps);
+      })
+          ->UseManualTime()
+          ->Iterations(c.iterations)
+          ->Repetitions(1)
+          ->Unit(c.unit);
+    }
+  cases.clear();
 }
 
 std::optional<std::string> BenchContext::check_fits(std::uint64_t bytes, const std::string& option) const {
@@ -69,11 +77,13 @@ void BenchContext::profile_end() const {
   if (opts.profile) profiler_stop(backend());
 }
 
-Spread RunRecord::time_ms() const {
-  std::vector<double> ms;
-  for (double s : seconds) ms.push_back(s * 1e3);
-  return spread_of(ms);
+std::vector<double> RunRecord::ms() const {
+  std::vector<double> out;
+  for (double s : seconds) out.push_back(s * 1e3);
+  return out;
 }
+
+Spread RunRecord::time_ms() const { return spread_of(ms()); }
 
 Spread RunRecord::counter(const std::string& key) const {
   const auto it = counters.find(key);
@@ -96,8 +106,11 @@ namespace {
 // Each line starts with how far the run is (harness/progress.h).
 class RecordingReporter : public benchmark::BenchmarkReporter {
  public:
-  RecordingReporter(bool print, std::string header, RunProgress& progress, std::function<void()> on_start)
-      : print_(print), header_(std::move(header)), progress_(progress), on_start_(std::move(on_start)) {
+  // `repetitions`: each case's, by name (its rounds are reported one by one).
+  RecordingReporter(bool print, std::string header, RunProgress& progress, std::function<void()> on_start,
+                    std::map<std::string, int> repetitions)
+      : print_(print), header_(std::move(header)), progress_(progress), on_start_(std::move(on_start)),
+        repetitions_(std::move(repetitions)) {
     SetErrorStream(&gb_errors);
   }
   bool ReportContext(const Context&) override {
@@ -106,26 +119,28 @@ class RecordingReporter : public benchmark::BenchmarkReporter {
     return true;
   }
   void ReportRuns(const std::vector<Run>& runs) override {
-    bool any = false;
     for (const auto& r : runs) {
       if (r.run_type != Run::RT_Iteration) continue;  // Google Benchmark's aggregates: we compute our own
-      any = true;
       const std::string name = r.run_name.function_name;
-      if (records.empty() || records.back().name != name) {
+      auto at = index_.find(name);
+      if (at == index_.end()) {  // its first round: records keep the order of registration
+        at = index_.emplace(name, records.size()).first;
         records.emplace_back();
         records.back().name = name;
         records.back().iterations = r.iterations;
       }
-      RunRecord& rec = records.back();
+      RunRecord& rec = records[at->second];
+      ++rounds_[name];
       if (r.error_occurred) {
         rec.error = true;
         rec.error_message = r.error_message;
-        continue;
+      } else {
+        rec.seconds.push_back(r.iterations ? r.real_accumulated_time / double(r.iterations) : 0.0);
+        for (const auto& [k, v] : r.counters) rec.counters[k].push_back(v.value);
       }
-      rec.seconds.push_back(r.iterations ? r.real_accumulated_time / double(r.iterations) : 0.0);
-      for (const auto& [k, v] : r.counters) rec.counters[k].push_back(v.value);
+      const auto expected = repetitions_.find(name);
+      if (expected == repetitions_.end() || rounds_[name] == expected->second) print(rec);
     }
-    if (any) print(records.back());
   }
   std::vector<RunRecord> records;
   std::ostringstream gb_errors;
@@ -147,6 +162,9 @@ class RecordingReporter : public benchmark::BenchmarkReporter {
   std::string header_;
   RunProgress& progress_;
   std::function<void()> on_start_;
+  std::map<std::string, int> repetitions_;
+  std::map<std::string, std::size_t> index_;  // records' index by name
+  std::map<std::string, int> rounds_;         // rounds reported, by name
 };
 
 // Only rank 0 writes --benchmark_out: other ranks drop those flags before Google Benchmark sees them.
@@ -254,7 +272,8 @@ std::string context_header(const BenchContext& ctx, const std::string& program) 
   if (ctx.backend() == Backend::cpu) h << ", " << cpu_blas_threads() << " BLAS thread(s) per GEMM";
   h << "\n"
     << "# times: the slowest rank's, per iteration, from our own timers (steady clock on the cpu, CUDA events on a GPU);\n"
-    << "# lines give the median over repetitions and [min .. max]. Google Benchmark only schedules the runs, so the\n"
+    << "# lines give the median over repetitions and [min .. max]; the cases' repetitions run interleaved, round by\n"
+    << "# round, so repetition r of one case pairs with repetition r of another. Google Benchmark only schedules the runs, so the\n"
     << "# build type of its library (Debian's is a debug build) does not enter these times.\n";
   return h.str();
 }
@@ -327,13 +346,19 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
 
     if (!opts.trace_dir.empty()) Timeline::enable(rt.rank());
     program->register_benchmarks(ctx);
-    RecordingReporter reporter(rt.rank() == 0, context_header(ctx, program->name()), *ctx.progress, [&ctx] {
-      std::size_t free_b = 0, total_b = 0;
-      ctx.device.memory(&free_b, &total_b);
-      ctx.progress->start(selected_count(ctx.run_names, benchmark::GetBenchmarkFilter()), ctx.repetitions(),
-                          ctx.largest_need,
-                          ctx.backend() == Backend::cpu ? double(free_b) / ctx.rt.local_size() : double(free_b));
-    });
+    std::map<std::string, int> repetitions;
+    for (const BenchContext::Case& c : ctx.cases) repetitions[c.name] = c.repetitions;
+    ctx.register_rounds();
+    RecordingReporter reporter(
+        rt.rank() == 0, context_header(ctx, program->name()), *ctx.progress,
+        [&ctx] {
+          std::size_t free_b = 0, total_b = 0;
+          ctx.device.memory(&free_b, &total_b);
+          ctx.progress->start(selected_count(ctx.run_names, benchmark::GetBenchmarkFilter()), ctx.repetitions(),
+                              ctx.largest_need,
+                              ctx.backend() == Backend::cpu ? double(free_b) / ctx.rt.local_size() : double(free_b));
+        },
+        repetitions);
     const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&reporter);
     // A run that registered nothing to measure (MPMoE's f17 alone on one node) only writes.
     const bool nothing_to_measure = ctx.registered.empty();

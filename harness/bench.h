@@ -38,6 +38,14 @@ struct BenchContext {
   std::shared_ptr<RunProgress> progress;
   // The largest need check_fits() was asked about (printed before the first case).
   mutable std::uint64_t largest_need = 0;
+  // What add() took, in order, until register_rounds().
+  struct Case {
+    std::string name;
+    int iterations, repetitions;
+    std::function<void(benchmark::State&)> fn;
+    benchmark::TimeUnit unit;
+  };
+  std::vector<Case> cases;
 
   Backend backend() const { return opts.backend_kind(); }
   // What library code that measures takes (runtime/timing.h).
@@ -47,9 +55,14 @@ struct BenchContext {
   // --repetitions, or 3 at the tiny scale and 5 otherwise.
   int repetitions() const;
   // Registers `name`: manual time, `iterations` per repetition, repetitions() repetitions
-  // (or `repetitions` when given: a run whose output is not a timing needs one).
+  // (or `repetitions` when given: a run whose output is not a timing needs one). The repetitions
+  // of every case run interleaved, round by round (repetition r of each case before repetition
+  // r + 1 of any), so that cases compared with each other share the machine's slow and fast
+  // minutes, and repetition r of one pairs with repetition r of another (RunRecord::seconds).
   void add(const std::string& name, int iterations, std::function<void(benchmark::State&)> fn,
            benchmark::TimeUnit unit = benchmark::kMillisecond, std::optional<int> repetitions = std::nullopt);
+  // Hands what add() took to Google Benchmark, round by round (bench_main calls it).
+  void register_rounds();
   // An error naming `option` if `bytes` more would not fit in the device's free memory.
   std::optional<std::string> check_fits(std::uint64_t bytes, const std::string& option) const;
   // Sets the iteration's manual time to the slowest rank's `local_ms`.
@@ -77,12 +90,15 @@ struct BenchContext {
 struct RunRecord {
   std::string name;                // as registered
   std::int64_t iterations = 0;     // per repetition
-  std::vector<double> seconds;     // manual (slowest-rank) seconds per iteration, one per repetition
+  // Manual (slowest-rank) seconds per iteration, one per repetition, in the order they ran: the
+  // r-th of every case ran in the same round (BenchContext::add), so they pair.
+  std::vector<double> seconds;
   std::map<std::string, std::vector<double>> counters;  // one value per repetition
   bool error = false;
   std::string error_message;
 
   Spread time_ms() const;
+  std::vector<double> ms() const;  // seconds, in milliseconds, in the order they ran
   Spread counter(const std::string& name) const;  // throws Error if absent
   int repetitions() const { return int(seconds.size()); }
 };

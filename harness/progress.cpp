@@ -55,6 +55,7 @@ void RunProgress::line(const std::string& text) {
 void RunProgress::start(std::size_t cases, int repetitions, std::uint64_t largest_need, double free_per_rank) {
   std::lock_guard<std::mutex> lock(mu_);
   cases_ = cases;
+  repetitions_ = std::size_t(std::max(repetitions, 1)) * cases;
   start_ = std::chrono::steady_clock::now();
   std::string text = "# " + std::to_string(cases) + " case(s) selected, " + std::to_string(repetitions) + " repetition(s) each";
   if (largest_need > 0)
@@ -82,6 +83,7 @@ void RunProgress::repetition_started(const std::string& name, int rep, int reps)
 void RunProgress::repetition_done(const std::string& name, int rep, int reps) {
   std::lock_guard<std::mutex> lock(mu_);
   running_.clear();
+  ++repetitions_done_;
   if (elapsed_s() - last_line_s_ < quiet_s_) return;
   line("  ... " + name + ": repetition " + std::to_string(rep) + " of " + std::to_string(reps) + " done, " +
        duration_text(elapsed_s()) + " since the start");
@@ -93,10 +95,15 @@ std::string RunProgress::case_done() {
   const double now = elapsed_s();
   last_line_s_ = now;
   const std::size_t total = std::max(cases_, done_);
+  // The pace of the repetitions, not of the cases: the cases' rounds interleave, so most cases end
+  // in the last round.
+  const std::size_t reps_total = std::max(repetitions_, repetitions_done_);
+  const double left = repetitions_done_ ? now / double(repetitions_done_) * double(reps_total - repetitions_done_)
+                                        : now / double(done_) * double(total - done_);
   char text[96];
   if (done_ < total)
     std::snprintf(text, sizeof text, "[%zu/%zu, %s, ~%s left]", done_, total, duration_text(now).c_str(),
-                  duration_text(now / double(done_) * double(total - done_)).c_str());
+                  duration_text(left).c_str());
   else
     std::snprintf(text, sizeof text, "[%zu/%zu, %s]", done_, total, duration_text(now).c_str());
   return text;

@@ -41,6 +41,7 @@ class RunProgress {
   const bool print_;
   const double quiet_s_;
   std::size_t cases_ = 0, done_ = 0;
+  std::size_t repetitions_ = 0, repetitions_done_ = 0;  // of every case, expected and done
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::mutex mu_;
   std::condition_variable wake_;

@@ -2,6 +2,7 @@
 // noisy repetition on a shared machine never stands as the result.
 #pragma once
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace moebench {
@@ -15,6 +16,22 @@ struct Spread {
 
 // Throws Error on no samples or a non-finite sample (a NaN is a failed measurement, not a value).
 Spread spread_of(std::vector<double> samples);
+
+// The median of paired repetitions (a ratio taken per repetition, say) and a distribution-free
+// confidence interval of it: the order statistics x(k) and x(n+1-k) for the largest k whose
+// coverage, 1 - 2 P(Binomial(n, 1/2) <= k - 1), is at least 90% (k = 1 below 5 samples, where
+// no interval reaches 90%: min..max, with its lower coverage). Throws Error as spread_of does.
+struct MedianInterval {
+  double median = 0, lo = 0, hi = 0;
+  double coverage = 0;  // of [lo, hi]
+  int samples = 0;
+};
+MedianInterval median_interval(std::vector<double> samples);
+
+// Repetitions as a CSV cell, in the order they ran ("1.25;1.31;1.2"), and back (nothing where
+// the cell holds fewer than two numbers).
+std::string repetitions_cell(const std::vector<double>& samples);
+std::vector<double> parse_repetitions(const std::string& cell);
 
 // Which of several candidates, each a time measured several times, was fastest: `best`, the
 // lowest median (the first of equals), and [first, last], the lowest and highest index of those

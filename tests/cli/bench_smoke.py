@@ -10,6 +10,8 @@ there), and the run passes only if it exits 0 and every listed CSV is there agai
    name another committed file), no other;
  - the listed row count (N exactly, >=N, or ? for a file checked only where it was written);
  - no NaN in any field (the pool's poison mode turns a buffer read after its turn into NaN);
+ - every <column>_reps cell as many repetitions as the row's `repetitions`, their median <column>,
+   and a breakdown's parts adding up to its total in every repetition;
  - as many fields in every row as in the header.
 A GPU case (its name starts with "gpu.") whose bench says "--backend cuda: no usable GPU" exits
 77 (CTest's skip) -- unless MOEBENCH_REQUIRE_GPU=1, where a missing or broken GPU is a failure.
@@ -77,6 +79,36 @@ def check_csv(out_dir, rel, spec, columns):
         nans = [header[j] if j < len(header) else str(j) for j, v in enumerate(row) if v.strip().lower().lstrip("+-") == "nan"]
         if nans:
             problems.append(f"{rel}:{i}: NaN in {', '.join(nans)}")
+        if len(row) == len(header):
+            problems += check_repetitions(rel, i, dict(zip(header, row)))
+    return problems
+
+
+def repetitions(cell):
+    return [float(x) for x in cell.split(";")] if cell not in ("", "-", "n/a") else []
+
+
+def check_repetitions(rel, line, row):
+    """<c>_reps: as many as the row's repetitions, their median <c>; and a breakdown's parts add up
+    to its total in every repetition (others_ms = total_fwd_ms - moe_fwd_ms on one rank)."""
+    problems = []
+    for column, cell in row.items():
+        if not column.endswith("_reps") or cell in ("", "-", "n/a"):
+            continue
+        reps = repetitions(cell)
+        base = column[: -len("_reps")]
+        if "repetitions" in row and len(reps) != int(row["repetitions"]):
+            problems.append(f"{rel}:{line}: {column} holds {len(reps)} repetitions, the row {row['repetitions']}")
+        s = sorted(reps)
+        median = s[len(s) // 2] if len(s) % 2 else 0.5 * (s[len(s) // 2 - 1] + s[len(s) // 2])
+        if base in row and abs(median - float(row[base])) > 1e-4 * max(1.0, abs(median)):
+            problems.append(f"{rel}:{line}: {base} is {row[base]}, the median of {column} {median:.6g}")
+    if row.get("others_ms_reps") and row.get("moe_fwd_ms_reps") and row.get("total_fwd_ms_reps"):
+        for k, (moe, others, total) in enumerate(zip(repetitions(row["moe_fwd_ms_reps"]), repetitions(row["others_ms_reps"]),
+                                                     repetitions(row["total_fwd_ms_reps"]))):
+            if abs(moe + others - total) > 1e-4 * total:
+                problems.append(f"{rel}:{line}: repetition {k + 1}: moe_fwd {moe:.6g} + others {others:.6g} != total {total:.6g} "
+                                "(the parts are not of one rank)")
     return problems
 
 

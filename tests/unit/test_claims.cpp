@@ -8,6 +8,7 @@
 #include "kernels/exec.h"
 #include "tools/claims/expression.h"
 #include "tools/claims/ledger.h"
+#include "tools/claims/stability.h"
 
 namespace moebench {
 namespace {
@@ -53,6 +54,34 @@ TEST_F(ClaimExpression, ArithmeticCarriesTheRange) {
   EXPECT_DOUBLE_EQ(d.value->v, 19);
   EXPECT_DOUBLE_EQ(d.value->lo, 39 - 24 - 1);
   EXPECT_DOUBLE_EQ(d.value->hi, 44 - 18 - 1);
+}
+
+// Repetitions run interleaved (c_reps) pair up: B took twice A's time in every round, so B / A is
+// 2 with no spread, where the ends of their ranges, combined, would say 1.5 to 2.67.
+TEST_F(ClaimExpression, RepetitionsPairUpInArithmeticAndAggregates) {
+  std::ofstream(root / "t/r.csv") << "model,k,step_ms,step_ms_min,step_ms_max,step_ms_reps\n"
+                                     "A,1,10,9,12,9;10;12;10;11\n"
+                                     "B,2,20,18,24,18;20;24;20;22\n"
+                                     "C,3,30,27,36,27;30;36;30\n";  // four repetitions: pairs with no other row
+  const Evaluation paired = eval("value(t/r.csv[model=B].step_ms) / value(t/r.csv[model=A].step_ms)");
+  ASSERT_TRUE(paired.value) << paired.missing;
+  EXPECT_DOUBLE_EQ(paired.value->v, 2);
+  EXPECT_DOUBLE_EQ(paired.value->lo, 2);
+  EXPECT_DOUBLE_EQ(paired.value->hi, 2);
+  // A cell alone: its median, and the median's interval (5 samples: min..max, 94% coverage).
+  const Evaluation a = eval("value(t/r.csv[model=A].step_ms)");
+  EXPECT_EQ(a.value->v, 10);
+  EXPECT_EQ(a.value->lo, 9);
+  EXPECT_EQ(a.value->hi, 12);
+  // A constant applies to every repetition; a sum over rows adds repetition i to repetition i.
+  EXPECT_DOUBLE_EQ(eval("2 * value(t/r.csv[model=A].step_ms) - value(t/r.csv[model=B].step_ms)").value->hi, 0);
+  const Evaluation sum = eval("sum(t/r.csv[k<3].step_ms) / value(t/r.csv[model=A].step_ms)");
+  EXPECT_DOUBLE_EQ(sum.value->lo, 3);
+  EXPECT_DOUBLE_EQ(sum.value->hi, 3);
+  // Unequal counts do not pair: the ranges' ends combine, as without repetitions.
+  const Evaluation unpaired = eval("value(t/r.csv[model=C].step_ms) / value(t/r.csv[model=A].step_ms)");
+  EXPECT_DOUBLE_EQ(unpaired.value->lo, 27.0 / 12);
+  EXPECT_DOUBLE_EQ(unpaired.value->hi, 36.0 / 9);
 }
 
 TEST_F(ClaimExpression, AggregatesFiltersAndRowExpressions) {
@@ -294,6 +323,34 @@ TEST_F(ClaimLedger, GpuEvidenceOfOtherCodeIsShownNotUsed) {
       << c.gpu.why;
   write("cuda/x/r.csv", 1.45, 1.44, 1.46, "cuda", "measured: NCCL", "0123abc");
   EXPECT_NE(judged("").gpu.why.find("0123abc is not in this checkout's history"), std::string::npos) << judged("").gpu.why;
+}
+
+// Two ledgers of one commit, claim by claim: the share of claims with a run verdict (in either)
+// that got the same both times, and which flipped; a modelled or unmeasurable claim is not counted.
+TEST_F(ClaimExpression, TwoRunsLedgersAgreeClaimByClaim) {
+  std::ofstream(root / "one.csv") << "claim,verdict,why,local_value,gpu_value\n"
+                                     "a,reproduced,this machine (x): ...,1.5,-\n"
+                                     "b,partly,this machine (x): ...,1.2,-\n"
+                                     "c,modelled only,the model ...,-,-\n"
+                                     "d,noise,GPU run (y): ...,-,0.9\n";
+  std::ofstream(root / "two.csv") << "claim,verdict,why,local_value,gpu_value\n"
+                                     "a,reproduced,this machine (x): ...,1.45,-\n"
+                                     "b,not reproduced,this machine (x): ...,0.95,-\n"
+                                     "c,modelled only,the model ...,-,-\n"
+                                     "d,noise,GPU run (y): ...,-,1.1\n";
+  const Agreement a = compare_ledgers(CsvRows::read((root / "one.csv").string()), CsvRows::read((root / "two.csv").string()));
+  EXPECT_EQ(a.run_verdicts, 3);
+  EXPECT_EQ(a.same, 2);
+  ASSERT_EQ(a.flipped().size(), 1u);
+  EXPECT_EQ(a.flipped()[0]->claim, "b");
+  EXPECT_EQ(a.flipped()[0]->first_value, "1.2");
+  EXPECT_EQ(a.flipped()[0]->second_value, "0.95");
+  const std::string csv = stability_csv(a, "two runs of abc1234");
+  EXPECT_NE(csv.find("b,partly,not reproduced,no,1.2,0.95,two runs of abc1234"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("c,modelled only,modelled only,-,"), std::string::npos) << csv;
+  std::ofstream(root / "three.csv") << "claim,verdict,why,local_value,gpu_value\na,reproduced,x,1,-\n";
+  EXPECT_THROW(compare_ledgers(CsvRows::read((root / "one.csv").string()), CsvRows::read((root / "three.csv").string())),
+               Error);
 }
 
 }  // namespace

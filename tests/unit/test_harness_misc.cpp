@@ -57,6 +57,29 @@ TEST(Spread, MedianQuartilesAndRange) {
   EXPECT_THROW(spread_of({1.0, std::nan("")}), Error);  // a failed measurement is not a sample
 }
 
+// The median's interval from order statistics: 5 samples give min..max (coverage 1 - 2/32); 10
+// give the second smallest and the second largest (1 - 2 * 11/1024), since the third ones would
+// cover less than 90%; 3 samples cannot reach 90%, so min..max with 75%.
+TEST(Spread, TheMediansIntervalFromOrderStatistics) {
+  const MedianInterval five = median_interval({1.3, 1.1, 1.5, 1.2, 1.4});
+  EXPECT_DOUBLE_EQ(five.median, 1.3);
+  EXPECT_DOUBLE_EQ(five.lo, 1.1);
+  EXPECT_DOUBLE_EQ(five.hi, 1.5);
+  EXPECT_DOUBLE_EQ(five.coverage, 1 - 2.0 / 32);
+  const MedianInterval ten = median_interval({10, 1, 9, 2, 8, 3, 7, 4, 6, 5});
+  EXPECT_DOUBLE_EQ(ten.lo, 2);
+  EXPECT_DOUBLE_EQ(ten.hi, 9);
+  EXPECT_DOUBLE_EQ(ten.coverage, 1 - 2 * 11.0 / 1024);
+  EXPECT_DOUBLE_EQ(median_interval({3, 1, 2}).coverage, 0.75);
+  EXPECT_THROW(median_interval({}), Error);
+  // As a CSV cell and back; a cell of one number, or none, is no repetitions.
+  EXPECT_EQ(repetitions_cell({1.25, 0.5, 3}), "1.25;0.5;3");
+  EXPECT_EQ(parse_repetitions("1.25;0.5;3"), (std::vector<double>{1.25, 0.5, 3}));
+  EXPECT_TRUE(parse_repetitions("4").empty());
+  EXPECT_TRUE(parse_repetitions("1;x").empty());
+  EXPECT_TRUE(parse_repetitions("").empty());
+}
+
 TEST(Spread, FastestAndThoseTheSpreadCouldHaveMadeFastest) {
   // Medians 10, 8, 9, 12, 20: the second is fastest. The slowest run of each is at least 11
   // (the second's), so the first (fastest run 9) and the fourth (11) could have been fastest

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include "harness/tool_command_line.h"
 #include "harness/output_check.h"
 #include "models/paper_values.h"
@@ -39,7 +40,11 @@ int main(int argc, char** argv) {
     write_file_atomic(out + "/claims.csv", claims_csv(claims));
     std::filesystem::path name = std::filesystem::path(results).lexically_normal();
     if (name.filename().empty()) name = name.parent_path();
-    write_file_atomic(out + "/REPORT.md", claims_report(claims, name.filename().string() + "/"));
+    std::optional<CsvRows> stability;
+    if (std::filesystem::is_regular_file(results + "/claims_stability.csv"))
+      stability = CsvRows::read(results + "/claims_stability.csv");
+    write_file_atomic(out + "/REPORT.md",
+                      claims_report(claims, name.filename().string() + "/", stability ? &*stability : nullptr));
     std::map<std::string, int> n;
     for (const ClaimResult& c : claims) ++n[c.verdict];
     std::printf("moebench_claims: %zu claims:", claims.size());

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include "harness/spread.h"
 #include "kernels/exec.h"
 #include "models/paper_values.h"
 
@@ -24,6 +25,11 @@ const CsvRows* ResultFiles::get(const std::string& relative) {
   return it->second.get();
 }
 
+Number Number::of_repetitions(std::vector<double> reps) {
+  const MedianInterval m = median_interval(reps);
+  return {m.median, m.lo, m.hi, std::move(reps)};
+}
+
 namespace {
 
 // A result that is not there: it ends the evaluation with `why`.
@@ -41,16 +47,49 @@ std::optional<double> number_of(const std::string& cell) {
   return v;
 }
 
-Number add(Number a, Number b) { return {a.v + b.v, a.lo + b.lo, a.hi + b.hi}; }
-Number sub(Number a, Number b) { return {a.v - b.v, a.lo - b.hi, a.hi - b.lo}; }
+bool constant(const Number& n) { return n.reps.empty() && n.lo == n.hi; }
+
+// a op b repetition by repetition, where both have as many (or one is a constant); nothing
+// otherwise.
+template <class Op>
+std::optional<Number> paired(const Number& a, const Number& b, Op op) {
+  const std::size_t n = !a.reps.empty() ? a.reps.size() : b.reps.size();
+  if (n == 0) return std::nullopt;
+  if (!(a.reps.size() == n || constant(a)) || !(b.reps.size() == n || constant(b))) return std::nullopt;
+  std::vector<double> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = op(a.reps.empty() ? a.v : a.reps[i], b.reps.empty() ? b.v : b.reps[i]);
+  return Number::of_repetitions(out);
+}
+
+Number add(Number a, Number b) {
+  if (auto p = paired(a, b, [](double x, double y) { return x + y; })) return *p;
+  return {a.v + b.v, a.lo + b.lo, a.hi + b.hi, {}};
+}
+Number sub(Number a, Number b) {
+  if (auto p = paired(a, b, [](double x, double y) { return x - y; })) return *p;
+  return {a.v - b.v, a.lo - b.hi, a.hi - b.lo, {}};
+}
 Number mul(Number a, Number b) {
+  if (auto p = paired(a, b, [](double x, double y) { return x * y; })) return *p;
   const double p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
-  return {a.v * b.v, *std::min_element(p, p + 4), *std::max_element(p, p + 4)};
+  return {a.v * b.v, *std::min_element(p, p + 4), *std::max_element(p, p + 4), {}};
 }
 Number div(Number a, Number b) {
+  if (!b.reps.empty()) {
+    for (double y : b.reps)
+      if (y == 0) throw Missing{"a division by a repetition that is 0"};
+  } else if (b.lo <= 0 && b.hi >= 0) {
+    throw Missing{"a division by a range that holds 0"};
+  }
+  if (auto p = paired(a, b, [](double x, double y) { return x / y; })) return *p;
   if (b.lo <= 0 && b.hi >= 0) throw Missing{"a division by a range that holds 0"};
   const double q[4] = {a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi};
-  return {a.v / b.v, *std::min_element(q, q + 4), *std::max_element(q, q + 4)};
+  return {a.v / b.v, *std::min_element(q, q + 4), *std::max_element(q, q + 4), {}};
+}
+Number negate(const Number& n) {
+  Number m{-n.v, -n.hi, -n.lo, {}};
+  for (double x : n.reps) m.reps.push_back(-x);
+  return m;
 }
 
 struct Filter {
@@ -134,10 +173,7 @@ class Parser {
     }
   }
   Number unary() {
-    if (eat('-')) {
-      const Number n = unary();
-      return {-n.v, -n.hi, -n.lo};
-    }
+    if (eat('-')) return negate(unary());
     if (eat('(')) {
       const Number n = expr();
       expect(')');
@@ -167,6 +203,10 @@ class Parser {
     if (!t.has(column)) throw Missing{t.label() + " has no column '" + column + "'"};
     const auto v = number_of(t.cell(r, column));
     if (!v) throw Missing{t.label() + ": '" + t.cell(r, column) + "' in " + column + " is no number"};
+    if (t.has(column + "_reps")) {
+      const std::vector<double> reps = parse_repetitions(t.cell(r, column + "_reps"));
+      if (!reps.empty()) return Number::of_repetitions(reps);
+    }
     Number n = Number::exact(*v);
     if (t.has(column + "_min") && t.has(column + "_max")) {
       const auto lo = number_of(t.cell(r, column + "_min")), hi = number_of(t.cell(r, column + "_max"));
@@ -290,9 +330,14 @@ class Parser {
     }
     if (f == "abs") {
       const Number n = expr();
+      if (!n.reps.empty()) {
+        std::vector<double> a;
+        for (double x : n.reps) a.push_back(std::fabs(x));
+        return Number::of_repetitions(a);
+      }
       if (n.lo >= 0) return n;
-      if (n.hi <= 0) return {-n.v, -n.hi, -n.lo};
-      return {std::fabs(n.v), 0, std::max(-n.lo, n.hi)};
+      if (n.hi <= 0) return negate(n);
+      return {std::fabs(n.v), 0, std::max(-n.lo, n.hi), {}};
     }
     if (f == "count") return Number::exact(double(selection(false).rows.size()));
     const Selection sel = selection(true);
@@ -326,10 +371,23 @@ class Parser {
       return values.front();
     }
     if (values.empty()) throw Missing{last_missing_.empty() ? sel.table->label() + ": no number in the matching rows" : last_missing_};
+    // Over the rows: repetition by repetition where every row has as many; else the medians and
+    // each end of the ranges apart.
     auto over = [&](auto pick) {
+      const std::size_t n = values.front().reps.size();
+      const bool pairs = n > 0 && std::all_of(values.begin(), values.end(), [n](const Number& x) { return x.reps.size() == n; });
+      if (pairs) {
+        std::vector<double> per_rep(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          std::vector<double> across;
+          for (const Number& x : values) across.push_back(x.reps[i]);
+          per_rep[i] = pick(across);
+        }
+        return Number::of_repetitions(per_rep);
+      }
       std::vector<double> v, lo, hi;
-      for (const Number& n : values) v.push_back(n.v), lo.push_back(n.lo), hi.push_back(n.hi);
-      return Number{pick(v), pick(lo), pick(hi)};
+      for (const Number& x : values) v.push_back(x.v), lo.push_back(x.lo), hi.push_back(x.hi);
+      return Number{pick(v), pick(lo), pick(hi), {}};
     };
     if (f == "max") return over([](std::vector<double> x) { return *std::max_element(x.begin(), x.end()); });
     if (f == "min") return over([](std::vector<double> x) { return *std::min_element(x.begin(), x.end()); });

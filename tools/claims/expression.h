@@ -9,9 +9,13 @@
 //   FILTER    := COLUMN ('=' | '!=' | '~' | '<' | '>' | '<=' | '>=') VALUE    (~: contains)
 // e.g. min(ppmoe/t2.csv[model=DPMoE].step_ms) / value(ppmoe/t2.csv[model=PPMoE].step_ms).
 // PATH is relative to the results folder; paper(ID) is experiments/reference/values.csv's.
-// Every number carries the run's spread: a cell of column c is its median with [c_min, c_max]
-// where the CSV has those columns, and arithmetic carries the range (interval arithmetic), so
-// the ledger can tell when the spread alone decides a verdict. value() wants exactly one row;
+// Every number carries the run's spread. Where the CSV has c_reps (the repetitions in the order
+// they ran, interleaved with the other cases': harness/bench.h), a cell of column c is those
+// repetitions: arithmetic and aggregates pair them (repetition i with repetition i), and the
+// number is the median of the paired results with the order-statistic confidence interval of
+// that median (harness/spread.h). Otherwise a cell is its median with [c_min, c_max] where the
+// CSV has those columns, and arithmetic carries the range (every combination of the ends: never
+// narrower than the run's), so the ledger can tell when the spread alone decides a verdict. value() wants exactly one row;
 // at_max / at_min take the row where COLUMN is largest / smallest. "n/a", "-" and "" are no
 // number: an aggregate skips them, value() does not.
 #pragma once
@@ -20,13 +24,17 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 #include "models/csv_rows.h"
 
 namespace moebench {
 
 struct Number {
   double v = 0, lo = 0, hi = 0;  // the median, and the run's range around it
-  static Number exact(double x) { return {x, x, x}; }
+  std::vector<double> reps;      // paired repetitions, where the CSVs had them
+  static Number exact(double x) { return {x, x, x, {}}; }
+  // The median of `reps` and its confidence interval.
+  static Number of_repetitions(std::vector<double> reps);
 };
 
 // The results folder's CSVs, each read once.

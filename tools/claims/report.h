@@ -11,6 +11,9 @@
 
 namespace moebench {
 
-std::string claims_report(const std::vector<ClaimResult>& claims, const std::string& results);
+// `stability`: the results folder's claims_stability.csv (two runs of one commit compared,
+// moebench_claims_stability), when it has one.
+std::string claims_report(const std::vector<ClaimResult>& claims, const std::string& results,
+                          const CsvRows* stability = nullptr);
 
 }  // namespace moebench

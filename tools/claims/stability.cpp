@@ -1,0 +1,63 @@
+#include "tools/claims/stability.h"
+#include <map>
+#include "harness/csv.h"
+#include "kernels/exec.h"
+
+namespace moebench {
+
+bool is_run_verdict(const std::string& v) {
+  return v == "reproduced" || v == "partly" || v == "contradicted" || v == "not reproduced" || v == "noise";
+}
+
+std::vector<const VerdictPair*> Agreement::flipped() const {
+  std::vector<const VerdictPair*> out;
+  for (const VerdictPair& p : pairs)
+    if (p.first != p.second && (is_run_verdict(p.first) || is_run_verdict(p.second))) out.push_back(&p);
+  return out;
+}
+
+namespace {
+
+// The number the verdict came from: the GPU run's where it judged, else this machine's.
+std::string judged_value(const CsvRows& t, std::size_t r) {
+  const std::string why = t.cell(r, "why");
+  if (why.rfind("GPU run", 0) == 0) return t.cell(r, "gpu_value");
+  if (why.rfind("this machine", 0) == 0) return t.cell(r, "local_value");
+  return "-";
+}
+
+}  // namespace
+
+Agreement compare_ledgers(const CsvRows& first, const CsvRows& second) {
+  std::map<std::string, std::size_t> in_second;
+  for (std::size_t r = 0; r < second.size(); ++r) in_second[second.cell(r, "claim")] = r;
+  if (first.size() != second.size())
+    throw Error(first.label() + " holds " + std::to_string(first.size()) + " claims and " + second.label() + " " +
+                std::to_string(second.size()) + ": ledgers of two commits, not two runs of one");
+  Agreement a;
+  for (std::size_t r = 0; r < first.size(); ++r) {
+    const std::string id = first.cell(r, "claim");
+    const auto it = in_second.find(id);
+    if (it == in_second.end()) throw Error(second.label() + " has no claim " + id);
+    VerdictPair p{id, first.cell(r, "verdict"), second.cell(it->second, "verdict"), judged_value(first, r),
+                  judged_value(second, it->second)};
+    if (is_run_verdict(p.first) || is_run_verdict(p.second)) {
+      ++a.run_verdicts;
+      a.same += p.first == p.second;
+    }
+    a.pairs.push_back(p);
+  }
+  return a;
+}
+
+std::string stability_csv(const Agreement& a, const std::string& runs) {
+  CsvTable t({"claim", "first_verdict", "second_verdict", "same", "first_value", "second_value", "runs"});
+  for (const VerdictPair& p : a.pairs) {
+    const bool counted = is_run_verdict(p.first) || is_run_verdict(p.second);
+    t.add_row({p.claim, p.first, p.second, !counted ? "-" : p.first == p.second ? "yes" : "no", p.first_value,
+               p.second_value, runs});
+  }
+  return t.to_string(nullptr);
+}
+
+}  // namespace moebench
