@@ -279,6 +279,21 @@ TEST_F(ClaimLedger, ComputeSlowingCommunicationIsNotJudgedOnTheSleepingEmulatedL
   EXPECT_THROW(judged("tpu"), Error);
 }
 
+// A pipeline's bubble measured with more stages than cores is the machine's, not the schedule's.
+TEST_F(ClaimLedger, ABubbleMeasuredOnSharedCoresIsNotOnTheRelevantHardware) {
+  auto bubble = [&](const std::string& processors) {
+    std::ofstream(root / "x/r.csv") << "ratio,ratio_min,ratio_max,simulator_processors,backend,device,ranks,link,scale,commit,date\n"
+                                    << "1.5,1.45,1.55," << processors << ",cpu,X,4,measured: MPI,local," << first
+                                    << ",2026-12-01T00:00:00Z\n";
+  };
+  bubble("2 cores shared by the stages");
+  const ClaimResult shared = judged("core_per_stage");
+  EXPECT_EQ(shared.verdict, kOffHardware);
+  EXPECT_NE(shared.why.find("2 cores shared by the stages"), std::string::npos) << shared.why;
+  bubble("one per stage");
+  EXPECT_EQ(judged("core_per_stage").verdict, "reproduced");
+}
+
 // This machine says reproduced and the model at the paper's scale says not: the verdict is
 // contradicted, and its line names the model's. A GPU run's verdict is not overruled.
 TEST_F(ClaimLedger, AVerdictTheSuitesOtherSettingsContradictIsNotReproduced) {

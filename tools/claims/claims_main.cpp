@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     if (std::filesystem::is_regular_file(results + "/claims_stability.csv"))
       stability = CsvRows::read(results + "/claims_stability.csv");
     write_file_atomic(out + "/REPORT.md",
-                      claims_report(claims, name.filename().string() + "/", stability ? &*stability : nullptr));
+                      claims_report(claims, name.filename().string() + "/", results, stability ? &*stability : nullptr));
     std::map<std::string, int> n;
     for (const ClaimResult& c : claims) ++n[c.verdict];
     std::printf("moebench_claims: %zu claims:", claims.size());

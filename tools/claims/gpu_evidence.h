@@ -18,6 +18,7 @@ struct RunOrigin {
   std::string commit;   // as the CSV's provenance has it ("-dirty" for an uncommitted tree)
   std::string date;     // ISO 8601, UTC
   std::string backend;  // cpu, cuda, or model (a projection, not a run)
+  std::string scale;    // tiny, local or paper
 };
 
 // Why the GPU run `gpu` may not judge beside this machine's `local` run, or nothing. `repo`: a

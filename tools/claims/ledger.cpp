@@ -33,7 +33,7 @@ std::string provenance_of(const CsvRows& t, std::string* device, std::string* se
   *device = c("device");
   *backend = c("backend");
   *link = c("link");
-  *origin = {c("commit"), c("date"), c("backend")};
+  *origin = {c("commit"), c("date"), c("backend"), c("scale")};
   *setting = c("backend") + " " + c("device") + ", " + c("ranks") + " ranks, " + c("link") + ", " + c("scale") + " scale";
   return c("backend") + " " + c("device") + ", " + c("ranks") + " ranks, " + c("link") + ", " + c("dtype") + ", " +
          c("scale") + " scale, " + c("commit") + ", " + c("date");
@@ -42,7 +42,8 @@ std::string provenance_of(const CsvRows& t, std::string* device, std::string* se
 // Why a number read from CSVs of these backends and links cannot judge a claim about the
 // behaviour of other hardware (ClaimSpec::relevant_hardware), or nothing where it can.
 std::optional<std::string> off_the_relevant_hardware(const ClaimSpec& spec, const std::vector<std::string>& backends,
-                                                     const std::vector<std::string>& links) {
+                                                     const std::vector<std::string>& links,
+                                                     const std::vector<std::string>& processors) {
   if (spec.relevant_hardware == "gpu") {
     for (const std::string& b : backends)
       if (b != "cuda")
@@ -53,9 +54,15 @@ std::optional<std::string> off_the_relevant_hardware(const ClaimSpec& spec, cons
       if (l.rfind("emulated", 0) == 0)
         return "a claim about compute slowing communication: the emulated link (" + l +
                ") sleeps without using a core, so compute cannot slow it by construction";
+  } else if (spec.relevant_hardware == "core_per_stage") {
+    for (const std::string& p : processors)
+      if (p.find("shared by the stages") != std::string::npos)
+        return "a claim about a pipeline schedule's bubble: here " + p +
+               ", so a stage waits for a core as well as for its peer, and the bubble measured is this machine's, "
+               "not the schedule's";
   } else if (!spec.relevant_hardware.empty()) {
     throw Error("claims.csv: " + spec.id + ": relevant_hardware '" + spec.relevant_hardware +
-                "' is not one of: (empty), gpu, core_link");
+                "' is not one of: (empty), gpu, core_link, core_per_stage");
   }
   return std::nullopt;
 }
@@ -71,7 +78,7 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
   }
   ResultFiles files(root);
   const Evaluation e = evaluate(expression, files);
-  std::vector<std::string> backends, links;  // of every CSV read
+  std::vector<std::string> backends, links, processors;  // of every CSV read (processors: a pipeline's stages')
   for (const std::string& f : e.files) {
     s.files += (s.files.empty() ? "" : " ") + f;
     std::string device, setting, backend, link;
@@ -81,6 +88,7 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
       s.origin_of[f] = origin;
       backends.push_back(backend);
       links.push_back(link);
+      if (t->size() > 0 && t->has("simulator_processors")) processors.push_back(t->cell(0, "simulator_processors"));
     }
     if (s.provenance.empty() && s.provenance_of.count(f))
       s.provenance = s.provenance_of[f], s.device = device, s.setting = setting;
@@ -90,7 +98,7 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
     return s;
   }
   s.value = e.value;
-  if (const auto why = measured ? off_the_relevant_hardware(spec, backends, links) : std::nullopt) {
+  if (const auto why = measured ? off_the_relevant_hardware(spec, backends, links, processors) : std::nullopt) {
     s.verdict = kOffHardware;
     s.why = *why;
     return s;

@@ -32,7 +32,8 @@ struct ClaimSpec {
       why_not, cluster_command, note;
   // What a measurement must run on to judge the claim: "" anything; "gpu" a GPU run (a claim about
   // kernels, tensor cores, a GPU's memory or its overlap); "core_link" a link that uses a core
-  // (not the emulated link, which sleeps: compute cannot slow it). Elsewhere the setting's verdict
+  // (not the emulated link, which sleeps: compute cannot slow it); "core_per_stage" a pipeline
+  // whose stages each have a core (not more stages than cores). Elsewhere the setting's verdict
   // is kOffHardware.
   std::string relevant_hardware;
 };

@@ -11,9 +11,13 @@
 
 namespace moebench {
 
-// `stability`: the results folder's claims_stability.csv (two runs of one commit compared,
+// `results`: the folder as the report names it; `results_dir`: where it is (PyTorch's comparisons
+// are read from it). `stability`: its claims_stability.csv (two runs of one commit compared,
 // moebench_claims_stability), when it has one.
+// `s` as a Markdown table cell: no pipes or line breaks; "-" for nothing.
+std::string markdown_cell(std::string s);
+
 std::string claims_report(const std::vector<ClaimResult>& claims, const std::string& results,
-                          const CsvRows* stability = nullptr);
+                          const std::string& results_dir, const CsvRows* stability = nullptr);
 
 }  // namespace moebench
