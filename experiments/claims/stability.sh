@@ -4,7 +4,7 @@
 # into a copy of that folder, and both are judged. Then the two ledgers are compared claim by
 # claim. Writes <results>/claims_stability.csv. REPORT.md states its figure: the share of claims
 # with a run verdict (reproduced, partly, contradicted, not reproduced, noise) that got the same
-# verdict both times. The results folder's experiments must be of this commit: run the main job
+# verdict both times, among those whose CSVs the second run wrote again. The results folder's experiments must be of this commit: run the main job
 # (or the experiments named) first.
 #   experiments/claims/stability.sh [--experiments "ppmoe/t2 m6t/t1"] [--work DIR] [--results DIR]
 #     --experiments LIST  the experiments to rerun (run_all.sh's names; default: every one that
@@ -48,7 +48,12 @@ for e in $experiments; do
 done
 "$MOEBENCH_ROOT/experiments/models/project.sh" --results "$second" > /dev/null
 "$MOEBENCH_BUILD/tools/moebench_claims" --results "$second" > /dev/null
+# The CSVs the second run wrote again: only the claims that read one of them are counted.
+(cd "$first" && find . -name '*.csv' ! -name 'claims*.csv' | sed 's|^\./||' | sort | while read -r f; do
+   cmp -s "$first/$f" "$second/$f" || echo "$f"
+ done) > "$work/rerun.txt"
 what="first: $first as it was; second: a rerun at $commit of $(echo $experiments | tr ' ' ',') on $(hostname)"
-"$bin" --first "$first/claims.csv" --second "$second/claims.csv" --out "$first/claims_stability.csv" --runs "$what"
+"$bin" --first "$first/claims.csv" --second "$second/claims.csv" --out "$first/claims_stability.csv" --runs "$what" \
+  --rerun "$work/rerun.txt"
 "$MOEBENCH_ROOT/experiments/claims/report.sh" --results "$first" > /dev/null
 echo "claims.stability: $first/REPORT.md states the figure"

@@ -363,6 +363,16 @@ TEST_F(ClaimExpression, TwoRunsLedgersAgreeClaimByClaim) {
   const std::string csv = stability_csv(a, "two runs of abc1234");
   EXPECT_NE(csv.find("b,partly,not reproduced,no,1.2,0.95,two runs of abc1234"), std::string::npos) << csv;
   EXPECT_NE(csv.find("c,modelled only,modelled only,-,"), std::string::npos) << csv;
+  // Only the claims that read a CSV the second run wrote again count, when it says which.
+  std::ofstream(root / "four.csv") << "claim,verdict,why,local_value,gpu_value,local_csv,gpu_csv\n"
+                                      "a,reproduced,this machine: ...,1.5,-,x/a.csv,-\n"
+                                      "b,partly,this machine: ...,1.2,-,x/b.csv x/c.csv,-\n"
+                                      "c,modelled only,the model ...,-,-,-,-\n"
+                                      "d,noise,GPU run: ...,-,0.9,-,x/d.csv\n";
+  const Agreement some = compare_ledgers(CsvRows::read((root / "four.csv").string()),
+                                         CsvRows::read((root / "two.csv").string()), {"x/c.csv", "cuda/x/d.csv"});
+  EXPECT_EQ(some.run_verdicts, 2);  // b (through x/c.csv) and d (its GPU CSV); a's CSV was not rerun
+  EXPECT_EQ(some.same, 1);
   std::ofstream(root / "three.csv") << "claim,verdict,why,local_value,gpu_value\na,reproduced,x,1,-\n";
   EXPECT_THROW(compare_ledgers(CsvRows::read((root / "one.csv").string()), CsvRows::read((root / "three.csv").string())),
                Error);

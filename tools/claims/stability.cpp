@@ -1,5 +1,6 @@
 #include "tools/claims/stability.h"
 #include <map>
+#include <sstream>
 #include "harness/csv.h"
 #include "kernels/exec.h"
 
@@ -12,7 +13,7 @@ bool is_run_verdict(const std::string& v) {
 std::vector<const VerdictPair*> Agreement::flipped() const {
   std::vector<const VerdictPair*> out;
   for (const VerdictPair& p : pairs)
-    if (p.first != p.second && (is_run_verdict(p.first) || is_run_verdict(p.second))) out.push_back(&p);
+    if (p.counted && p.first != p.second) out.push_back(&p);
   return out;
 }
 
@@ -26,9 +27,21 @@ std::string judged_value(const CsvRows& t, std::size_t r) {
   return "-";
 }
 
+// Whether the claim's number came from a CSV the second run wrote again.
+bool reads_a_rerun(const CsvRows& t, std::size_t r, const std::set<std::string>& rerun) {
+  if (rerun.empty()) return true;
+  for (const auto& [column, prefix] : {std::pair{"local_csv", ""}, std::pair{"gpu_csv", "cuda/"}}) {
+    if (!t.has(column)) continue;
+    std::istringstream files(t.cell(r, column));
+    for (std::string f; files >> f;)
+      if (rerun.count(prefix + f)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-Agreement compare_ledgers(const CsvRows& first, const CsvRows& second) {
+Agreement compare_ledgers(const CsvRows& first, const CsvRows& second, const std::set<std::string>& rerun) {
   std::map<std::string, std::size_t> in_second;
   for (std::size_t r = 0; r < second.size(); ++r) in_second[second.cell(r, "claim")] = r;
   if (first.size() != second.size())
@@ -41,7 +54,8 @@ Agreement compare_ledgers(const CsvRows& first, const CsvRows& second) {
     if (it == in_second.end()) throw Error(second.label() + " has no claim " + id);
     VerdictPair p{id, first.cell(r, "verdict"), second.cell(it->second, "verdict"), judged_value(first, r),
                   judged_value(second, it->second)};
-    if (is_run_verdict(p.first) || is_run_verdict(p.second)) {
+    p.counted = (is_run_verdict(p.first) || is_run_verdict(p.second)) && reads_a_rerun(first, r, rerun);
+    if (p.counted) {
       ++a.run_verdicts;
       a.same += p.first == p.second;
     }
@@ -53,8 +67,7 @@ Agreement compare_ledgers(const CsvRows& first, const CsvRows& second) {
 std::string stability_csv(const Agreement& a, const std::string& runs) {
   CsvTable t({"claim", "first_verdict", "second_verdict", "same", "first_value", "second_value", "runs"});
   for (const VerdictPair& p : a.pairs) {
-    const bool counted = is_run_verdict(p.first) || is_run_verdict(p.second);
-    t.add_row({p.claim, p.first, p.second, !counted ? "-" : p.first == p.second ? "yes" : "no", p.first_value,
+    t.add_row({p.claim, p.first, p.second, !p.counted ? "-" : p.first == p.second ? "yes" : "no", p.first_value,
                p.second_value, runs});
   }
   return t.to_string(nullptr);

@@ -4,6 +4,7 @@
 // are the same in both. experiments/claims/stability.sh makes the two runs; REPORT.md states the
 // figure from <results>/claims_stability.csv.
 #pragma once
+#include <set>
 #include <string>
 #include <vector>
 #include "models/csv_rows.h"
@@ -15,6 +16,7 @@ bool is_run_verdict(const std::string& verdict);
 struct VerdictPair {
   std::string claim, first, second;
   std::string first_value, second_value;  // the number each verdict came from ("-": none)
+  bool counted = false;  // a run verdict in either, from a CSV the second run wrote again
 };
 
 struct Agreement {
@@ -24,8 +26,10 @@ struct Agreement {
   std::vector<const VerdictPair*> flipped() const;
 };
 
-// Throws Error when the ledgers do not hold the same claims.
-Agreement compare_ledgers(const CsvRows& first, const CsvRows& second);
+// Throws Error when the ledgers do not hold the same claims. `rerun`: the CSVs (relative to the
+// results folder) the second run wrote again; a claim whose CSVs are none of them is not counted
+// (both ledgers read the same file). Empty: every claim is.
+Agreement compare_ledgers(const CsvRows& first, const CsvRows& second, const std::set<std::string>& rerun = {});
 // claims_stability.csv: one row per claim, `runs` (what the two runs were) in every row.
 std::string stability_csv(const Agreement& a, const std::string& runs);
 

@@ -2,6 +2,8 @@
 // ledgers (claims.csv) of the two, claim by claim; writes <out> (claims_stability.csv) and prints
 // the share of run verdicts that agree and the claims that flipped.
 #include <cstdio>
+#include <fstream>
+#include <set>
 #include "harness/tool_command_line.h"
 #include "harness/output_check.h"
 #include "runtime/atomic_file.h"
@@ -18,10 +20,22 @@ int main(int argc, char** argv) {
   make_required(add_path(app, "--second", second, "The second run's claims.csv"));
   make_required(add_path(app, "--out", out, "Where claims_stability.csv goes"));
   make_required(add_text(app, "--runs", runs, "TEXT", "What the two runs were (commit, machine, how), in every row"));
+  std::string rerun_list;
+  add_path(app, "--rerun", rerun_list,
+           "A file listing the CSVs the second run wrote again, one per line, relative to the results folder; a claim "
+           "reading none of them is not counted (default: every claim is)");
   if (const std::optional<int> exit_code = command_line.parse(argc, argv)) return *exit_code;
   try {
     if (auto e = check_output_file("--out", out)) throw Error(*e);
-    const Agreement a = compare_ledgers(CsvRows::read(first), CsvRows::read(second));
+    std::set<std::string> rerun;
+    if (!rerun_list.empty()) {
+      std::ifstream in(rerun_list);
+      if (!in) throw Error("--rerun: cannot read " + rerun_list);
+      for (std::string line; std::getline(in, line);)
+        if (!line.empty()) rerun.insert(line);
+      if (rerun.empty()) throw Error("--rerun: " + rerun_list + " names no CSV: the second run wrote nothing again");
+    }
+    const Agreement a = compare_ledgers(CsvRows::read(first), CsvRows::read(second), rerun);
     write_file_atomic(out, stability_csv(a, runs));
     std::printf("moebench_claims_stability: %d of %d run verdicts the same on both runs (%.1f%%); wrote %s\n", a.same,
                 a.run_verdicts, 100 * a.share(), out.c_str());
