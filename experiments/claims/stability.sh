@@ -52,7 +52,7 @@ done
 (cd "$first" && find . -name '*.csv' ! -name 'claims*.csv' | sed 's|^\./||' | sort | while read -r f; do
    cmp -s "$first/$f" "$second/$f" || echo "$f"
  done) > "$work/rerun.txt"
-what="first: $first as it was; second: a rerun at $commit of $(echo $experiments | tr ' ' ',') on $(hostname)"
+what="first: $(basename "$first")/ as it was; second: a rerun at $commit of $(echo $experiments | tr ' ' ',') on $(hostname)"
 "$bin" --first "$first/claims.csv" --second "$second/claims.csv" --out "$first/claims_stability.csv" --runs "$what" \
   --rerun "$work/rerun.txt"
 "$MOEBENCH_ROOT/experiments/claims/report.sh" --results "$first" > /dev/null

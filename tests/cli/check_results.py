@@ -28,6 +28,7 @@ PROVENANCE = ["backend", "device", "driver", "cuda", "nccl", "ranks", "link", "d
 # CSVs another tool writes: what they carry in place of the suite's provenance.
 OTHER_PROVENANCE = {
     "claims.csv": "the ledger: each number names its CSVs and their provenance",
+    "claims_stability.csv": "two ledgers compared (moebench_claims_stability): each row says what the two runs were",
     "gpt/torch_step.csv": "PyTorch's run (experiments/gpt/torch_step.py): torch, torch_device, date",
     "moe/torch_layer.csv": "PyTorch's run (experiments/moe/torch_layer.py): torch, torch_device, date",
     "runtime/before_after.csv": "two builds side by side: before_commit, after_commit, date",
