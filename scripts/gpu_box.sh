@@ -5,11 +5,14 @@
 # GPU tests, runs the GPU tests again under compute-sanitizer (memcheck, and racecheck on our
 # own shared-memory kernels; any report fails), and runs the GPU benchmarks at the given scale.
 # MOEBENCH_REQUIRE_GPU=1 throughout: a GPU test that finds no usable GPU fails here.
-#   scripts/gpu_box.sh [build|test|sanitize|bench|targets|all|lease|multirank] [--scale paper] [--dtype fp16]
+#   scripts/gpu_box.sh [build|test|sanitize|bench|targets|all|lease|multirank|ledger] [--scale paper] [--dtype fp16]
 #                      [--results DIR] [--budget SECONDS] [--cases NAME[,NAME...]] [--tests FILTER]
 #                      [--backend cuda|cpu]
 # multirank: the multi-rank path at 2 and 4 ranks sharing the GPU (scripts/gpu_multirank.sh), with
 # Debian's Open MPI carried in .deps; into $OUT (else RESULTS/multirank). --backend cpu: its dry run.
+# ledger: the claims one GPU can judge, at the paper scale (scripts/gpu_ledger.sh), into RESULTS
+# (default results/cuda), in --budget seconds (default 360 here); $OUT gets ledger.log and
+# ledger.tar.gz of RESULTS. --backend cpu: its dry run at the tiny scale.
 # targets: the GPU targets alone (scripts/gpu_targets.sh, bf16 unless --dtype says otherwise), a
 # few minutes, where bench runs every experiment.
 # lease: what one device lease holds, in one call of --budget seconds (default 540): the build of
@@ -39,13 +42,15 @@ dtype=fp16  # the documents train in fp16
 dtype_given=""
 results="$PWD/results/cuda"  # beside the CPU results, not over them
 budget=540
+budget_given=""
 cases=() tests="*" mr_backend=cuda
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale|--results|--dtype|--budget|--cases|--tests|--backend)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "gpu_box.sh: error: $1: needs a value" >&2; exit 2; }
       case "$1" in
-        --scale) scale="$2" ;; --results) results="$2" ;; --dtype) dtype="$2"; dtype_given="$2" ;; --budget) budget="$2" ;;
+        --scale) scale="$2" ;; --results) results="$2" ;; --dtype) dtype="$2"; dtype_given="$2" ;;
+        --budget) budget="$2"; budget_given="$2" ;;
         --cases) cases=(--cases "$2") ;; --tests) tests="$2" ;; --backend) mr_backend="$2" ;;
       esac
       shift 2 ;;
@@ -53,7 +58,7 @@ while [ $# -gt 0 ]; do
        exit 2 ;;
   esac
 done
-case "$step" in build|test|sanitize|bench|targets|all|lease|multirank) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench, targets, all, lease or multirank" >&2; exit 2 ;; esac
+case "$step" in build|test|sanitize|bench|targets|all|lease|multirank|ledger) ;; *) echo "gpu_box.sh: error: step '$step' is not build, test, sanitize, bench, targets, all, lease, multirank or ledger" >&2; exit 2 ;; esac
 case "$mr_backend" in cuda|cpu) ;; *) echo "gpu_box.sh: error: --backend: '$mr_backend'; allowed: cuda, cpu (multirank's dry run)" >&2; exit 2 ;; esac
 if [ ${#cases[@]} -gt 0 ]; then  # a misspelt case must not cost a lease its build and tests first
   known=" $(scripts/gpu_targets.sh --list | tr '\n' ' ')"
@@ -68,6 +73,8 @@ if ! [[ "$budget" =~ ^[0-9]+$ ]] || [ "$budget" -lt 180 ] || [ "$budget" -gt 360
   echo "gpu_box.sh: error: --budget: '$budget' is not a whole number of seconds in [180, 3600]" >&2
   exit 2
 fi
+
+ledger_budget="${budget_given:-360}"
 
 # On a GPU box a missing device or a broken driver fails the GPU tests; it is not a skip.
 export MOEBENCH_REQUIRE_GPU=1
@@ -276,6 +283,19 @@ case "$step" in
   bench) do_bench ;;
   sanitize) do_sanitize ;;
   all) do_build; do_test; do_sanitize; do_targets; do_bench ;;
+  ledger)
+    # The ledger's GPU evidence (scripts/gpu_ledger.sh), in --budget seconds (360 unless given);
+    # --backend cpu: its dry run at the tiny scale with this machine's build/.
+    if [ "$mr_backend" = cpu ]; then
+      exec scripts/gpu_ledger.sh "$PWD/build" "${OUT:-$PWD/results-ledger-dry}" "$ledger_budget" cpu
+    fi
+    do_build moebench_mpmoe moebench_m6t_gating moebench_m6t_t1 moebench_ppmoe_serial moebench_moe_layer
+    find_nccl
+    find_cudnn
+    scripts/gpu_ledger.sh "$build" "$results" "$ledger_budget" cuda
+    status=$?
+    [ -n "${OUT:-}" ] && tar -czf "$OUT/ledger.tar.gz" -C "$results" . && cp "$results/ledger.log" "$OUT/"
+    exit "$status" ;;
   multirank)
     unpack
     [ "$mr_backend" = cuda ] && { find_nccl; find_cudnn; }
