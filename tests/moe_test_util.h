@@ -21,6 +21,19 @@ inline std::vector<float> normals(std::size_t n, unsigned seed, float sd = 1.f) 
   return v;
 }
 
+// A layer of `cfg` on `dev` and `alloc`, its dispatcher made by factory(env) (the config is copied
+// into the layer first), its weights drawn from `seed`.
+template <class Factory>
+std::unique_ptr<MoELayer> make_test_layer(const MoEConfig& cfg, Device& dev, TrackingAllocator& alloc, Factory&& factory,
+                                          std::uint64_t seed) {
+  MoEConfig c = cfg;
+  DispatcherEnv env{c, dev, alloc};
+  auto d = factory(env);
+  auto layer = std::make_unique<MoELayer>(c, dev, alloc, std::move(d));
+  layer->init(seed, dev.default_stream());
+  return layer;
+}
+
 struct CpuLayer {
   Device dev = Device::open(Backend::cpu);
   TrackingAllocator alloc{Backend::cpu};
@@ -28,15 +41,10 @@ struct CpuLayer {
   std::optional<MoEContext> ctx;  // of the last forward
   std::vector<float> y, dx;
 
-  // factory(env) makes the dispatcher; the config is copied into the layer first.
+  // factory(env) makes the dispatcher (make_test_layer).
   template <class Factory>
-  CpuLayer(const MoEConfig& cfg, Factory&& factory, std::uint64_t seed = 7) {
-    MoEConfig c = cfg;
-    DispatcherEnv env{c, dev, alloc};
-    auto d = factory(env);
-    layer = std::make_unique<MoELayer>(c, dev, alloc, std::move(d));
-    layer->init(seed, dev.default_stream());
-  }
+  CpuLayer(const MoEConfig& cfg, Factory&& factory, std::uint64_t seed = 7)
+      : layer(make_test_layer(cfg, dev, alloc, std::forward<Factory>(factory), seed)) {}
   const MoEConfig& cfg() const { return layer->config(); }
   void forward(const std::vector<float>& x) {
     x_ = x;
@@ -100,13 +108,8 @@ struct CpuLayer16 {
   std::vector<float> y, dx;
 
   template <class Factory>
-  CpuLayer16(const MoEConfig& cfg, Factory&& factory, std::uint64_t seed = 7) : t(cfg.dtype) {
-    MoEConfig c = cfg;
-    DispatcherEnv env{c, dev, alloc};
-    auto d = factory(env);
-    layer = std::make_unique<MoELayer>(c, dev, alloc, std::move(d));
-    layer->init(seed, dev.default_stream());
-  }
+  CpuLayer16(const MoEConfig& cfg, Factory&& factory, std::uint64_t seed = 7)
+      : layer(make_test_layer(cfg, dev, alloc, std::forward<Factory>(factory), seed)), t(cfg.dtype) {}
   void forward(const std::vector<float>& x) {
     x16 = bits16(t, x);
     y16.assign(x.size(), 0);

@@ -19,13 +19,8 @@ struct BackendLayer {
   std::vector<float> y, dx;
 
   template <class Factory>
-  BackendLayer(const MoEConfig& cfg, Factory&& factory, std::uint64_t seed = 7) {
-    MoEConfig c = cfg;
-    DispatcherEnv env{c, dev, alloc};
-    auto d = factory(env);
-    layer = std::make_unique<MoELayer>(c, dev, alloc, std::move(d));
-    layer->init(seed, dev.default_stream());
-  }
+  BackendLayer(const MoEConfig& cfg, Factory&& factory, std::uint64_t seed = 7)
+      : layer(testing_util::make_test_layer(cfg, dev, alloc, std::forward<Factory>(factory), seed)) {}
   const MoEConfig& cfg() const { return layer->config(); }
   DType dtype() const { return cfg().dtype; }
   std::size_t expert_weights() const { return std::size_t(cfg().hidden) * cfg().ffn; }
