@@ -17,7 +17,7 @@
 #include <thread>
 #include "kernels/batched_gemm.h"
 #include "kernels/sdpa.h"
-#include "pipeline/gpt_trainer.h"
+#include "gpt/gpt_trainer.h"
 #include "harness/bench.h"
 #include "harness/kernel_table.h"
 #include "harness/range_tree.h"

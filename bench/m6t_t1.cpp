@@ -10,8 +10,8 @@
 #include <map>
 #include <set>
 #include <optional>
-#include "pipeline/gpt_layout.h"
-#include "pipeline/gpt_trainer.h"
+#include "gpt/gpt_layout.h"
+#include "gpt/gpt_trainer.h"
 #include "harness/bench.h"
 #include "kernels/capacity.h"
 #include "models/paper_specs.h"

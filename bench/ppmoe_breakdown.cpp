@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
-#include "pipeline/gpt_layout.h"
+#include "gpt/gpt_layout.h"
 #include "harness/bench.h"
 #include "models/paper_specs.h"
 #include "models/paper_values.h"

@@ -14,7 +14,7 @@
 #include "harness/bench.h"
 #include "models/paper_specs.h"
 #include "models/paper_values.h"
-#include "pipeline/gpt_trainer.h"
+#include "gpt/gpt_trainer.h"
 
 namespace moebench {
 namespace {

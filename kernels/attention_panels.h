@@ -1,4 +1,4 @@
-// The row ops of blocked causal attention (pipeline/attention_blocked.cpp), which computes the
+// The row ops of blocked causal attention (gpt/attention_blocked.cpp), which computes the
 // scores a panel of rows at a time and keeps per-row softmax statistics instead of the
 // [seq, seq] probabilities.
 //

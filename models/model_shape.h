@@ -2,7 +2,7 @@
 // `layers` blocks of attention and FFN, the output layer tied to the token embedding), with an
 // MoE layer in place of every `moe_every`-th FFN when it has experts. The papers' models are
 // ModelSpecs holding one (models/paper_specs.h); the step model predicts one; the transformer is
-// built from one (pipeline/gpt_stage.h gpt_config()).
+// built from one (gpt/gpt_stage.h gpt_config()).
 #pragma once
 
 namespace moebench {

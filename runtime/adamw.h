@@ -4,7 +4,7 @@
 // every update, so updates below the 16-bit spacing still add up; an fp32 weight is its own
 // master; a caller may hold a 16-bit parameter's master itself. Each update is one pass
 // (kernels/adam.h). All of it comes from the tracking allocator as model states. The
-// data-parallel optimizer (pipeline/data_parallel.h: per parameter, or over its ZeRO-1 shard),
+// data-parallel optimizer (gpt/data_parallel.h: per parameter, or over its ZeRO-1 shard),
 // MPMoE's layer runner and m6t.cv's training hold their parameters here.
 #pragma once
 #include <cstddef>

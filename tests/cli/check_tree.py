@@ -9,6 +9,10 @@
    file defines it), a rank layout is runtime/layout.h's ParallelLayout, and CLI11 is
    included only by the three files that build or parse a command line (parsing its header
    dominates the compile time of a file that includes it);
+ - the floors, bottom up (docs/architecture.md): kernels/ -> runtime/ -> moe/, models/ ->
+   pipeline/ -> gpt/ -> harness/ -> bench/, tools/; a file includes no header of a floor above its
+   own (the GPT model lives in gpt/, above the pipeline engine it runs on);
+ - a code folder's README.md names only files that exist (beside it, or from the project's root);
  - README.md is an entry point of at most 150 lines;
  - every relative link in README.md and docs/ points at a file or folder that exists.
 
@@ -22,6 +26,8 @@ import checklib
 
 MAX_LINES = 500
 README_MAX_LINES = 150
+FLOORS = {"kernels": 0, "runtime": 1, "moe": 2, "models": 2, "pipeline": 3, "gpt": 4, "harness": 5, "bench": 6, "tools": 6}
+INCLUDE = re.compile(r'\s*#\s*include\s+"([a-z_]+)/')
 SOURCE = re.compile(r"\.(cpp|h|hpp|cu|cuh|py|sh)$")
 LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
 
@@ -68,6 +74,26 @@ def main(root):
             for pattern, allowed, what in owners:
                 if pattern.search(line) and not f.startswith(allowed):
                     breaches.append(f"{f}:{i}: {what}")
+    for f in files:
+        top = f.split("/")[0]
+        if top not in FLOORS or not re.search(r"\.(h|hpp|cpp|cu|cuh)$", f):
+            continue
+        for i, line in enumerate(open(root / f, errors="replace"), start=1):
+            m = INCLUDE.match(line)
+            if m and FLOORS.get(m.group(1), -1) > FLOORS[top]:
+                breaches.append(f"{f}:{i}: includes {m.group(1)}/, a floor above {top}/ (docs/architecture.md)")
+    for folder in ("gpt",):
+        if not (root / folder).is_dir():
+            breaches.append(f"{folder}/: missing (the GPT model's floor)")
+    named = re.compile(r"`([\w./*-]+\.(?:h|hpp|cpp|cu|cuh|py|sh|md|csv|\*))`")
+    for folder in FLOORS:
+        readme = root / folder / "README.md"
+        if not readme.is_file():
+            continue
+        for i, line in enumerate(open(readme), start=1):
+            for name in named.findall(line):
+                if not (list((root / folder).glob(name)) or list(root.glob(name))):
+                    breaches.append(f"{folder}/README.md:{i}: names {name}, which does not exist")
     readme = root / "README.md"
     n = sum(1 for _ in open(readme))
     if n > README_MAX_LINES:

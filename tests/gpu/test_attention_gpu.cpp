@@ -11,8 +11,8 @@
 #include <fstream>
 #include "kernels/sdpa.h"
 #include "kernels/swap_dims.h"
-#include "pipeline/attention.h"
-#include "pipeline/typed_upload.h"
+#include "gpt/attention.h"
+#include "gpt/typed_upload.h"
 
 namespace moebench {
 using namespace gputest;

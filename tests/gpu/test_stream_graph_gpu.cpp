@@ -4,7 +4,7 @@
 // captured and replayed equals the same number of eager steps. Skipped where there is no GPU.
 #include "gpu/gpu_test_util.h"
 #include "kernels/gemm.h"
-#include "pipeline/gpt_trainer.h"
+#include "gpt/gpt_trainer.h"
 #include "runtime/comm.h"
 #include "runtime/runtime.h"
 #include "runtime/stream_graph.h"

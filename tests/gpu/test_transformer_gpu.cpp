@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include "gpu_test_util.h"
 #include "moe_test_util.h"
-#include "pipeline/gpt_model.h"
+#include "gpt/gpt_model.h"
 
 namespace moebench {
 using namespace gputest;

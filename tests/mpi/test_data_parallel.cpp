@@ -8,8 +8,8 @@
 #include <cstdint>
 #include "kernels/convert.h"
 #include "moe_test_util.h"
-#include "pipeline/data_parallel.h"
-#include "pipeline/gpt_model.h"
+#include "gpt/data_parallel.h"
+#include "gpt/gpt_model.h"
 #include "test_backend.h"
 
 namespace moebench {

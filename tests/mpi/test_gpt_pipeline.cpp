@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include "kernels/convert.h"
 #include "moe_test_util.h"
-#include "pipeline/gpt_model.h"
+#include "gpt/gpt_model.h"
 #include "pipeline/pipeline_engine.h"
 #include "test_backend.h"
 #include "timeline_util.h"

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include "moe_test_util.h"
-#include "pipeline/gpt_model.h"
+#include "gpt/gpt_model.h"
 #include "test_backend.h"
 
 namespace moebench {

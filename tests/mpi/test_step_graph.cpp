@@ -6,7 +6,7 @@
 // On MOEBENCH_TEST_BACKEND's backend (on cuda a CUDA graph with NCCL's operations in it).
 #include <gtest/gtest.h>
 #include "moe_test_util.h"
-#include "pipeline/gpt_trainer.h"
+#include "gpt/gpt_trainer.h"
 #include "test_backend.h"
 
 namespace moebench {

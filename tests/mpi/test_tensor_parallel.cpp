@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include "kernels/convert.h"
 #include "moe_test_util.h"
-#include "pipeline/transformer_block.h"
+#include "gpt/transformer_block.h"
 #include "test_backend.h"
 
 namespace moebench {

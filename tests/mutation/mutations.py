@@ -50,7 +50,7 @@ MUTATIONS = [
     {
         "id": "gpt_zb_h1_is_1f1b",
         "mechanism": "the transformer blocks ignore the deferral: ZB-H1's B runs their weight-gradient GEMMs",
-        "file": "pipeline/transformer_block.cpp",
+        "file": "gpt/transformer_block.cpp",
         "edits": [("  std::vector<WeightTask>* later = defer ? &c.weight_tasks : nullptr;",
                    "  std::vector<WeightTask>* later = nullptr;\n  (void)defer;")],
         "targets": [PIPE],
@@ -308,6 +308,14 @@ MUTATIONS = [
         "tests": r"^bench\.ppmoe_breakdown\.tiny\.ranks4$",
     },
     {
+        "id": "pipeline_reaches_up_to_gpt",
+        "mechanism": "the pipeline engine's floor includes the GPT model's: the arrow between the floors runs back up",
+        "file": "pipeline/pipeline_engine.h",
+        "edits": [('#include "pipeline/pipeline_stage.h"\n', '#include "pipeline/pipeline_stage.h"\n#include "gpt/gpt_stage.h"\n')],
+        "targets": ["moebench_kernels"],  # nothing to build: the tree check reads the sources
+        "tests": r"^tree\.rules$",
+    },
+    {
         "id": "link_double_wait",
         "mechanism": "the emulated link waits for the wire twice (time far above the link's)",
         "file": "runtime/comm.cpp",
@@ -530,7 +538,7 @@ MUTATIONS = [
     {
         "id": "blocked_attention_is_materialized",
         "mechanism": "blocked attention runs the materialized path: P [heads, seq, seq] kept for the backward",
-        "file": "pipeline/attention.cpp",
+        "file": "gpt/attention.cpp",
         "edits": [("      if (kernel_ == AttentionKernel::blocked)\n        blocked_forward(c, ctx_heads.data(), s);",
                    "      if (false)\n        blocked_forward(c, ctx_heads.data(), s);"),
                   ("      if (kernel_ == AttentionKernel::blocked)\n        blocked_backward(", "      if (false)\n        blocked_backward(")],
@@ -540,7 +548,7 @@ MUTATIONS = [
     {
         "id": "blocked_attention_panels_span_every_key",
         "mechanism": "blocked attention's forward panels meet every key of the sequence, the ones no row sees too",
-        "file": "pipeline/attention_blocked.cpp",
+        "file": "gpt/attention_blocked.cpp",
         "edits": [("    const int rows = std::min(panel_rows, seq - r0), cols = r0 + rows;  // the keys these rows see\n"
                    "    const long long area = (long long)rows * cols;\n    batched_gemm(",
                    "    const int rows = std::min(panel_rows, seq - r0), cols = seq;\n"
@@ -551,7 +559,7 @@ MUTATIONS = [
     {
         "id": "step_peak_is_what_stays",
         "mechanism": "gpt.step's peak_mib reports the bytes held after the step, not the most held during it",
-        "file": "pipeline/gpt_trainer.h",
+        "file": "gpt/gpt_trainer.h",
         "edits": [("std::max(alloc_->peak_total(), captured_peak_); }", "std::max(alloc_->current_total(), captured_peak_); }")],
         "targets": [UNIT],
         "tests": r"^GptTrainerStep\.",
@@ -641,31 +649,31 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^StreamsExperts\.",
     },
-    # The transformer MLP's GeLU in its GEMMs' epilogues (pipeline/transformer_block.cpp)
+    # The transformer MLP's GeLU in its GEMMs' epilogues (gpt/transformer_block.cpp)
     {
         "id": "mlp_gelu_as_kernels",
         "mechanism": "the transformer MLP runs GeLU and its gradient as kernels of their own after plain GEMMs",
-        "file": "pipeline/transformer_block.cpp",
+        "file": "gpt/transformer_block.cpp",
         "edits": [("    if (epilogue_fits(ex, F)) {  // a = GeLU(z)", "    if (false) {  // a = GeLU(z)"),
                   ("    if (epilogue_fits(ex, F)) {  // GeLU's gradient", "    if (false) {  // GeLU's gradient")],
         "targets": [UNIT],
         "tests": r"^GptBlock\.",
     },
-    # A training step without host waits (pipeline/gpt_trainer.cpp)
+    # A training step without host waits (gpt/gpt_trainer.cpp)
     {
         "id": "gpt_step_waits_on_the_host",
         "mechanism": "the GPT training step records the pipeline's op times, waiting on the host for its own forwards and backwards",
-        "file": "pipeline/gpt_trainer.cpp",
+        "file": "gpt/gpt_trainer.cpp",
         "edits": [("  engine_->enqueue_step(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, layout_.pp, micro_), rows_);",
                    "  engine_->run(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, layout_.pp, micro_), rows_, {}, {}, {});")],
         "targets": [UNIT],
         "tests": r"^GptTrainerStep\.",
     },
-    # The optimizer's one pass (pipeline/data_parallel.cpp)
+    # The optimizer's one pass (gpt/data_parallel.cpp)
     {
         "id": "optimizer_rounds_in_a_second_pass",
         "mechanism": "a 16-bit parameter's step writes its master only and rounds it into the weight in a pass of its own",
-        "file": "pipeline/data_parallel.cpp",
+        "file": "gpt/data_parallel.cpp",
         "edits": [("    for (std::size_t i = 0; i < params_.size(); ++i) adam_.update(i, params_[i].grad->data(), params_[i].dtype, s);\n    return;",
                    "    for (std::size_t i = 0; i < params_.size(); ++i) {\n"
                    "      adam_.update(i, params_[i].grad->data(), params_[i].dtype, s);\n"
@@ -831,11 +839,11 @@ MUTATIONS = [
         "targets": [UNIT],
         "tests": r"^(Segmented|GptTrainerStep)",
     },
-    # The GPT step's breakdown (runtime/range.h, harness/range_tree.h, pipeline/gpt_trainer.cpp)
+    # The GPT step's breakdown (runtime/range.h, harness/range_tree.h, gpt/gpt_trainer.cpp)
     {
         "id": "breakdown_optimizer_untimed",
         "mechanism": "the step's optimizer runs inside an NVTX-only range, so the breakdown misses a phase",
-        "file": "pipeline/gpt_trainer.cpp",
+        "file": "gpt/gpt_trainer.cpp",
         "edits": [('ScopedRange r("step.optimizer", compute_, breakdown_);', 'ScopedRange r("step.optimizer", compute_);')],
         "targets": [UNIT],
         "tests": r"^GptTrainerStep",
@@ -952,7 +960,7 @@ MUTATIONS = [
     {
         "id": "gpt_moe_config_without_dtype",
         "mechanism": "a GPT model's MoE config keeps fp32 whatever the model's dtype, so the bench refuses a bf16 model's segmented experts on the GPU",
-        "file": "pipeline/gpt_stage.cpp",
+        "file": "gpt/gpt_stage.cpp",
         "edits": [("    c.moe.dtype = dtype;  // what the blocks build; the bench validates this config first\n", "")],
         "targets": [UNIT],
         "tests": r"^GptLayout\.",
@@ -960,7 +968,7 @@ MUTATIONS = [
     {
         "id": "gpt_step_padding_uncounted",
         "mechanism": "the MoE step counts its experts' routed rows as the rows they computed, so gpt/step.csv's computed_rows_over_routed hides the padded route's padding",
-        "file": "pipeline/gpt_stage.cpp",
+        "file": "gpt/gpt_stage.cpp",
         "edits": [("m.expert_computed_rows += (long long)m.blocks[l].moe.experts.computed_rows();",
                    "m.expert_computed_rows += (long long)m.blocks[l].moe.experts.total_rows();")],
         "targets": [UNIT],

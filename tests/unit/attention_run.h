@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 #include "moe_test_util.h"
-#include "pipeline/attention.h"
-#include "pipeline/gpt_model.h"
-#include "pipeline/typed_upload.h"
+#include "gpt/attention.h"
+#include "gpt/gpt_model.h"
+#include "gpt/typed_upload.h"
 #include "timeline_util.h"
 
 namespace moebench::testing_util {

@@ -10,9 +10,9 @@
 #include "kernels/causal_softmax.h"
 #include "attention_run.h"
 #include "moe_test_util.h"
-#include "pipeline/attention.h"
-#include "pipeline/gpt_model.h"
-#include "pipeline/typed_upload.h"
+#include "gpt/attention.h"
+#include "gpt/gpt_model.h"
+#include "gpt/typed_upload.h"
 #include "timeline_util.h"
 
 namespace moebench {

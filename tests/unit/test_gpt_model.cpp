@@ -13,8 +13,8 @@
 #include "kernels/embedding.h"
 #include "models/roofline.h"
 #include "moe_test_util.h"
-#include "pipeline/gpt_model.h"
-#include "pipeline/gpt_trainer.h"
+#include "gpt/gpt_model.h"
+#include "gpt/gpt_trainer.h"
 #include "runtime/comm.h"
 #include "timeline_util.h"
 

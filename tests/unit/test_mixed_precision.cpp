@@ -16,10 +16,10 @@
 #include "kernels/layernorm.h"
 #include "kernels/permute.h"
 #include "moe_test_util.h"
-#include "pipeline/data_parallel.h"
+#include "gpt/data_parallel.h"
 #include "timeline_util.h"
 #include "runtime/adamw.h"
-#include "pipeline/gpt_model.h"
+#include "gpt/gpt_model.h"
 
 namespace moebench {
 namespace {

@@ -1,4 +1,4 @@
-#include "pipeline/typed_upload.h"
+#include "gpt/typed_upload.h"
 #include <cstdint>
 #include "kernels/convert.h"
 

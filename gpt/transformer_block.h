@@ -21,8 +21,8 @@
 #include <functional>
 #include <memory>
 #include "moe/moe_layer.h"
-#include "pipeline/attention.h"
-#include "pipeline/data_parallel.h"
+#include "gpt/attention.h"
+#include "gpt/data_parallel.h"
 #include "runtime/comm.h"
 
 namespace moebench {

@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <vector>
-#include "pipeline/gpt_stage.h"
+#include "gpt/gpt_stage.h"
 
 namespace moebench {
 

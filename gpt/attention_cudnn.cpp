@@ -5,8 +5,8 @@
 // way. What the forward keeps for the backward is O and each row's log-sum-exp, not the scores.
 #include <cmath>
 #include "kernels/sdpa.h"
-#include "pipeline/attention.h"
-#include "pipeline/head_gemms.h"
+#include "gpt/attention.h"
+#include "gpt/head_gemms.h"
 
 namespace moebench {
 

@@ -1,4 +1,4 @@
-#include "pipeline/gpt_layout.h"
+#include "gpt/gpt_layout.h"
 #include <cmath>
 #include <vector>
 #include "moe/init.h"

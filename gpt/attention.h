@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 #include "kernels/dtype.h"
-#include "pipeline/head_gemms.h"
+#include "gpt/head_gemms.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/range.h"

@@ -1,4 +1,4 @@
-#include "pipeline/data_parallel.h"
+#include "gpt/data_parallel.h"
 #include <algorithm>
 #include <string>
 #include "kernels/convert.h"

@@ -1,4 +1,4 @@
-#include "pipeline/gpt_stage.h"
+#include "gpt/gpt_stage.h"
 #include <string>
 #include "kernels/axpy.h"
 #include "kernels/cross_entropy.h"
@@ -6,7 +6,7 @@
 #include "kernels/gemm.h"
 #include "kernels/layernorm.h"
 #include "moe/init.h"
-#include "pipeline/typed_upload.h"
+#include "gpt/typed_upload.h"
 
 namespace moebench {
 

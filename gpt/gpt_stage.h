@@ -14,7 +14,7 @@
 #include <vector>
 #include "models/model_shape.h"
 #include "pipeline/pipeline_stage.h"
-#include "pipeline/transformer_block.h"
+#include "gpt/transformer_block.h"
 
 namespace moebench {
 

@@ -10,8 +10,8 @@
 #include <cmath>
 #include "kernels/attention_panels.h"
 #include "kernels/batched_gemm.h"
-#include "pipeline/attention.h"
-#include "pipeline/head_gemms.h"
+#include "gpt/attention.h"
+#include "gpt/head_gemms.h"
 
 namespace moebench {
 

@@ -1,4 +1,4 @@
-// One rank's part of training the GPT model in a layout (pipeline/gpt_layout.h): its groups, its
+// One rank's part of training the GPT model in a layout (gpt/gpt_layout.h): its groups, its
 // pipeline stage, the engine, the optimizers, and a fixed mini-batch of synthetic tokens;
 // step() runs one training step -- 1F1B over the micro-batches, the tied embedding's gradient
 // sum, data-parallel gradient synchronisation (ZeRO-1 where the layout says) and AdamW -- enqueued
@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <memory>
 #include <vector>
-#include "pipeline/gpt_layout.h"
-#include "pipeline/data_parallel.h"
+#include "gpt/gpt_layout.h"
+#include "gpt/data_parallel.h"
 #include "pipeline/pipeline_engine.h"
 #include "runtime/stream_graph.h"
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include "pipeline/gpt_stage.h"
+#include "gpt/gpt_stage.h"
 #include "runtime/comm.h"
 #include "runtime/layout.h"
 #include "runtime/runtime.h"

@@ -1,4 +1,4 @@
-#include "pipeline/gpt_trainer.h"
+#include "gpt/gpt_trainer.h"
 #include <set>
 
 namespace moebench {

@@ -1,4 +1,4 @@
-#include "pipeline/transformer_block.h"
+#include "gpt/transformer_block.h"
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -10,7 +10,7 @@
 #include "kernels/gemm.h"
 #include "kernels/layernorm.h"
 #include "moe/init.h"
-#include "pipeline/typed_upload.h"
+#include "gpt/typed_upload.h"
 
 namespace moebench {
 

@@ -1,4 +1,4 @@
-#include "pipeline/attention.h"
+#include "gpt/attention.h"
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -10,8 +10,8 @@
 #include "kernels/sdpa.h"
 #include "kernels/swap_dims.h"
 #include "moe/init.h"
-#include "pipeline/head_gemms.h"
-#include "pipeline/typed_upload.h"
+#include "gpt/head_gemms.h"
+#include "gpt/typed_upload.h"
 #include "runtime/range.h"
 
 namespace moebench {

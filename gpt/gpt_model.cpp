@@ -1,4 +1,4 @@
-#include "pipeline/gpt_model.h"
+#include "gpt/gpt_model.h"
 
 namespace moebench {
 
