@@ -18,7 +18,7 @@
 #include "kernels/dtype.h"
 #include "runtime/adamw.h"
 #include "runtime/allocator.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/device.h"
 
 namespace moebench {

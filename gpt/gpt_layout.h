@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 #include "gpt/gpt_stage.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/layout.h"
 #include "runtime/runtime.h"
 

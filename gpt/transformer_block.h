@@ -23,7 +23,7 @@
 #include "moe/moe_layer.h"
 #include "gpt/attention.h"
 #include "gpt/data_parallel.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 
 namespace moebench {
 

@@ -9,7 +9,7 @@
 #include "harness/output_check.h"
 #include "harness/provenance.h"
 #include "kernels/gemm.h"
-#include "runtime/nccl_order.h"
+#include "comm/nccl_order.h"
 #include "runtime/timeline.h"
 #include "runtime/watchdog.h"
 

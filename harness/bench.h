@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 #include "runtime/allocator.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "harness/csv.h"
 #include "runtime/device.h"
 #include "runtime/timing.h"

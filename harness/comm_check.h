@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 #include "kernels/dtype.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 
 namespace moebench::comm_bench {
 

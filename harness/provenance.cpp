@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include "runtime/comm.h"
+#include "comm/comm.h"
 
 namespace moebench {
 

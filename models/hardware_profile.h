@@ -39,7 +39,7 @@ struct HardwareProfile {
   // Measured collective times among gpus_per_node ranks on one node, by collective name:
   // (bytes, seconds), ascending, two sizes or more; empty where the profile has none.
   std::map<std::string, std::vector<std::pair<double, double>>> collective_seconds;
-  // A link the CPU runtime emulates over MPI (runtime/comm.h, EmulatedLink), set by whoever
+  // A link the CPU runtime emulates over MPI (comm/comm.h, EmulatedLink), set by whoever
   // models a run on one (never read from a file): each operation inside the node ends at the
   // later of MPI's own time and latency + bus bytes / bandwidth.
   struct EmulatedLink {

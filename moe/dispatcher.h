@@ -21,7 +21,7 @@
 #include "moe/config.h"
 #include "moe/gate.h"
 #include "runtime/allocator.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/device.h"
 
 namespace moebench {

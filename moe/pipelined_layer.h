@@ -40,7 +40,7 @@
 #include "moe/experts.h"
 #include "moe/gate.h"
 #include "moe/routing_slice.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/range.h"
 
 namespace moebench {

@@ -22,7 +22,7 @@
 #include "pipeline/pipeline_stage.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 
 namespace moebench {
 

@@ -6,7 +6,7 @@
 // throws Error naming the wait; a wait past the timeout ends the process through the watchdog,
 // which aborts the communicators (ncclCommAbort) before it exits, so that the ranks' NCCL
 // kernels stop and the launcher ends the job. On the CPU the communication itself runs under
-// the watchdog on the streams' workers (runtime/comm_mpi.cpp), so a wait there ends the same way.
+// the watchdog on the streams' workers (comm/comm_mpi.cpp), so a wait there ends the same way.
 #pragma once
 #include <algorithm>
 #include <chrono>

@@ -3,12 +3,13 @@
 // milliseconds (every rank gets the same number). The benches' harness and the library code that
 // measures (the MPMoE runner and calibration) both time through it.
 #pragma once
-#include "runtime/comm.h"
 #include "runtime/device.h"
 #include "runtime/runtime.h"
 #include "runtime/stream.h"
 
 namespace moebench {
+
+class Communicator;  // comm/comm.h, a floor above: the slowest rank is the Runtime's to find
 
 // What code that measures stands on: the runtime (the slowest rank), the device, the world.
 struct MeasureEnv {

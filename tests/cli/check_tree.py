@@ -9,9 +9,10 @@
    file defines it), a rank layout is runtime/layout.h's ParallelLayout, and CLI11 is
    included only by the three files that build or parse a command line (parsing its header
    dominates the compile time of a file that includes it);
- - the floors, bottom up (docs/architecture.md): kernels/ -> runtime/ -> moe/, models/ ->
-   pipeline/ -> gpt/ -> harness/ -> bench/, tools/; a file includes no header of a floor above its
-   own (the GPT model lives in gpt/, above the pipeline engine it runs on);
+ - the floors, bottom up (docs/architecture.md): kernels/ -> runtime/ -> comm/ -> moe/, models/
+   -> pipeline/ -> gpt/ -> harness/ -> bench/, tools/; a file includes no header of a floor above
+   its own (the communicators live in comm/, above the streams that issue their operations; the
+   GPT model in gpt/, above the pipeline engine it runs on);
  - a code folder's README.md names only files that exist (beside it, or from the project's root);
  - README.md is an entry point of at most 150 lines;
  - every relative link in README.md and docs/ points at a file or folder that exists.
@@ -26,7 +27,8 @@ import checklib
 
 MAX_LINES = 500
 README_MAX_LINES = 150
-FLOORS = {"kernels": 0, "runtime": 1, "moe": 2, "models": 2, "pipeline": 3, "gpt": 4, "harness": 5, "bench": 6, "tools": 6}
+FLOORS = {"kernels": 0, "runtime": 1, "comm": 2, "moe": 3, "models": 3, "pipeline": 4, "gpt": 5, "harness": 6, "bench": 7,
+          "tools": 7}
 INCLUDE = re.compile(r'\s*#\s*include\s+"([a-z_]+)/')
 SOURCE = re.compile(r"\.(cpp|h|hpp|cu|cuh|py|sh)$")
 LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
@@ -82,9 +84,9 @@ def main(root):
             m = INCLUDE.match(line)
             if m and FLOORS.get(m.group(1), -1) > FLOORS[top]:
                 breaches.append(f"{f}:{i}: includes {m.group(1)}/, a floor above {top}/ (docs/architecture.md)")
-    for folder in ("gpt",):
+    for folder, what in (("gpt", "the GPT model's floor"), ("comm", "the communicators' floor")):
         if not (root / folder).is_dir():
-            breaches.append(f"{folder}/: missing (the GPT model's floor)")
+            breaches.append(f"{folder}/: missing ({what})")
     named = re.compile(r"`([\w./*-]+\.(?:h|hpp|cpp|cu|cuh|py|sh|md|csv|\*))`")
     for folder in FLOORS:
         readme = root / folder / "README.md"

@@ -2,7 +2,7 @@
 // dtype's rounding (TF32 for fp32 GEMMs on tensor cores). Skipped where there is no GPU.
 #include <algorithm>
 #include "gpu/gpu_test_util.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/runtime.h"
 #include "kernels/adam.h"
 #include "kernels/bf16_split.h"

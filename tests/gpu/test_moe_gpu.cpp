@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 #include "gpu/gpu_test_util.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/runtime.h"
 #include "kernels/aux_loss.h"
 #include "kernels/axpy.h"

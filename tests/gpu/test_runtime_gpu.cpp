@@ -14,7 +14,7 @@
 #include "kernels/gemm.h"
 #include "moe/moe_layer.h"
 #include "moe_test_util.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/kernel_log.h"
 #include "runtime/range.h"
 #include "runtime/runtime.h"

@@ -5,7 +5,7 @@
 #include "gpu/gpu_test_util.h"
 #include "kernels/gemm.h"
 #include "gpt/gpt_trainer.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/runtime.h"
 #include "runtime/stream_graph.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 #include <vector>
-#include "runtime/nccl_order.h"
+#include "comm/nccl_order.h"
 #include "runtime/runtime.h"
 #include "runtime/watchdog.h"
 #include "test_backend.h"

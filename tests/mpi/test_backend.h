@@ -13,7 +13,7 @@
 #include <vector>
 #include "kernels/convert.h"
 #include "runtime/allocator.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/device.h"
 #include "runtime/runtime.h"
 

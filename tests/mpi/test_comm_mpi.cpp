@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 #include "kernels/convert.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/device.h"
 #include "runtime/layout.h"
 #include "test_backend.h"

@@ -1,4 +1,4 @@
-// The emulated link (runtime/comm.h) op by op, at whatever world size mpirun gives (CTest: 1, 2
+// The emulated link (comm/comm.h) op by op, at whatever world size mpirun gives (CTest: 1, 2
 // and 4 ranks): every operation -- all_reduce, reduce_scatter, all_gather, all_to_all,
 // all_to_all_v, send, recv, send_recv -- takes at least latency + bus bytes / bandwidth for the
 // bytes it really moved (nccl-tests' bus bytes, computed here from the counts, not read from
@@ -8,7 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <thread>
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/device.h"
 #include "timeline_util.h"
 

@@ -11,7 +11,7 @@
 #include <random>
 #include "kernels/axpy.h"
 #include "moe_test_util.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 
 namespace moebench {
 using namespace testing_util;

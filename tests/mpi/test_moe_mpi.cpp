@@ -6,7 +6,7 @@
 // MOEBENCH_TEST_BACKEND's backend (on cuda over NCCL), the reference on the CPU.
 #include <gtest/gtest.h>
 #include <mpi.h>
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "backend_layer.h"
 #include "moe_test_util.h"
 #include "timeline_util.h"

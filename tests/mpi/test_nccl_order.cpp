@@ -1,4 +1,4 @@
-// The MPI communicator in NCCL's order (runtime/nccl_order.h), on at least 2 ranks: one
+// The MPI communicator in NCCL's order (comm/nccl_order.h), on at least 2 ranks: one
 // communicator's operations run in the order the host issued them whatever their streams, a
 // small send completes without its receive, a large one only once its receive has started, and
 // the communicators used from several streams are recorded. CTest runs these with the mode on.
@@ -6,9 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/device.h"
-#include "runtime/nccl_order.h"
+#include "comm/nccl_order.h"
 #include "runtime/watchdog.h"
 
 namespace moebench {

@@ -1,4 +1,4 @@
-// The pipeline engine in NCCL's order (runtime/nccl_order.h) with messages above NCCL's buffer:
+// The pipeline engine in NCCL's order (comm/nccl_order.h) with messages above NCCL's buffer:
 // GPipe, 1F1B and ZB-H1 at 2 and 4 stages finish, and their outputs and gradients are right.
 // With one communicator for both directions, 1F1B's steady state deadlocks there: stage s issues
 // "send F(j+1)" before "recv B(j)" while stage s+1 issues "send B(j)" before "recv F(j+1)", each
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <numeric>
 #include "pipeline/pipeline_engine.h"
-#include "runtime/nccl_order.h"
+#include "comm/nccl_order.h"
 #include "runtime/watchdog.h"
 
 namespace moebench {

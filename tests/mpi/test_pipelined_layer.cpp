@@ -12,7 +12,7 @@
 #include <numeric>
 #include "moe/pipelined_layer.h"
 #include "moe_test_util.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "test_backend.h"
 
 namespace moebench {

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include "moe/pipelined_layer.h"
 #include "moe_test_util.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "timeline_util.h"
 
 namespace moebench {

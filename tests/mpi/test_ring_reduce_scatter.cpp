@@ -1,4 +1,4 @@
-// The ring reduce-scatter (runtime/ring_reduce_scatter.h) against hand-computed results, and the
+// The ring reduce-scatter (comm/ring_reduce_scatter.h) against hand-computed results, and the
 // MPI communicator taking it for large buffers, at whatever world size mpirun gives (CTest runs
 // 1, 2 and 4 ranks).
 #include <gtest/gtest.h>
@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstdint>
 #include "kernels/convert.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/device.h"
-#include "runtime/ring_reduce_scatter.h"
+#include "comm/ring_reduce_scatter.h"
 
 namespace moebench {
 namespace {

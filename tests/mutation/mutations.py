@@ -120,11 +120,11 @@ MUTATIONS = [
         "targets": [PIPE],
         "tests": PIPE_TESTS,
     },
-    # The emulated link (runtime/comm*.cpp, runtime/precise_sleep.cpp)
+    # The emulated link (runtime/comm*.cpp, comm/precise_sleep.cpp)
     {
         "id": "link_ignores_a2av_bytes",
         "mechanism": "the emulated link ignores all_to_all_v's bytes (the MoE exchange)",
-        "file": "runtime/comm_mpi.cpp",
+        "file": "comm/comm_mpi.cpp",
         "edits": [("    run(s, \"all_to_all_v (mpi)\", std::max(sent, received), [=, this] {",
                    "    (void)sent; (void)received;\n    run(s, \"all_to_all_v (mpi)\", 0.0, [=, this] {")],
         "targets": [MPI],
@@ -133,17 +133,17 @@ MUTATIONS = [
     {
         "id": "link_halves_reduce_scatter",
         "mechanism": "the emulated link books half of reduce_scatter's bus bytes",
-        "file": "runtime/comm_mpi.cpp",
+        "file": "comm/comm_mpi.cpp",
         "edits": [("    const double bus = double(bytes_of(n, t)) * (size_ - 1);",
                    "    const double bus = double(bytes_of(n, t)) * (size_ - 1) / 2;")],
         "targets": [MPI],
         "tests": COMM_TESTS,
     },
-    # The ring reduce-scatter (runtime/ring_reduce_scatter.cpp) and the MPI communicator's use of it
+    # The ring reduce-scatter (comm/ring_reduce_scatter.cpp) and the MPI communicator's use of it
     {
         "id": "reduce_scatter_ring_bypassed",
         "mechanism": "large reduce-scatters go back to MPI_Reduce_scatter_block: the ring is never taken",
-        "file": "runtime/comm_mpi.cpp",
+        "file": "comm/comm_mpi.cpp",
         "edits": [("      if (ring)\n", "      if (false && ring)\n")],
         "targets": [MPI],
         "tests": COMM_TESTS,
@@ -151,7 +151,7 @@ MUTATIONS = [
     {
         "id": "ring_adds_the_wrong_own_part",
         "mechanism": "each ring step adds this rank's part of the block it sent, not of the one it received",
-        "file": "runtime/ring_reduce_scatter.cpp",
+        "file": "comm/ring_reduce_scatter.cpp",
         "edits": [("own_part(rank - 1 - step)", "own_part(rank - step)")],
         "targets": [MPI],
         "tests": COMM_TESTS,
@@ -159,17 +159,17 @@ MUTATIONS = [
     {
         "id": "link_ignores_send",
         "mechanism": "the emulated link lets point-to-point sends through without their bytes",
-        "file": "runtime/comm_mpi.cpp",
+        "file": "comm/comm_mpi.cpp",
         "edits": [("    run(s, \"send (mpi)\", double(bytes), [=, this] {",
                    "    run(s, \"send (mpi)\", 0.0, [=, this] {")],
         "targets": [MPI],
         "tests": COMM_TESTS,
     },
-    # NCCL's order on the CPU ranks (runtime/nccl_order.h, runtime/comm_mpi.cpp)
+    # NCCL's order on the CPU ranks (comm/nccl_order.h, comm/comm_mpi.cpp)
     {
         "id": "nccl_order_off",
         "mechanism": "NCCL's order lost: a communicator's operations on two streams pass each other",
-        "file": "runtime/comm_mpi.cpp",
+        "file": "comm/comm_mpi.cpp",
         "edits": [("      if (tickets) order_->wait_turn(ticket = tickets->pop(), name);",
                    "      if (tickets) ticket = tickets->pop();")],
         "targets": [MPI],
@@ -178,7 +178,7 @@ MUTATIONS = [
     {
         "id": "nccl_order_small_sends_wait",
         "mechanism": "NCCL's order: a send below the eager size waits for its receive",
-        "file": "runtime/comm_mpi.cpp",
+        "file": "comm/comm_mpi.cpp",
         "edits": [("      if (eager) return eager_send(buf, c, mpi_type(t), bytes, peer, kTag, comm_);",
                    "      (void)eager;")],
         "targets": [MPI],
@@ -187,7 +187,7 @@ MUTATIONS = [
     {
         "id": "nccl_order_large_sends_buffered",
         "mechanism": "NCCL's order: a send above the eager size completes once copied, without its receive",
-        "file": "runtime/comm_mpi.cpp",
+        "file": "comm/comm_mpi.cpp",
         "edits": [("    const bool eager = order_ && bytes <= nccl_order_settings().eager_bytes;",
                    "    const bool eager = order_ != nullptr;")],
         "targets": [MPI],
@@ -318,7 +318,7 @@ MUTATIONS = [
     {
         "id": "link_double_wait",
         "mechanism": "the emulated link waits for the wire twice (time far above the link's)",
-        "file": "runtime/comm.cpp",
+        "file": "comm/comm.cpp",
         "edits": [("  return clock->busy_until + latency;", "  return clock->busy_until + latency + wire;")],
         "targets": [MPI],
         "tests": COMM_TESTS,
@@ -326,7 +326,7 @@ MUTATIONS = [
     {
         "id": "lateness_cap_removed",
         "mechanism": "the planned wake-up lateness has no cap (a busy calibration spins every wait)",
-        "file": "runtime/precise_sleep.cpp",
+        "file": "comm/precise_sleep.cpp",
         "edits": [("  return std::min<Clock::duration>(median, kMaxWakeUpLateness);", "  return median;")],
         "targets": [UNIT],
         "tests": r"^PreciseSleep\.",

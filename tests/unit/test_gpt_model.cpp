@@ -15,7 +15,7 @@
 #include "moe_test_util.h"
 #include "gpt/gpt_model.h"
 #include "gpt/gpt_trainer.h"
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "timeline_util.h"
 
 namespace moebench {

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "harness/output_check.h"
 #include "runtime/range.h"
 #include "harness/progress.h"

@@ -1,9 +1,9 @@
-// The emulated link's sleep (runtime/precise_sleep.h): the lateness a thread plans with is the
+// The emulated link's sleep (comm/precise_sleep.h): the lateness a thread plans with is the
 // median of its measured overshoots, never more than the cap (a measurement on a busy machine
 // must not turn every wait into a long spin), never negative; a precise sleep never ends early.
 #include <gtest/gtest.h>
 #include <chrono>
-#include "runtime/precise_sleep.h"
+#include "comm/precise_sleep.h"
 
 namespace moebench {
 namespace {

@@ -11,7 +11,7 @@
 namespace moebench {
 
 const std::vector<std::string>& measured_code_folders() {
-  static const std::vector<std::string> folders = {"kernels", "runtime", "moe", "pipeline", "gpt", "harness", "bench"};
+  static const std::vector<std::string> folders = {"kernels", "runtime", "comm", "moe", "pipeline", "gpt", "harness", "bench"};
   return folders;
 }
 

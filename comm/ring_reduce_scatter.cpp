@@ -1,4 +1,4 @@
-#include "runtime/ring_reduce_scatter.h"
+#include "comm/ring_reduce_scatter.h"
 #include <cstring>
 #include <memory>
 

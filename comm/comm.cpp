@@ -1,6 +1,6 @@
 // Choosing the world communicator for a backend.
 #include <algorithm>
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/runtime.h"
 
 namespace moebench {

@@ -6,7 +6,7 @@
 // graph that captured it) and runs once every earlier ticket of that communicator has
 // completed; a point-to-point send above the eager size completes only once its receive has
 // started, as NCCL's does beyond the buffer it holds at its peer, and a smaller one completes
-// once copied (runtime/eager_sends.h). The mode also records which streams issued each
+// once copied (comm/eager_sends.h). The mode also records which streams issued each
 // communicator's operations: a communicator used from several streams is where an order of
 // issue can deadlock, and the tests list them.
 #pragma once

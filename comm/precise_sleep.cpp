@@ -1,4 +1,4 @@
-#include "runtime/precise_sleep.h"
+#include "comm/precise_sleep.h"
 #include <algorithm>
 #include <thread>
 #if defined(__linux__)

@@ -1,5 +1,5 @@
 // Point-to-point sends that complete once copied, as NCCL's do while a message fits in the
-// buffer NCCL holds at its peer (the NCCL order's small sends, runtime/nccl_order.h): the bytes
+// buffer NCCL holds at its peer (the NCCL order's small sends, comm/nccl_order.h): the bytes
 // are copied, sent from the copy with MPI_Isend, and a progress thread tests the sends until
 // their receives have taken them, so neither rank has to be inside MPI for the message to move.
 #pragma once

@@ -1,4 +1,4 @@
-#include "runtime/eager_sends.h"
+#include "comm/eager_sends.h"
 #include <chrono>
 #include <condition_variable>
 #include <cstring>

@@ -1,6 +1,6 @@
 // A world of one process: every collective is a copy of this rank's own data.
 #include <cstring>
-#include "runtime/comm.h"
+#include "comm/comm.h"
 
 namespace moebench {
 

@@ -2,7 +2,7 @@
 // default stream, on the worker thread of a created one (MPI_THREAD_MULTIPLE), so a collective
 // on one stream overlaps computation on another. Every call runs under the watchdog (a peer
 // that never arrives ends the job after --comm-timeout) and, on an emulated link, completes no
-// earlier than the link allows. In NCCL's order (runtime/nccl_order.h) the operations of one
+// earlier than the link allows. In NCCL's order (comm/nccl_order.h) the operations of one
 // communicator run one at a time in the order the host issued them, and a large send waits for
 // its receive.
 #include <algorithm>
@@ -13,11 +13,11 @@
 #include <mpi.h>
 #include <thread>
 #include "kernels/convert.h"
-#include "runtime/comm.h"
-#include "runtime/eager_sends.h"
-#include "runtime/nccl_order.h"
-#include "runtime/precise_sleep.h"
-#include "runtime/ring_reduce_scatter.h"
+#include "comm/comm.h"
+#include "comm/eager_sends.h"
+#include "comm/nccl_order.h"
+#include "comm/precise_sleep.h"
+#include "comm/ring_reduce_scatter.h"
 #include "runtime/timeline.h"
 #include "runtime/watchdog.h"
 
@@ -147,7 +147,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   // MPI's own algorithm for a small buffer, where latency decides; from kRingFromBytes the ring
-  // (runtime/ring_reduce_scatter.h). Open MPI 4.1's MPI_Reduce_scatter_block switches there to an
+  // (comm/ring_reduce_scatter.h). Open MPI 4.1's MPI_Reduce_scatter_block switches there to an
   // algorithm that took several times an all-reduce of the same buffer on CPU ranks, where a
   // reduce-scatter should take about half: ZeRO-1's gradient step measured the library's choice.
   static constexpr std::size_t kRingFromBytes = std::size_t(256) << 10;  // the whole send buffer

@@ -10,7 +10,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <thread>
-#include "runtime/comm.h"
+#include "comm/comm.h"
 #include "runtime/peer_wait.h"
 #include "runtime/runtime.h"
 #include "kernels/cuda_check.cuh"

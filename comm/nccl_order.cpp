@@ -1,4 +1,4 @@
-#include "runtime/nccl_order.h"
+#include "comm/nccl_order.h"
 #include <algorithm>
 #include <cstdlib>
 #include <set>
