@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <unistd.h>
 #include "runtime/launcher_check.h"
 #include "runtime/watchdog.h"
 #if MOEBENCH_WITH_MPI
@@ -9,6 +10,24 @@
 #endif
 
 namespace moebench {
+
+namespace {
+
+// `line` on stderr in one write, after what stdout holds: std::cerr writes each << apart, and in
+// a pipe the ranks' and this rank's stdout share, the pieces of the line would interleave.
+void say_whole(const std::string& line) {
+  std::cout.flush();
+  std::fflush(stdout);
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(2, line.data() + done, line.size() - done);
+    if (n <= 0) break;
+    done += std::size_t(n);
+  }
+}
+
+}  // namespace
+
 
 static Runtime* g_runtime = nullptr;
 
@@ -117,7 +136,7 @@ void Runtime::agree_or_exit(const std::optional<std::string>& error) {
 #endif
   if (reporter == world_) return;
   if (reporter == rank_) {
-    std::cerr << program_ << ": error: " << *error << std::endl;
+    say_whole(program_ + ": error: " + *error + "\n");
   }
 #if MOEBENCH_WITH_MPI
   if (owns_mpi_) MPI_Finalize();
@@ -126,7 +145,7 @@ void Runtime::agree_or_exit(const std::optional<std::string>& error) {
 }
 
 void Runtime::abort_job(const std::string& message, int code) const {
-  std::cerr << program_ << ": rank " << rank_ << ": error: " << message << std::endl;
+  say_whole(program_ + ": rank " + std::to_string(rank_) + ": error: " + message + "\n");
 #if MOEBENCH_WITH_MPI
   if (world_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
 #endif
@@ -135,7 +154,7 @@ void Runtime::abort_job(const std::string& message, int code) const {
 
 void fatal(const std::string& message, int code) {
   if (g_runtime) g_runtime->abort_job(message, code);
-  std::cerr << "moebench: error: " << message << std::endl;
+  say_whole("moebench: error: " + message + "\n");
   std::exit(code);
 }
 
