@@ -13,7 +13,8 @@
    -> pipeline/ -> gpt/ -> harness/ -> bench/, tools/; a file includes no header of a floor above
    its own (the communicators live in comm/, above the streams that issue their operations; the
    GPT model in gpt/, above the pipeline engine it runs on);
- - a code folder's README.md names only files that exist (beside it, or from the project's root);
+ - every code folder (and experiments/) has a README.md, which names only files that exist (beside
+   it, or from the project's root);
  - README.md is an entry point of at most 150 lines;
  - every relative link in README.md and docs/ points at a file or folder that exists.
 
@@ -88,9 +89,11 @@ def main(root):
         if not (root / folder).is_dir():
             breaches.append(f"{folder}/: missing ({what})")
     named = re.compile(r"`([\w./*-]+\.(?:h|hpp|cpp|cu|cuh|py|sh|md|csv|\*))`")
-    for folder in FLOORS:
+    for folder in list(FLOORS) + ["experiments"]:
         readme = root / folder / "README.md"
         if not readme.is_file():
+            breaches.append(f"{folder}/README.md: missing (each code folder says what it holds, what it may include "
+                            "and how to add the next one of its kind)")
             continue
         for i, line in enumerate(open(readme), start=1):
             for name in named.findall(line):

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include <gtest/gtest.h>
 #include "kernels/convert.h"
 #include "runtime/allocator.h"
 #include "comm/comm.h"
@@ -100,6 +101,23 @@ class DeviceMirror {
   Stream s_;
   TrackingAllocator alloc_;
   std::vector<Entry> entries_;
+};
+
+// The multi-rank suites' fixtures stand on this: the world communicator with this rank's index and
+// the world's size. WorldOf::backend: the suite's backend's (world()); WorldOf::mpi: MPI's, for
+// the suites that test MPI's communicator itself or stages written as host code.
+enum class WorldOf { backend, mpi };
+
+template <WorldOf kWorld>
+class WorldTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    world = kWorld == WorldOf::backend ? test_backend::world() : make_mpi_communicator();
+    r = world->rank();
+    n = world->size();
+  }
+  std::unique_ptr<Communicator> world;
+  int r = 0, n = 1;
 };
 
 }  // namespace moebench::test_backend

@@ -14,31 +14,24 @@
 
 namespace moebench {
 
-class MpiComm : public ::testing::Test {
+class MpiComm : public test_backend::WorldTest<test_backend::WorldOf::backend> {
  protected:
-  void SetUp() override {
-    comm = test_backend::world();
-    r = comm->rank();
-    n = comm->size();
-  }
   Device dev = test_backend::open_device();
   Stream& s = dev.default_stream();
   test_backend::DeviceMirror d{dev, s};  // d(v): v's device copy; d.sync(): every copy back
-  std::unique_ptr<Communicator> comm;
-  int r = 0, n = 1;
 };
 
 TEST_F(MpiComm, AllReduceSumAndMax) {
   std::vector<float> in = {float(r), float(2 * r + 1), -float(r)}, out(3);
-  comm->all_reduce(d(in), d(out), 3, DType::f32, ReduceOp::sum, s);
+  world->all_reduce(d(in), d(out), 3, DType::f32, ReduceOp::sum, s);
   d.sync();
   const float sr = n * (n - 1) / 2.f;
   EXPECT_EQ(out, (std::vector<float>{sr, 2 * sr + n, -sr}));
-  comm->all_reduce(d(in), d(out), 3, DType::f32, ReduceOp::max, s);
+  world->all_reduce(d(in), d(out), 3, DType::f32, ReduceOp::max, s);
   d.sync();
   EXPECT_EQ(out, (std::vector<float>{float(n - 1), float(2 * n - 1), 0.f}));
   std::vector<std::int64_t> counts = {r + 1, 10};
-  comm->all_reduce(d(counts), d(counts), 2, DType::i64, ReduceOp::sum, s);  // in place
+  world->all_reduce(d(counts), d(counts), 2, DType::i64, ReduceOp::sum, s);  // in place
   d.sync();
   EXPECT_EQ(counts[0], std::int64_t(n) * (n + 1) / 2);
   EXPECT_EQ(counts[1], 10 * n);
@@ -46,7 +39,7 @@ TEST_F(MpiComm, AllReduceSumAndMax) {
 
 TEST_F(MpiComm, AllGather) {
   std::vector<float> in = {float(10 * r), float(10 * r + 1)}, out(2 * n);
-  comm->all_gather(d(in), d(out), 2, DType::f32, s);
+  world->all_gather(d(in), d(out), 2, DType::f32, s);
   d.sync();
   for (int p = 0; p < n; ++p) {
     EXPECT_EQ(out[2 * p], 10.f * p);
@@ -58,7 +51,7 @@ TEST_F(MpiComm, ReduceScatter) {
   // send block p holds (p, r): rank p receives sum over ranks of (p, r) = (n p, n(n-1)/2)
   std::vector<float> in(2 * n), out(2);
   for (int p = 0; p < n; ++p) { in[2 * p] = float(p); in[2 * p + 1] = float(r); }
-  comm->reduce_scatter(d(in), d(out), 2, DType::f32, ReduceOp::sum, s);
+  world->reduce_scatter(d(in), d(out), 2, DType::f32, ReduceOp::sum, s);
   d.sync();
   EXPECT_EQ(out[0], float(n * r));
   EXPECT_EQ(out[1], n * (n - 1) / 2.f);
@@ -68,7 +61,7 @@ TEST_F(MpiComm, AllToAll) {
   std::vector<float> in(3 * n), out(3 * n);
   for (int p = 0; p < n; ++p)
     for (int i = 0; i < 3; ++i) in[3 * p + i] = float(100 * r + 10 * p + i);  // from r to p
-  comm->all_to_all(d(in), d(out), 3, DType::f32, s);
+  world->all_to_all(d(in), d(out), 3, DType::f32, s);
   d.sync();
   for (int p = 0; p < n; ++p)
     for (int i = 0; i < 3; ++i) EXPECT_EQ(out[3 * p + i], float(100 * p + 10 * r + i));
@@ -86,45 +79,45 @@ TEST_F(MpiComm, AllToAllVWithUnevenAndEmptyBlocks) {
   std::vector<float> in(so + 1), out(ro + 1, -1.f);
   for (int p = 0; p < n; ++p)
     for (std::size_t i = 0; i < sc[p]; ++i) in[sd[p] + i] = float(1000 * r + 10 * p + int(i));
-  comm->all_to_all_v(d(in), sc, sd, d(out), rc, rd, DType::f32, s);
+  world->all_to_all_v(d(in), sc, sd, d(out), rc, rd, DType::f32, s);
   d.sync();
   for (int p = 0; p < n; ++p)
     for (std::size_t i = 0; i < rc[p]; ++i) EXPECT_EQ(out[rd[p] + i], float(1000 * p + 10 * r + int(i)));
   EXPECT_EQ(out[ro], -1.f);  // nothing written past the received elements
   std::vector<std::size_t> wrong(n + 1);
-  EXPECT_THROW(comm->all_to_all_v(d(in), wrong, sd, d(out), rc, rd, DType::f32, s), Error);
+  EXPECT_THROW(world->all_to_all_v(d(in), wrong, sd, d(out), rc, rd, DType::f32, s), Error);
 }
 
 TEST_F(MpiComm, SendRecvRingAndPointToPoint) {
   std::vector<float> in = {float(r), float(r) + 0.5f}, out(2);
-  comm->send_recv(d(in), (r + 1) % n, d(out), (r - 1 + n) % n, 2, DType::f32, s);
+  world->send_recv(d(in), (r + 1) % n, d(out), (r - 1 + n) % n, 2, DType::f32, s);
   d.sync();
   const int prev = (r - 1 + n) % n;
   EXPECT_EQ(out, (std::vector<float>{float(prev), prev + 0.5f}));
   if (n >= 2) {
     std::vector<std::int32_t> v = {r * 7};
-    if (r == 0) comm->send(d(v), 1, DType::i32, 1, s);
-    if (r == 1) comm->recv(d(v), 1, DType::i32, 0, s);
+    if (r == 0) world->send(d(v), 1, DType::i32, 1, s);
+    if (r == 1) world->recv(d(v), 1, DType::i32, 0, s);
     d.sync();
     if (r == 1) EXPECT_EQ(v[0], 0);
   }
-  EXPECT_THROW(comm->send(d(in), 1, DType::f32, n, s), Error);
+  EXPECT_THROW(world->send(d(in), 1, DType::f32, n, s), Error);
 }
 
 TEST_F(MpiComm, SixteenBitTypesMoveAndReduceInFp32) {
   std::vector<std::uint16_t> in(n, std::uint16_t(r + 1)), out(n);
-  comm->all_to_all(d(in), d(out), 1, DType::bf16, s);
+  world->all_to_all(d(in), d(out), 1, DType::bf16, s);
   d.sync();
   for (int p = 0; p < n; ++p) EXPECT_EQ(out[p], p + 1);
   for (DType t : {DType::f16, DType::bf16}) {
     // Sums of 1 + r / 4 (exact in both), the max, and a reduce-scatter of (p, r) blocks.
     std::vector<std::uint16_t> v = {to_bits16(t, 1.f + 0.25f * float(r)), to_bits16(t, -float(r))}, sum(2);
     test_backend::DeviceMirror m(dev, s);  // this type's vectors
-    comm->all_reduce(m(v), m(sum), 2, t, ReduceOp::sum, s);
+    world->all_reduce(m(v), m(sum), 2, t, ReduceOp::sum, s);
     m.sync();
     EXPECT_EQ(from_bits16(t, sum[0]), float(n) + 0.25f * float(n * (n - 1) / 2)) << dtype_name(t);
     EXPECT_EQ(from_bits16(t, sum[1]), -float(n * (n - 1) / 2)) << dtype_name(t);
-    comm->all_reduce(m(v), m(v), 2, t, ReduceOp::max, s);  // in place
+    world->all_reduce(m(v), m(v), 2, t, ReduceOp::max, s);  // in place
     m.sync();
     EXPECT_EQ(from_bits16(t, v[0]), 1.f + 0.25f * float(n - 1)) << dtype_name(t);
     EXPECT_EQ(from_bits16(t, v[1]), 0.f) << dtype_name(t);
@@ -133,7 +126,7 @@ TEST_F(MpiComm, SixteenBitTypesMoveAndReduceInFp32) {
       blocks[2 * p] = to_bits16(t, float(p));
       blocks[2 * p + 1] = to_bits16(t, float(r));
     }
-    comm->reduce_scatter(m(blocks), m(mine), 2, t, ReduceOp::sum, s);
+    world->reduce_scatter(m(blocks), m(mine), 2, t, ReduceOp::sum, s);
     m.sync();
     EXPECT_EQ(from_bits16(t, mine[0]), float(n * r)) << dtype_name(t);
     EXPECT_EQ(from_bits16(t, mine[1]), n * (n - 1) / 2.f) << dtype_name(t);
@@ -141,9 +134,9 @@ TEST_F(MpiComm, SixteenBitTypesMoveAndReduceInFp32) {
 }
 
 TEST_F(MpiComm, BarrierAndSplitByColour) {
-  comm->barrier(s);
+  world->barrier(s);
   // Even and odd ranks form two groups ordered by descending rank.
-  auto sub = comm->split(r % 2, -r);
+  auto sub = world->split(r % 2, -r);
   const int group_size = (n + 1 - r % 2) / 2;
   EXPECT_EQ(sub->size(), group_size);
   std::vector<float> in = {float(r)}, out(1);
@@ -162,7 +155,7 @@ TEST_F(MpiComm, LayoutSubGroupsHoldTheExpectedRanks) {
   if (n != 4) GTEST_SKIP() << "layout groups are checked at 4 ranks";
   ParallelLayout l;
   ASSERT_FALSE(ParallelLayout::make(4, 2, 1, 2, &l));
-  auto tp = comm->split(l.tp_color(r), r), dp = comm->split(l.dp_color(r), r), ep = comm->split(l.ep_color(r), r);
+  auto tp = world->split(l.tp_color(r), r), dp = world->split(l.dp_color(r), r), ep = world->split(l.ep_color(r), r);
   auto sum_ranks = [&](Communicator& c) {
     std::vector<float> in = {float(r)}, out(1);
     test_backend::DeviceMirror m(dev, s);
@@ -181,8 +174,8 @@ TEST_F(MpiComm, CollectivesRunOnAStreamsWorker) {
   Stream comm_stream = dev.create_stream("comm");
   std::vector<float> x(1000, float(r + 1)), y(1000, 0.f);
   test_backend::DeviceMirror m(dev, comm_stream);
-  comm->all_reduce(m(x), m(y), x.size(), DType::f32, ReduceOp::sum, comm_stream);
-  comm->wait(comm_stream);
+  world->all_reduce(m(x), m(y), x.size(), DType::f32, ReduceOp::sum, comm_stream);
+  world->wait(comm_stream);
   m.sync();
   EXPECT_EQ(y[0], n * (n + 1) / 2.f);
   EXPECT_EQ(y[999], n * (n + 1) / 2.f);
@@ -191,7 +184,7 @@ TEST_F(MpiComm, CollectivesRunOnAStreamsWorker) {
 // Two communicators of the same ranks carry collectives in flight at once, on two streams, in
 // a different order on different ranks: one communicator would mismatch or deadlock.
 TEST_F(MpiComm, DuplicatedCommunicatorsCarryConcurrentCollectives) {
-  auto other = comm->dup();
+  auto other = world->dup();
   ASSERT_EQ(other->size(), n);
   ASSERT_EQ(other->rank(), r);
   Stream sa = dev.create_stream("a"), sb = dev.create_stream("b");
@@ -205,7 +198,7 @@ TEST_F(MpiComm, DuplicatedCommunicatorsCarryConcurrentCollectives) {
   // Odd ranks start the all-to-all long before the all-reduce; even ranks the other way (on the
   // CPU; on CUDA the host waits before it issues them).
   run_on(r % 2 ? sa : sb, "delay", [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); });
-  comm->all_reduce(a_in, a_out, 8, DType::f32, ReduceOp::sum, sa);
+  world->all_reduce(a_in, a_out, 8, DType::f32, ReduceOp::sum, sa);
   other->all_to_all(b_in, b_out, 2, DType::f32, sb);
   ma.sync();
   mb.sync();

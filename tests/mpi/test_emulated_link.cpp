@@ -11,22 +11,14 @@
 #include "comm/comm.h"
 #include "runtime/device.h"
 #include "timeline_util.h"
+#include "test_backend.h"
 
 namespace moebench {
 using namespace testing_util;
 
 namespace {
 
-class EmulatedLinkOps : public ::testing::Test {
- protected:
-  void SetUp() override {
-    world = make_mpi_communicator();
-    r = world->rank();
-    n = world->size();
-  }
-  std::unique_ptr<Communicator> world;
-  int r = 0, n = 1;
-};
+class EmulatedLinkOps : public test_backend::WorldTest<test_backend::WorldOf::mpi> {};
 
 // One operation as this rank runs it: what it enqueues, and its bus bytes by the formulas.
 struct LinkCase {

@@ -12,6 +12,7 @@
 #include "kernels/axpy.h"
 #include "moe_test_util.h"
 #include "comm/comm.h"
+#include "test_backend.h"
 
 namespace moebench {
 using namespace testing_util;
@@ -22,20 +23,15 @@ struct Grads {
   std::vector<float> gate, w1, w2;
 };
 
-class MicroBatches : public ::testing::Test {
+class MicroBatches : public test_backend::WorldTest<test_backend::WorldOf::mpi> {
  protected:
-  void SetUp() override {
-    comm = make_mpi_communicator();
-    r = comm->rank();
-    n = comm->size();
-  }
 
   // A fresh layer of dispatcher `which` with the same weights on every layout.
   std::unique_ptr<MoELayer> make_layer(const std::string& which) {
     DispatcherEnv env{cfg, dev, alloc};
     auto d = which == "local" ? make_local_dispatcher(env)
-             : which == "expert_parallel" ? make_expert_parallel_dispatcher(env, *comm)
-                                          : make_ppmoe_dispatcher(env, *comm);
+             : which == "expert_parallel" ? make_expert_parallel_dispatcher(env, *world)
+                                          : make_ppmoe_dispatcher(env, *world);
     auto layer = std::make_unique<MoELayer>(cfg, dev, alloc, std::move(d));
     layer->init(7, dev.default_stream());
     return layer;
@@ -94,8 +90,6 @@ class MicroBatches : public ::testing::Test {
   const int T = 12;
   Device dev = Device::open(Backend::cpu);
   TrackingAllocator alloc{Backend::cpu};
-  std::unique_ptr<Communicator> comm;
-  int r = 0, n = 1;
 };
 
 const char* const kDispatchers[] = {"local", "expert_parallel", "ppmoe"};

@@ -50,16 +50,7 @@ static MoEConfig reference_for(const Case& c) {
   return cfg;
 }
 
-class MoEDistributed : public ::testing::Test {
- protected:
-  void SetUp() override {
-    comm = test_backend::world();
-    r = comm->rank();
-    n = comm->size();
-  }
-  std::unique_ptr<Communicator> comm;
-  int r = 0, n = 1;
-};
+class MoEDistributed : public test_backend::WorldTest<test_backend::WorldOf::backend> {};
 
 static void expect_close(const float* got, const float* want, std::size_t count, const std::string& what) {
   EXPECT_LT(rel_diff(got, want, count), test_backend::f32_tolerance(2e-5)) << what;
@@ -70,7 +61,7 @@ TEST_F(MoEDistributed, ExpertParallelEqualsSingleRankReference) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     const MoEConfig cfg = config_for(c);
-    BackendLayer ep(cfg, [&](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *comm); });
+    BackendLayer ep(cfg, [&](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *world); });
     CpuLayer ref(reference_for(c), [&](const DispatcherEnv& env) { return make_local_dispatcher(env, n); });
     ep.forward(tokens(T, 16, 1, r * T));
     ref.forward(tokens(n * T, 16, 1));
@@ -95,7 +86,7 @@ TEST_F(MoEDistributed, PpmoeEqualsSingleRankReference) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     const MoEConfig cfg = config_for(c);
-    BackendLayer pp(cfg, [&](const DispatcherEnv& env) { return make_ppmoe_dispatcher(env, *comm); });
+    BackendLayer pp(cfg, [&](const DispatcherEnv& env) { return make_ppmoe_dispatcher(env, *world); });
     CpuLayer ref(reference_for(c), [&](const DispatcherEnv& env) { return make_local_dispatcher(env, 1); });
     const auto x = tokens(T, 16, 4), dy = tokens(T, 16, 5);
     pp.forward(x);
@@ -120,7 +111,7 @@ TEST_F(MoEDistributed, TheGateCopiesToTheHostOncePerForward) {
   if (test_backend::backend() != Backend::cpu) GTEST_SKIP() << test_backend::kReadsCpuTimeline;
   for (const Case& c : {kCases[0], kCases[3], kCases[6]}) {  // with and without the aux loss; M6-T's gate
     SCOPED_TRACE(c.name);
-    CpuLayer layer(config_for(c), [&](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *comm); });
+    CpuLayer layer(config_for(c), [&](const DispatcherEnv& env) { return make_expert_parallel_dispatcher(env, *world); });
     const Stream s = layer.dev.create_stream("layer");  // a queued stream: its ops are on the timeline
     const std::vector<float> x = tokens(12, 16, 1, r * 12);
     std::vector<float> y(x.size());
@@ -153,7 +144,7 @@ TEST_F(MoEDistributed, GateSyncIsTimedApartFromTheInputGradientSync) {
   for (bool ppmoe : {true, false}) {
     SCOPED_TRACE(ppmoe ? "PPMoE" : "DPMoE");
     CpuLayer layer(config_for(kCases[0]), [&](const DispatcherEnv& env) {
-      return ppmoe ? make_ppmoe_dispatcher(env, *comm) : make_expert_parallel_dispatcher(env, *comm);
+      return ppmoe ? make_ppmoe_dispatcher(env, *world) : make_expert_parallel_dispatcher(env, *world);
     });
     layer.forward(tokens(T, h, 4));
     std::vector<TimelineEntry> all;
@@ -189,7 +180,7 @@ TEST_F(MoEDistributed, SixteenBitLayersMatchTheFp32Reference) {
   for (bool ppmoe : {false, true}) {
     SCOPED_TRACE(ppmoe ? "PPMoE" : "expert-parallel");
     BackendLayer layer(cfg, [&](const DispatcherEnv& env) {
-      return ppmoe ? make_ppmoe_dispatcher(env, *comm) : make_expert_parallel_dispatcher(env, *comm);
+      return ppmoe ? make_ppmoe_dispatcher(env, *world) : make_expert_parallel_dispatcher(env, *world);
     });
     const int ref_tokens = ppmoe ? T : n * T, first = ppmoe ? 0 : r * T;
     CpuLayer ref(reference_for(c), [&](const DispatcherEnv& env) { return make_local_dispatcher(env, ppmoe ? 1 : n); });
@@ -215,7 +206,7 @@ TEST_F(MoEDistributed, SixteenBitLayersMatchTheFp32Reference) {
 
 TEST_F(MoEDistributed, PpmoeInsideTensorParallelSubGroups) {
   if (n != 4) GTEST_SKIP() << "two TP groups of 2 need 4 ranks";
-  auto tp = comm->split(r / 2, r);
+  auto tp = world->split(r / 2, r);
   const MoEConfig cfg = config_for(kCases[2]);
   BackendLayer pp(cfg, [&](const DispatcherEnv& env) { return make_ppmoe_dispatcher(env, *tp); });
   CpuLayer ref(cfg, [&](const DispatcherEnv& env) { return make_local_dispatcher(env, 1); });

@@ -9,6 +9,7 @@
 #include "moe_test_util.h"
 #include "pipeline/mlp_stage.h"
 #include "pipeline/pipeline_engine.h"
+#include "test_backend.h"
 
 namespace moebench {
 using namespace testing_util;
@@ -24,12 +25,12 @@ struct Grads {
   std::size_t peak_activations = 0;
 };
 
-class PipelineEngineTest : public ::testing::Test {
+class PipelineEngineTest : public test_backend::WorldTest<test_backend::WorldOf::mpi> {
  protected:
   void SetUp() override {
-    world = make_mpi_communicator();
-    P = world->size();
-    stage = world->rank();
+    WorldTest::SetUp();
+    P = n;
+    stage = r;
   }
 
   std::vector<float> input(int j) const { return tokens(kRows, kHidden, 300 + j); }
@@ -100,7 +101,6 @@ class PipelineEngineTest : public ::testing::Test {
     return g;
   }
 
-  std::unique_ptr<Communicator> world;
   Device dev = Device::open(Backend::cpu);
   int P = 1, stage = 0;
 };

@@ -15,6 +15,7 @@
 #include "pipeline/mlp_stage.h"
 #include "pipeline/pipeline_engine.h"
 #include "timeline_util.h"
+#include "test_backend.h"
 
 namespace moebench {
 using namespace testing_util;
@@ -73,12 +74,12 @@ struct Recorded {
   std::size_t weight_bytes = 0;
 };
 
-class PipelineMechanism : public ::testing::Test {
+class PipelineMechanism : public test_backend::WorldTest<test_backend::WorldOf::mpi> {
  protected:
   void SetUp() override {
-    world = make_mpi_communicator();
-    P = world->size();
-    stage = world->rank();
+    WorldTest::SetUp();
+    P = n;
+    stage = r;
     ASSERT_EQ(kLayers % P, 0) << "run at 1, 2 or 4 ranks";
   }
 
@@ -140,7 +141,6 @@ class PipelineMechanism : public ::testing::Test {
     return alloc.current(MemTag::activations);
   }
 
-  std::unique_ptr<Communicator> world;
   Device dev = Device::open(Backend::cpu);
   int P = 1, stage = 0;
 };

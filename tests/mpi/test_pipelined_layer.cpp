@@ -24,10 +24,10 @@ struct Result {
   std::vector<float> y, dx, gate, w1, w2;
 };
 
-class PipelinedLayer : public ::testing::Test {
+class PipelinedLayer : public test_backend::WorldTest<test_backend::WorldOf::backend> {
  protected:
   void SetUp() override {
-    world = test_backend::world();
+    WorldTest::SetUp();
     dispatch_comm = world->dup();
     combine_comm = world->dup();
     streams = PipelineStreams{dev.create_stream("compute"), dev.create_stream("dispatch"), dev.create_stream("combine"),
@@ -89,7 +89,7 @@ class PipelinedLayer : public ::testing::Test {
   const int T = 13;
   Device dev = test_backend::open_device();
   TrackingAllocator alloc{dev.backend(), dev.default_stream()};
-  std::unique_ptr<Communicator> world, dispatch_comm, combine_comm;
+  std::unique_ptr<Communicator> dispatch_comm, combine_comm;
   PipelineStreams streams;
   std::vector<float> x, dy;
 };

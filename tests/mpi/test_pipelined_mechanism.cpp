@@ -15,6 +15,7 @@
 #include "moe_test_util.h"
 #include "comm/comm.h"
 #include "timeline_util.h"
+#include "test_backend.h"
 
 namespace moebench {
 using namespace testing_util;
@@ -71,11 +72,7 @@ double sum(const std::vector<double>& v) {
   return s;
 }
 
-class PipelinedMechanism : public ::testing::Test {
- protected:
-  void SetUp() override { world = make_mpi_communicator(); }
-  std::unique_ptr<Communicator> world;
-};
+class PipelinedMechanism : public test_backend::WorldTest<test_backend::WorldOf::mpi> {};
 
 }  // namespace
 
