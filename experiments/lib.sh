@@ -153,6 +153,19 @@ moebench_launcher() {
 
 # Checks that can be made here before a job starts: the binary, the launcher, and on this
 # machine (no hosts given to the launcher) enough GPUs for one rank each.
+# moebench_check_options BIN ARGS...: the bench's own checks of ARGS (its options, the common
+# ones, the environment's switches), in one process and before any work the script does first: a
+# bad option is the bench's one error line and exit 2, not a reference run and then mpirun's text.
+moebench_check_options() {
+  local bin="$1" out
+  shift
+  [ -x "$bin" ] || moebench_die "$(basename "$bin") is not built ($bin); run scripts/build.sh (or set MOEBENCH_BUILD)"
+  if ! out="$(MOEBENCH_LAUNCHER= "$bin" --check-options "$@" 2>&1 >/dev/null)"; then
+    echo "$out" | grep -m1 "error:" >&2 || echo "$MOEBENCH_SCRIPT: error: $(basename "$bin") refused its options" >&2
+    exit 2
+  fi
+}
+
 moebench_preflight() {
   local bin="$1" launcher="$2"
   [ -x "$bin" ] || moebench_die "$(basename "$bin") is not built ($bin); run scripts/build.sh (or set MOEBENCH_BUILD)"

@@ -291,6 +291,16 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
                  program->name());
     add_common_options(app, opts);
     program->add_options(app);
+    // --check-options: the options' own checks alone, in one process, and nothing else (what an
+    // experiment script asks before the work it does first, such as PyTorch's reference run).
+    bool check_only = false;
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], "--check-options") == 0) {
+        check_only = true;
+        for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+        --argc;
+        break;
+      }
     // Our help, not Google Benchmark's (which would claim --help first).
     for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
@@ -321,6 +331,7 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     if (!usage_error) usage_error = refused_iteration_counts(*program, opts);
     if (!usage_error) usage_error = refused_environment();
     rt.agree_or_exit(usage_error);
+    if (check_only) return 0;
     Watchdog::set_timeout(opts.comm_timeout());
     if (opts.blas_threads) set_cpu_blas_threads(*opts.blas_threads);
 

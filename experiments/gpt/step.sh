@@ -24,6 +24,8 @@ for ((i = 0; i < ${#EXTRA[@]}; i++)); do
     --sequences=*|--dtype=*) sequences+=("${EXTRA[$i]%%=*}" "${EXTRA[$i]#*=}") ;;
   esac
 done
+# The bench's own checks first: PyTorch's step runs before it.
+moebench_check_options "$bin" --scale "$SCALE" --backend "$BACKEND" ${EXTRA[@]+"${EXTRA[@]}"}
 moebench_torch_reference "$MOEBENCH_ROOT/experiments/gpt/torch_step.py" "$MOEBENCH_RESULTS/gpt/torch_step.csv" \
   --scale "$SCALE" --device "$BACKEND" ${sequences[@]+"${sequences[@]}"}
 moebench_roofline_args

@@ -30,6 +30,8 @@ for ((i = 0; i < ${#EXTRA[@]}; i++)); do
     --capacity-factor|--capacity-factor=*|--prototypes|--prototypes=*|--reference|--reference=*) torch_layer=0 ;;
   esac
 done
+# The bench's own checks first: PyTorch's layer runs before it.
+moebench_check_options "$bin" --scale "$SCALE" --backend "$BACKEND" ${EXTRA[@]+"${EXTRA[@]}"}
 REFERENCE=()
 if [ "$torch_layer" = 1 ]; then
   moebench_torch_reference "$MOEBENCH_ROOT/experiments/moe/torch_layer.py" "$MOEBENCH_RESULTS/moe/torch_layer.csv" \
