@@ -96,6 +96,13 @@ moebench_parse_args() {
     fi
   fi
   if [ -e "$MOEBENCH_RESULTS" ] && [ ! -d "$MOEBENCH_RESULTS" ]; then moebench_die "--results: $MOEBENCH_RESULTS is not a folder"; fi
+  # Writable before any work (a helper that writes first would name its own --out); a probe,
+  # since root passes every permission test on a read-only file system.
+  local probe="$MOEBENCH_RESULTS/.write-probe.$$"
+  if ! { mkdir -p "$MOEBENCH_RESULTS" 2>/dev/null && : > "$probe" 2>/dev/null; }; then
+    moebench_die "--results: cannot write to $MOEBENCH_RESULTS; allowed: a folder this user can write"
+  fi
+  rm -f "$probe"
   export MOEBENCH_RESULTS
 }
 
