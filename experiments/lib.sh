@@ -43,6 +43,17 @@ moebench_usage() {
   fi
 }
 
+# moebench_writable_folder OPTION DIR: DIR made if missing and written to, or one line naming
+# OPTION and exit 2. A probe file, since root passes every permission test on a read-only file
+# system.
+moebench_writable_folder() {
+  local option="$1" dir="$2" probe="$2/.write-probe.$$"
+  if ! { mkdir -p "$dir" 2>/dev/null && : > "$probe" 2>/dev/null; }; then
+    moebench_die "$option: cannot write to $dir; allowed: a folder this user can write"
+  fi
+  rm -f "$probe"
+}
+
 # moebench_parse_args [--single-rank] ARGS...: sets SCALE, BACKEND, RANKS and EXTRA.
 moebench_parse_args() {
   local single_rank=0
@@ -96,13 +107,8 @@ moebench_parse_args() {
     fi
   fi
   if [ -e "$MOEBENCH_RESULTS" ] && [ ! -d "$MOEBENCH_RESULTS" ]; then moebench_die "--results: $MOEBENCH_RESULTS is not a folder"; fi
-  # Writable before any work (a helper that writes first would name its own --out); a probe,
-  # since root passes every permission test on a read-only file system.
-  local probe="$MOEBENCH_RESULTS/.write-probe.$$"
-  if ! { mkdir -p "$MOEBENCH_RESULTS" 2>/dev/null && : > "$probe" 2>/dev/null; }; then
-    moebench_die "--results: cannot write to $MOEBENCH_RESULTS; allowed: a folder this user can write"
-  fi
-  rm -f "$probe"
+  # Writable before any work (a helper that writes first would name its own --out).
+  moebench_writable_folder --results "$MOEBENCH_RESULTS"
   export MOEBENCH_RESULTS
 }
 

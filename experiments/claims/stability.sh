@@ -30,12 +30,12 @@ moebench_parse_args --single-rank ${rest[@]+"${rest[@]}"}
 for e in $experiments; do
   case " $measuring " in *" $e "*) ;; *) moebench_die "--experiments: '$e' is not an experiment that measures; allowed: $measuring" ;; esac
 done
+[ -z "$work" ] || moebench_writable_folder --work "$work"
 first="$MOEBENCH_RESULTS"
 [ -f "$first/claims.csv" ] || moebench_die "--results: $first holds no claims.csv (run the main job first)"
 bin="$MOEBENCH_BUILD/tools/moebench_claims_stability"
 [ -x "$bin" ] || moebench_die "$bin is not built; run scripts/build.sh"
 if [ -z "$work" ]; then work="$(mktemp -d /tmp/moebench-stability.XXXXXX)"; fi
-mkdir -p "$work" 2>/dev/null && [ -w "$work" ] || moebench_die "--work: cannot write to $work"
 [ -w "$first" ] || moebench_die "--results: cannot write claims_stability.csv to $first"
 second="$work/second"
 rm -rf "$second"
