@@ -22,7 +22,7 @@
 #include "harness/kernel_table.h"
 #include "moe/init.h"
 #include "moe/moe_layer.h"
-#include "moe/layer_dump.h"
+#include "harness/layer_dump.h"
 #include "moe/routing_workload.h"
 #include "runtime/layout.h"
 #include "models/csv_rows.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 #include "harness/csv.h"
-#include "moe/layer_runner.h"
-#include "moe/mpmoe_calibration.h"
+#include "harness/layer_runner.h"
+#include "harness/mpmoe_calibration.h"
 
 namespace moebench::mpmoe {
 

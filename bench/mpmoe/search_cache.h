@@ -10,7 +10,7 @@
 #include <vector>
 #include "harness/bench.h"
 #include "moe/granularity_search.h"
-#include "moe/layer_runner.h"
+#include "harness/layer_runner.h"
 
 namespace moebench::mpmoe {
 

@@ -1,4 +1,4 @@
-#include "moe/mpmoe_calibration.h"
+#include "harness/mpmoe_calibration.h"
 #include <algorithm>
 #include <array>
 #include <chrono>

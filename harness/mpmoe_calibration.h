@@ -13,7 +13,7 @@
 #include <map>
 #include <string>
 #include <vector>
-#include "moe/layer_runner.h"
+#include "harness/layer_runner.h"
 #include "models/mpmoe_perf_model.h"
 #include "models/piecewise_linear.h"
 

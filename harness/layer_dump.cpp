@@ -1,5 +1,5 @@
-#include "moe/layer_dump.h"
-#include "moe/npy.h"
+#include "harness/layer_dump.h"
+#include "harness/npy.h"
 #include "runtime/host_copy.h"
 
 namespace moebench {

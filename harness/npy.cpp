@@ -1,4 +1,4 @@
-#include "moe/npy.h"
+#include "harness/npy.h"
 #include "runtime/atomic_file.h"
 
 namespace moebench {

@@ -1,4 +1,4 @@
-#include "moe/layer_runner.h"
+#include "harness/layer_runner.h"
 #include <algorithm>
 #include "runtime/host_copy.h"
 #include "moe/init.h"
