@@ -237,7 +237,7 @@ bool reruns_alike(const BatchedGemmArgs& args) {
 }
 
 bool may_time(const BatchedGemmArgs& args, const Exec& ex) {
-  if (detail::graph_captures_on_this_thread || detail::device_ops_logged.load(std::memory_order_relaxed)) return false;
+  if (ex.trials_allowed && !ex.trials_allowed()) return false;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   MOEBENCH_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(ex.stream), &capture));
   return capture == cudaStreamCaptureStatusNone && reruns_alike(args);

@@ -28,30 +28,30 @@ struct ReplayEvent {
 
 }  // namespace
 
-CpuCapture::CpuCapture(HostQueue* origin) : origin_(origin), members_{origin} {
+CpuCapture::CpuCapture(CpuQueue* origin) : origin_(origin), members_{origin} {
   if (origin->capture()) throw Error("stream " + origin->name() + ": a capture begins on a stream already being captured");
   origin->set_capture(this);
 }
 
 CpuCapture::~CpuCapture() {
-  std::vector<HostQueue*> members;
+  std::vector<CpuQueue*> members;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!open_) return;
     open_ = false;
     members = members_;
   }
-  for (HostQueue* q : members) q->set_capture(nullptr);
+  for (CpuQueue* q : members) q->set_capture(nullptr);
 }
 
-void CpuCapture::add_op(HostQueue* q, const char* name, std::function<void()> op, std::string details,
+void CpuCapture::add_op(CpuQueue* q, const char* name, std::function<void()> op, std::string details,
                         std::function<void()> on_issue) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!open_) throw Error(std::string(name) + ": enqueued into a graph capture that has ended");
   nodes_.push_back(Node{q, name, std::move(op), std::move(details), -1, -1, std::move(on_issue)});
 }
 
-int CpuCapture::record(HostQueue* q) {
+int CpuCapture::record(CpuQueue* q) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!open_) throw Error("an event recorded into a graph capture that has ended");
   const int slot = int(recorded_at_.size());
@@ -60,7 +60,7 @@ int CpuCapture::record(HostQueue* q) {
   return slot;
 }
 
-void CpuCapture::wait(HostQueue* q, int slot) {
+void CpuCapture::wait(CpuQueue* q, int slot) {
   bool joins = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -83,8 +83,8 @@ bool CpuCapture::open() const {
 // reach the end from that point on carries the knowledge to the queue its event was recorded
 // on, up to the record; repeated until nothing changes (a join may go through several streams).
 std::string CpuCapture::unjoined_members() const {
-  std::map<const HostQueue*, long> reaches{{origin_, long(nodes_.size())}};  // last node known to reach the end
-  auto known = [&](const HostQueue* q) {
+  std::map<const CpuQueue*, long> reaches{{origin_, long(nodes_.size())}};  // last node known to reach the end
+  auto known = [&](const CpuQueue* q) {
     auto it = reaches.find(q);
     return it == reaches.end() ? -1L : it->second;
   };
@@ -101,7 +101,7 @@ std::string CpuCapture::unjoined_members() const {
     }
   }
   std::string out;
-  for (const HostQueue* q : members_) {
+  for (const CpuQueue* q : members_) {
     long last = -1;
     for (std::size_t i = 0; i < nodes_.size(); ++i)
       if (nodes_[i].queue == q) last = long(i);
@@ -111,7 +111,7 @@ std::string CpuCapture::unjoined_members() const {
 }
 
 void CpuCapture::end() {
-  std::vector<HostQueue*> members;
+  std::vector<CpuQueue*> members;
   std::string unjoined;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -120,17 +120,17 @@ void CpuCapture::end() {
     members = members_;
     unjoined = unjoined_members();
   }
-  for (HostQueue* q : members) q->set_capture(nullptr);
+  for (CpuQueue* q : members) q->set_capture(nullptr);
   if (!unjoined.empty())
     throw Error("graph capture on stream " + origin_->name() + ": stream(s) " + unjoined +
                 " joined the capture but their last work was not joined back into it (record an event there and make " +
                 origin_->name() + " wait for it; on CUDA: cudaErrorStreamCaptureUnjoined)");
 }
 
-void CpuCapture::replay(HostQueue* onto) const {
+void CpuCapture::replay(CpuQueue* onto) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (open_) throw Error("stream " + origin_->name() + ": a graph replayed before its capture ended");
-  for (const HostQueue* q : members_)
+  for (const CpuQueue* q : members_)
     if ((q == origin_ ? onto : q)->capture())
       throw Error("stream " + (q == origin_ ? onto : q)->name() +
                   ": a graph replayed onto a stream that is being captured (replays are launched outside captures)");
@@ -138,10 +138,10 @@ void CpuCapture::replay(HostQueue* onto) const {
   std::shared_ptr<ReplayEvent[]> events(new ReplayEvent[recorded_at_.size() + 1]);
   ReplayEvent* start = &events[recorded_at_.size()];
   onto->enqueue("event", [events, start] { start->raise(); });
-  for (HostQueue* q : members_)
+  for (CpuQueue* q : members_)
     if (q != origin_) q->enqueue("wait event", [events, start] { start->wait(); });
   for (const Node& n : nodes_) {
-    HostQueue* q = n.queue == origin_ ? onto : n.queue;
+    CpuQueue* q = n.queue == origin_ ? onto : n.queue;
     if (n.record >= 0)
       q->enqueue("event", [events, e = &events[n.record]] { e->raise(); });
     else if (n.wait >= 0)

@@ -14,36 +14,37 @@
 #include <string>
 #include <vector>
 #include "kernels/exec.h"
+#include "runtime/cpu_queue.h"
 
 namespace moebench {
 
 class CpuCapture {
  public:
   // `origin` starts capturing.
-  explicit CpuCapture(HostQueue* origin);
+  explicit CpuCapture(CpuQueue* origin);
   ~CpuCapture();  // a capture still open is ended (its members run their ops again)
   CpuCapture(const CpuCapture&) = delete;
   CpuCapture& operator=(const CpuCapture&) = delete;
 
   // `on_issue` (HostQueue::enqueue) runs at each replay, not now.
-  void add_op(HostQueue* q, const char* name, std::function<void()> op, std::string details,
+  void add_op(CpuQueue* q, const char* name, std::function<void()> op, std::string details,
               std::function<void()> on_issue = {});
   // An event recorded on member `q` now: its slot.
-  int record(HostQueue* q);
+  int record(CpuQueue* q);
   // `q` waits for `slot`; a stream not yet in the capture joins it.
-  void wait(HostQueue* q, int slot);
+  void wait(CpuQueue* q, int slot);
   bool open() const;
   // Every member stops capturing. Throws Error naming a stream that was not joined back.
   void end();
   // Enqueues the graph: the origin's ops on `onto`, the others' on their own queues, after
   // `onto`'s earlier work; `onto`'s later work follows the whole graph.
-  void replay(HostQueue* onto) const;
+  void replay(CpuQueue* onto) const;
   // Ops captured, other than event records and waits.
   std::size_t ops() const;
 
  private:
   struct Node {
-    HostQueue* queue;
+    CpuQueue* queue;
     const char* name;
     std::function<void()> op;  // empty for an event record or wait
     std::string details;
@@ -53,8 +54,8 @@ class CpuCapture {
   std::string unjoined_members() const;  // under mutex_
 
   mutable std::mutex mutex_;
-  HostQueue* origin_;
-  std::vector<HostQueue*> members_;  // the origin first
+  CpuQueue* origin_;
+  std::vector<CpuQueue*> members_;  // the origin first
   std::vector<Node> nodes_;
   std::vector<std::size_t> recorded_at_;  // per slot, its record's node
   bool open_ = true;

@@ -17,6 +17,8 @@
 
 namespace moebench {
 
+class CpuCapture;  // runtime/cpu_capture.h
+
 class CpuQueue final : public HostQueue {
  public:
   // `track`: the timeline track (stream id) its ops are recorded under.
@@ -29,8 +31,10 @@ class CpuQueue final : public HostQueue {
                std::function<void()> on_issue = {}) override;
   bool recording() const override;
   void synchronize() override;
-  CpuCapture* capture() const override;
-  void set_capture(CpuCapture* into) override;
+  // The graph capture the ops now go into instead of running, or nullptr.
+  CpuCapture* capture() const;
+  // From now on ops go into `into` (nullptr: they run again).
+  void set_capture(CpuCapture* into);
   const std::string& name() const override { return name_; }
 
  private:

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 #include "runtime/cpu_queue.h"
+#include "runtime/inline_queue.h"
+#include "runtime/op_hooks.h"
 #include "runtime/timeline.h"
 
 namespace moebench {
@@ -57,7 +59,8 @@ Exec Device::exec(const Stream& s) const {
   e.workspace = s.blas_workspace;
   e.workspace_bytes = s.blas_workspace_bytes;
   e.tensor_cores = tensor_cores_;
-  e.queue = s.queue;
+  if (backend_ == Backend::cpu) e.queue = s.queue ? static_cast<HostQueue*>(s.queue) : &inline_queue();
+  e.trials_allowed = &op_hooks::trials_allowed;
   return e;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include "runtime/op_hooks.h"
 #include "runtime/range.h"
 
 namespace moebench {
@@ -43,19 +44,19 @@ std::string KernelLog::start(Backend backend) {
   last_host_calls.clear();
   if (backend == Backend::cuda) {
     if (std::string why = cupti_log_start(); !why.empty()) return why;
-    detail::device_ops_logged = true;
+    op_hooks::set_device_ops_logged(true);
   }
   logged_backend = backend;
   logging = true;
-  if (backend == Backend::cpu) detail::inline_op_logger.store(&log_inline_op, std::memory_order_release);
+  if (backend == Backend::cpu) op_hooks::set_inline_op_logger(&log_inline_op);
   return "";
 }
 
 std::vector<KernelRecord> KernelLog::stop() {
   if (!logging) return {};
   logging = false;
-  detail::inline_op_logger.store(nullptr, std::memory_order_release);
-  detail::device_ops_logged = false;
+  op_hooks::set_inline_op_logger(nullptr);
+  op_hooks::set_device_ops_logged(false);
   if (logged_backend == Backend::cuda) return cupti_log_stop(&last_host_calls);
   std::lock_guard<std::mutex> lock(records_mutex);
   return std::move(cpu_records);

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 #include "kernels/exec.h"
+#include "runtime/cpu_queue.h"
+#include "runtime/inline_queue.h"
 
 namespace moebench {
 
@@ -22,7 +24,7 @@ struct Stream {
   void* blas_lt = nullptr;     // cublasLtHandle_t (cuda)
   void* blas_workspace = nullptr;  // the cuBLAS handle's workspace, lent to cuBLASLt calls in stream order
   std::size_t blas_workspace_bytes = 0;
-  HostQueue* queue = nullptr;  // cpu: the stream's worker queue; nullptr runs inline
+  CpuQueue* queue = nullptr;   // cpu: the stream's worker queue; nullptr: the default stream, which runs each op at once
   int id = 0;                  // 0: the default stream; the timeline track of this stream
   // The host waits for everything enqueued on the stream so far; a failed op's error is thrown.
   void synchronize() const;
@@ -34,12 +36,8 @@ struct Stream {
 // `details` and `on_issue`: see HostQueue::enqueue.
 template <class F>
 void run_on(const Stream& s, const char* name, F&& op, std::string details = {}, std::function<void()> on_issue = {}) {
-  if (s.queue) {
-    s.queue->enqueue(name, std::function<void()>(std::forward<F>(op)), std::move(details), std::move(on_issue));
-  } else {
-    if (on_issue) on_issue();
-    detail::run_inline(name, op);
-  }
+  HostQueue& q = s.queue ? static_cast<HostQueue&>(*s.queue) : inline_queue();
+  q.enqueue(name, std::function<void()>(std::forward<F>(op)), std::move(details), std::move(on_issue));
 }
 
 struct CpuEventState;

@@ -1,6 +1,7 @@
 // The graph: capture and replay on the CPU here, on CUDA through stream_graph_cuda.cpp.
 #include "runtime/stream_graph.h"
 #include "runtime/cpu_capture.h"
+#include "runtime/op_hooks.h"
 
 namespace moebench {
 
@@ -14,10 +15,11 @@ void cuda_graph_destroy(void* graph, void* exec);
 }  // namespace detail
 
 namespace {
-// This thread's captures, for the check on work run inline (kernels/exec.h).
+// This thread's captures, for the check on work run inline (runtime/inline_queue.h) and the
+// trials an op may run (runtime/op_hooks.h).
 struct CapturingThread {
-  CapturingThread() { ++detail::graph_captures_on_this_thread; }
-  ~CapturingThread() { --detail::graph_captures_on_this_thread; }
+  CapturingThread() { op_hooks::capture_opened(); }
+  ~CapturingThread() { op_hooks::capture_closed(); }
 };
 }  // namespace
 

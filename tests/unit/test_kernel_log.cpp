@@ -7,6 +7,7 @@
 #include <thread>
 #include "harness/kernel_table.h"
 #include "runtime/device.h"
+#include "runtime/inline_queue.h"
 #include "runtime/kernel_log.h"
 #include "runtime/range.h"
 
@@ -62,7 +63,8 @@ TEST(KernelLog, EachOpUnderTheTimedRangeItWasEnqueuedIn) {
 TEST(KernelLog, OpsTheDefaultStreamRunsAtOnce) {
   Device dev = Device::open(Backend::cpu);
   const Stream& s = dev.default_stream();
-  ASSERT_EQ(dev.exec(s).queue, nullptr);
+  ASSERT_EQ(s.queue, nullptr);
+  ASSERT_EQ(dev.exec(s).queue, &inline_queue());
   ASSERT_EQ(KernelLog::start(Backend::cpu), "");
   Breakdown b;
   {

@@ -128,11 +128,28 @@ TEST_F(StreamGraphTest, WorkOnTheDefaultStreamInsideACaptureIsRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("default stream"), std::string::npos) << e.what();
   }
+  // A kernel's op, given its Exec of the default stream, is refused the same way.
+  EXPECT_THROW(StreamGraph(alloc, a, [&] { run_host(dev.exec(dev.default_stream()), "kernel", [] {}); }), Error);
   EXPECT_THROW(StreamGraph(alloc, dev.default_stream(), [] {}), Error);
   // Outside a capture the default stream runs its work at once, as before.
   int ran = 0;
   run_on(dev.default_stream(), "inline", [&ran] { ran = 1; });
   EXPECT_EQ(ran, 1);
+}
+
+// An op may time extra runs of itself (a GEMM's algorithms) only outside a capture: inside one
+// they would be captured into the graph.
+TEST_F(StreamGraphTest, AnOpRunsNoTrialsInsideACapture) {
+  const Exec ex = dev.exec(a);
+  ASSERT_NE(ex.trials_allowed, nullptr);
+  EXPECT_TRUE(ex.trials_allowed());
+  bool inside = true;
+  StreamGraph graph(alloc, a, [&] {
+    inside = ex.trials_allowed();
+    run_on(a, "op", [] {});
+  });
+  EXPECT_FALSE(inside);
+  EXPECT_TRUE(ex.trials_allowed());
 }
 
 // A breakdown range inside a capture times nothing (its events would be points in the graph,
