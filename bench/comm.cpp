@@ -59,8 +59,8 @@ class CommBench final : public BenchProgram {
     warmup_ = ctx.opts.warmup.value_or(d.warmup);
     iters_ = ctx.opts.iters.value_or(d.iters);
     for (const auto& [opt, r] : {std::pair{"--fail-rank", fail_rank_}, std::pair{"--stall-rank", stall_rank_}})
-      if (r && *r >= ctx.rt.world())
-        return std::string(opt) + ": '" + std::to_string(*r) + "' is not a rank; allowed: 0 to " + std::to_string(ctx.rt.world() - 1);
+      if (r && *r >= ctx.world.size())
+        return std::string(opt) + ": '" + std::to_string(*r) + "' is not a rank; allowed: 0 to " + std::to_string(ctx.world.size() - 1);
     collectives_.clear();
     if (collective_names_.empty())
       collectives_ = comm_bench::all_collectives();

@@ -89,6 +89,9 @@ std::unique_ptr<Communicator> make_world_communicator(const Runtime& rt, Backend
                                                       const std::optional<EmulatedLink>& link = std::nullopt);
 
 std::unique_ptr<Communicator> make_self_communicator();
+// The world of `ranks` ranks a launch would make, as rank 0 sees it before the launch: its size
+// for checking a bench's options (--check-options); every operation throws Error.
+std::unique_ptr<Communicator> make_unlaunched_world(int ranks);
 #if MOEBENCH_WITH_MPI
 std::unique_ptr<Communicator> make_mpi_communicator(const std::optional<EmulatedLink>& link = std::nullopt);
 #endif

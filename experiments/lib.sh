@@ -167,13 +167,14 @@ moebench_launcher() {
 # Checks that can be made here before a job starts: the binary, the launcher, and on this
 # machine (no hosts given to the launcher) enough GPUs for one rank each.
 # moebench_check_options BIN ARGS...: the bench's own checks of ARGS (its options, the common
-# ones, the environment's switches), in one process and before any work the script does first: a
-# bad option is the bench's one error line and exit 2, not a reference run and then mpirun's text.
+# ones, the environment's switches) against the $RANKS ranks it will run on, in one process and
+# before any work the script does first or any launch: a bad option, or a --ranks the options do
+# not divide over, is the bench's one error line and exit 2, not N processes and mpirun's text.
 moebench_check_options() {
   local bin="$1" out
   shift
   [ -x "$bin" ] || moebench_die "$(basename "$bin") is not built ($bin); run scripts/build.sh (or set MOEBENCH_BUILD)"
-  if ! out="$(MOEBENCH_LAUNCHER= "$bin" --check-options "$@" 2>&1 >/dev/null)"; then
+  if ! out="$(MOEBENCH_LAUNCHER= MOEBENCH_CHECK_RANKS="$RANKS" "$bin" --check-options "$@" 2>&1 >/dev/null)"; then
     echo "$out" | grep -m1 "error:" >&2 || echo "$MOEBENCH_SCRIPT: error: $(basename "$bin") refused its options" >&2
     exit 2
   fi
@@ -205,6 +206,7 @@ moebench_launch() {
   local launcher
   launcher="$(moebench_launcher)" || exit 2
   moebench_preflight "$1" "$launcher"
+  moebench_check_options "${cmd[@]}"
   moebench_results_dir_check "$result_dir"
   if [ "${MOEBENCH_NSYS:-0}" = 1 ]; then
     command -v nsys >/dev/null 2>&1 || moebench_die "MOEBENCH_NSYS=1: nsys is not installed"

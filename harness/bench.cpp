@@ -280,6 +280,18 @@ std::string context_header(const BenchContext& ctx, const std::string& program) 
 
 }  // namespace
 
+// --check-options: how many ranks the launch to come will have (MOEBENCH_CHECK_RANKS, default 1).
+static std::optional<std::string> ranks_to_check(int* ranks) {
+  const char* text = std::getenv("MOEBENCH_CHECK_RANKS");
+  if (!text || !*text) return std::nullopt;
+  char* end = nullptr;
+  const long n = std::strtol(text, &end, 10);
+  if (*end || n < 1 || n > (1 << 20))
+    return "MOEBENCH_CHECK_RANKS: '" + std::string(text) + "' is not a number of ranks; allowed: a whole number from 1";
+  *ranks = int(n);
+  return std::nullopt;
+}
+
 int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchProgram>()>& make_program) {
   std::unique_ptr<BenchProgram> program = make_program();
   Runtime rt(argc, argv, program->name());
@@ -291,8 +303,9 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
                  program->name());
     add_common_options(app, opts);
     program->add_options(app);
-    // --check-options: the options' own checks alone, in one process, and nothing else (what an
-    // experiment script asks before the work it does first, such as PyTorch's reference run).
+    // --check-options: every check of the options, the program's own included, in one process and
+    // against the MOEBENCH_CHECK_RANKS ranks a launch would have (default 1), and nothing else:
+    // what an experiment script asks before it launches, or before the work it does first.
     bool check_only = false;
     for (int i = 1; i < argc; ++i)
       if (std::strcmp(argv[i], "--check-options") == 0) {
@@ -330,8 +343,9 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     if (!usage_error) usage_error = check_common(opts);
     if (!usage_error) usage_error = refused_iteration_counts(*program, opts);
     if (!usage_error) usage_error = refused_environment();
+    int checked_ranks = 1;
+    if (!usage_error && check_only) usage_error = ranks_to_check(&checked_ranks);
     rt.agree_or_exit(usage_error);
-    if (check_only) return 0;
     Watchdog::set_timeout(opts.comm_timeout());
     if (opts.blas_threads) set_cpu_blas_threads(*opts.blas_threads);
 
@@ -348,11 +362,13 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     TrackingAllocator alloc(opts.backend_kind(), device->default_stream());
     std::optional<EmulatedLink> link;
     if (opts.link_bandwidth_GBps) link = EmulatedLink{*opts.link_bandwidth_GBps, opts.link_latency_us.value_or(0.0)};
-    std::unique_ptr<Communicator> world = make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout(), link);
+    std::unique_ptr<Communicator> world = check_only ? make_unlaunched_world(checked_ranks)
+                                                     : make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout(), link);
     BenchContext ctx{rt, opts, *device, alloc, *world,
                      make_provenance(*device, rt.world(), world->link(), opts.dtype, opts.scale), {}, {},
                      std::make_shared<RunProgress>(rt.rank() == 0)};
     rt.agree_or_exit(program->validate(ctx));
+    if (check_only) return 0;
     rt.agree_or_exit(check_outputs(ctx, *program, argc, argv));
 
     if (!opts.trace_dir.empty()) Timeline::enable(rt.rank());

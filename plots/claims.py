@@ -11,7 +11,7 @@ from common import read_rows, save
 
 COLOURS = {"reproduced": "tab:green", "partly": "tab:olive", "contradicted": "tab:orange", "not reproduced": "tab:red",
            "noise": "tab:gray", "not on the relevant hardware": "tab:purple", "modelled only": "tab:blue"}
-NAMES = {"000": "PPMoE (000)", "001": "M6-T (001)", "002": "pipelines section (002)", "003": "MPMoE (003)"}
+NAMES = {"000": "PPMoE (000)", "001": "M6-T (001)", "002": "Pipelines (002)", "003": "MPMoE (003)"}
 
 
 def ratio(row):

@@ -35,7 +35,7 @@ def main(folder):
         ax.set_ylabel("ms/step over top-1's (labels: ms/step)")
         ax.set_title(f"{depth} layers", fontsize=9)
         ax.legend(fontsize=7)
-    fig.suptitle("m6t.t1 (M6-T, 001 Table 1): training speed by routing\n" + provenance_line(rows[0]), fontsize=8)
+    fig.suptitle("m6t.t1 (M6-T (001) Table 1): training speed by routing\n" + provenance_line(rows[0]), fontsize=8)
     save(fig, pathlib.Path(folder) / "t1.png")
     return 0
 

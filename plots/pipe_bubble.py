@@ -59,7 +59,7 @@ def main(folder):
         ax.set_ylabel(ylabel)
         ax.set_title(f"P = {stage_counts[0]} stages", fontsize=9)
         ax.legend(fontsize=6)
-    fig.suptitle("pipe.bubble (pipelines textbook section 002; PPMoE 000 Fig. 2): GPipe, 1F1B, ZB-H1 -- measured per stage vs the simulator\n"
+    fig.suptitle("pipe.bubble (Pipelines (002) Sec. 8.3; PPMoE (000) Fig. 2): GPipe, 1F1B, ZB-H1 -- measured per stage vs the simulator\n"
                  + provenance_line(rows[0]), fontsize=8)
     save(fig, pathlib.Path(folder) / "bubble.png")
     return 0

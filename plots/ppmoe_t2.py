@@ -30,7 +30,7 @@ def main(folder):
     ratio.set_xticks(list(xm), [f"{r['model']}\nDP{r['dp']} TP{r['tp']} PP{r['pp']}" for r in moe], fontsize=7)
     ratio.set_ylabel("% of the slowest dense row's throughput")
     ratio.legend(fontsize=7)
-    fig.suptitle("ppmoe.t2 (PPMoE, 000 Table 2): throughput by layout\n" + provenance_line(rows[0]), fontsize=8)
+    fig.suptitle("ppmoe.t2 (PPMoE (000) Table 2): throughput by layout\n" + provenance_line(rows[0]), fontsize=8)
     save(fig, pathlib.Path(folder) / "t2.png")
     return 0
 

@@ -75,7 +75,7 @@ ProjectedTable ppmoe_equations_local(const HardwareProfile& hw, const std::strin
   } catch (const io::error::base& e) {
     throw Error(std::string("ppmoe.eq: reading the local results: ") + e.what());
   }
-  out.summary.insert(out.summary.begin(), "ppmoe.eq: 000 Eq. 2 and Eq. 5 on this machine beside the measured ratios");
+  out.summary.insert(out.summary.begin(), "ppmoe.eq: PPMoE Eq. 2 and Eq. 5 on this machine beside the measured ratios");
   for (const auto& m : skipped.lines) out.summary.push_back("  ppmoe.eq: not compared: " + m);
   return out;
 }

@@ -45,7 +45,7 @@ class MPMoEBench final : public BenchProgram {
  public:
   std::string name() const override { return "moebench_mpmoe"; }
   std::string description() const override {
-    return "MPMoE: pipelined MoE layer, memory reuse S1-S4, Algorithm 1 and the performance model (003 Figs. 2-17).";
+    return "MPMoE: pipelined MoE layer, memory reuse S1-S4, Algorithm 1 and the performance model (MPMoE Figs. 2-17).";
   }
   bool takes_iteration_counts() const override { return true; }
   void add_options(CLI::App& app) override {
@@ -53,9 +53,9 @@ class MPMoEBench final : public BenchProgram {
     all.push_back("layer");
     add_choices(app, "--experiments", experiments_, all, "What to run (default: every figure, f2 .. f17)");
     add_choices(app, "--models", models_, {"gpt-s", "bert-l", "gpt-xl"},
-                "003 Table 3 layers of the timed figures (default: by scale; the tiny scale uses a small layer of its own)");
+                "MPMoE Table 3 layers of the timed figures (default: by scale; the tiny scale uses a small layer of its own)");
     add_choices(app, "--memory-models", memory_models_, {"gpt-s", "bert-l", "gpt-xl"},
-                "003 Table 3 layers of f2 (default: all three; the tiny scale uses its small layer)");
+                "MPMoE Table 3 layers of f2 (default: all three; the tiny scale uses its small layer)");
     add_wholes(app, "--tokens", tokens_, 1, 1 << 24, "Batches B per rank for the timed figures (default: by scale)");
     add_wholes(app, "--memory-tokens", memory_tokens_, 1, 1 << 24, "Batches B per rank for f2 (default: by scale)");
     add_whole(app, "--experts", experts_opt_, 1, 1 << 20, "Experts in the layer (default: one per rank, at least 4)");

@@ -26,6 +26,24 @@ TEST(SelfCommunicator, CollectivesAreCopiesOfOwnData) {
   EXPECT_EQ(c->split(5, 0)->size(), 1);
 }
 
+// --check-options validates against the world a launch would make; nothing travels in it.
+TEST(UnlaunchedWorld, HasTheLaunchsSizeAndCarriesNothing) {
+  auto c = make_unlaunched_world(64);
+  Stream s;
+  EXPECT_EQ(c->size(), 64);
+  EXPECT_EQ(c->rank(), 0);
+  std::vector<float> in = {1, 2}, out(2, 0);
+  try {
+    c->all_reduce(in.data(), out.data(), 2, DType::f32, ReduceOp::sum, s);
+    ADD_FAILURE() << "an unlaunched world ran an all-reduce";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--check-options"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(out, (std::vector<float>{0, 0}));
+  EXPECT_THROW(c->split(0, 0), Error);
+  EXPECT_THROW(make_unlaunched_world(0), Error);
+}
+
 TEST(Breakdown, RangesTimeTheirRegionByName) {
   Breakdown b;
   Stream s;
