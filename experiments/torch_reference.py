@@ -1,13 +1,15 @@
 """What the PyTorch references (experiments/gpt/torch_step.py, experiments/moe/torch_layer.py)
 share: PyTorch imported or exit 77 (the caller then runs ours alone and says so), the device and
 the output folder checked before any work, a step timed as moebench times its own (median of
-repetitions, with min and max), a time limit on a first step, and the CSV written whole or not at
-all."""
+repetitions, with min and max), a time limit on a first step, the suite's provenance columns at the
+end of every row, and the CSV written whole or not at all."""
 import csv
+import datetime
 import os
 import pathlib
 import signal
 import statistics
+import subprocess
 import sys
 import time
 
@@ -71,6 +73,56 @@ def timed(step, repetitions):
         step()
         times.append((time.perf_counter() - start) * 1e3)
     return statistics.median(times), min(times), max(times)
+
+
+def cpu_model():
+    """The CPU's model name, as the suite's own rows give it (/proc/cpuinfo)."""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "cpu"
+
+
+def source_commit():
+    """The suite's commit as its benches stamp it: MOEBENCH_COMMIT, else git's short hash, with
+    -dirty when tracked sources outside results/ differ from it; "unknown" outside a checkout."""
+    if os.environ.get("MOEBENCH_COMMIT"):
+        return os.environ["MOEBENCH_COMMIT"]
+    root = pathlib.Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        changes = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                  ":(exclude)results"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + "-dirty" if changes else head
+
+
+def provenance(torch, device, dtype, scale):
+    """The suite's provenance columns (backend .. date), in its order, for a row PyTorch measured
+    on one device of this process."""
+    cuda = device == "cuda"
+    nccl = "-"
+    if cuda and hasattr(torch.cuda, "nccl"):
+        try:
+            v = torch.cuda.nccl.version()
+            nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        except (RuntimeError, AttributeError):
+            nccl = "-"
+    driver = "-"
+    if cuda:
+        try:
+            driver = pathlib.Path("/proc/driver/nvidia/version").read_text().split("Kernel Module")[1].split()[0]
+        except (OSError, IndexError):
+            driver = "unknown"
+    return {"backend": device, "device": torch.cuda.get_device_name() if cuda else cpu_model(), "driver": driver,
+            "cuda": (torch.version.cuda or "-") if cuda else "-", "nccl": nccl, "ranks": 1,
+            "link": "none: one device", "dtype": dtype, "scale": scale, "commit": source_commit(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
 def write_rows(out, rows):

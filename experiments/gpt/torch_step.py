@@ -21,14 +21,13 @@ the bench compares with the fastest.
 
 Exit 77 when PyTorch is not installed (the caller skips the comparison); 2 for a bad option."""
 import argparse
-import datetime
 import math
 import os
 import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from torch_reference import import_torch, timed, within, writable_out, write_rows  # noqa: E402
+from torch_reference import import_torch, provenance, timed, within, writable_out, write_rows  # noqa: E402
 
 SIZES = {  # the same as bench/gpt_step.cpp's: vocab, seq, hidden, heads, ffn, layers, experts, sequences
     "tiny": (64, 16, 32, 4, 128, 2, 4, 2),
@@ -200,7 +199,7 @@ def main():
                    "torch": torch.__version__,
                    "torch_device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
                    "math": math_kind,
-                   "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+                   **provenance(torch, args.device, args.dtype, args.scale)}
             if skip:
                 row["status"] = f"skipped: {skip}"
                 rows.append(row)

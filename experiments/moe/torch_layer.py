@@ -18,13 +18,12 @@ can be compared.
 
 Exit 77 when PyTorch is not installed (the caller skips the comparison); 2 for a bad option."""
 import argparse
-import datetime
 import pathlib
 import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from torch_reference import import_torch, timed, writable_out, write_rows  # noqa: E402
+from torch_reference import import_torch, provenance, timed, writable_out, write_rows  # noqa: E402
 
 SIZES = {  # the same as bench/moe_layer.cpp's: tokens per rank, hidden, ffn, experts (top-1)
     "tiny": (128, 64, 256, 8),
@@ -159,7 +158,7 @@ def main():
                "popularity": args.popularity, "busiest_over_mean_load": "n/a", "ms": "n/a", "ms_min": "n/a",
                "ms_max": "n/a", "repetitions": 0, "status": "ok", "torch": torch.__version__,
                "torch_device": torch.cuda.get_device_name() if dev == "cuda" else "cpu", "math": math_kind,
-               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+               **provenance(torch, dev, args.dtype, args.scale)}
 
         def step():
             for p in params:
