@@ -16,39 +16,18 @@
 #include <filesystem>
 #include <set>
 #include <thread>
-#include "runtime/host_copy.h"
+#include "bench/moe_layer_csv.h"
 #include "bench/moe_options.h"
 #include "harness/bench.h"
 #include "harness/kernel_table.h"
-#include "moe/init.h"
-#include "moe/moe_layer.h"
-#include "harness/layer_dump.h"
-#include "moe/routing_workload.h"
+#include "harness/layer_case.h"
+#include "harness/torch_reference.h"
 #include "runtime/layout.h"
-#include "models/csv_rows.h"
 #include "models/paper_specs.h"
 #include "models/roofline.h"
 
 namespace moebench {
 namespace {
-
-const std::vector<std::string> kRanges = {"moe.gating",      "moe.dispatch",    "moe.expert",
-                                          "moe.combine",     "moe.combine.bwd", "moe.expert.bwd",
-                                          "moe.dispatch.bwd", "moe.gating.bwd", "moe.sync.bwd",
-                                          "moe.gate_sync.bwd"};
-constexpr double kOverheadTarget = 1.15;
-
-// One dispatcher's layer with its tensors, made at its first repetition and kept for the rest;
-// its own allocator, so its peaks are its own.
-struct Fixture {
-  std::string dispatcher;
-  TrackingAllocator alloc;
-  std::unique_ptr<MoELayer> layer;
-  Buffer x, dy, y, dx;
-  std::optional<MoEContext> last;  // the last real forward + backward's micro-batch
-  bool dumped = false;
-  Fixture(Backend b, const Stream& s) : alloc(b, s) {}
-};
 
 class MoELayerBench final : public BenchProgram {
  public:
@@ -152,7 +131,6 @@ class MoELayerBench final : public BenchProgram {
       if (measured_.count(d)) log_kernels(ctx, d);
     fixture_.reset();
     if (ctx.rt.rank() != 0) return 0;
-    const MoEConfig& c = moe_.config;
     for (const RunRecord& r : runs) {
       const std::string d = r.name.substr(r.name.find('/') + 1);
       if (r.error) {
@@ -160,83 +138,13 @@ class MoELayerBench final : public BenchProgram {
         continue;
       }
       write_kernels(ctx, d, r.time_ms().median);
-      std::vector<std::string> cols = {"dispatcher", "tokens_per_rank", "hidden", "ffn", "experts", "prototypes",
-                                       "top_k", "capacity_factor", "expert_gemm", "gate", "gate_kernels", "total_ms",
-                                       "total_ms_min", "total_ms_max"};
-      for (const auto& n : kRanges) cols.push_back(n + "_ms");
-      for (const char* extra :
-           {"expert_gemms_ms", "expert_gemms_ms_min", "expert_gemms_ms_max", "expert_gemms_over_floor", "overhead_ratio",
-            "overhead_ratio_min",
-            "overhead_ratio_max", "overhead_status", "target_ratio", "tokens_per_s", "peak_model_states_bytes",
-            "peak_activations_bytes", "peak_buffers_bytes", "peak_temporary_bytes", "tokens_dropped_fraction", "load_cv",
-            "popularity", "busiest_over_mean_load", "computed_rows_over_routed", "repetitions", "iterations"})
-        cols.push_back(extra);
-      for (const char* col : {"torch_variant", "torch_ms", "torch_ms_min", "torch_ms_max", "torch_busiest_over_mean_load",
-                              "speed_vs_torch", "torch", "torch_device"})
-        cols.push_back(col);
-      for (const auto& col : roofline_columns()) cols.push_back(col);
-      CsvTable t(cols);
-      const Spread total = r.time_ms(), gem = r.counter("expert_gemms_ms"), ratio = r.counter("overhead_ratio");
-      const std::optional<std::string> unresolved = unresolved_reason(total, gem, ratio);
-      std::vector<std::string> row = {d, std::to_string(moe_.resolved_tokens),
-                                      std::to_string(c.hidden), std::to_string(c.ffn), std::to_string(c.experts),
-                                      std::to_string(c.prototypes), std::to_string(c.top_k),
-                                      c.capacity_factor ? fmt(*c.capacity_factor) : "dropless", moe_.expert_gemm,
-                                      gate_impl_name(c.gate), moe_.gate_kernels_ran, fmt(total.median), fmt(total.min),
-                                      fmt(total.max)};
-      for (const auto& n : kRanges) row.push_back(fmt(r.counter(n).median));
-      for (double v : {gem.median, gem.min, gem.max}) row.push_back(fmt(v));
-      // The expert GEMMs alone against their own floor (models/roofline.h's moe_expert_work).
-      const Work experts_work{r.counter("roofline_expert_flops").median, r.counter("roofline_expert_bytes").median};
-      row.push_back(roofline_.hw ? fmt(roofline(experts_work, *roofline_.hw, dtype_size(c.dtype) == 2, roofline_.rate_scale,
-                                                gem.median).time_over_floor, 4)
-                                 : "n/a (no profile of this device: --roofline-profile)");
-      for (double v : {ratio.median, ratio.min, ratio.max}) row.push_back(unresolved ? "n/a" : fmt(v, 4));
-      row.push_back(unresolved ? "unresolved: " + *unresolved : "ok");
-      row.push_back(fmt(kOverheadTarget));
-      row.push_back(fmt(moe_.resolved_tokens / (total.median / 1e3)));
-      for (const char* k : {"peak_model_states", "peak_activations", "peak_buffers", "peak_temporary"})
-        row.push_back(fmt(r.counter(k).max, 15));
-      row.push_back(fmt(r.counter("dropped_fraction").median, 8));
-      row.push_back(fmt(r.counter("load_cv").median, 8));
-      row.push_back(popularity_.text);
-      row.push_back(fmt(r.counter("busiest_over_mean").median, 6));
-      row.push_back(fmt(r.counter("computed_over_routed_rows").median, 6));
-      row.push_back(std::to_string(r.repetitions()));
-      row.push_back(std::to_string(r.iterations));
-      for (auto& cell : torch_cells(d, total.median)) row.push_back(cell);
-      const Work work{r.counter("roofline_flops").median, r.counter("roofline_bytes").median};
-      for (auto& cell : roofline_cells(roofline_, work, dtype_size(c.dtype) == 2, total.median)) row.push_back(cell);
-      t.add_row(row);
-      t.write(ctx.opts.out_dir + "/moe/layer_" + d + ".csv", ctx.provenance);
-      if (unresolved)
-        std::printf("moe_layer/%-16s total %9.3f ms  expert GEMMs %9.3f ms  overhead ratio: unresolved (%s)\n", d.c_str(),
-                    total.median, gem.median, unresolved->c_str());
-      else
-        std::printf("moe_layer/%-16s total %9.2f ms  expert GEMMs %9.2f ms  overhead ratio %.3f [%.3f .. %.3f] over %d "
-                    "repetitions (target <= %.2f: %s)\n",
-                    d.c_str(), total.median, gem.median, ratio.median, ratio.min, ratio.max, ratio.samples,
-                    kOverheadTarget, ratio.median <= kOverheadTarget ? "met" : "NOT met");
-      if (torch_ && d == "local")
-        std::printf("moe_layer/local            PyTorch %s (%s): %.3f ms -> ours %.2fx its speed\n", torch_->variant.c_str(),
-                    torch_->torch.c_str(), torch_->ms, torch_->ms / total.median);
+      write_layer_csv(ctx.opts.out_dir, ctx.provenance, r,
+                      LayerCsvRun{d, moe_, popularity_.text, roofline_, torch_, !reference_path_.empty()});
     }
     return 0;
   }
 
  private:
-  // A layer cannot be faster than its own GEMMs: a median ratio below 1 means the overhead is
-  // below what this machine's timer noise resolves at this size, and is no result. (Single
-  // repetitions below 1 stay visible in the spread.)
-  static std::optional<std::string> unresolved_reason(const Spread& total, const Spread& gem, const Spread& ratio) {
-    if (ratio.median >= 1.0) return std::nullopt;
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "layer %.3g ms measured below its own GEMMs %.3g ms: the overhead is below the timer noise at this size",
-                  total.median, gem.median);
-    return std::string(buf);
-  }
-
   std::unique_ptr<TokenDispatcher> make(BenchContext& ctx, const std::string& d, const DispatcherEnv& env) {
     if (d == "expert_parallel") return make_expert_parallel_dispatcher(env, ctx.world);
     if (d == "ppmoe") {
@@ -254,43 +162,21 @@ class MoELayerBench final : public BenchProgram {
     if (c.capacity_factor || c.prototypes != 1)
       return "--reference: PyTorch's layer (torch_layer.py) is dropless plain top-k; drop --reference, or "
              "--capacity-factor and --prototypes";
-    try {
-      const CsvRows t = CsvRows::read(reference_path_);
-      const std::string ours = std::to_string(moe_.resolved_tokens) + " tokens, h " + std::to_string(c.hidden) + ", f " +
-                               std::to_string(c.ffn) + ", " + std::to_string(c.experts) + " experts, top-" +
-                               std::to_string(c.top_k) + ", " + popularity_.text;
-      for (std::size_t r = 0; r < t.size(); ++r) {
-        auto cell = [&](const char* col) { return t.cell(r, col); };
-        const std::string theirs = cell("tokens") + " tokens, h " + cell("hidden") + ", f " + cell("ffn") + ", " +
-                                   cell("experts") + " experts, top-" + cell("top_k") + ", " + cell("popularity");
-        if (theirs != ours)
-          return "--reference: " + reference_path_ + " is another layer (" + theirs + "; ours: " + ours +
-                 "); run torch_layer.py with the same sizes and --popularity";
-        if (cell("math").rfind(std::string(dtype_name(ctx.dtype())), 0) != 0)
-          return "--reference: " + reference_path_ + " was measured in " + cell("math") + ", not " + std::string(dtype_name(ctx.dtype()));
-        if (cell("status") != "ok") continue;
-        const double ms = std::stod(cell("ms"));
-        if (!torch_ || ms < torch_->ms)
-          torch_ = TorchLayer{cell("variant"), ms, std::stod(cell("ms_min")), std::stod(cell("ms_max")),
-                              cell("busiest_over_mean_load"), cell("torch"), cell("torch_device")};
-      }
-    } catch (const std::exception& e) {
-      return "--reference: " + std::string(e.what());
-    }
-    return std::nullopt;
-  }
-
-  // speed_vs_torch: PyTorch's fastest variant's time over ours, for the one-device (local) row.
-  std::vector<std::string> torch_cells(const std::string& d, double ours_ms) const {
-    if (!torch_) {
-      const std::string why = reference_path_.empty() ? "n/a (no --reference)" : "n/a (no PyTorch variant ran)";
-      return {"n/a", "n/a", "n/a", "n/a", "n/a", why, "n/a", "n/a"};
-    }
-    if (d != "local")
-      return {torch_->variant, "n/a", "n/a", "n/a", "n/a", "n/a (PyTorch's layer runs on one device: see the local row)",
-              torch_->torch, torch_->device};
-    return {torch_->variant, fmt(torch_->ms), fmt(torch_->ms_min), fmt(torch_->ms_max), torch_->busiest,
-            fmt(torch_->ms / ours_ms, 4), torch_->torch, torch_->device};
+    auto layer = [](const std::string& tokens, const std::string& h, const std::string& f, const std::string& e,
+                    const std::string& k, const std::string& popularity) {
+      return tokens + " tokens, h " + h + ", f " + f + ", " + e + " experts, top-" + k + ", " + popularity;
+    };
+    const std::string ours = layer(std::to_string(moe_.resolved_tokens), std::to_string(c.hidden), std::to_string(c.ffn),
+                                   std::to_string(c.experts), std::to_string(c.top_k), popularity_.text);
+    std::map<std::string, TorchRun> fastest;
+    auto e = read_torch_csv({reference_path_, "ms", "", ""}, ctx.dtype(), [&](const TorchRun& r) -> std::optional<std::string> {
+      const std::string theirs = layer(r.cell("tokens"), r.cell("hidden"), r.cell("ffn"), r.cell("experts"), r.cell("top_k"),
+                                       r.cell("popularity"));
+      if (theirs == ours) return std::nullopt;
+      return "another layer (" + theirs + "; ours: " + ours + "); run torch_layer.py with the same sizes and --popularity";
+    }, &fastest);
+    if (!e && fastest.count("")) torch_ = fastest[""];
+    return e;
   }
 
   // PPMoE ranks of one TP group hold the same tokens; otherwise every rank has its own.
@@ -298,40 +184,16 @@ class MoELayerBench final : public BenchProgram {
     return d == "ppmoe" ? layout_.dp_index(ctx.world.rank()) : ctx.world.rank();
   }
 
-  Fixture& fixture(BenchContext& ctx, const std::string& d) {
+  LayerCase& fixture(BenchContext& ctx, const std::string& d) {
     if (fixture_ && fixture_->dispatcher == d) return *fixture_;
     fixture_.reset();  // one layer alive at a time
-    const MoEConfig& c = moe_.config;
-    const int T = moe_.resolved_tokens, h = c.hidden;
-    const std::uint64_t seed = moe_.resolved_seed;
-    auto f = std::make_unique<Fixture>(ctx.backend(), ctx.device.default_stream());
-    f->dispatcher = d;
-    const Stream& s = ctx.device.default_stream();
-    f->layer = std::make_unique<MoELayer>(c, ctx.device, f->alloc, make(ctx, d, DispatcherEnv{c, ctx.device, f->alloc}));
-    f->layer->init(seed, s);
-    const std::size_t first = std::size_t(token_block(ctx, d)) * T * h;
-    std::vector<float> x = normal_vector(std::size_t(T) * h, seed, 77, 1.f, first);
-    if (popularity_.kind != Popularity::Kind::natural) {  // the gate's weights are the same on every rank
-      const std::vector<float> gate = host_f32(ctx.device, f->alloc, f->layer->gate().weight().data(),
-                                               std::size_t(h) * c.experts, DType::f32);
-      steer_tokens(x, T, h, 1.0, gate, c.experts, popularity_, seed, first / h);
-    }
-    f->x = device_from_f32(ctx.device, f->alloc, x, c.dtype, MemTag::activations);
-    f->dy = device_from_f32(ctx.device, f->alloc, normal_vector(std::size_t(T) * h, seed, 78, 1e-3f, first), c.dtype,
-                            MemTag::activations);
-    f->y = f->alloc.allocate(std::size_t(T) * h * dtype_size(c.dtype), MemTag::activations);
-    f->dx = f->alloc.allocate(std::size_t(T) * h * dtype_size(c.dtype), MemTag::activations);
-    for (int i = 0; i < warmup_; ++i) {
-      MoEContext mb = f->layer->forward(f->x.data(), T, f->y.data(), s);
-      f->layer->backward(mb, f->dy.data(), f->dx.data(), s);
-    }
-    ctx.device.synchronize();
-    fixture_ = std::move(f);
+    const LayerInputs in{moe_.resolved_tokens, moe_.resolved_seed, token_block(ctx, d), popularity_, warmup_};
+    fixture_ = make_layer_case(d, moe_.config, ctx.device, [&](const DispatcherEnv& env) { return make(ctx, d, env); }, in);
     return *fixture_;
   }
 
   void log_kernels(BenchContext& ctx, const std::string& d) {
-    Fixture& f = fixture(ctx, d);
+    LayerCase& f = fixture(ctx, d);
     const Stream& s = ctx.device.default_stream();
     // zero_grad as in the timed iterations, unlogged: the weight gradients overwritten, not added to.
     kernel_logs_[d] = log_kernel_runs(
@@ -367,7 +229,7 @@ class MoELayerBench final : public BenchProgram {
   }
 
   void run(benchmark::State& st, BenchContext& ctx, const std::string& d) {
-    Fixture& f = fixture(ctx, d);
+    LayerCase& f = fixture(ctx, d);
     measured_.insert(d);
     if (!scratch_) scratch_ = std::make_unique<TrackingAllocator>(ctx.backend(), ctx.device.default_stream());
     MoELayer& layer = *f.layer;
@@ -385,86 +247,29 @@ class MoELayerBench final : public BenchProgram {
         layer.backward(*f.last, f.dy.data(), f.dx.data(), s, &b);
       });
       const auto totals = b.totals_ms();
-      for (const auto& n : kRanges) range_ms[n] += ctx.rt.max(totals.count(n) ? totals.at(n) : 0.0);
+      for (const auto& n : kLayerRanges) range_ms[n] += ctx.rt.max(totals.count(n) ? totals.at(n) : 0.0);
       // The same expert GEMMs alone, right after, on the rows this step routed (not in the manual time).
       gemm_ms += ctx.time_ms(s, [&] { layer.experts().gemms_only(f.last->experts, *scratch_, s); });
     }
     ctx.profile_end();
     layer.read_counts(*f.last, s);  // the counts of the last step, after its timing
     if (!dump_dir_.empty() && !f.dumped) {
-      dump(ctx, d, layer, f);
+      dump(ctx, d, f);
       f.dumped = true;
     }
     const double n = double(st.iterations());
-    for (const auto& name : kRanges) st.counters[name] = range_ms[name] / n;
+    for (const auto& name : kLayerRanges) st.counters[name] = range_ms[name] / n;
     st.counters["expert_gemms_ms"] = gemm_ms / n;
     st.counters["overhead_ratio"] = total_ms / gemm_ms;
-    // The busiest rank's work: the layer ends when it does.
-    const MoEConfig& c = moe_.config;
-    const Work work = moe_layer_work(T, c.hidden, c.ffn, c.experts, layer.experts().count(),
-                                     double(f.last->experts.total_rows()), int(dtype_size(c.dtype)));
-    st.counters["roofline_flops"] = ctx.rt.max(work.flops);
-    st.counters["roofline_bytes"] = ctx.rt.max(work.bytes);
-    const Work experts_work = moe_expert_work(c.hidden, c.ffn, layer.experts().count(),
-                                              double(f.last->experts.total_rows()), int(dtype_size(c.dtype)));
-    st.counters["roofline_expert_flops"] = ctx.rt.max(experts_work.flops);
-    st.counters["roofline_expert_bytes"] = ctx.rt.max(experts_work.bytes);
-    const LoadStats load = global_load(ctx, d, *f.last);
-    st.counters["dropped_fraction"] = load.dropped_fraction;
-    st.counters["load_cv"] = load.cv;
-    st.counters["busiest_over_mean"] = busiest_over_mean(load.routed);
-    // What padding costs (--expert-gemm padded): rows the expert GEMMs compute over rows routed, on
-    // the rank where it is largest; 1 for the routes that compute the rows alone.
-    const ExpertsContext& ec = f.last->experts;
-    st.counters["computed_over_routed_rows"] =
-        ctx.rt.max(ec.total_rows() ? double(ec.computed_rows()) / double(ec.total_rows()) : 1.0);
-    for (MemTag tag : {MemTag::model_states, MemTag::activations, MemTag::buffers, MemTag::temporary})
-      st.counters[std::string("peak_") + mem_tag_name(tag)] = ctx.rt.max(double(f.alloc.peak(tag)));
-  }
-
-  // Routed and kept tokens per expert summed over every rank's tokens (PPMoE ranks of one TP
-  // group hold the same tokens: one of them counts).
-  LoadStats global_load(BenchContext& ctx, const std::string& d, const MoEContext& mb) {
-    const int E = moe_.config.experts;
+    // PPMoE ranks of one TP group hold the same tokens: one of them counts them.
     const bool counts = d != "ppmoe" || layout_.tp_index(ctx.world.rank()) == 0;
-    const Routing& r = mb.routing;
-    std::vector<double> both(2 * std::size_t(E), 0.0);  // [routed][kept]
-    if (counts)
-      for (std::size_t i = 0; i < r.routed.size(); ++i) {
-        both[i % E] += r.routed[i];
-        both[E + i % E] += r.kept[i];
-      }
-    ctx.rt.sum(both);
-    std::vector<std::int32_t> routed(E), kept(E);
-    for (int e = 0; e < E; ++e) {
-      routed[e] = std::int32_t(both[e]);
-      kept[e] = std::int32_t(both[E + e]);
-    }
-    return load_stats(routed, kept, E);
+    for (const auto& [name, v] : layer_counters(ctx.rt, f, counts)) st.counters[name] = v;
   }
 
-  void dump(BenchContext& ctx, const std::string& d, MoELayer& layer, Fixture& f) {
-    const std::string folder = dump_dir_ + "/" + d;
-    const std::string base = folder + "/rank" + std::to_string(ctx.world.rank()) + "_";
-    dump_layer_state(base, ctx.device, f.alloc, layer, *f.last, LayerIO{f.x.data(), f.y.data(), f.dy.data(), f.dx.data()});
-    if (ctx.world.rank() == 0) write_file_atomic(folder + "/meta.json", meta_json(ctx, d, layer));
-  }
-
-  // How the dumped ranks form layers, so a checker can rebuild the whole computation.
-  std::string meta_json(const BenchContext& ctx, const std::string& d, MoELayer& layer) const {
-    const MoEConfig& c = moe_.config;
-    char buf[1024];
-    std::snprintf(buf, sizeof buf,
-                  "{\"dispatcher\": \"%s\", \"ranks\": %d, \"tp\": %d, \"tokens_per_rank\": %d, \"hidden\": %d, "
-                  "\"ffn\": %d, \"experts\": %d, \"prototypes\": %d, \"top_k\": %d, \"capacity_factor\": %s, "
-                  "\"capacity_groups_per_rank\": %d, \"aux_loss\": %s, \"aux_coef\": %.9g, \"aux_grad_scale\": %.9g, "
-                  "\"dtype\": \"%s\", \"backend\": \"%s\"}\n",
-                  d.c_str(), ctx.world.size(), d == "ppmoe" ? tp_ : 1, moe_.resolved_tokens, c.hidden, c.ffn, c.experts,
-                  c.prototypes, c.top_k, c.capacity_factor ? fmt(*c.capacity_factor, 17).c_str() : "null",
-                  layer.dispatcher().capacity_groups(moe_.resolved_tokens), c.aux_loss ? "true" : "false",
-                  double(c.aux_coef), double(layer.dispatcher().aux_grad_scale()), ctx.opts.dtype.c_str(),
-                  backend_name(ctx.backend()));
-    return buf;
+  void dump(BenchContext& ctx, const std::string& d, LayerCase& f) {
+    dump_layer_case(dump_dir_ + "/" + d, ctx.world.rank(), ctx.device, f,
+                    DumpMeta{d, ctx.opts.dtype, backend_name(ctx.backend()), ctx.world.size(), d == "ppmoe" ? tp_ : 1,
+                             moe_.resolved_tokens});
   }
 
   MoEOptions moe_;
@@ -472,13 +277,8 @@ class MoELayerBench final : public BenchProgram {
   std::optional<int> tp_opt_;
   int tp_ = 1;
   ParallelLayout layout_;
-  struct TorchLayer {
-    std::string variant;
-    double ms = 0, ms_min = 0, ms_max = 0;
-    std::string busiest, torch, device;
-  };
   std::string dump_dir_, roofline_path_, reference_path_, popularity_text_ = "natural";
-  std::optional<TorchLayer> torch_;
+  std::optional<TorchRun> torch_;
   bool kernels_ = false;
   std::map<std::string, KernelLogRuns> kernel_logs_;  // per dispatcher (--kernels)
   std::set<std::string> measured_;                    // dispatchers whose layer was made and run
@@ -486,7 +286,7 @@ class MoELayerBench final : public BenchProgram {
   RooflineProfile roofline_;
   int warmup_ = 1, iters_ = 3;
   std::unique_ptr<Communicator> tp_comm_;
-  std::unique_ptr<Fixture> fixture_;
+  std::unique_ptr<LayerCase> fixture_;
   std::unique_ptr<TrackingAllocator> scratch_;
 };
 
