@@ -147,11 +147,8 @@ void write_step_breakdown(const BenchContext& ctx, const GptStepRecord& rec) {
 // the log could not run, one row per model saying why.
 void write_step_kernels(const BenchContext& ctx, const GptStepRecord& rec, const std::map<bool, Spread>& measured) {
   if (!rec.log_kernels) return;
-  std::vector<std::string> cols = {"model"};
-  for (const auto& c : kernel_columns("step")) cols.push_back(c);
-  for (const char* c : {"attention", "expert_gemm", "layers", "hidden", "heads", "ffn", "seq", "vocab", "experts", "sequences"})
-    cols.push_back(c);
-  CsvTable t(cols);
+  CsvTable t(kernel_table_columns({"model"}, "step", {"attention", "expert_gemm", "layers", "hidden", "heads", "ffn", "seq",
+                                                     "vocab", "experts", "sequences"}));
   for (const bool moe : {false, true}) {
     if (!rec.phases.count(moe)) continue;
     const ModelShape shape = moe ? rec.shape : rec.shape.dense();
@@ -161,11 +158,7 @@ void write_step_kernels(const BenchContext& ctx, const GptStepRecord& rec, const
         std::to_string(shape.vocab), std::to_string(moe ? shape.experts : 0), std::to_string(rec.sequences)};
     const auto found = rec.kernels.find(moe);
     const KernelLogRuns log = found != rec.kernels.end() ? found->second : KernelLogRuns{{}, rec.kernel_log_failure, {}};
-    for (auto& row : kernel_cells(log)) {
-      row.insert(row.begin(), moe ? "moe" : "dense");
-      row.insert(row.end(), tail.begin(), tail.end());
-      t.add_row(row);
-    }
+    add_kernel_rows(t, log, {moe ? "moe" : "dense"}, tail);
     std::printf("gpt.step %-5s %s\n", moe ? "moe" : "dense", slowest_kernels(log).c_str());
     const auto step = measured.find(moe);
     if (rec.step_captured(moe))

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include "runtime/host_copy.h"
+#include "bench/m6t_cv_runs.h"
 #include "harness/bench.h"
 #include "runtime/adamw.h"
 #include "kernels/axpy.h"
@@ -30,27 +31,6 @@
 
 namespace moebench {
 namespace {
-
-// What the stack is trained with and on.
-struct Setting {
-  std::string name, optimizer;
-  double lr, weight_decay, aux_coef, zipf, spread;
-  std::string changed;  // what differs from the default, in words
-};
-
-struct Row {
-  int step, layer;
-  double cv, cv_routed, dropped, aux_loss, task_loss;
-  double top_prob, gate_rms;  // mean probability of each token's first choice; RMS of the gate weights
-};
-
-// One training run: a setting, a capacity factor, the aux loss on or off.
-struct Trajectory {
-  Setting setting;
-  double gamma;
-  bool aux;
-  std::vector<Row> rows;
-};
 
 class CvBench final : public BenchProgram {
  public:
@@ -67,7 +47,7 @@ class CvBench final : public BenchProgram {
     add_real(app, "--lr", lr_opt_, above(0), "Learning rate (default: 3e-3 with adamw, 2.0 with sgd)");
     add_real(app, "--weight-decay", weight_decay_opt_, at_least(0), "AdamW weight decay (default 0.01)");
     add_real(app, "--aux-coef", aux_coef_opt_, at_least(0), "Aux-loss coefficient when on (default 0.01)");
-    add_reals(app, "--capacity-factors", gammas_, above(0), "Capacity factors to run (default 1.25,2.0)");
+    add_reals(app, "--capacity-factors", rec_.gammas, above(0), "Capacity factors to run (default 1.25,2.0)");
     add_whole(app, "--clusters", clusters_opt_, 1, 100000, "Gaussian clusters in the token distribution (default 64)");
     add_real(app, "--zipf", zipf_opt_, at_least(0), "Zipf exponent of the cluster frequencies (default 1.1)");
     add_real(app, "--cluster-spread", spread_opt_, above(0), "Standard deviation of a token around its cluster centre (default 0.3)");
@@ -81,23 +61,23 @@ class CvBench final : public BenchProgram {
       return "m6t.cv trains one stack on one device, so it runs on one rank; got " + std::to_string(ctx.world.size()) +
              " (launch it with 1 rank: --ranks 1)";
     switch (ctx.scale()) {
-      case Scale::tiny: defaults(2, 4, 128, 8); hidden_ = 32; break;
-      case Scale::local: defaults(4, 300, 512, 16); hidden_ = 64; break;
+      case Scale::tiny: defaults(2, 4, 128, 8); rec_.hidden = 32; break;
+      case Scale::local: defaults(4, 300, 512, 16); rec_.hidden = 64; break;
       case Scale::paper: {  // M6-T Table 3's 3-layer model (h 128, f 512 = 4h, 4096 experts)
         const ModelSpec& m = model_spec("m6t-3layer");
         defaults(m.shape.layers, 500, 32768, m.shape.experts);
-        hidden_ = m.shape.hidden;
+        rec_.hidden = m.shape.hidden;
         break;
       }
     }
     if (optimizer_ == "sgd" && weight_decay_opt_) return "--weight-decay: only --optimizer adamw uses it";
-    clusters_ = clusters_opt_.value_or(64);
+    rec_.clusters = clusters_opt_.value_or(64);
     main_ = Setting{"default", optimizer_, lr_opt_.value_or(optimizer_ == "adamw" ? 3e-3 : 2.0),
                     optimizer_ == "adamw" ? weight_decay_opt_.value_or(0.01) : 0.0, aux_coef_opt_.value_or(0.01),
                     zipf_opt_.value_or(1.1), spread_opt_.value_or(0.3), "as given"};
-    if (gammas_.empty()) gammas_ = {1.25, 2.0};
-    MoEConfig c = config(gammas_[0], true, main_.aux_coef, ctx.dtype());
-    return c.validate(tokens_, 1);
+    if (rec_.gammas.empty()) rec_.gammas = {1.25, 2.0};
+    MoEConfig c = config(rec_.gammas[0], true, main_.aux_coef, ctx.dtype());
+    return c.validate(rec_.tokens, 1);
   }
 
   std::vector<OutputFolder> output_folders(const BenchContext& ctx) const override {
@@ -105,133 +85,32 @@ class CvBench final : public BenchProgram {
   }
 
   void register_benchmarks(BenchContext& ctx) override {
-    for (double g : gammas_)
+    for (double g : rec_.gammas)
       for (bool aux : {true, false}) add_run(ctx, "m6t_cv/gamma" + fmt(g) + (aux ? "/aux" : "/no_aux"), main_, g, aux, false);
     if (!sweep_) return;
-    for (const Setting& s : sweep_settings())
+    for (const Setting& s : cv_sweep_settings(main_))
       for (bool aux : {true, false})
-        add_run(ctx, "m6t_cv/sweep/" + s.name + (aux ? "/aux" : "/no_aux"), s, gammas_[0], aux, true);
+        add_run(ctx, "m6t_cv/sweep/" + s.name + (aux ? "/aux" : "/no_aux"), s, rec_.gammas[0], aux, true);
   }
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>&) override {
-    if (ctx.rt.rank() != 0) return 0;
-    CsvTable t({"capacity_factor", "aux_loss_on", "step", "layer", "cv", "cv_routed", "dropped_fraction", "aux_loss",
-                "task_loss", "router_top_prob", "gate_weight_rms", "tokens", "experts", "hidden", "layers", "clusters",
-                "zipf", "cluster_spread", "optimizer", "lr", "weight_decay", "aux_coef", "data",
-                "paper_cv_with_aux_plateau", "paper_source"});
-    for (const Trajectory& tr : main_runs_)
-      for (const Row& r : tr.rows)
-        t.add_row({fmt(tr.gamma), tr.aux ? "1" : "0", std::to_string(r.step), std::to_string(r.layer), fmt(r.cv),
-                   fmt(r.cv_routed), fmt(r.dropped), fmt(r.aux_loss), fmt(r.task_loss), fmt(r.top_prob), fmt(r.gate_rms),
-                   std::to_string(tokens_), std::to_string(experts_), std::to_string(hidden_), std::to_string(layers_),
-                   std::to_string(clusters_), fmt(tr.setting.zipf), fmt(tr.setting.spread), tr.setting.optimizer,
-                   fmt(tr.setting.lr), fmt(tr.setting.weight_decay), fmt(tr.setting.aux_coef), data_words(tr.setting),
-                   fmt(paper_number("001.s31.cv_with_aux")), "M6-T Sec. 3.1 and Fig. 1, read off the figure, not a table"});
-    t.write(ctx.opts.out_dir + "/m6t/cv.csv", ctx.provenance);
-    std::printf("%-8s %-6s %s\n", "gamma", "aux", "c_v per layer at the last step (dropped fraction)");
-    for (const Trajectory& tr : main_runs_) {
-      std::printf("%-8.2f %-6s", tr.gamma, tr.aux ? "on" : "off");
-      for (const Row& r : tr.rows)
-        if (r.step == steps_ - 1) std::printf(" %.3f (%.3f)", r.cv, r.dropped);
-      std::printf("\n");
-    }
-    if (!sweep_runs_.empty()) write_sweep(ctx);
+    if (ctx.rt.rank() == 0) write_cv_csvs(ctx, rec_);
     return 0;
   }
 
  private:
-  // The default and one change at a time, each a candidate cause of c_v rising with the aux loss.
-  std::vector<Setting> sweep_settings() const {
-    const Setting d = main_;
-    auto with = [&](std::string name, std::string changed) {
-      Setting s = d;
-      s.name = std::move(name);
-      s.changed = std::move(changed);
-      return s;
-    };
-    std::vector<Setting> out;
-    out.push_back(with("default", "none: AdamW lr 3e-3, aux 0.01, Zipf 1.1, spread 0.3"));
-    Setting s = with("sgd_lr2", "plain SGD at lr 2 (the earlier setting)");
-    s.optimizer = "sgd"; s.lr = 2.0; s.weight_decay = 0;
-    out.push_back(s);
-    s = with("sgd_lr0.5", "plain SGD at lr 0.5 (smaller steps)");
-    s.optimizer = "sgd"; s.lr = 0.5; s.weight_decay = 0;
-    out.push_back(s);
-    s = with("sgd_lr2_aux0.1", "plain SGD at lr 2 with a 10x aux coefficient");
-    s.optimizer = "sgd"; s.lr = 2.0; s.weight_decay = 0; s.aux_coef = 0.1;
-    out.push_back(s);
-    s = with("sgd_lr2_uniform_clusters", "plain SGD at lr 2, clusters equally frequent (Zipf 0)");
-    s.optimizer = "sgd"; s.lr = 2.0; s.weight_decay = 0; s.zipf = 0.0;
-    out.push_back(s);
-    s = with("sgd_lr2_wide_clusters", "plain SGD at lr 2, cluster spread 1.0");
-    s.optimizer = "sgd"; s.lr = 2.0; s.weight_decay = 0; s.spread = 1.0;
-    out.push_back(s);
-    s = with("adamw_lr1e-3", "AdamW at lr 1e-3 (smaller steps)");
-    s.lr = 1e-3;
-    out.push_back(s);
-    s = with("adamw_uniform_clusters", "AdamW, clusters equally frequent (Zipf 0)");
-    s.zipf = 0.0;
-    out.push_back(s);
-    return out;
-  }
-
   void add_run(BenchContext& ctx, const std::string& name, const Setting& s, double gamma, bool aux, bool sweep) {
     // One training run each: the result is a trajectory, not a timing, so it is not repeated.
     ctx.add(name, 1, [this, &ctx, s, gamma, aux, sweep](benchmark::State& st) {
       Trajectory tr{s, gamma, aux, {}};
       train(st, ctx, tr);
-      (sweep ? sweep_runs_ : main_runs_).push_back(std::move(tr));
+      (sweep ? rec_.sweep_runs : rec_.main_runs).push_back(std::move(tr));
     }, benchmark::kMillisecond, 1);
-  }
-
-  // Per run of the sweep: where c_v (mean over layers) starts, how low it gets, where it ends.
-  void write_sweep(BenchContext& ctx) const {
-    CsvTable t({"setting", "changed", "optimizer", "lr", "aux_coef", "zipf", "cluster_spread", "capacity_factor",
-                "aux_loss_on", "steps", "cv_first", "cv_min", "cv_min_step", "cv_last_fifth", "cv_last_max_layer",
-                "rise_after_min", "router_top_prob_last", "task_loss_first", "task_loss_last", "dropped_last"});
-    std::printf("\nsweep (capacity factor %.2f; c_v is the mean over layers; 'last fifth' = mean over the last 20%% of steps)\n",
-                gammas_[0]);
-    std::printf("%-26s %-4s %8s %8s %10s %8s %10s\n", "setting", "aux", "c_v 0", "c_v min", "last 1/5", "rise", "task loss");
-    for (const Trajectory& tr : sweep_runs_) {
-      std::vector<double> mean(steps_, 0.0), last_layers;
-      double top = 0, dropped = 0, loss_first = 0, loss_last = 0;
-      for (const Row& r : tr.rows) {
-        mean[r.step] += r.cv / layers_;
-        if (r.step == 0) loss_first = r.task_loss;
-        if (r.step == steps_ - 1) {
-          last_layers.push_back(r.cv);
-          top += r.top_prob / layers_;
-          dropped += r.dropped / layers_;
-          loss_last = r.task_loss;
-        }
-      }
-      int min_step = 0;
-      for (int s = 1; s < steps_; ++s)
-        if (mean[s] < mean[min_step]) min_step = s;
-      const int tail = std::max(1, steps_ / 5);
-      double last = 0;
-      for (int s = steps_ - tail; s < steps_; ++s) last += mean[s] / tail;
-      const double last_max = *std::max_element(last_layers.begin(), last_layers.end());
-      t.add_row({tr.setting.name, tr.setting.changed, tr.setting.optimizer, fmt(tr.setting.lr), fmt(tr.setting.aux_coef),
-                 fmt(tr.setting.zipf), fmt(tr.setting.spread), fmt(tr.gamma), tr.aux ? "1" : "0", std::to_string(steps_),
-                 fmt(mean[0]), fmt(mean[min_step]), std::to_string(min_step), fmt(last), fmt(last_max),
-                 fmt(last - mean[min_step]), fmt(top), fmt(loss_first), fmt(loss_last), fmt(dropped)});
-      std::printf("%-26s %-4s %8.3f %8.3f %10.3f %8.3f %5.3f->%.3f\n", tr.setting.name.c_str(), tr.aux ? "on" : "off",
-                  mean[0], mean[min_step], last, last - mean[min_step], loss_first, loss_last);
-    }
-    t.write(ctx.opts.out_dir + "/m6t/cv_sweep.csv", ctx.provenance);
-  }
-
-  std::string data_words(const Setting& s) const {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "synthetic: %d Gaussian clusters (centres N(0,1), spread %g), Zipf %g frequencies, "
-                  "%d-dim tokens; target a fixed random linear map (MSE)", clusters_, s.spread, s.zipf, hidden_);
-    return buf;
   }
 
   MoEConfig config(double gamma, bool aux, double aux_coef, DType t) const {
     MoEConfig c;
-    c.hidden = hidden_; c.ffn = 4 * hidden_; c.experts = experts_; c.top_k = 1;
+    c.hidden = rec_.hidden; c.ffn = 4 * rec_.hidden; c.experts = rec_.experts; c.top_k = 1;
     c.capacity_factor = gamma;
     c.aux_loss = aux;
     c.aux_coef = float(aux_coef);
@@ -290,16 +169,16 @@ class CvBench final : public BenchProgram {
 
   // Step s's tokens: cluster k with probability ~ 1/(k+1)^zipf, centre N(0, 1), spread as set.
   std::vector<float> sample(const Setting& set, int step) const {
-    std::vector<double> cdf(clusters_);
+    std::vector<double> cdf(rec_.clusters);
     double acc = 0;
-    for (int k = 0; k < clusters_; ++k) cdf[k] = (acc += 1.0 / std::pow(k + 1.0, set.zipf));
-    const auto centres = normal_vector(std::size_t(clusters_) * hidden_, 99, 500, 1.f);
-    const auto u = normal_vector(std::size_t(tokens_), 99, 1000 + step, 1.f);
-    std::vector<float> x = normal_vector(std::size_t(tokens_) * hidden_, 99, 2000000 + step, float(set.spread));
-    for (int t = 0; t < tokens_; ++t) {
+    for (int k = 0; k < rec_.clusters; ++k) cdf[k] = (acc += 1.0 / std::pow(k + 1.0, set.zipf));
+    const auto centres = normal_vector(std::size_t(rec_.clusters) * rec_.hidden, 99, 500, 1.f);
+    const auto u = normal_vector(std::size_t(rec_.tokens), 99, 1000 + step, 1.f);
+    std::vector<float> x = normal_vector(std::size_t(rec_.tokens) * rec_.hidden, 99, 2000000 + step, float(set.spread));
+    for (int t = 0; t < rec_.tokens; ++t) {
       const double p = 0.5 * std::erfc(-u[t] / std::sqrt(2.0)) * acc;  // normal -> uniform -> cluster
-      const int k = std::min(int(std::lower_bound(cdf.begin(), cdf.end(), p) - cdf.begin()), clusters_ - 1);
-      for (int i = 0; i < hidden_; ++i) x[std::size_t(t) * hidden_ + i] += centres[std::size_t(k) * hidden_ + i];
+      const int k = std::min(int(std::lower_bound(cdf.begin(), cdf.end(), p) - cdf.begin()), rec_.clusters - 1);
+      for (int i = 0; i < rec_.hidden; ++i) x[std::size_t(t) * rec_.hidden + i] += centres[std::size_t(k) * rec_.hidden + i];
     }
     return x;
   }
@@ -307,37 +186,37 @@ class CvBench final : public BenchProgram {
   void train(benchmark::State& st, BenchContext& ctx, Trajectory& tr) {
     const Setting& set = tr.setting;
     const MoEConfig c = config(tr.gamma, tr.aux, set.aux_coef, ctx.dtype());
-    const int T = tokens_, h = hidden_;
+    const int T = rec_.tokens, h = rec_.hidden;
     const std::size_t n = std::size_t(T) * h, es = dtype_size(c.dtype);
     Device& dev = ctx.device;
     const Exec ex = dev.exec(dev.default_stream());
     std::vector<std::unique_ptr<MoELayer>> layers;
     std::vector<Buffer> xs;
-    std::vector<std::unique_ptr<AdamW>> opt(layers_);
+    std::vector<std::unique_ptr<AdamW>> opt(rec_.layers);
     const Stream& s = dev.default_stream();
-    for (int l = 0; l < layers_; ++l) {
+    for (int l = 0; l < rec_.layers; ++l) {
       layers.push_back(std::make_unique<MoELayer>(c, dev, ctx.alloc, make_local_dispatcher(DispatcherEnv{c, dev, ctx.alloc})));
       layers.back()->init(1000 + l, s);
       if (set.optimizer == "adamw") opt[l] = adam_state(ctx, set, *layers.back());
     }
-    for (int l = 0; l <= layers_; ++l) xs.push_back(ctx.alloc.allocate(n * es, MemTag::activations));
+    for (int l = 0; l <= rec_.layers; ++l) xs.push_back(ctx.alloc.allocate(n * es, MemTag::activations));
     Buffer y = ctx.alloc.allocate(n * es, MemTag::activations), dxl = ctx.alloc.allocate(n * es, MemTag::activations);
     Buffer grad = ctx.alloc.allocate(n * es, MemTag::activations);
     const auto teacher = normal_vector(std::size_t(h) * h, 7, 7, 1.f / std::sqrt(float(h)));
     double step_ms = 0;
     for (auto _ : st) {
-      for (int step = 0; step < steps_; ++step) step_ms += ctx.time_ms(s, [&] {
+      for (int step = 0; step < rec_.steps; ++step) step_ms += ctx.time_ms(s, [&] {
         const auto x0 = sample(set, step);
         Buffer in = device_from_f32(dev, ctx.alloc, x0, c.dtype, MemTag::temporary);
         dev.copy(xs[0].data(), in.data(), n * es, s);
         std::vector<MoEContext> mbs;
-        for (int l = 0; l < layers_; ++l) {
+        for (int l = 0; l < rec_.layers; ++l) {
           mbs.push_back(layers[l]->forward(xs[l].data(), T, y.data(), s));
           dev.copy(xs[l + 1].data(), xs[l].data(), n * es, s);
           axpy(ex, n, 1.f, y.data(), xs[l + 1].data(), c.dtype);  // residual
         }
         // task loss: mean over elements of 0.5 (x_L - x0 R)^2 (order 1, as a language-model loss), and its gradient
-        const auto out = host_f32(dev, ctx.alloc, xs[layers_].data(), n, c.dtype);
+        const auto out = host_f32(dev, ctx.alloc, xs[rec_.layers].data(), n, c.dtype);
         std::vector<float> target(n), g(n);
         gemm_cpu(dense_gemm(false, false, T, h, h, x0.data(), teacher.data(), target.data()));
         double task = 0;
@@ -352,12 +231,12 @@ class CvBench final : public BenchProgram {
                       (std::isnan(task) ? "NaN" : "infinite") + "); lower --lr");
         Buffer gd = device_from_f32(dev, ctx.alloc, g, c.dtype, MemTag::temporary);
         dev.copy(grad.data(), gd.data(), n * es, s);
-        for (int l = layers_ - 1; l >= 0; --l) {
+        for (int l = rec_.layers - 1; l >= 0; --l) {
           layers[l]->zero_grad(s);
           layers[l]->backward(mbs[l], grad.data(), dxl.data(), s);
           axpy(ex, n, 1.f, dxl.data(), grad.data(), c.dtype);  // through the residual
         }
-        for (int l = 0; l < layers_; ++l) {
+        for (int l = 0; l < rec_.layers; ++l) {
           MoELayer& L = *layers[l];
           L.read_counts(mbs[l], s);  // the aux loss, on the device since the forward
           const LoadStats load = L.load(mbs[l]);
@@ -371,20 +250,18 @@ class CvBench final : public BenchProgram {
   }
 
   void defaults(int layers, int steps, int tokens, int experts) {
-    layers_ = layers_opt_.value_or(layers);
-    steps_ = steps_opt_.value_or(steps);
-    tokens_ = tokens_opt_.value_or(tokens);
-    experts_ = experts_opt_.value_or(experts);
+    rec_.layers = layers_opt_.value_or(layers);
+    rec_.steps = steps_opt_.value_or(steps);
+    rec_.tokens = tokens_opt_.value_or(tokens);
+    rec_.experts = experts_opt_.value_or(experts);
   }
 
   std::optional<int> layers_opt_, steps_opt_, tokens_opt_, experts_opt_, clusters_opt_;
   std::optional<double> lr_opt_, aux_coef_opt_, zipf_opt_, weight_decay_opt_, spread_opt_;
   std::string optimizer_ = "adamw";
   bool sweep_ = false;
-  int layers_ = 1, steps_ = 1, tokens_ = 1, experts_ = 1, hidden_ = 64, clusters_ = 64;
   Setting main_;
-  std::vector<double> gammas_;
-  std::vector<Trajectory> main_runs_, sweep_runs_;
+  CvRecord rec_;
 };
 
 }  // namespace

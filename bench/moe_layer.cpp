@@ -211,18 +211,11 @@ class MoELayerBench final : public BenchProgram {
     const auto log = kernel_logs_.find(d);
     if (log == kernel_logs_.end()) return;
     const MoEConfig& c = moe_.config;
-    std::vector<std::string> cols = {"dispatcher"};
-    for (const auto& col : kernel_columns("iteration")) cols.push_back(col);
-    for (const char* col : {"expert_gemm", "gate_kernels", "tokens_per_rank", "hidden", "ffn", "experts", "top_k", "popularity"})
-      cols.push_back(col);
-    CsvTable t(cols);
-    for (auto& row : kernel_cells(log->second)) {
-      row.insert(row.begin(), d);
-      for (const auto& cell : {moe_.expert_gemm, moe_.gate_kernels_ran, std::to_string(moe_.resolved_tokens), std::to_string(c.hidden),
-                               std::to_string(c.ffn), std::to_string(c.experts), std::to_string(c.top_k), popularity_.text})
-        row.push_back(cell);
-      t.add_row(row);
-    }
+    CsvTable t(kernel_table_columns({"dispatcher"}, "iteration", {"expert_gemm", "gate_kernels", "tokens_per_rank", "hidden",
+                                                                 "ffn", "experts", "top_k", "popularity"}));
+    add_kernel_rows(t, log->second, {d}, {moe_.expert_gemm, moe_.gate_kernels_ran, std::to_string(moe_.resolved_tokens),
+                                         std::to_string(c.hidden), std::to_string(c.ffn), std::to_string(c.experts),
+                                         std::to_string(c.top_k), popularity_.text});
     t.write(ctx.opts.out_dir + "/moe/kernels_" + d + ".csv", ctx.provenance);
     std::printf("moe_layer/%-16s %s\n", d.c_str(), slowest_kernels(log->second).c_str());
     std::printf("moe_layer/%-16s %s\n", d.c_str(), logged_against_measured(log->second, measured_ms).c_str());

@@ -186,4 +186,21 @@ std::string logged_against_measured(const KernelLogRuns& log, double measured_ms
   return out;
 }
 
+std::vector<std::string> kernel_table_columns(const std::vector<std::string>& lead, const std::string& unit,
+                                              const std::vector<std::string>& tail) {
+  std::vector<std::string> cols = lead;
+  for (const auto& c : kernel_columns(unit)) cols.push_back(c);
+  cols.insert(cols.end(), tail.begin(), tail.end());
+  return cols;
+}
+
+void add_kernel_rows(CsvTable& t, const KernelLogRuns& log, const std::vector<std::string>& lead,
+                     const std::vector<std::string>& tail) {
+  for (auto& row : kernel_cells(log)) {
+    row.insert(row.begin(), lead.begin(), lead.end());
+    row.insert(row.end(), tail.begin(), tail.end());
+    t.add_row(row);
+  }
+}
+
 }  // namespace moebench

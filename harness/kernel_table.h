@@ -7,6 +7,7 @@
 // does not (a host wait between ranges, such as the gate's read of the counts). Also the runs
 // themselves, and the table's CSV cells, which every bench writing a kernel log shares.
 #pragma once
+#include "harness/csv.h"
 #include <functional>
 #include <string>
 #include <vector>
@@ -57,6 +58,12 @@ KernelLogRuns log_kernel_runs(const Device& device, int runs, const std::functio
 // its rows' cells in that order; where the log did not run, one row of cells saying why.
 std::vector<std::string> kernel_columns(const std::string& unit);
 std::vector<std::vector<std::string>> kernel_cells(const KernelLogRuns& log);
+// A kernel table's columns between a bench's own: `lead`, then kernel_columns(unit), then `tail`.
+std::vector<std::string> kernel_table_columns(const std::vector<std::string>& lead, const std::string& unit,
+                                              const std::vector<std::string>& tail);
+// The log's rows into `t`, each between the same `lead` and `tail` cells.
+void add_kernel_rows(CsvTable& t, const KernelLogRuns& log, const std::vector<std::string>& lead,
+                     const std::vector<std::string>& tail);
 // A row of the device's idle time (kIdle, idle_until()), not of an op.
 bool is_idle(const KernelRow& row);
 // A row of the host's API calls (host_call_rows()), not of an op.

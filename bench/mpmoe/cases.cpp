@@ -1,6 +1,62 @@
 #include "bench/mpmoe/cases.h"
+#include "models/paper_specs.h"
+#include "runtime/device.h"
 
 namespace moebench::mpmoe {
+
+LayerShape layer_shape(const std::string& model, int experts, int top_k, DType dtype) {
+  LayerShape s;
+  s.model = model;
+  MoEConfig& c = s.moe;
+  if (model == "tiny") {
+    c.hidden = 32;
+    c.ffn = 64;
+  } else {
+    const MoELayerSpec& spec = moe_layer_spec(model);
+    c.hidden = spec.hidden;
+    c.ffn = spec.ffn;
+  }
+  c.experts = experts;
+  c.top_k = top_k;
+  c.dtype = dtype;
+  c.aux_loss = true;
+  return s;
+}
+
+std::optional<std::string> check_memory(const BenchContext& ctx, const MemoryPlan& plan) {
+  const int W = ctx.world.size();
+  double biggest = 0, pinned = 0;
+  for (const auto& s : plan.shapes) {
+    const MoEConfig& c = s.moe;
+    const double es = double(dtype_size(c.dtype));
+    for (int B : plan.tokens) {
+      const double rows = 2.0 * c.slots() * B;  // twice a balanced share, for skew
+      const double weights = 4.0 * (c.experts / W) * double(c.hidden) * c.ffn * es;
+      biggest = std::max(biggest, weights + rows * (6.0 * c.hidden + 2.0 * c.ffn) * es + 4.0 * B * c.hidden * es);
+      if (plan.offloads) pinned = std::max(pinned, rows * (c.hidden + c.ffn) * es);
+    }
+  }
+  for (const auto& s : plan.memory_shapes) {
+    const MoEConfig& c = s.moe;
+    const double es = double(dtype_size(c.dtype));
+    for (int B : plan.memory_tokens)
+      biggest = std::max(biggest, 8.0 * (c.experts / W) * double(c.hidden) * c.ffn * 4 +
+                                      2.0 * c.slots() * B * (6.0 * c.hidden + 2.0 * c.ffn) * es + 4.0 * B * c.hidden * es);
+  }
+  if (pinned > 0) {
+    std::size_t free_b = 0, total_b = 0;
+    detail::host_memory(&free_b, &total_b);
+    const double share = double(free_b) / ctx.rt.local_size();
+    if (pinned > 0.5 * share) {
+      const bool layer = plan.layer_strategy.has_value();
+      const std::string what = layer ? std::string("--strategy: ") + reuse_name(*plan.layer_strategy) + " offloads "
+                                     : std::string("--tokens: the figures' S1-S3 offload ");
+      return what + format_bytes(pinned) + " per rank to pinned host memory, and only " + format_bytes(share) +
+             " is free per rank (half of it may be pinned); use fewer --tokens" + (layer ? " or S4 (no offload)" : "");
+    }
+  }
+  return ctx.check_fits(std::uint64_t(biggest), "--tokens/--memory-tokens/--models");
+}
 
 void explain(CaseResult& c, LayerRunner& r) {
   const MoEConfig& cfg = r.layer().config();

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include "harness/bench.h"
 #include "harness/csv.h"
 #include "harness/layer_runner.h"
 #include "harness/mpmoe_calibration.h"
@@ -59,6 +60,15 @@ struct CaseResult {
   double rank0_activations = 0;
 };
 
+// A new case of `shape` at batch B, at the end of `list`.
+inline CaseResult& new_case(std::vector<CaseResult>& list, const LayerShape& shape, int B) {
+  CaseResult& c = list.emplace_back();
+  c.model = shape.model;
+  c.tokens = B;
+  c.cfg = shape.moe;
+  return c;
+}
+
 // A case's run of `p`, or nullptr where it was not run.
 inline const RunResult* find(const CaseResult& c, const PipelineConfig& p, bool sequential = false) {
   auto it = c.runs.find(config_key(p, sequential));
@@ -71,6 +81,24 @@ inline std::vector<std::string> timing(const RunResult& r) { return {fmt(r.media
 inline void append(std::vector<std::string>& row, const std::vector<std::string>& more) {
   row.insert(row.end(), more.begin(), more.end());
 }
+
+// The layer of `model` (a Table 3 name, or "tiny"): its sizes, with `experts`, `top_k`, `dtype`
+// and the aux loss on.
+LayerShape layer_shape(const std::string& model, int experts, int top_k, DType dtype);
+
+// What a run holds at once: the timed figures' layers at their batches, f2's (empty: no f2),
+// whether S1-S3 offload to pinned host memory, and --experiments layer's strategy.
+struct MemoryPlan {
+  const std::vector<LayerShape>& shapes;
+  const std::vector<int>& tokens;
+  const std::vector<LayerShape>& memory_shapes;
+  const std::vector<int>& memory_tokens;
+  bool offloads = false;
+  std::optional<MemoryReuse> layer_strategy;
+};
+
+// Why the plan does not fit this rank's device or pinned host memory, naming the option; or nullopt.
+std::optional<std::string> check_memory(const BenchContext& ctx, const MemoryPlan& plan);
 
 // This rank's activations at the end of forward (their peak with n = 1), tensor by tensor,
 // from the shapes and the step's routed counts: what Eq. 2 counts, and what it leaves out.

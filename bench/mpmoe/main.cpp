@@ -2,24 +2,7 @@
 // Algorithm 1 and the performance model, against FastMoE- and FasterMoE-style layers. This file
 // is the program (options, their checks, the cases it measures); the case records, Algorithm 1's
 // saved searches and the figures' writers are beside it (cases.h, search_cache.h, figures.h).
-// For every layer shape (003 Table 3) and batch B per rank it runs, as the experiments ask:
-//   f2  memory breakdown (model states with Adam / activations / buffers), measured beside
-//       Eq. 1-3, the activations explained tensor by tensor (rank 0), and fragmentation;
-//   f3  slowdown factors alpha(y, x) of the layer's own comm / comp / memcpy (the model's input);
-//   f9  time over volume of comm, comp and memcpy with the piecewise-linear fits;
-//   f10 MPMoE-pb (Algorithm 1 per strategy, then the best (n, S)) and MPMoE-pm (performance
-//       model) against FastMoE-style (n = 1) and FasterMoE-style (g = 1) layers;
-//   f11 peak memory of FastMoE, FasterMoE, PMoE and MPMoE, normalised to PMoE at the same n;
-//   f12 achieved against Eq. 5's theoretical saving of activations (and Eq. 6's ratio);
-//   f13 dispatch + recovery communication alone (sequential), FasterMoE-style g vs MPMoE n;
-//   f14 PMoE's time over n = 1..8 with Algorithm 1's pick;
-//   f15 time overhead of S1-S4 over PMoE at the n Algorithm 1 picks, and each selector's pick;
-//   f16 breakdown of no tensor cores, seq(n = 1), seq(n = 6), MPMoE-pb, MPMoE-pm, and the
-//       pipelined time against the ideal max(comm, comp) of seq(n);
-//   f17 multi-node scaling (on a cluster only; elsewhere a row says why not);
-//   pm  the model's prediction per operation (S, C, R, M) and end to end against every measured
-//       token-split configuration;
-//   layer  one configuration given by --split / --partitions / --strategy / --group-size.
+// Its experiments (f2, f3, f9-f17, pm, layer) are described in docs/mpmoe.md, one row each.
 // Times are the slowest rank's, medians over --iters iterations with min and max; memory the
 // largest rank's peak per allocator tag. Writes <out>/mpmoe/<id>.csv; Algorithm 1's search is
 // saved in --search-file and reused by later runs on the same backend, device, ranks, link and
@@ -132,37 +115,10 @@ class MPMoEBench final : public BenchProgram {
     // Pinned host memory for the offloading strategies: T_DI and T_M of a whole batch.
     const bool offloads = has_any({"f10", "f11", "f12", "f15", "f16"}) || (layer_only && pipe_.reuse != MemoryReuse::none &&
                                                                             pipe_.reuse != MemoryReuse::s4);
-    double biggest = 0, pinned = 0;
-    for (const auto& s : shapes_) {
-      const MoEConfig& c = s.moe;
-      const double es = double(dtype_size(c.dtype));
-      for (int B : tokens_) {
-        const double rows = 2.0 * c.slots() * B;  // twice a balanced share, for skew
-        const double weights = 4.0 * (c.experts / W) * double(c.hidden) * c.ffn * es;
-        biggest = std::max(biggest, weights + rows * (6.0 * c.hidden + 2.0 * c.ffn) * es + 4.0 * B * c.hidden * es);
-        if (offloads) pinned = std::max(pinned, rows * (c.hidden + c.ffn) * es);
-      }
-    }
-    if (has("f2"))
-      for (const auto& s : memory_shapes_) {
-        const MoEConfig& c = s.moe;
-        const double es = double(dtype_size(c.dtype));
-        for (int B : memory_tokens_)
-          biggest = std::max(biggest, 8.0 * (c.experts / W) * double(c.hidden) * c.ffn * 4 +
-                                          2.0 * c.slots() * B * (6.0 * c.hidden + 2.0 * c.ffn) * es + 4.0 * B * c.hidden * es);
-      }
-    if (pinned > 0) {
-      std::size_t free_b = 0, total_b = 0;
-      detail::host_memory(&free_b, &total_b);
-      const double share = double(free_b) / ctx.rt.local_size();
-      if (pinned > 0.5 * share) {
-        const std::string what = layer_only ? std::string("--strategy: ") + reuse_name(pipe_.reuse) + " offloads "
-                                            : std::string("--tokens: the figures' S1-S3 offload ");
-        return what + format_bytes(pinned) + " per rank to pinned host memory, and only " + format_bytes(share) +
-               " is free per rank (half of it may be pinned); use fewer --tokens" + (layer_only ? " or S4 (no offload)" : "");
-      }
-    }
-    if (auto e = ctx.check_fits(std::uint64_t(biggest), "--tokens/--memory-tokens/--models")) return e;
+    const std::vector<LayerShape> none;
+    if (auto e = check_memory(ctx, MemoryPlan{shapes_, tokens_, has("f2") ? memory_shapes_ : none, memory_tokens_, offloads,
+                                              layer_only ? std::optional<MemoryReuse>(pipe_.reuse) : std::nullopt}))
+      return e;
     if (search_file_.empty()) search_file_ = ctx.opts.out_dir + "/mpmoe/granularity_search.csv";
     searches_ = SearchCache(search_file_, fresh_search_);
     if (has_any({"f10", "f14", "f15", "f16"}))
@@ -222,22 +178,7 @@ class MPMoEBench final : public BenchProgram {
 
  private:
   LayerShape shape_of(const BenchContext& ctx, const std::string& model, int experts) const {
-    LayerShape s;
-    s.model = model;
-    MoEConfig& c = s.moe;
-    if (model == "tiny") {
-      c.hidden = 32;
-      c.ffn = 64;
-    } else {
-      const MoELayerSpec& spec = moe_layer_spec(model);
-      c.hidden = spec.hidden;
-      c.ffn = spec.ffn;
-    }
-    c.experts = experts_opt_.value_or(experts);
-    c.top_k = top_k_opt_.value_or(1);
-    c.dtype = ctx.dtype();
-    c.aux_loss = true;
-    return s;
+    return layer_shape(model, experts_opt_.value_or(experts), top_k_opt_.value_or(1), ctx.dtype());
   }
 
   bool has(const std::string& e) const { return std::find(experiments_.begin(), experiments_.end(), e) != experiments_.end(); }
@@ -254,14 +195,6 @@ class MPMoEBench final : public BenchProgram {
     if (auto it = c.runs.find(key); it != c.runs.end()) return it->second;
     c.configs[key] = p;
     return c.runs[key] = r.run(p, sequential, warmup_, iters_);
-  }
-
-  static CaseResult& new_case(std::vector<CaseResult>& list, const LayerShape& shape, int B) {
-    CaseResult& c = list.emplace_back();
-    c.model = shape.model;
-    c.tokens = B;
-    c.cfg = shape.moe;
-    return c;
   }
 
   void run_case(benchmark::State& st, BenchContext& ctx, const LayerShape& shape, int B) {
@@ -299,7 +232,7 @@ class MPMoEBench final : public BenchProgram {
         for (int n : {1, 2, 4, 8}) run(c, r, tokens_split(n), true);
       }
       if (has_any({"f10", "f15", "f16"})) {
-        search(ctx, c, r);
+        search_pb(ctx.rt, searches_, c, r);
         run(c, r, c.pb);
         c.pm = choose(*c.cal, c.cfg, B, 2, 8, kStrategies);
         run(c, r, tokens_split(c.pm->n, c.pm->reuse));
@@ -328,26 +261,6 @@ class MPMoEBench final : public BenchProgram {
       if (has("layer")) run(c, r, pipe_);
       st.SetIterationTime(ctx.rt.max(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
     }
-  }
-
-  // MPMoE-pb: Algorithm 1 per strategy, then the best of the strategies' picks.
-  void search(BenchContext& ctx, CaseResult& c, LayerRunner& r) {
-    const auto start = std::chrono::steady_clock::now();
-    for (MemoryReuse s : kStrategies) {
-      GranularitySearch& g = searches_.search(c.model, reuse_name(s));
-      const int before = g.stats().profiled_points;
-      const int n = g.best(c.tokens, [&](int parts) { return r.profile(tokens_split(parts, s)); });
-      c.pb_points += g.stats().profiled_points - before;
-      c.pb_saved = c.pb_saved || (g.stats().profiled_points == before && searches_.loaded(c.model, reuse_name(s)));
-      c.pb_n[s] = n;
-      const auto it = g.last_profile().find(n);
-      c.pb_ms[s] = it != g.last_profile().end() ? it->second : r.profile(tokens_split(n, s));
-    }
-    MemoryReuse best = kStrategies.front();
-    for (MemoryReuse s : kStrategies)
-      if (c.pb_ms[s] < c.pb_ms[best]) best = s;
-    c.pb = tokens_split(c.pb_n[best], best);
-    c.pb_search_ms = ctx.rt.max(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
 
   // f2: a training step's memory (Adam on), FastMoE-style (n = 1).

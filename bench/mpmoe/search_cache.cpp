@@ -1,4 +1,5 @@
 #include "bench/mpmoe/search_cache.h"
+#include <chrono>
 #include <libfccp/csv.h>
 #include <cmath>
 #include <filesystem>
@@ -97,6 +98,26 @@ void SearchCache::save(const BenchContext& ctx, const std::vector<LayerShape>& s
       }
     }
   t.write(path_, ctx.provenance);
+}
+
+// MPMoE-pb: Algorithm 1 per strategy, then the best of the strategies' picks.
+void search_pb(const Runtime& rt, SearchCache& searches, CaseResult& c, LayerRunner& r) {
+  const auto start = std::chrono::steady_clock::now();
+  for (MemoryReuse s : kStrategies) {
+    GranularitySearch& g = searches.search(c.model, reuse_name(s));
+    const int before = g.stats().profiled_points;
+    const int n = g.best(c.tokens, [&](int parts) { return r.profile(tokens_split(parts, s)); });
+    c.pb_points += g.stats().profiled_points - before;
+    c.pb_saved = c.pb_saved || (g.stats().profiled_points == before && searches.loaded(c.model, reuse_name(s)));
+    c.pb_n[s] = n;
+    const auto it = g.last_profile().find(n);
+    c.pb_ms[s] = it != g.last_profile().end() ? it->second : r.profile(tokens_split(n, s));
+  }
+  MemoryReuse best = kStrategies.front();
+  for (MemoryReuse s : kStrategies)
+    if (c.pb_ms[s] < c.pb_ms[best]) best = s;
+  c.pb = tokens_split(c.pb_n[best], best);
+  c.pb_search_ms = rt.max(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace moebench::mpmoe

@@ -10,6 +10,7 @@
 #include <vector>
 #include "harness/bench.h"
 #include "moe/granularity_search.h"
+#include "bench/mpmoe/cases.h"
 #include "harness/layer_runner.h"
 
 namespace moebench::mpmoe {
@@ -32,5 +33,9 @@ class SearchCache {
   std::map<std::pair<std::string, std::string>, GranularitySearch> searches_;  // (model, strategy)
   std::set<std::pair<std::string, std::string>> loaded_;
 };
+
+// MPMoE-pb: Algorithm 1 per strategy (each from its saved search where there is one), then the
+// best of the strategies' picks, into the case (pb, pb_n, pb_ms, and what the search cost).
+void search_pb(const Runtime& rt, SearchCache& searches, CaseResult& c, LayerRunner& r);
 
 }  // namespace moebench::mpmoe

@@ -1075,8 +1075,8 @@ MUTATIONS = [
     {
         "id": "breakdown_parent_floor_the_largest",
         "mechanism": "a parent phase's floor is its largest child's, not the sum of its children's run one after another",
-        "file": "bench/gpt_step.cpp",
-        "edits": [("            sum.floor_ms += c.floor_ms;", "            sum.floor_ms = std::max(sum.floor_ms, c.floor_ms);")],
+        "file": "harness/range_roofline.cpp",
+        "edits": [("        sum.floor_ms += c.floor_ms;", "        sum.floor_ms = std::max(sum.floor_ms, c.floor_ms);")],
         "targets": ["moebench_gpt_step", "moebench_profile"],
         "tests": r"^bench\.gpt_step\.breakdown$",
     },
