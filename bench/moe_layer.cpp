@@ -240,7 +240,10 @@ class MoELayerBench final : public BenchProgram {
         layer.backward(*f.last, f.dy.data(), f.dx.data(), s, &b);
       });
       const auto totals = b.totals_ms();
-      for (const auto& n : kLayerRanges) range_ms[n] += ctx.rt.max(totals.count(n) ? totals.at(n) : 0.0);
+      std::vector<double> mine;
+      for (const auto& n : kLayerRanges) mine.push_back(totals.count(n) ? totals.at(n) : 0.0);
+      const std::vector<double> phases = slowest_rank_phases(ctx.rt, mine);
+      for (std::size_t i = 0; i < kLayerRanges.size(); ++i) range_ms[kLayerRanges[i]] += phases[i];
       // The same expert GEMMs alone, right after, on the rows this step routed (not in the manual time).
       gemm_ms += ctx.time_ms(s, [&] { layer.experts().gemms_only(f.last->experts, *scratch_, s); });
     }

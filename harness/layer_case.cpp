@@ -1,4 +1,5 @@
 #include "harness/layer_case.h"
+#include <algorithm>
 #include <cstdio>
 #include "harness/csv.h"
 #include "harness/layer_dump.h"
@@ -79,6 +80,27 @@ std::map<std::string, double> layer_counters(const Runtime& rt, const LayerCase&
   for (MemTag tag : {MemTag::model_states, MemTag::activations, MemTag::buffers, MemTag::temporary})
     out[std::string("peak_") + mem_tag_name(tag)] = rt.max(double(lc.alloc.peak(tag)));
   return out;
+}
+
+std::size_t largest_row(const std::vector<double>& rows, int ranks) {
+  const std::size_t width = rows.size() / std::size_t(ranks);
+  std::size_t best = 0;
+  double best_sum = -1;
+  for (std::size_t r = 0; r < std::size_t(ranks); ++r) {
+    double sum = 0;
+    for (std::size_t i = 0; i < width; ++i) sum += rows[r * width + i];
+    if (sum > best_sum) best = r, best_sum = sum;
+  }
+  return best;
+}
+
+std::vector<double> slowest_rank_phases(const Runtime& rt, const std::vector<double>& mine) {
+  const std::size_t width = mine.size();
+  std::vector<double> all(width * std::size_t(rt.world()), 0.0);
+  std::copy(mine.begin(), mine.end(), all.begin() + std::ptrdiff_t(width * std::size_t(rt.rank())));
+  rt.sum(all);
+  const std::size_t r = largest_row(all, rt.world());
+  return std::vector<double>(all.begin() + std::ptrdiff_t(r * width), all.begin() + std::ptrdiff_t((r + 1) * width));
 }
 
 void dump_layer_case(const std::string& folder, int rank, Device& device, LayerCase& lc, const DumpMeta& m) {

@@ -48,6 +48,14 @@ std::unique_ptr<LayerCase> make_layer_case(const std::string& dispatcher, const 
 // and each memory tag's peak_<tag>. Collective over `rt`.
 std::map<std::string, double> layer_counters(const Runtime& rt, const LayerCase& lc, bool counts_load);
 
+// The phase times of one rank for every rank: the rank whose phases add up to the most (the
+// layer ends when it does). `mine`: this rank's. Each phase's maximum over the ranks would stack
+// above the layer's own time where ranks are slow in different phases (one waits in the dispatch
+// while another computes). Collective over `rt`.
+std::vector<double> slowest_rank_phases(const Runtime& rt, const std::vector<double>& mine);
+// The row of `rows` (ranks rows of equal length, one after another) with the largest sum.
+std::size_t largest_row(const std::vector<double>& rows, int ranks);
+
 // What the dumped ranks are, for a checker to rebuild the whole computation.
 struct DumpMeta {
   std::string dispatcher, dtype, backend;

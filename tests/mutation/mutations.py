@@ -1073,6 +1073,14 @@ MUTATIONS = [
         "tests": r"^Roofline",
     },
     {
+        "id": "layer_phases_of_the_fastest_rank",
+        "mechanism": "the MoE layer's phases come from the rank whose phases add up to the least, not the most",
+        "file": "harness/layer_case.cpp",
+        "edits": [("    if (sum > best_sum) best = r, best_sum = sum;", "    if (best_sum < 0 || sum < best_sum) best = r, best_sum = sum;")],
+        "targets": [UNIT],
+        "tests": r"^LayerCasePhases\.",
+    },
+    {
         "id": "breakdown_parent_floor_the_largest",
         "mechanism": "a parent phase's floor is its largest child's, not the sum of its children's run one after another",
         "file": "harness/range_roofline.cpp",

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <thread>
 #include "comm/comm.h"
+#include "harness/layer_case.h"
 #include "harness/output_check.h"
 #include "runtime/range.h"
 #include "harness/progress.h"
@@ -250,6 +251,20 @@ TEST(RunProgress, ARepetitionRunningLongIsNamedWhileItRuns) {
   }
   const std::string out = testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("case/slow: repetition 1 of 1 still running"), std::string::npos) << out;
+}
+
+}  // namespace moebench
+
+namespace moebench {
+
+// The MoE layer's phases are one rank's, the one whose phases add up to the most: rank 0 waits in
+// the dispatch (5) while rank 1 computes its experts (4). Each phase's maximum (5, 4, 2) would add
+// up to 11, above either rank's own 8 and 7.
+TEST(LayerCasePhases, AreTheSlowestRanksNotEachPhasesMaximum) {
+  const std::vector<double> rows = {5, 1, 2, 1, 4, 2};  // two ranks, three phases each
+  EXPECT_EQ(largest_row(rows, 2), 0u);
+  EXPECT_EQ(largest_row({1, 1, 1, 2, 2, 2, 0, 0, 0}, 3), 1u);
+  EXPECT_EQ(largest_row({3, 4}, 1), 0u);
 }
 
 }  // namespace moebench
