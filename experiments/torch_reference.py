@@ -112,7 +112,7 @@ def provenance(torch, device, dtype, scale):
             v = torch.cuda.nccl.version()
             nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
         except (RuntimeError, AttributeError):
-            nccl = "-"
+            pass  # a PyTorch built without NCCL: "-", as the suite's own rows without it
     driver = "-"
     if cuda:
         try:

@@ -14,10 +14,11 @@ enum class Backend { cpu, cuda };
 
 inline const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
 
-// The in-order queue of a CPU stream. `op` runs in the stream's order, later on a created stream's
-// worker or at once on the default stream: it captures its arguments by value (pointers to device buffers, not to the caller's temporaries). `details`
-// (a JSON object body, e.g. "\"bytes\": 64") goes with the op into the runtime's timeline;
-// build it only where recording() says the queue keeps it. `on_issue`, when given, runs on the
+// The in-order queue of a CPU stream. `op` runs in the stream's order, later on a created
+// stream's worker or at once on the default stream: it captures its arguments by value (pointers
+// to device buffers, not to the caller's temporaries). `details` (a JSON object body, e.g.
+// "\"bytes\": 64") goes with the op into the runtime's timeline; build it only where
+// recording() says the queue keeps it. `on_issue`, when given, runs on the
 // enqueuing thread each time the op is issued to run -- now, or at each replay of a graph that
 // captured it -- before anything later is issued: a communicator takes its turn there.
 class HostQueue {
