@@ -16,8 +16,7 @@
 namespace moebench {
 
 int BenchContext::repetitions() const {
-  if (opts.repetitions) return *opts.repetitions;
-  return scale() == Scale::tiny ? 3 : 5;
+  return opts.repetitions.value_or(default_repetitions);
 }
 
 void BenchContext::add(const std::string& name, int iterations, std::function<void(benchmark::State&)> fn,
@@ -367,6 +366,7 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     BenchContext ctx{rt, opts, *device, alloc, *world,
                      make_provenance(*device, rt.world(), world->link(), opts.dtype, opts.scale), {}, {},
                      std::make_shared<RunProgress>(rt.rank() == 0)};
+    ctx.default_repetitions = program->repetitions_at(ctx.scale());
     rt.agree_or_exit(program->validate(ctx));
     if (check_only) return 0;
     rt.agree_or_exit(check_outputs(ctx, *program, argc, argv));

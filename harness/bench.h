@@ -36,6 +36,9 @@ struct BenchContext {
   // Google Benchmark's full names of those (what --benchmark_filter is matched against).
   std::vector<std::string> run_names;
   std::shared_ptr<RunProgress> progress;
+  // The program's repetitions at this scale when --repetitions is not given
+  // (BenchProgram::repetitions_at).
+  int default_repetitions = 5;
   // The largest need check_fits() was asked about (printed before the first case).
   mutable std::uint64_t largest_need = 0;
   // What add() took, in order, until register_rounds().
@@ -52,7 +55,7 @@ struct BenchContext {
   MeasureEnv env() const { return MeasureEnv{rt, device, world}; }
   DType dtype() const { return opts.dtype_kind(); }
   Scale scale() const { return opts.scale_kind(); }
-  // --repetitions, or 3 at the tiny scale and 5 otherwise.
+  // --repetitions, or the program's default at this scale.
   int repetitions() const;
   // Registers `name`: manual time, `iterations` per repetition, repetitions() repetitions
   // (or `repetitions` when given: a run whose output is not a timing needs one). The repetitions
@@ -121,6 +124,10 @@ class BenchProgram {
   // Whether its measurements take --warmup and --iters. A bench whose iteration is a whole run
   // it sets up itself (a training step, a pipeline schedule) refuses them rather than ignore them.
   virtual bool takes_iteration_counts() const { return false; }
+  // How many times each measurement repeats when --repetitions is not given: 3 at the tiny
+  // scale, 5 otherwise. A bench whose repetitions are cheap takes more, so that the confidence
+  // interval of a median drops the extreme repetitions (5 give min..max; 15, the 4th to 12th).
+  virtual int repetitions_at(Scale s) const { return s == Scale::tiny ? 3 : 5; }
   // The folders it will write (default: none).
   virtual std::vector<OutputFolder> output_folders(const BenchContext&) const { return {}; }
   virtual void register_benchmarks(BenchContext& ctx) = 0;

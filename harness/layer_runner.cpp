@@ -12,6 +12,36 @@ double RunResult::median_ms() const {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+void RunResult::append(const RunResult& later) {
+  const std::size_t before = ms.size(), added = later.ms.size(), total = before + added;
+  if (total == 0) return;
+  ms.insert(ms.end(), later.ms.begin(), later.ms.end());
+  for (const auto& [name, each] : later.range_ms_each) range_ms_each[name].resize(before, 0.0);
+  for (auto& [name, each] : range_ms_each) {
+    each.resize(before, 0.0);
+    auto it = later.range_ms_each.find(name);
+    if (it != later.range_ms_each.end()) each.insert(each.end(), it->second.begin(), it->second.end());
+    each.resize(total, 0.0);
+    double sum = 0;
+    for (double x : each) sum += x;
+    range_ms[name] = sum / double(total);
+  }
+  auto weighted = [&](double mine, double theirs) { return (mine * double(before) + theirs * double(added)) / double(total); };
+  comm_union_ms = weighted(comm_union_ms, later.comm_union_ms);
+  other_ms = weighted(other_ms, later.other_ms);
+  for (int t = 0; t < kMemTagCount; ++t) {
+    peak[t] = std::max(peak[t], later.peak[t]);
+    local_peak[t] = std::max(local_peak[t], later.local_peak[t]);
+  }
+  peak_total = std::max(peak_total, later.peak_total);
+  pinned_peak = std::max(pinned_peak, later.pinned_peak);
+  reserved = std::max(reserved, later.reserved);
+  rows = std::max(rows, later.rows);
+  sent_rows = std::max(sent_rows, later.sent_rows);
+  local_rows = later.local_rows;
+  local_sent_rows = later.local_sent_rows;
+}
+
 const std::vector<std::string>& kind_ranges(const std::string& kind) {
   static const std::map<std::string, std::vector<std::string>> ranges = {
       {"S", {"moe.a2a.dispatch", "moe.a2a.dispatch.bwd", "moe.a2a.redispatch"}},
@@ -129,6 +159,24 @@ RunResult LayerRunner::run(const PipelineConfig& pipe, bool sequential, int warm
   r.local_sent_rows = sent;
   for (int t = 0; t < kMemTagCount; ++t) r.local_peak[t] = double(alloc_.peak(static_cast<MemTag>(t)));
   return r;
+}
+
+std::vector<RunResult> LayerRunner::run_paired(const std::vector<PairedConfig>& configs, int warmup, int rounds) {
+  const Stream& cs = streams_.compute;
+  for (const PairedConfig& c : configs) {
+    if (c.warm) continue;
+    layer_->set_pipeline(c.pipe);
+    const PipelineStreams st = c.sequential ? PipelineStreams{cs, cs, cs, cs} : streams_;
+    for (int i = 0; i < warmup; ++i) step(st, nullptr, nullptr, nullptr);
+  }
+  std::vector<RunResult> out(configs.size());
+  const std::size_t k = configs.size();
+  for (int round = 0; round < rounds; ++round)
+    for (std::size_t j = 0; j < k; ++j) {
+      const std::size_t i = (j + std::size_t(round)) % k;
+      out[i].append(run(configs[i].pipe, configs[i].sequential, 0, 1));
+    }
+  return out;
 }
 
 double LayerRunner::profile(const PipelineConfig& pipe) {

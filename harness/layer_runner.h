@@ -40,10 +40,20 @@ struct RunResult {
   double other_ms = 0;       // per iteration, the slowest rank's time outside S, C, R and M ranges
                              // (meaningful for a sequential run, where the ranges do not overlap)
   double median_ms() const;
+  // Adds `later`'s iterations after these: times and ranges concatenated (a range one of them
+  // lacks took 0 there), per-iteration means re-weighted, peaks and rows the larger.
+  void append(const RunResult& later);
   // Each timed iteration's total of the named ranges (the slowest rank's per range).
   std::vector<double> ranges_each_ms(const std::vector<std::string>& names) const;
   // Busy time of one operation kind over forward and backward: "S", "C", "R", "M".
   double busy_ms(const std::string& kind) const;
+};
+
+// A configuration measured in paired rounds (LayerRunner::run_paired).
+struct PairedConfig {
+  PipelineConfig pipe;
+  bool sequential = false;
+  bool warm = false;  // already run on this runner, so no warm-up is needed
 };
 
 class LayerRunner {
@@ -57,6 +67,12 @@ class LayerRunner {
   ~LayerRunner();
   // Collective. `sequential`: every stream is the compute stream.
   RunResult run(const PipelineConfig& pipe, bool sequential, int warmup, int iterations);
+  // Collective. Configurations that are compared with each other, measured round by round: each
+  // round runs one timed iteration of every configuration (its order rotated by one each round,
+  // so none always follows the same neighbour), after `warmup` iterations of each that is not
+  // warm. Iteration r of one result ran in the same round as iteration r of another: a ratio
+  // taken per iteration pairs them. One result per configuration, in order.
+  std::vector<RunResult> run_paired(const std::vector<PairedConfig>& configs, int warmup, int rounds);
   // Algorithm 1's profile: one untimed iteration, then the median of three (the slowest rank's ms).
   double profile(const PipelineConfig& pipe);
 

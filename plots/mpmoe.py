@@ -134,7 +134,7 @@ def f13(rows, out):
               [num(r["dispatch_recovery_ms_max"]) - m for m, r in zip(ms, rows)]]
     ax.bar(range(len(rows)), ms, yerr=spread, capsize=2, color=colors)
     ax.set_xticks(range(len(rows)), labels, fontsize=6, rotation=60)
-    ax.set_ylabel("dispatch + recovery all-to-all, forward, ms (not overlapped;\nmean, bars: fastest-slowest iteration)")
+    ax.set_ylabel("dispatch + recovery all-to-all, forward, ms (not overlapped;\nmedian of paired rounds, bars: fastest-slowest)")
     ax.set_title("MPMoE (003) Fig. 13: communication of the FasterMoE-style split against MPMoE's\n" + provenance_line(rows[0]),
                  fontsize=8)
     save(fig, out)

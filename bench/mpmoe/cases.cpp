@@ -23,6 +23,21 @@ LayerShape layer_shape(const std::string& model, int experts, int top_k, DType d
   return s;
 }
 
+void PairedRounds::add(CaseResult& c, const PipelineConfig& p, bool sequential) {
+  const std::string key = config_key(p, sequential);
+  for (const PairedConfig& q : configs_)
+    if (config_key(q.pipe, q.sequential) == key) return;
+  c.configs[key] = p;
+  configs_.push_back({p, sequential});
+}
+
+void PairedRounds::run(CaseResult& c, LayerRunner& r, int warmup, int rounds) {
+  if (configs_.empty()) return;
+  for (PairedConfig& p : configs_) p.warm = c.runs.count(config_key(p.pipe, p.sequential)) > 0;
+  const std::vector<RunResult> results = r.run_paired(configs_, warmup, rounds);
+  for (std::size_t i = 0; i < configs_.size(); ++i) c.runs[config_key(configs_[i].pipe, configs_[i].sequential)] = results[i];
+}
+
 std::optional<std::string> check_memory(const BenchContext& ctx, const MemoryPlan& plan) {
   const int W = ctx.world.size();
   double biggest = 0, pinned = 0;

@@ -10,6 +10,7 @@
 #include "harness/csv.h"
 #include "harness/layer_runner.h"
 #include "harness/mpmoe_calibration.h"
+#include "harness/spread.h"
 
 namespace moebench::mpmoe {
 
@@ -60,6 +61,21 @@ struct CaseResult {
   double rank0_activations = 0;
 };
 
+// The configurations of a case that its figures compare with each other (f10, f13, f15, f16):
+// measured after everything else, round by round (LayerRunner::run_paired), so that iteration r
+// of one and iteration r of another shared the machine's moment; their results replace any
+// earlier run of the same configuration, and their CSVs give each round (<column>_reps).
+class PairedRounds {
+ public:
+  // Adds `p` (once) and names it in c.configs.
+  void add(CaseResult& c, const PipelineConfig& p, bool sequential = false);
+  // Collective: `rounds` rounds, after `warmup` iterations of each configuration `c` has not run.
+  void run(CaseResult& c, LayerRunner& r, int warmup, int rounds);
+
+ private:
+  std::vector<PairedConfig> configs_;
+};
+
 // A new case of `shape` at batch B, at the end of `list`.
 inline CaseResult& new_case(std::vector<CaseResult>& list, const LayerShape& shape, int B) {
   CaseResult& c = list.emplace_back();
@@ -78,6 +94,16 @@ inline double min_of(const RunResult& r) { return *std::min_element(r.ms.begin()
 inline double max_of(const RunResult& r) { return *std::max_element(r.ms.begin(), r.ms.end()); }
 // Median, min and max, as CSV fields.
 inline std::vector<std::string> timing(const RunResult& r) { return {fmt(r.median_ms()), fmt(min_of(r)), fmt(max_of(r))}; }
+// Each iteration's ms in the order it ran ("-" for fewer than two), and how many.
+inline std::vector<std::string> rounds_of(const RunResult& r) { return {repetitions_cell(r.ms), std::to_string(r.ms.size())}; }
+// a / b: the median of the ratios of iterations run in the same round where both ran as many
+// (paired rounds), else of the medians.
+inline double paired_ratio(const RunResult& a, const RunResult& b) {
+  if (a.ms.size() != b.ms.size() || a.ms.empty()) return a.median_ms() / b.median_ms();
+  std::vector<double> q;
+  for (std::size_t i = 0; i < a.ms.size(); ++i) q.push_back(a.ms[i] / b.ms[i]);
+  return median_interval(q).median;
+}
 inline void append(std::vector<std::string>& row, const std::vector<std::string>& more) {
   row.insert(row.end(), more.begin(), more.end());
 }

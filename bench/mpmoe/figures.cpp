@@ -51,11 +51,12 @@ void Figures::write_f9() const {
 void Figures::write_f10() const {
   std::vector<std::string> cols = {"model", "tokens", "label"};
   for (const char* w : {"fastmoe", "fastermoe", "pb", "pm"})
-    for (const char* k : {"_ms", "_ms_min", "_ms_max"}) cols.push_back(std::string(w) + k);
+    for (const char* k : {"_ms", "_ms_min", "_ms_max", "_ms_reps"}) cols.push_back(std::string(w) + k);
   append(cols, {"pb_n", "pb_strategy", "pb_search_ms", "pb_profiled_points", "pb_search", "pm_n", "pm_strategy",
                 "pm_calibration_ms", "pb_over_fastermoe", "pm_over_fastermoe", "pb_over_fastmoe", "pm_over_fastmoe",
                 "paper_pb_over_fastermoe", "paper_pm_over_fastermoe", "paper_pb_over_fastmoe", "paper_pm_over_fastmoe",
-                "pb_over_fastermoe_over_paper", "pb_over_fastmoe_over_paper", "pm_time_over_pb", "pm_target", "pm_status"});
+                "pb_over_fastermoe_over_paper", "pb_over_fastmoe_over_paper", "pm_time_over_pb", "pm_target", "pm_status",
+                "repetitions"});
   const double paper_pb_faster = paper_number("003.f10.pb_over_fastermoe"), paper_pm_faster = paper_number("003.f10.pm_over_fastermoe"),
                paper_pb_fast = paper_number("003.f10.pb_over_fastmoe"), paper_pm_fast = paper_number("003.f10.pm_over_fastmoe");
   CsvTable t(cols);
@@ -64,41 +65,40 @@ void Figures::write_f10() const {
     if (!fast || !faster || !pb || !c.pm) continue;
     const RunResult* pm = find(c, tokens_split(c.pm->n, c.pm->reuse));
     std::vector<std::string> row = {c.model, std::to_string(c.tokens), c.model + "(" + std::to_string(c.tokens) + ")"};
-    for (const RunResult* r : {fast, faster, pb, pm}) append(row, timing(*r));
-    const double q = pm->median_ms() / pb->median_ms();
+    for (const RunResult* r : {fast, faster, pb, pm}) append(row, timing(*r)), row.push_back(rounds_of(*r)[0]);
+    // Ratios of the paired rounds: the median of each round's.
+    const double q = paired_ratio(*pm, *pb), pb_faster = paired_ratio(*faster, *pb), pb_fast = paired_ratio(*fast, *pb);
     append(row, {std::to_string(c.pb.partitions), reuse_name(c.pb.reuse), fmt(c.pb_search_ms), std::to_string(c.pb_points),
                  c.pb_saved ? "saved search reused" : "searched", std::to_string(c.pm->n), reuse_name(c.pm->reuse),
-                 fmt(c.cal->calibration_ms), fmt(faster->median_ms() / pb->median_ms(), 4),
-                 fmt(faster->median_ms() / pm->median_ms(), 4), fmt(fast->median_ms() / pb->median_ms(), 4),
-                 fmt(fast->median_ms() / pm->median_ms(), 4), fmt(paper_pb_faster, 3), fmt(paper_pm_faster, 3),
-                 fmt(paper_pb_fast, 3), fmt(paper_pm_fast, 3), fmt(faster->median_ms() / pb->median_ms() / paper_pb_faster, 4),
-                 fmt(fast->median_ms() / pb->median_ms() / paper_pb_fast, 4), fmt(q, 4), fmt(kPmTarget),
-                 q <= kPmTarget ? "met" : "NOT met"});
+                 fmt(c.cal->calibration_ms), fmt(pb_faster, 4), fmt(paired_ratio(*faster, *pm), 4), fmt(pb_fast, 4),
+                 fmt(paired_ratio(*fast, *pm), 4), fmt(paper_pb_faster, 3), fmt(paper_pm_faster, 3), fmt(paper_pb_fast, 3),
+                 fmt(paper_pm_fast, 3), fmt(pb_faster / paper_pb_faster, 4), fmt(pb_fast / paper_pb_fast, 4), fmt(q, 4),
+                 fmt(kPmTarget), q <= kPmTarget ? "met" : "NOT met", rounds_of(*pb)[1]});
     t.add_row(row);
     std::printf("f10 %-6s B=%-6d FastMoE %8.1f  FasterMoE %8.1f  pb (n=%d %s) %8.1f  pm (n=%d %s) %8.1f ms;  pb over FasterMoE "
                 "%.2fx (paper %.2fx), over FastMoE %.2fx (paper %.2fx); pm / pb %.3f (our target <= %.2f: %s)\n",
                 c.model.c_str(), c.tokens, fast->median_ms(), faster->median_ms(), c.pb.partitions, reuse_name(c.pb.reuse),
-                pb->median_ms(), c.pm->n, reuse_name(c.pm->reuse), pm->median_ms(), faster->median_ms() / pb->median_ms(),
-                paper_pb_faster, fast->median_ms() / pb->median_ms(), paper_pb_fast, q, kPmTarget,
+                pb->median_ms(), c.pm->n, reuse_name(c.pm->reuse), pm->median_ms(), pb_faster, paper_pb_faster, pb_fast,
+                paper_pb_fast, q, kPmTarget,
                 q <= kPmTarget ? "met" : "NOT met");
   }
   t.write(dir + "f10.csv", ctx.provenance);
 }
 
 void Figures::write_f13() const {
-  // Means over the iterations, so that dispatch and recovery add up to their sum; the sum's range
-  // is its fastest and slowest iteration.
+  // The sum per iteration (paired rounds: iteration r of every row ran in round r), its median and
+  // range; dispatch and recovery apart are means over the iterations.
   CsvTable t({"model", "tokens", "layer", "granularity", "dispatch_recovery_ms", "dispatch_recovery_ms_min",
-              "dispatch_recovery_ms_max", "dispatch_ms", "recovery_ms"});
+              "dispatch_recovery_ms_max", "dispatch_recovery_ms_reps", "repetitions", "dispatch_ms", "recovery_ms"});
   for (const CaseResult& c : cases) {
     auto add = [&](const std::string& label, const std::string& g, const RunResult* r) {
       if (!r) return;
       const double d = r->range_ms.count("moe.a2a.dispatch") ? r->range_ms.at("moe.a2a.dispatch") : 0;
       const double rc = r->range_ms.count("moe.a2a.combine") ? r->range_ms.at("moe.a2a.combine") : 0;
       const std::vector<double> each = r->ranges_each_ms({"moe.a2a.dispatch", "moe.a2a.combine"});
-      const auto [fastest, slowest] = std::minmax_element(each.begin(), each.end());
-      t.add_row({c.model, std::to_string(c.tokens), label, g, fmt(d + rc), fmt(each.empty() ? d + rc : *fastest),
-                 fmt(each.empty() ? d + rc : *slowest), fmt(d), fmt(rc)});
+      const Spread sum = spread_of(each.empty() ? std::vector<double>{d + rc} : each);
+      t.add_row({c.model, std::to_string(c.tokens), label, g, fmt(sum.median), fmt(sum.min), fmt(sum.max), repetitions_cell(each),
+                 std::to_string(each.size()), fmt(d), fmt(rc)});
     };
     const int W = ctx.world.size();
     for (int g = 1; g <= W; ++g)
@@ -146,7 +146,7 @@ void Figures::write_f14() const {
 
 void Figures::write_f16() const {
   CsvTable t({"model", "tokens", "way", "comm_ms", "comp_ms", "mem_ms", "other_ms", "total_ms", "total_ms_min",
-              "total_ms_max", "ideal_ms", "ideal_over_pipelined", "ideal_over_pipelined_min", "ideal_over_pipelined_max",
+              "total_ms_max", "total_ms_reps", "repetitions", "ideal_ms", "ideal_over_pipelined", "ideal_over_pipelined_min", "ideal_over_pipelined_max",
               "target", "target_status", "paper", "paper_status", "note"});
   // 003 Sec. 5.6: MPMoE reaches 70% of max(comm, comp) of seq(n); tensor cores and seq(n=6) as it states them.
   const double paper_ideal = paper_number("003.f16.of_ideal") / 100;
@@ -161,8 +161,8 @@ void Figures::write_f16() const {
     const RunResult *seq1 = find(c, tokens_split(1), true), *seq6 = find(c, tokens_split(six), true);
     if (!seq1 || !seq6 || !c.pm) continue;
     if (!c.no_tensor_cores)
-      t.add_row({c.model, std::to_string(c.tokens), "no TensorCore", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a",
-                 "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a",
+      t.add_row({c.model, std::to_string(c.tokens), "no TensorCore", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a",
+                 "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a",
                  "not measured: the cpu backend has no tensor cores to turn off; " + tensor_core_paper});
     // A pipelined run against its own seq(n): the ideal is max(comm, comp) of the parts run one
     // after another; the work the pipeline does not touch (gating, local permutations) is
@@ -171,6 +171,7 @@ void Figures::write_f16() const {
       std::vector<std::string> row = {c.model, std::to_string(c.tokens), way, fmt(comm(r)), fmt(r.busy_ms("C")),
                                       fmt(r.busy_ms("M")), fmt(other(r))};
       append(row, timing(r));
+      append(row, rounds_of(r));
       if (!seq) {
         append(row, {"n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", note.empty() ? "n/a" : note});
         t.add_row(row);

@@ -134,20 +134,55 @@ void Figures::write_f12() const {
   t.write(dir + "f12.csv", ctx.provenance);
 }
 
+// Which strategies may be the case's fastest: i is certainly fastest when the paired rounds'
+// interval of its time over each other's lies below 1, and could be when none lies above 1.
+namespace {
+struct BestOf {
+  std::vector<bool> best, could, certainly;
+};
+BestOf best_of(const std::vector<const RunResult*>& runs) {
+  BestOf b{std::vector<bool>(runs.size()), std::vector<bool>(runs.size(), true), std::vector<bool>(runs.size(), true)};
+  std::size_t fastest = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i]->median_ms() < runs[fastest]->median_ms()) fastest = i;
+    for (std::size_t j = 0; j < runs.size(); ++j) {
+      if (i == j) continue;
+      std::vector<double> q;
+      for (std::size_t k = 0; k < runs[i]->ms.size() && runs[i]->ms.size() == runs[j]->ms.size(); ++k)
+        q.push_back(runs[i]->ms[k] / runs[j]->ms[k]);
+      const double v = runs[i]->median_ms() / runs[j]->median_ms();
+      const MedianInterval m = q.empty() ? MedianInterval{v, v, v, 0, 1} : median_interval(q);
+      if (m.lo > 1) b.could[i] = false;
+      if (m.hi >= 1) b.certainly[i] = false;
+    }
+  }
+  if (!runs.empty()) b.best[fastest] = true;
+  return b;
+}
+}  // namespace
+
 void Figures::write_f15() const {
-  CsvTable t({"model", "tokens", "strategy", "n", "ms", "ms_min", "ms_max", "pmoe_ms", "overhead_vs_pmoe",
-              "pb_pick", "pm_pick"});
+  // Both time columns' rounds pair (PairedRounds): the overhead is the median of each round's.
+  CsvTable t({"model", "tokens", "strategy", "n", "ms", "ms_min", "ms_max", "ms_reps", "pmoe_ms", "pmoe_ms_reps", "repetitions",
+              "overhead_vs_pmoe", "pb_pick", "pm_pick", "best", "could_be_best", "certainly_best"});
   for (const CaseResult& c : cases) {
     if (!c.pm) continue;
+    std::vector<MemoryReuse> strategies;
+    std::vector<const RunResult*> runs, bases;
     for (MemoryReuse s : kStrategies) {
       const int n = c.pb_n.at(s);
       const RunResult *r = find(c, tokens_split(n, s)), *base = find(c, tokens_split(n));
-      if (!r || !base) continue;
-      std::vector<std::string> row = {c.model, std::to_string(c.tokens), reuse_name(s),
-                                      std::to_string(n)};
-      append(row, timing(*r));
-      append(row, {fmt(base->median_ms()), fmt(r->median_ms() / base->median_ms() - 1, 4),
-                   c.pb.reuse == s ? "yes" : "", c.pm->reuse == s ? "yes" : ""});
+      if (r && base) strategies.push_back(s), runs.push_back(r), bases.push_back(base);
+    }
+    const BestOf b = best_of(runs);
+    auto yes = [](bool x) { return std::string(x ? "yes" : ""); };
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const MemoryReuse s = strategies[i];
+      std::vector<std::string> row = {c.model, std::to_string(c.tokens), reuse_name(s), std::to_string(c.pb_n.at(s))};
+      append(row, timing(*runs[i]));
+      append(row, {rounds_of(*runs[i])[0], fmt(bases[i]->median_ms()), rounds_of(*bases[i])[0], rounds_of(*runs[i])[1],
+                   fmt(paired_ratio(*runs[i], *bases[i]) - 1, 4), yes(c.pb.reuse == s), yes(c.pm->reuse == s), yes(b.best[i]),
+                   yes(b.could[i]), yes(b.certainly[i])});
       t.add_row(row);
     }
   }

@@ -3,8 +3,9 @@
 // is the program (options, their checks, the cases it measures); the case records, Algorithm 1's
 // saved searches and the figures' writers are beside it (cases.h, search_cache.h, figures.h).
 // Its experiments (f2, f3, f9-f17, pm, layer) are described in docs/mpmoe.md, one row each.
-// Times are the slowest rank's, medians over --iters iterations with min and max; memory the
-// largest rank's peak per allocator tag. Writes <out>/mpmoe/<id>.csv; Algorithm 1's search is
+// Times are the slowest rank's, medians over --iters iterations with min and max (the
+// configurations a figure compares: over paired rounds, cases.h); memory the largest rank's peak
+// per allocator tag. Writes <out>/mpmoe/<id>.csv; Algorithm 1's search is
 // saved in --search-file and reused by later runs on the same backend, device, ranks, link and
 // layer (unless --fresh-search).
 #include <chrono>
@@ -62,16 +63,17 @@ class MPMoEBench final : public BenchProgram {
     // One expert per rank, as the paper runs (64 on 64 GPUs, 16 on 16), and at least 4.
     const int experts = W * std::max(1, (4 + W - 1) / W);
     switch (ctx.scale()) {
-      case Scale::tiny: tokens = {32, 64}; memory = {32, 64}; warmup_ = 1; iters_ = 2; break;
-      case Scale::local: tokens = {512, 1024}; memory = {256, 1024, 2048}; warmup_ = 1; iters_ = 3; break;
+      case Scale::tiny: tokens = {32, 64}; memory = {32, 64}; warmup_ = 1; iters_ = 2; rounds_ = 2; break;
+      case Scale::local: tokens = {512, 1024}; memory = {256, 1024, 2048}; warmup_ = 1; iters_ = 3; rounds_ = 8; break;
       case Scale::paper:
         tokens = {2048, 4096, 8192, 16384, 32768};
         memory = {256, 512, 1024, 2048, 4096, 8192, 16384};
-        warmup_ = 2; iters_ = 10;
+        warmup_ = 2; iters_ = 10; rounds_ = 10;
         break;
     }
     warmup_ = ctx.opts.warmup.value_or(warmup_);
     iters_ = ctx.opts.iters.value_or(iters_);
+    rounds_ = ctx.opts.iters.value_or(rounds_);
     if (experiments_.empty()) experiments_ = kFigures;
     const bool layer_only = has("layer");
     for (const auto& [given, option] : {std::pair{bool(partitions_opt_), "--partitions"}, std::pair{!strategy_.empty(), "--strategy"},
@@ -159,19 +161,7 @@ class MPMoEBench final : public BenchProgram {
     for (const RunRecord& r : runs)
       if (r.error) std::printf("%s: skipped: %s\n", r.name.c_str(), r.error_message.c_str());
     const Figures f{ctx, cases_, memory_cases_, pipe_, ctx.opts.out_dir + "/mpmoe/"};
-    if (has("f2")) f.write_f2();
-    if (has("f3")) f.write_f3();
-    if (has("f9")) f.write_f9();
-    if (has("f10")) f.write_f10();
-    if (has("f11")) f.write_f11();
-    if (has("f12")) f.write_f12();
-    if (has("f13")) f.write_f13();
-    if (has("f14")) f.write_f14();
-    if (has("f15")) f.write_f15();
-    if (has("f16")) f.write_f16();
-    if (has("f17")) f.write_f17();
-    if (has_any({"f10", "f15", "f16"})) f.write_pm();
-    if (has("layer")) f.write_layer();
+    f.write_asked([this](const char* e) { return has(e); });
     if (has_any({"f10", "f14", "f15", "f16"})) searches_.save(ctx, shapes_);
     return 0;
   }
@@ -204,8 +194,16 @@ class MPMoEBench final : public BenchProgram {
       LayerRunner r(ctx.env(), shape, B, streams_, *dispatch_comm_, *combine_comm_);
       const int W = ctx.world.size();
       if (has_any({"f3", "f9", "f10", "f15", "f16"})) c.cal = calibrate(r, 3);
-      if (has_any({"f10", "f11", "f16"})) run(c, r, tokens_split(1));
-      if (has_any({"f10", "f11"})) run(c, r, groups_split(1));
+      // What the figures compare with each other (f10, f13, f15, f16) is measured last, in paired
+      // rounds; what the search, f11's and f12's peaks and f14 need at once, now.
+      PairedRounds paired;
+      auto pair = [&](const PipelineConfig& p, bool sequential = false) { paired.add(c, p, sequential); };
+      if (has("f10")) {
+        pair(tokens_split(1)), pair(groups_split(1));
+      } else {
+        if (has_any({"f11", "f16"})) run(c, r, tokens_split(1));
+        if (has("f11")) run(c, r, groups_split(1));
+      }
       if (has("f14"))
         for (int n = 1; n <= std::min(8, B); ++n) run(c, r, tokens_split(n));
       if (has_any({"f11", "f12"}))
@@ -228,25 +226,22 @@ class MPMoEBench final : public BenchProgram {
           }
       if (has("f13")) {
         for (int g = 1; g <= W; ++g)
-          if (W % g == 0) run(c, r, groups_split(g), true);
-        for (int n : {1, 2, 4, 8}) run(c, r, tokens_split(n), true);
+          if (W % g == 0) pair(groups_split(g), true);
+        for (int n : {1, 2, 4, 8}) pair(tokens_split(n), true);
       }
       if (has_any({"f10", "f15", "f16"})) {
         search_pb(ctx.rt, searches_, c, r);
-        run(c, r, c.pb);
         c.pm = choose(*c.cal, c.cfg, B, 2, 8, kStrategies);
-        run(c, r, tokens_split(c.pm->n, c.pm->reuse));
+        pair(c.pb);
+        pair(tokens_split(c.pm->n, c.pm->reuse));
       }
       if (has("f15"))
-        for (MemoryReuse s : kStrategies) {
-          run(c, r, tokens_split(c.pb_n[s], s));
-          run(c, r, tokens_split(c.pb_n[s]));
-        }
+        for (MemoryReuse s : kStrategies) pair(tokens_split(c.pb_n[s], s)), pair(tokens_split(c.pb_n[s]));
       if (has("f16")) {
-        run(c, r, tokens_split(1), true);
-        run(c, r, tokens_split(std::min(6, B)), true);
-        run(c, r, c.pb, true);  // the ideal of each pipelined run: max(comm, comp) of its seq(n)
-        run(c, r, tokens_split(c.pm->n, c.pm->reuse), true);
+        pair(tokens_split(1), true);
+        pair(tokens_split(std::min(6, B)), true);
+        pair(c.pb, true);  // the ideal of each pipelined run: max(comm, comp) of its seq(n)
+        pair(tokens_split(c.pm->n, c.pm->reuse), true);
         if (ctx.backend() == Backend::cuda) {  // every GEMM in pedantic fp32 math, as the paper's first bar
           const bool was = ctx.device.tensor_cores();
           ctx.device.set_tensor_cores(false);
@@ -259,6 +254,7 @@ class MPMoEBench final : public BenchProgram {
         c.f14_pick = g.best(B, [&](int n) { return run(c, r, tokens_split(n)).median_ms(); });
       }
       if (has("layer")) run(c, r, pipe_);
+      paired.run(c, r, warmup_, rounds_);
       st.SetIterationTime(ctx.rt.max(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
     }
   }
@@ -285,7 +281,7 @@ class MPMoEBench final : public BenchProgram {
   bool fresh_search_ = false;
   PipelineConfig pipe_;
   std::vector<LayerShape> shapes_, memory_shapes_;
-  int warmup_ = 1, iters_ = 3;
+  int warmup_ = 1, iters_ = 3, rounds_ = 8;  // rounds_: of the paired configurations (8 drop the extremes)
   std::unique_ptr<Communicator> dispatch_comm_, combine_comm_;
   PipelineStreams streams_;
   SearchCache searches_;

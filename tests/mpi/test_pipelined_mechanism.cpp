@@ -8,9 +8,12 @@
 //    recomputed (moe.recompute, GEMMs producing the part's [rows, f]) -- and nothing else is;
 //  - on an emulated link the dispatch of part i+1 starts while the experts of part i compute;
 //  - the FasterMoE-style split sends to group (mine + k) mod m and receives from (mine - k)
-//    mod m at step k, and to no other rank.
+//    mod m at step k, and to no other rank;
+//  - the bench's paired rounds run one iteration of each compared configuration per round, in
+//    an order rotated each round, not each configuration's iterations back to back.
 #include <gtest/gtest.h>
 #include <algorithm>
+#include "harness/layer_runner.h"
 #include "moe/pipelined_layer.h"
 #include "moe_test_util.h"
 #include "comm/comm.h"
@@ -211,6 +214,40 @@ TEST_F(PipelinedMechanism, FasterMoEStyleExchangesWithTheGroupsInTheScheduleOrde
       EXPECT_GT(total, 0) << pipe.describe() << ": step " << k << " sent nothing: the case shows no order";
     }
   }
+}
+
+// LayerRunner::run_paired (moebench_mpmoe's f10, f13, f15, f16): read from the timeline, the
+// configurations (n = 1, 2, 4 parts: as many forward dispatches per iteration) ran one warm-up
+// each, then round by round, each round starting one configuration later.
+TEST_F(PipelinedMechanism, PairedRoundsRunOneIterationOfEachConfigurationPerRound) {
+  const MoEConfig cfg = multi_rank_test_config();
+  Device dev = Device::open(Backend::cpu);
+  Streams st(dev);
+  auto dispatch = world->dup(), combine = world->dup();
+  LayerRunner runner(MeasureEnv{*Runtime::current(), dev, *world}, LayerShape{"custom", cfg}, 64, st.s, *dispatch, *combine);
+  std::vector<PairedConfig> configs;
+  for (int parts : {1, 2, 4}) {
+    PairedConfig c;
+    c.pipe.partitions = parts;
+    configs.push_back(c);
+  }
+  RecordedTimeline recording(world->rank());
+  const std::vector<RunResult> results = runner.run_paired(configs, 1, 3);
+  dev.synchronize();
+  const auto timeline = recording.entries();
+  ASSERT_EQ(results.size(), 3u);
+  for (const RunResult& r : results) EXPECT_EQ(r.ms.size(), 3u) << "one timed iteration per round";
+  // Parts per iteration, in the order the iterations ran: each starts at its gating.
+  std::vector<int> parts;
+  const auto gatings = ranges_named(timeline, "moe.gating");
+  for (std::size_t i = 0; i < gatings.size(); ++i) {
+    int count = 0;
+    for (const TimelineEntry& d : ranges_named(timeline, "moe.a2a.dispatch"))
+      count += d.start_us >= gatings[i].start_us && (i + 1 == gatings.size() || d.start_us < gatings[i + 1].start_us);
+    parts.push_back(count);
+  }
+  EXPECT_EQ(parts, (std::vector<int>{1, 2, 4, /* rounds: */ 1, 2, 4, 2, 4, 1, 4, 1, 2}))
+      << "warm-ups, then rounds: not interleaved, or the order not rotated";
 }
 
 }  // namespace moebench

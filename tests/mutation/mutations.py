@@ -1081,6 +1081,25 @@ MUTATIONS = [
         "tests": r"^LayerCasePhases\.",
     },
     {
+        "id": "paired_rounds_back_to_back",
+        "mechanism": "MPMoE's paired rounds run each configuration's iterations back to back, not one per round",
+        "file": "harness/layer_runner.cpp",
+        "edits": [("  for (int round = 0; round < rounds; ++round)\n    for (std::size_t j = 0; j < k; ++j) {\n"
+                   "      const std::size_t i = (j + std::size_t(round)) % k;",
+                   "  for (std::size_t j = 0; j < k; ++j)\n    for (int round = 0; round < rounds; ++round) {\n"
+                   "      const std::size_t i = j;")],
+        "targets": [PIPE],
+        "tests": PIPE_TESTS,
+    },
+    {
+        "id": "paired_rounds_not_rotated",
+        "mechanism": "every paired round runs the configurations in the same order, so one always follows the same neighbour",
+        "file": "harness/layer_runner.cpp",
+        "edits": [("      const std::size_t i = (j + std::size_t(round)) % k;", "      const std::size_t i = j;")],
+        "targets": [PIPE],
+        "tests": PIPE_TESTS,
+    },
+    {
         "id": "breakdown_parent_floor_the_largest",
         "mechanism": "a parent phase's floor is its largest child's, not the sum of its children's run one after another",
         "file": "harness/range_roofline.cpp",

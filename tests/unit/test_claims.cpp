@@ -100,6 +100,20 @@ TEST_F(ClaimExpression, AggregatesFiltersAndRowExpressions) {
   EXPECT_EQ(eval("abs(0 - 3)").value->v, 3);
 }
 
+// span(V, LO, HI): a count whose range the run's spread sets from other columns (which strategies
+// could have been fastest), so a count the spread could change gives no direction.
+TEST_F(ClaimExpression, SpanGivesANumberTheRangeOfOtherExpressions) {
+  const Evaluation e = eval("span(distinct(t/a.csv[tp=1].model), distinct(t/a.csv[tp=2].model), distinct(t/a.csv[].note))");
+  ASSERT_TRUE(e.value) << e.missing;
+  EXPECT_EQ(e.value->v, 2);
+  EXPECT_EQ(e.value->lo, 1);
+  EXPECT_EQ(e.value->hi, 3);
+  const Evaluation held = eval("span(5, 6, 4)");  // the range always holds the number
+  EXPECT_EQ(held.value->lo, 5);
+  EXPECT_EQ(held.value->hi, 5);
+  EXPECT_THROW(eval("span(1, 2)"), Error);
+}
+
 TEST_F(ClaimExpression, WhatIsMissingIsNamedNotMadeUp) {
   EXPECT_NE(eval("value(t/b.csv[].x)").missing.find("t/b.csv is not in the results folder"), std::string::npos);
   EXPECT_NE(eval("value(t/a.csv[model=MoE].step_ms)").missing.find("no row matches [model=MoE]"), std::string::npos);

@@ -5,6 +5,7 @@
 #include <thread>
 #include "comm/comm.h"
 #include "harness/layer_case.h"
+#include "harness/layer_runner.h"
 #include "harness/output_check.h"
 #include "runtime/range.h"
 #include "harness/progress.h"
@@ -265,6 +266,37 @@ TEST(LayerCasePhases, AreTheSlowestRanksNotEachPhasesMaximum) {
   EXPECT_EQ(largest_row(rows, 2), 0u);
   EXPECT_EQ(largest_row({1, 1, 1, 2, 2, 2, 0, 0, 0}, 3), 1u);
   EXPECT_EQ(largest_row({3, 4}, 1), 0u);
+}
+
+// Paired rounds add one iteration at a time: the merged result is as if the iterations had run
+// in one run -- times and ranges in order (0 where a range was absent), means over all of them,
+// peaks the largest.
+TEST(RunResultAppend, MergesRoundsInTheOrderTheyRan) {
+  RunResult a;
+  a.ms = {10, 12};
+  a.range_ms_each = {{"moe.expert", {4, 6}}};
+  a.range_ms = {{"moe.expert", 5}};
+  a.comm_union_ms = 2;
+  a.peak[0] = 100;
+  RunResult b;
+  b.ms = {14};
+  b.range_ms_each = {{"moe.expert", {8}}, {"moe.offload", {1}}};
+  b.comm_union_ms = 5;
+  b.peak[0] = 50;
+  b.peak_total = 300;
+  a.append(b);
+  EXPECT_EQ(a.ms, (std::vector<double>{10, 12, 14}));
+  EXPECT_EQ(a.range_ms_each["moe.expert"], (std::vector<double>{4, 6, 8}));
+  EXPECT_EQ(a.range_ms_each["moe.offload"], (std::vector<double>{0, 0, 1}));
+  EXPECT_DOUBLE_EQ(a.range_ms["moe.expert"], 6);
+  EXPECT_DOUBLE_EQ(a.range_ms["moe.offload"], 1.0 / 3);
+  EXPECT_DOUBLE_EQ(a.comm_union_ms, 3);
+  EXPECT_EQ(a.peak[0], 100);
+  EXPECT_EQ(a.peak_total, 300);
+  RunResult empty;
+  empty.append(a);
+  EXPECT_EQ(empty.ms, a.ms);
+  EXPECT_DOUBLE_EQ(empty.range_ms["moe.expert"], 6);
 }
 
 }  // namespace moebench

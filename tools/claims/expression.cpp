@@ -339,6 +339,14 @@ class Parser {
       if (n.hi <= 0) return negate(n);
       return {std::fabs(n.v), 0, std::max(-n.lo, n.hi), {}};
     }
+    if (f == "span") {  // a number and the ends of its range, each computed apart (a count's, say)
+      const Number v = expr();
+      expect(',');
+      const Number lo = expr();
+      expect(',');
+      const Number hi = expr();
+      return {v.v, std::min(lo.v, v.v), std::max(hi.v, v.v), {}};
+    }
     if (f == "count") return Number::exact(double(selection(false).rows.size()));
     const Selection sel = selection(true);
     if (f == "distinct") {

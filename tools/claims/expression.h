@@ -2,7 +2,7 @@
 // claims.csv says, per claim, how each setting's number is computed):
 //   expr      := term (('+' | '-') term)*          term := unary (('*' | '/') unary)*
 //   unary     := '-' unary | NUMBER | '(' expr ')' | FUNC '(' args ')' | COLUMN (inside {...})
-//   FUNC      := paper(ID) | abs(expr)
+//   FUNC      := paper(ID) | abs(expr) | span(expr, expr, expr)
 //              | value(SEL) | max(SEL) | min(SEL) | mean(SEL) | median(SEL) | sum(SEL)
 //              | count(SEL) | distinct(SEL) | at_max(SEL, COLUMN) | at_min(SEL, COLUMN)
 //   SEL       := PATH '[' FILTER (',' FILTER)* ']' ('.' COLUMN | '{' expr '}')
@@ -15,7 +15,9 @@
 // number is the median of the paired results with the order-statistic confidence interval of
 // that median (harness/spread.h). Otherwise a cell is its median with [c_min, c_max] where the
 // CSV has those columns, and arithmetic carries the range (every combination of the ends: never
-// narrower than the run's), so the ledger can tell when the spread alone decides a verdict. value() wants exactly one row;
+// narrower than the run's), so the ledger can tell when the spread alone decides a verdict.
+// span(V, LO, HI) is V's number with the range [LO, HI] (what the spread allows of a count, say,
+// computed from other columns). value() wants exactly one row;
 // at_max / at_min take the row where COLUMN is largest / smallest. "n/a", "-" and "" are no
 // number: an aggregate skips them, value() does not.
 #pragma once
