@@ -50,6 +50,12 @@ std::string out_dir() {
   return (std::filesystem::temp_directory_path() / ("moebench_cli_" + std::to_string(::getpid()))).string();
 }
 
+// The runs that write into out_dir() itself leave their CSVs there: removed when the tests end.
+struct RemoveOutDir : ::testing::Environment {
+  void TearDown() override { std::filesystem::remove_all(out_dir()); }
+};
+::testing::Environment* const kRemoveOutDir = ::testing::AddGlobalTestEnvironment(new RemoveOutDir);
+
 int count(const std::string& hay, const std::string& needle) {
   int n = 0;
   for (auto pos = hay.find(needle); pos != std::string::npos; pos = hay.find(needle, pos + 1)) ++n;

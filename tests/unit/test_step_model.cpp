@@ -44,9 +44,18 @@ std::string write_profile(const std::string& text) {
   return path.string();
 }
 
+// A profile from its text, through a temporary file removed once read.
+HardwareProfile profile_from_text(const std::string& text) {
+  struct Removed {
+    std::string path;
+    ~Removed() { std::filesystem::remove(path); }
+  } file{write_profile(text)};
+  return load_hardware_profile(file.path);
+}
+
 std::string load_error(const std::string& text) {
   try {
-    load_hardware_profile(write_profile(text));
+    profile_from_text(text);
   } catch (const Error& e) {
     return e.what();
   }
@@ -73,7 +82,7 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 }  // namespace
 
 TEST(HardwareProfile, LoadsUnitsAndTheEfficiencyCurve) {
-  const HardwareProfile p = load_hardware_profile(write_profile(kGoodProfile));
+  const HardwareProfile p = profile_from_text(kGoodProfile);
   EXPECT_EQ(p.name, "test node");
   EXPECT_EQ(p.gpus_per_node, 2);
   EXPECT_DOUBLE_EQ(p.peak_fp16_flops, 100e12);
@@ -146,7 +155,7 @@ TEST(CollectiveModel, FlatFormulasByHand) {
 }
 
 TEST(CollectiveModel, HierarchicalOverNodesByHand) {
-  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));  // 2 per node
+  const HardwareProfile hw = profile_from_text(kGoodProfile);  // 2 per node
   const double n = 8e6, a = 10e-6, A = 20e-6, b = 10e9, B = 1e9;
   const Placement one_node = place_group(hw, 2);
   EXPECT_EQ(one_node.nodes(), 1);
@@ -175,7 +184,7 @@ const char* kCollectiveTimes =
     "all_reduce_time,16000,400,us,test\n";
 
 TEST(CollectiveModel, MeasuredTimesInsideOneNode) {
-  const HardwareProfile hw = load_hardware_profile(write_profile(std::string(kGoodProfile) + kCollectiveTimes));
+  const HardwareProfile hw = profile_from_text(std::string(kGoodProfile) + kCollectiveTimes);
   ASSERT_EQ(hw.collective_seconds.at("all_reduce").size(), 3u);
   EXPECT_EQ(hw.collective_seconds.at("all_reduce").front().first, 1000.0);  // sorted by size
   EXPECT_NEAR(hw.collective_seconds.at("all_reduce").front().second, 50e-6, 1e-15);
@@ -185,8 +194,8 @@ TEST(CollectiveModel, MeasuredTimesInsideOneNode) {
   EXPECT_NEAR(all_reduce_seconds(hw, 10000, two), 250e-6, 1e-12);   // halfway between 4000 and 16000
   EXPECT_NEAR(all_reduce_seconds(hw, 28000, two), 700e-6, 1e-12);   // the last range's slope, 25 us per 1000 B
   EXPECT_NEAR(all_reduce_seconds(hw, 10, two), 50e-6, 1e-12);       // below the smallest: its time
-  const HardwareProfile wide = load_hardware_profile(
-      write_profile(replace(kGoodProfile, "gpus_per_node,,2", "gpus_per_node,,4") + kCollectiveTimes));
+  const HardwareProfile wide =
+      profile_from_text(replace(kGoodProfile, "gpus_per_node,,2", "gpus_per_node,,4") + kCollectiveTimes);
   const Link l{10e-6, 10e9};
   EXPECT_NEAR(all_reduce_seconds(wide, 4000, place_group(wide, 2)),
               100e-6 * ring_all_reduce_seconds(4000, 2, l) / ring_all_reduce_seconds(4000, 4, l), 1e-12);
@@ -198,7 +207,7 @@ TEST(CollectiveModel, MeasuredTimesInsideOneNode) {
   fast.emulated_link = HardwareProfile::EmulatedLink{5e-6, 1e9};
   EXPECT_NEAR(all_reduce_seconds(fast, 1000, two), 50e-6, 1e-12);  // MPI's own time is the later
   // Across nodes, and for the collectives it has no times of, the formulas.
-  const HardwareProfile plain = load_hardware_profile(write_profile(kGoodProfile));
+  const HardwareProfile plain = profile_from_text(kGoodProfile);
   EXPECT_EQ(all_reduce_seconds(hw, 4000, place_group(hw, 4)), all_reduce_seconds(plain, 4000, place_group(plain, 4)));
   EXPECT_EQ(all_to_all_seconds(hw, 4000, two), all_to_all_seconds(plain, 4000, two));
   EXPECT_EQ(send_recv_seconds(hw, 4000, false), send_recv_seconds(plain, 4000, false));
@@ -240,7 +249,7 @@ TEST(StepModel, OneGpuStepIsTheClosedFormFlops) {
   text = replace(text, "elementwise_bw,,500", "elementwise_bw,,1e30");
   text = replace(text, "gemm_efficiency,1,0.2", "gemm_efficiency,1e-9,1");
   text = replace(text, "gemm_efficiency,100,0.8", "gemm_efficiency,1e9,1");
-  const HardwareProfile hw = load_hardware_profile(write_profile(text));
+  const HardwareProfile hw = profile_from_text(text);
   ModelShape m = gpt(4, 256, 512);
   StepLayout l;
   l.micro_batch_sequences = 2;
@@ -254,7 +263,7 @@ TEST(StepModel, OneGpuStepIsTheClosedFormFlops) {
 }
 
 TEST(StepModel, ModelStatesAreEighteenBytesPerParameterAndZeroShardsThem) {
-  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  const HardwareProfile hw = profile_from_text(kGoodProfile);
   ModelShape m = gpt(4, 256, 512);
   StepLayout l;
   const StepPrediction plain = predict_step(m, l, hw);
@@ -274,7 +283,7 @@ TEST(StepModel, ModelStatesAreEighteenBytesPerParameterAndZeroShardsThem) {
 }
 
 TEST(StepModel, RecomputationCutsActivationsAndCostsAForward) {
-  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  const HardwareProfile hw = profile_from_text(kGoodProfile);
   ModelShape m = gpt(8, 512, 1024);
   StepLayout l;
   l.micro_batches = 2;
@@ -287,7 +296,7 @@ TEST(StepModel, RecomputationCutsActivationsAndCostsAForward) {
 
 // A run's measured routing: its busiest rank's expert rows over the mean set the experts' part.
 TEST(StepModel, ExpertLoadScalesTheBusiestRanksExperts) {
-  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  const HardwareProfile hw = profile_from_text(kGoodProfile);
   ModelShape m = gpt(4, 1024, 512);
   m.experts = 8;
   m.moe_every = 2;
@@ -306,7 +315,7 @@ TEST(StepModel, ExpertLoadScalesTheBusiestRanksExperts) {
 }
 
 TEST(StepModel, BadLayoutsNameTheOption) {
-  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  const HardwareProfile hw = profile_from_text(kGoodProfile);
   ModelShape m = gpt(6, 256, 512);
   StepLayout l;
   l.pp = 4;
@@ -402,7 +411,8 @@ TEST(LocalComparison, RunsFromAnotherMachineOrScaleAreNotCompared) {
       header = false;
     }
   }
-  const HardwareProfile hw = load_hardware_profile(write_profile(profile));
+  const std::string profile_path = write_profile(profile);  // compare_local_runs reads it again
+  const HardwareProfile hw = load_hardware_profile(profile_path);
   const auto dir = std::filesystem::temp_directory_path() / ("moebench_local_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "comm");
   auto run_on = [&](const std::string& device, const std::string& scale = "local") {
@@ -426,11 +436,12 @@ TEST(LocalComparison, RunsFromAnotherMachineOrScaleAreNotCompared) {
   EXPECT_EQ(tiny.table.rows(), 0u);
   EXPECT_TRUE(said(tiny, "all_reduce.csv (a tiny-scale run; the profile was measured at the local scale)"));
   std::filesystem::remove_all(dir);
+  std::filesystem::remove(profile_path);
 }
 
 // A breakdown run's measured expert load enters its model: the busiest rank's experts set the pace.
 TEST(LocalComparison, ARunsExpertLoadEntersItsModel) {
-  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  const HardwareProfile hw = profile_from_text(kGoodProfile);
   const auto dir = std::filesystem::temp_directory_path() / ("moebench_load_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "ppmoe");
   auto modelled_moe = [&](const std::string& load_column, const std::string& load) {
@@ -460,7 +471,7 @@ TEST(LocalComparison, ARunsExpertLoadEntersItsModel) {
 
 // A results file without a column the model needs is named, never read as zeros.
 TEST(LocalComparison, ARunWithoutAColumnIsNamed) {
-  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  const HardwareProfile hw = profile_from_text(kGoodProfile);
   const auto dir = std::filesystem::temp_directory_path() / ("moebench_column_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "ppmoe");
   std::ofstream(dir / "ppmoe" / "t2.csv")  // no step_ms
@@ -479,7 +490,7 @@ TEST(LocalComparison, ARunWithoutAColumnIsNamed) {
 // both figures; a training step below the run names the ranks' idle time; a model above the
 // run, or a miss no run shows the cause of, says so.
 TEST(LocalComparison, AMissNamesTheTermThatIsOff) {
-  const HardwareProfile hw = load_hardware_profile(write_profile(kGoodProfile));
+  const HardwareProfile hw = profile_from_text(kGoodProfile);
   const auto dir = std::filesystem::temp_directory_path() / ("moebench_off_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "ppmoe");
   auto off_of = [&](const std::string& file, const std::string& header, const std::string& row) {
@@ -514,7 +525,7 @@ TEST(LocalComparison, AMissNamesTheTermThatIsOff) {
 TEST(LocalComparison, AStepAboveTheModelNamesItsOptimizerWhereTheRunTimedIt) {
   std::string text = replace(kGoodProfile, "elementwise_bw,,500", "elementwise_bw,,50");
   text = replace(text, "gemm_efficiency,1,0.2", "gemm_efficiency,1e-9,1");  // GEMMs at peak: the optimizer leads
-  const HardwareProfile hw = load_hardware_profile(write_profile(text));
+  const HardwareProfile hw = profile_from_text(text);
   const auto dir = std::filesystem::temp_directory_path() / ("moebench_m6t_off_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "m6t");
   const std::string header = "layers,routing,prototypes,top_k,experts,hidden,ffn,heads,seq,tokens_per_rank,gate,ms_per_step,ranks,vocab,link";
@@ -567,7 +578,7 @@ TEST(LocalComparison, AStepAboveTheModelNamesItsOptimizerWhereTheRunTimedIt) {
 // The comm bench's sizes that a profile measured itself (same collective, same ranks) are not
 // held against it: the model is checked on the sizes between.
 TEST(LocalComparison, SizesTheProfileMeasuredAreLeftOut) {
-  const HardwareProfile hw = load_hardware_profile(write_profile(std::string(kGoodProfile) + kCollectiveTimes));
+  const HardwareProfile hw = profile_from_text(std::string(kGoodProfile) + kCollectiveTimes);
   const auto dir = std::filesystem::temp_directory_path() / ("moebench_seen_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "comm");
   std::ofstream(dir / "comm" / "all_reduce.csv") << "collective,size_bytes,time_us,ranks,link\n"
