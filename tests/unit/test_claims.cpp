@@ -30,15 +30,19 @@ class ClaimExpression : public ::testing::Test {
     ResultFiles files(root.string());
     return evaluate(e, files);
   }
+  // That `e` gave a number, `v` with the range [lo, hi].
+  static void expect_number(const Evaluation& e, double v, double lo, double hi) {
+    ASSERT_TRUE(e.value) << e.missing;
+    EXPECT_EQ(e.value->v, v);
+    EXPECT_EQ(e.value->lo, lo);
+    EXPECT_EQ(e.value->hi, hi);
+  }
   fs::path root;
 };
 
 TEST_F(ClaimExpression, ACellCarriesItsRunsRange) {
   const Evaluation e = eval("value(t/a.csv[model=Dense].step_ms)");
-  ASSERT_TRUE(e.value) << e.missing;
-  EXPECT_EQ(e.value->v, 10);
-  EXPECT_EQ(e.value->lo, 9);
-  EXPECT_EQ(e.value->hi, 12);
+  expect_number(e, 10, 9, 12);
   EXPECT_EQ(e.files, std::set<std::string>{"t/a.csv"});
 }
 
@@ -103,14 +107,9 @@ TEST_F(ClaimExpression, AggregatesFiltersAndRowExpressions) {
 // span(V, LO, HI): a count whose range the run's spread sets from other columns (which strategies
 // could have been fastest), so a count the spread could change gives no direction.
 TEST_F(ClaimExpression, SpanGivesANumberTheRangeOfOtherExpressions) {
-  const Evaluation e = eval("span(distinct(t/a.csv[tp=1].model), distinct(t/a.csv[tp=2].model), distinct(t/a.csv[].note))");
-  ASSERT_TRUE(e.value) << e.missing;
-  EXPECT_EQ(e.value->v, 2);
-  EXPECT_EQ(e.value->lo, 1);
-  EXPECT_EQ(e.value->hi, 3);
-  const Evaluation held = eval("span(5, 6, 4)");  // the range always holds the number
-  EXPECT_EQ(held.value->lo, 5);
-  EXPECT_EQ(held.value->hi, 5);
+  expect_number(eval("span(distinct(t/a.csv[tp=1].model), distinct(t/a.csv[tp=2].model), distinct(t/a.csv[].note))"), 2,
+                1, 3);
+  expect_number(eval("span(5, 6, 4)"), 5, 5, 5);  // the range always holds the number
   EXPECT_THROW(eval("span(1, 2)"), Error);
 }
 
