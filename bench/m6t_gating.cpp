@@ -95,9 +95,10 @@ class GatingBench final : public BenchProgram {
     std::map<std::string, const RunRecord*> by;
     for (const auto& r : runs)
       if (!r.error) by[r.name] = &r;
+    // gate_kernel_ms_reps: each repetition's, in the order the rounds ran (they pair across rows).
     CsvTable t({"size", "routing", "prototypes", "top_k", "experts", "hidden", "ffn", "tokens", "capacity_factor",
-                "gate_kernel_ms", "gate_kernel_ms_min", "gate_kernel_ms_max", "gate_ms", "gate_ms_min", "gate_ms_max",
-                "layer_ms", "layer_ms_min", "layer_ms_max", "layer_vs_top1", "gate_kernel_vs_top1",
+                "gate_kernel_ms", "gate_kernel_ms_min", "gate_kernel_ms_max", "gate_kernel_ms_reps", "gate_ms", "gate_ms_min",
+                "gate_ms_max", "layer_ms", "layer_ms_min", "layer_ms_max", "layer_vs_top1", "gate_kernel_vs_top1",
                 "paper_3layer_ms_per_step", "paper_3layer_vs_top1", "ratio_of_ratios", "repetitions"});
     for (const Size& s : sizes_) {
       auto find = [&](const std::string& routing) -> const RunRecord* {
@@ -119,7 +120,8 @@ class GatingBench final : public BenchProgram {
         }
         t.add_row({s.name, r.name, std::to_string(r.prototypes), std::to_string(r.k), std::to_string(s.experts),
                    std::to_string(s.hidden), std::to_string(s.ffn), std::to_string(s.tokens), fmt(gamma_),
-                   fmt(kern.median), fmt(kern.min), fmt(kern.max), fmt(gate.median), fmt(gate.min), fmt(gate.max),
+                   fmt(kern.median), fmt(kern.min), fmt(kern.max), repetitions_cell(run->counters.at("gate_kernel_ms")),
+                   fmt(gate.median), fmt(gate.min), fmt(gate.max),
                    fmt(layer.median), fmt(layer.min), fmt(layer.max), fmt(layer.median / layer1),
                    fmt(kern.median / kern1), fmt_or_na(paper), fmt_or_na(paper_ratio), fmt_or_na(ratio_of_ratios),
                    std::to_string(run->repetitions())});
