@@ -16,7 +16,7 @@ void RunResult::append(const RunResult& later) {
   const std::size_t before = ms.size(), added = later.ms.size(), total = before + added;
   if (total == 0) return;
   ms.insert(ms.end(), later.ms.begin(), later.ms.end());
-  for (const auto& [name, each] : later.range_ms_each) range_ms_each[name].resize(before, 0.0);
+  for (const auto& named : later.range_ms_each) range_ms_each.try_emplace(named.first);
   for (auto& [name, each] : range_ms_each) {
     each.resize(before, 0.0);
     auto it = later.range_ms_each.find(name);

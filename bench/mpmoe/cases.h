@@ -94,15 +94,18 @@ inline double min_of(const RunResult& r) { return *std::min_element(r.ms.begin()
 inline double max_of(const RunResult& r) { return *std::max_element(r.ms.begin(), r.ms.end()); }
 // Median, min and max, as CSV fields.
 inline std::vector<std::string> timing(const RunResult& r) { return {fmt(r.median_ms()), fmt(min_of(r)), fmt(max_of(r))}; }
-// Each iteration's ms in the order it ran ("-" for fewer than two), and how many.
-inline std::vector<std::string> rounds_of(const RunResult& r) { return {repetitions_cell(r.ms), std::to_string(r.ms.size())}; }
-// a / b: the median of the ratios of iterations run in the same round where both ran as many
-// (paired rounds), else of the medians.
-inline double paired_ratio(const RunResult& a, const RunResult& b) {
-  if (a.ms.size() != b.ms.size() || a.ms.empty()) return a.median_ms() / b.median_ms();
+// Each iteration's ms in the order it ran ("-" for fewer than two).
+inline std::string reps_cell(const RunResult& r) { return repetitions_cell(r.ms); }
+// a / b per round, where both ran as many iterations (paired rounds); else nothing.
+inline std::vector<double> paired_ratios(const RunResult& a, const RunResult& b) {
   std::vector<double> q;
-  for (std::size_t i = 0; i < a.ms.size(); ++i) q.push_back(a.ms[i] / b.ms[i]);
-  return median_interval(q).median;
+  for (std::size_t i = 0; i < a.ms.size() && a.ms.size() == b.ms.size(); ++i) q.push_back(a.ms[i] / b.ms[i]);
+  return q;
+}
+// a / b: the median of paired_ratios, else of the medians.
+inline double paired_ratio(const RunResult& a, const RunResult& b) {
+  const std::vector<double> q = paired_ratios(a, b);
+  return q.empty() ? a.median_ms() / b.median_ms() : median_interval(q).median;
 }
 inline void append(std::vector<std::string>& row, const std::vector<std::string>& more) {
   row.insert(row.end(), more.begin(), more.end());

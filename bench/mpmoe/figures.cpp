@@ -65,7 +65,7 @@ void Figures::write_f10() const {
     if (!fast || !faster || !pb || !c.pm) continue;
     const RunResult* pm = find(c, tokens_split(c.pm->n, c.pm->reuse));
     std::vector<std::string> row = {c.model, std::to_string(c.tokens), c.model + "(" + std::to_string(c.tokens) + ")"};
-    for (const RunResult* r : {fast, faster, pb, pm}) append(row, timing(*r)), row.push_back(rounds_of(*r)[0]);
+    for (const RunResult* r : {fast, faster, pb, pm}) append(row, timing(*r)), row.push_back(reps_cell(*r));
     // Ratios of the paired rounds: the median of each round's.
     const double q = paired_ratio(*pm, *pb), pb_faster = paired_ratio(*faster, *pb), pb_fast = paired_ratio(*fast, *pb);
     append(row, {std::to_string(c.pb.partitions), reuse_name(c.pb.reuse), fmt(c.pb_search_ms), std::to_string(c.pb_points),
@@ -73,7 +73,7 @@ void Figures::write_f10() const {
                  fmt(c.cal->calibration_ms), fmt(pb_faster, 4), fmt(paired_ratio(*faster, *pm), 4), fmt(pb_fast, 4),
                  fmt(paired_ratio(*fast, *pm), 4), fmt(paper_pb_faster, 3), fmt(paper_pm_faster, 3), fmt(paper_pb_fast, 3),
                  fmt(paper_pm_fast, 3), fmt(pb_faster / paper_pb_faster, 4), fmt(pb_fast / paper_pb_fast, 4), fmt(q, 4),
-                 fmt(kPmTarget), q <= kPmTarget ? "met" : "NOT met", rounds_of(*pb)[1]});
+                 fmt(kPmTarget), q <= kPmTarget ? "met" : "NOT met", std::to_string(pb->ms.size())});
     t.add_row(row);
     std::printf("f10 %-6s B=%-6d FastMoE %8.1f  FasterMoE %8.1f  pb (n=%d %s) %8.1f  pm (n=%d %s) %8.1f ms;  pb over FasterMoE "
                 "%.2fx (paper %.2fx), over FastMoE %.2fx (paper %.2fx); pm / pb %.3f (our target <= %.2f: %s)\n",
@@ -146,8 +146,8 @@ void Figures::write_f14() const {
 
 void Figures::write_f16() const {
   CsvTable t({"model", "tokens", "way", "comm_ms", "comp_ms", "mem_ms", "other_ms", "total_ms", "total_ms_min",
-              "total_ms_max", "total_ms_reps", "repetitions", "ideal_ms", "ideal_over_pipelined", "ideal_over_pipelined_min", "ideal_over_pipelined_max",
-              "target", "target_status", "paper", "paper_status", "note"});
+              "total_ms_max", "total_ms_reps", "repetitions", "ideal_ms", "ideal_over_pipelined", "ideal_over_pipelined_min",
+              "ideal_over_pipelined_max", "target", "target_status", "paper", "paper_status", "note"});
   // 003 Sec. 5.6: MPMoE reaches 70% of max(comm, comp) of seq(n); tensor cores and seq(n=6) as it states them.
   const double paper_ideal = paper_number("003.f16.of_ideal") / 100;
   const std::string tensor_core_paper = "paper: tensor cores -" + fmt(paper_number("003.f16.tc_e2e_bert")) + "% (BERT-L), -" +
@@ -171,7 +171,7 @@ void Figures::write_f16() const {
       std::vector<std::string> row = {c.model, std::to_string(c.tokens), way, fmt(comm(r)), fmt(r.busy_ms("C")),
                                       fmt(r.busy_ms("M")), fmt(other(r))};
       append(row, timing(r));
-      append(row, rounds_of(r));
+      append(row, {reps_cell(r), std::to_string(r.ms.size())});
       if (!seq) {
         append(row, {"n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", note.empty() ? "n/a" : note});
         t.add_row(row);

@@ -147,9 +147,7 @@ BestOf best_of(const std::vector<const RunResult*>& runs) {
     if (runs[i]->median_ms() < runs[fastest]->median_ms()) fastest = i;
     for (std::size_t j = 0; j < runs.size(); ++j) {
       if (i == j) continue;
-      std::vector<double> q;
-      for (std::size_t k = 0; k < runs[i]->ms.size() && runs[i]->ms.size() == runs[j]->ms.size(); ++k)
-        q.push_back(runs[i]->ms[k] / runs[j]->ms[k]);
+      const std::vector<double> q = paired_ratios(*runs[i], *runs[j]);
       const double v = runs[i]->median_ms() / runs[j]->median_ms();
       const MedianInterval m = q.empty() ? MedianInterval{v, v, v, 0, 1} : median_interval(q);
       if (m.lo > 1) b.could[i] = false;
@@ -180,7 +178,7 @@ void Figures::write_f15() const {
       const MemoryReuse s = strategies[i];
       std::vector<std::string> row = {c.model, std::to_string(c.tokens), reuse_name(s), std::to_string(c.pb_n.at(s))};
       append(row, timing(*runs[i]));
-      append(row, {rounds_of(*runs[i])[0], fmt(bases[i]->median_ms()), rounds_of(*bases[i])[0], rounds_of(*runs[i])[1],
+      append(row, {reps_cell(*runs[i]), fmt(bases[i]->median_ms()), reps_cell(*bases[i]), std::to_string(runs[i]->ms.size()),
                    fmt(paired_ratio(*runs[i], *bases[i]) - 1, 4), yes(c.pb.reuse == s), yes(c.pm->reuse == s), yes(b.best[i]),
                    yes(b.could[i]), yes(b.certainly[i])});
       t.add_row(row);
