@@ -1,6 +1,7 @@
 // What moebench_moe_layer writes for one dispatcher: moe/layer_<dispatcher>.csv, its row from the
 // dispatcher's run record (the time and its ranges, the overhead over the layer's own expert
-// GEMMs and its verdict, load, memory, PyTorch's layer beside the one-device row, the roofline),
+// GEMMs and its verdict, load, memory, PyTorch's layer beside the one-device row, the roofline,
+// whether each rank had a core: where they share fewer, the phases' split is the machine's),
 // and the console lines that sum it up.
 #pragma once
 #include <optional>
@@ -26,6 +27,7 @@ struct LayerCsvRun {
   const RooflineProfile& roofline;
   const std::optional<TorchRun>& torch;  // PyTorch's fastest layer (--reference), or none
   bool has_reference = false;            // --reference was given
+  std::string processors;                // harness/processors.h's cell
 };
 
 // Writes <out>/moe/layer_<dispatcher>.csv and prints its summary.

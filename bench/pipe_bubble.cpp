@@ -13,11 +13,10 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <thread>
 #include "runtime/host_copy.h"
 #include "bench/pipe_bubble_csv.h"
 #include "harness/bench.h"
-#include "kernels/gemm.h"
+#include "harness/processors.h"
 #include "models/pipeline_simulator.h"
 #include "moe/init.h"
 #include "pipeline/mlp_stage.h"
@@ -93,22 +92,11 @@ class PipeBubbleBench final : public BenchProgram {
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
     fixture_.reset();
-    if (ctx.rt.rank() == 0) write_bubble_csv(ctx, rec_, runs, shared_processors(ctx));
+    if (ctx.rt.rank() == 0) write_bubble_csv(ctx, rec_, runs, cores_shared_by_ranks(ctx));
     return 0;
   }
 
  private:
-  // How many ops the stages can run at once: on the CPU backend the ranks of one machine share
-  // its cores (one BLAS thread per op, as the experiments launch it), and a stage waiting for a
-  // core is not busy but not idle by choice either -- the simulator holds it to that; 0 where
-  // every stage has a processor of its own (a GPU each, or cores enough). Ranks over several
-  // machines are taken as a processor each.
-  static int shared_processors(const BenchContext& ctx) {
-    if (ctx.backend() != Backend::cpu || ctx.rt.local_size() != ctx.rt.world()) return 0;
-    const int cores = int(std::thread::hardware_concurrency()) / std::max(1, cpu_blas_threads());
-    return cores >= 1 && cores < ctx.world.size() ? cores : 0;
-  }
-
   // Half a round trip of `rows` rows of activations between neighbouring stages the way the
   // engine moves them -- received on a compute stream, sent on a stream of its own after an
   // event -- so the thread hand-offs are in it; the median of 20 (the slowest pair's); 0 on one

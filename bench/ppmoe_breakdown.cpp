@@ -6,13 +6,15 @@
 // rank, the one whose forward was slowest, so the parts of a repetition add up to its total; a
 // column is the median over the repetitions (with each one's value, _ms_reps), and its share the
 // median of the repetitions' shares of their own total, with that median's confidence interval;
-// and how routing spread the experts' work (the busiest rank's expert rows over the mean rank's).
-// Writes <out>/ppmoe/t1.csv and t3.csv.
+// and how routing spread the experts' work (the busiest rank's expert rows over the mean rank's),
+// and whether each rank had a core (processors: where they share fewer, a rank's wait for a core
+// lands in whichever part it was in, so the split is the machine's scheduling). Writes <out>/ppmoe/t1.csv and t3.csv.
 #include <cstdio>
 #include <map>
 #include <optional>
 #include "gpt/gpt_layout.h"
 #include "harness/bench.h"
+#include "harness/processors.h"
 #include "models/paper_specs.h"
 #include "models/paper_values.h"
 #include "runtime/range.h"
@@ -104,6 +106,7 @@ class BreakdownBench final : public BenchProgram {
           header.push_back(c.name + suffix);
       header.push_back("expert_rows_max_over_mean");
       header.push_back("repetitions");
+      header.push_back("processors");
       CsvTable table(header);
       const ParallelLayout l = layout(t, ctx.world.size());
       std::vector<std::string> row = {l.describe(), std::to_string(l.dp),
@@ -132,6 +135,7 @@ class BreakdownBench final : public BenchProgram {
       std::printf("  experts' rows busiest / mean rank %s\n", load.c_str());
       row.push_back(load);
       row.push_back(std::to_string(reps.size()));
+      row.push_back(processors_cell(ctx));
       table.add_row(row);
       table.write(ctx.opts.out_dir + "/ppmoe/" + t + ".csv", ctx.provenance);
     }

@@ -12,6 +12,7 @@ there), and the run passes only if it exits 0 and every listed CSV is there agai
  - no NaN in any field (the pool's poison mode turns a buffer read after its turn into NaN);
  - every <column>_reps cell as many repetitions as the row's `repetitions`, their median <column>,
    and a breakdown's parts adding up to its total in every repetition;
+ - a `processors` cell that says what this machine gave the ranks (a core each, or fewer);
  - as many fields in every row as in the header.
 A GPU case (its name starts with "gpu.") whose bench says "--backend cuda: no usable GPU" exits
 77 (CTest's skip) -- unless MOEBENCH_REQUIRE_GPU=1, where a missing or broken GPU is a failure.
@@ -81,6 +82,7 @@ def check_csv(out_dir, rel, spec, columns):
             problems.append(f"{rel}:{i}: NaN in {', '.join(nans)}")
         if len(row) == len(header):
             problems += check_repetitions(rel, i, dict(zip(header, row)))
+            problems += check_processors(rel, i, dict(zip(header, row)))
     return problems
 
 
@@ -110,6 +112,23 @@ def check_repetitions(rel, line, row):
                 problems.append(f"{rel}:{line}: repetition {k + 1}: moe_fwd {moe:.6g} + others {others:.6g} != total {total:.6g} "
                                 "(the parts are not of one rank)")
     return problems
+
+
+def check_processors(rel, line, row):
+    """processors: "one per rank" only where the ranks fit this machine's cores, and "N cores shared by
+    the R ranks" with R the row's ranks and N fewer than R, no more than the cores, where they do not."""
+    cell = row.get("processors")
+    if cell is None or row.get("backend") != "cpu":
+        return []
+    ranks, cores = int(row["ranks"]), os.cpu_count() or 1
+    if cell == "one per rank":
+        return [] if ranks <= cores else [f"{rel}:{line}: processors '{cell}', but {ranks} ranks ran on {cores} cores"]
+    words = cell.split()
+    if (len(words) == 7 and words[1:5] == ["cores", "shared", "by", "the"] and words[6] == "ranks" and words[0].isdigit()
+            and words[5] == str(ranks) and int(words[0]) < ranks and int(words[0]) <= cores):
+        return []
+    return [f"{rel}:{line}: processors '{cell}' is not 'one per rank' nor 'N cores shared by the {ranks} ranks' "
+            f"with N below {ranks} and at most this machine's {cores} cores"]
 
 
 def main(argv):

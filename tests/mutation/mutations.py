@@ -308,6 +308,14 @@ MUTATIONS = [
         "tests": r"^bench\.ppmoe_breakdown\.tiny\.ranks4$",
     },
     {
+        "id": "processors_always_one_per_rank",
+        "mechanism": "a run of more ranks than cores says each rank had a core: its phase split would be judged",
+        "file": "harness/processors.cpp",
+        "edits": [("  return cores >= 1 && cores < ctx.world.size() ? cores : 0;", "  return 0 * cores;")],
+        "targets": ["moebench_ppmoe_breakdown"],
+        "tests": r"^bench\.ppmoe_breakdown\.tiny\.ranks4$",
+    },
+    {
         "id": "pipeline_reaches_up_to_gpt",
         "mechanism": "the pipeline engine's floor includes the GPT model's: the arrow between the floors runs back up",
         "file": "pipeline/pipeline_engine.h",

@@ -307,6 +307,25 @@ TEST_F(ClaimLedger, ABubbleMeasuredOnSharedCoresIsNotOnTheRelevantHardware) {
   EXPECT_EQ(judged("core_per_stage").verdict, "reproduced");
 }
 
+// A step's phase split measured with more ranks than cores is the machine's scheduling: a rank's
+// wait for a core lands in whichever phase it was in.
+TEST_F(ClaimLedger, APhaseSplitMeasuredOnSharedCoresIsNotOnTheRelevantHardware) {
+  auto split = [&](const std::string& processors) {
+    std::ofstream(root / "x/r.csv") << "ratio,ratio_min,ratio_max,processors,backend,device,ranks,link,scale,commit,date\n"
+                                    << "1.5,1.45,1.55," << processors << ",cpu,X,4,measured: MPI,local," << first
+                                    << ",2026-12-01T00:00:00Z\n";
+  };
+  split("2 cores shared by the 4 ranks");
+  const ClaimResult shared = judged("core_per_rank");
+  EXPECT_EQ(shared.verdict, kOffHardware);
+  EXPECT_NE(shared.why.find("how a step's time divides among its phases: here 2 cores shared by the 4 ranks"),
+            std::string::npos) << shared.why;
+  EXPECT_EQ(judged("core_per_stage").verdict, kOffHardware);  // a pipeline's bubble on them too
+  EXPECT_EQ(judged("").verdict, "reproduced");                 // a claim that does not ask
+  split("one per rank");
+  EXPECT_EQ(judged("core_per_rank").verdict, "reproduced");
+}
+
 // This machine says reproduced and the model at the paper's scale says not: the verdict is
 // contradicted, and its line names the model's. A GPU run's verdict is not overruled.
 TEST_F(ClaimLedger, AVerdictTheSuitesOtherSettingsContradictIsNotReproduced) {

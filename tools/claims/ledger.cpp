@@ -54,15 +54,19 @@ std::optional<std::string> off_the_relevant_hardware(const ClaimSpec& spec, cons
       if (l.rfind("emulated", 0) == 0)
         return "a claim about compute slowing communication: the emulated link (" + l +
                ") sleeps without using a core, so compute cannot slow it by construction";
-  } else if (spec.relevant_hardware == "core_per_stage") {
+  } else if (spec.relevant_hardware == "core_per_stage" || spec.relevant_hardware == "core_per_rank") {
     for (const std::string& p : processors)
-      if (p.find("shared by the stages") != std::string::npos)
-        return "a claim about a pipeline schedule's bubble: here " + p +
-               ", so a stage waits for a core as well as for its peer, and the bubble measured is this machine's, "
-               "not the schedule's";
+      if (p.find("shared by the") != std::string::npos)
+        return spec.relevant_hardware == "core_per_stage"
+                   ? "a claim about a pipeline schedule's bubble: here " + p +
+                         ", so a stage waits for a core as well as for its peer, and the bubble measured is this "
+                         "machine's, not the schedule's"
+                   : "a claim about how a step's time divides among its phases: here " + p +
+                         ", so a rank's wait for a core lands in whichever phase it was in, and the split measured is "
+                         "this machine's scheduling, not the step's";
   } else if (!spec.relevant_hardware.empty()) {
     throw Error("claims.csv: " + spec.id + ": relevant_hardware '" + spec.relevant_hardware +
-                "' is not one of: (empty), gpu, core_link, core_per_stage");
+                "' is not one of: (empty), gpu, core_link, core_per_stage, core_per_rank");
   }
   return std::nullopt;
 }
@@ -78,7 +82,7 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
   }
   ResultFiles files(root);
   const Evaluation e = evaluate(expression, files);
-  std::vector<std::string> backends, links, processors;  // of every CSV read (processors: a pipeline's stages')
+  std::vector<std::string> backends, links, processors;  // of every CSV read (harness/processors.h)
   for (const std::string& f : e.files) {
     s.files += (s.files.empty() ? "" : " ") + f;
     std::string device, setting, backend, link;
@@ -88,7 +92,8 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
       s.origin_of[f] = origin;
       backends.push_back(backend);
       links.push_back(link);
-      if (t->size() > 0 && t->has("simulator_processors")) processors.push_back(t->cell(0, "simulator_processors"));
+      for (const char* column : {"simulator_processors", "processors"})
+        if (t->size() > 0 && t->has(column)) processors.push_back(t->cell(0, column));
     }
     if (s.provenance.empty() && s.provenance_of.count(f))
       s.provenance = s.provenance_of[f], s.device = device, s.setting = setting;

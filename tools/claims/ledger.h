@@ -33,8 +33,9 @@ struct ClaimSpec {
   // What a measurement must run on to judge the claim: "" anything; "gpu" a GPU run (a claim about
   // kernels, tensor cores, a GPU's memory or its overlap); "core_link" a link that uses a core
   // (not the emulated link, which sleeps: compute cannot slow it); "core_per_stage" a pipeline
-  // whose stages each have a core (not more stages than cores). Elsewhere the setting's verdict
-  // is kOffHardware.
+  // whose stages each have a core (not more stages than cores); "core_per_rank" a phase split
+  // measured with a core for each rank. Both read the CSVs' processors (or
+  // simulator_processors) column. Elsewhere the setting's verdict is kOffHardware.
   std::string relevant_hardware;
 };
 

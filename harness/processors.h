@@ -1,0 +1,21 @@
+// Whether a run's ranks each had a processor: on the CPU backend the ranks of one machine share
+// its cores, and a rank waiting for a core is neither computing nor waiting for its peers -- the
+// time goes to whichever phase (or pipeline bubble) it was in. The CSVs whose claims depend on
+// that (a step's phase split, a pipeline's bubble) say so in a `processors` column, and the
+// claim ledger reads it (tools/claims/ledger.cpp, relevant_hardware core_per_rank and
+// core_per_stage).
+#pragma once
+#include <string>
+#include "harness/bench.h"
+
+namespace moebench {
+
+// How many ops the ranks can run at once when that is fewer than the ranks (cores over the BLAS
+// threads of one op, as the experiments launch them); 0 where every rank has a processor of its
+// own: a GPU each, cores enough, or ranks spread over several machines (taken as one each).
+int cores_shared_by_ranks(const BenchContext& ctx);
+
+// The `processors` cell: "2 cores shared by the 4 ranks", or "one per rank".
+std::string processors_cell(const BenchContext& ctx);
+
+}  // namespace moebench
