@@ -38,8 +38,9 @@ void write_layer_csv(const std::string& out_dir, const Provenance& provenance, c
   const std::string& d = run.dispatcher;
   std::vector<std::string> cols = {"dispatcher", "tokens_per_rank", "hidden", "ffn", "experts", "prototypes",
                                    "top_k", "capacity_factor", "expert_gemm", "gate", "gate_kernels", "total_ms",
-                                   "total_ms_min", "total_ms_max"};
-  for (const auto& n : kLayerRanges) cols.push_back(n + "_ms");
+                                   "total_ms_min", "total_ms_max", "total_ms_reps"};
+  for (const auto& n : kLayerRanges)
+    for (const char* suffix : {"_ms", "_ms_reps"}) cols.push_back(n + suffix);
   for (const char* extra :
        {"expert_gemms_ms", "expert_gemms_ms_min", "expert_gemms_ms_max", "expert_gemms_over_floor", "overhead_ratio",
         "overhead_ratio_min", "overhead_ratio_max", "overhead_status", "target_ratio", "tokens_per_s",
@@ -58,8 +59,11 @@ void write_layer_csv(const std::string& out_dir, const Provenance& provenance, c
                                   std::to_string(c.experts), std::to_string(c.prototypes), std::to_string(c.top_k),
                                   c.capacity_factor ? fmt(*c.capacity_factor) : "dropless", run.moe.expert_gemm,
                                   gate_impl_name(c.gate), run.moe.gate_kernels_ran, fmt(total.median), fmt(total.min),
-                                  fmt(total.max)};
-  for (const auto& n : kLayerRanges) row.push_back(fmt(r.counter(n).median));
+                                  fmt(total.max), repetitions_cell(r.ms())};
+  for (const auto& n : kLayerRanges) {  // each repetition's, so a ratio of two ranges pairs them
+    row.push_back(fmt(r.counter(n).median));
+    row.push_back(repetitions_cell(r.counters.at(n)));
+  }
   for (double v : {gem.median, gem.min, gem.max}) row.push_back(fmt(v));
   // The expert GEMMs alone against their own floor (models/roofline.h's moe_expert_work).
   const Work experts_work{r.counter("roofline_expert_flops").median, r.counter("roofline_expert_bytes").median};

@@ -11,6 +11,7 @@
 // <out>/pipe/bubble.csv.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include "runtime/host_copy.h"
@@ -177,14 +178,14 @@ class PipeBubbleBench final : public BenchProgram {
     f->stage = std::make_unique<MlpStage>(cfg, ctx.device, *f->alloc);
     f->stage->init(1, f->compute);
     f->engine = std::make_unique<PipelineEngine>(*f->stage, ctx.world, ctx.device, *f->alloc, f->compute, f->send);
-    for (int j = 0; j < M; ++j) {
+    for (int j = 0; j < M; ++j) {  // micro-batch j of the same mini-batch, whatever M
+      const std::size_t n = std::size_t(rows) * hidden_, first = std::size_t(j) * n;
       if (s == 0)
-        f->inputs.push_back(device_from_f32(ctx.device, *f->alloc, normal_vector(std::size_t(rows) * hidden_, 2, 100 + j, 1.f),
-                                            DType::f32, MemTag::buffers));
+        f->inputs.push_back(device_from_f32(ctx.device, *f->alloc, normal_vector(n, 2, 100, 1.f, first), DType::f32,
+                                            MemTag::buffers));
       if (s == P - 1) {
-        f->outputs.push_back(f->alloc->allocate(std::size_t(rows) * hidden_ * 4, MemTag::buffers));
-        f->grads.push_back(device_from_f32(ctx.device, *f->alloc,
-                                           normal_vector(std::size_t(rows) * hidden_, 2, 200 + j, 1.f / float(rec_.mini)),
+        f->outputs.push_back(f->alloc->allocate(n * 4, MemTag::buffers));
+        f->grads.push_back(device_from_f32(ctx.device, *f->alloc, normal_vector(n, 2, 200, 1.f / float(rec_.mini), first),
                                            DType::f32, MemTag::buffers));
       }
     }
@@ -224,11 +225,39 @@ class PipeBubbleBench final : public BenchProgram {
       ctx.rt.sum(mine);
       rec_.samples[c.name()].push_back(mine);
       rec_.op_ms[c.name()].push_back(all_op_ms(ctx, c, rec));
+      rec_.grads_off[c.name()].push_back(grads_against_one_micro_batch(ctx, c));
       st.SetIterationTime(rec.makespan_ms / 1e3);
     }
     ctx.profile_end();
   }
 
+  // The stage's weight gradients after a step against GPipe's with one micro-batch (the same
+  // weights and mini-batch; its first repetition's): the largest difference over the largest
+  // reference gradient, the largest over the stages. The micro-batches' gradients summed are the
+  // mini-batch's (002 Sec. 8.3) when it is at the level of fp32 rounding. -1 where the reference
+  // case did not run first.
+  double grads_against_one_micro_batch(BenchContext& ctx, const Case& c) {
+    Fixture& f = *fixture_;
+    f.compute.synchronize();
+    const std::size_t n = f.stage->weights_per_kind();
+    std::vector<float> g = host_f32(ctx.device, *f.alloc, f.stage->w1_grad().data(), n, DType::f32);
+    const std::vector<float> g2 = host_f32(ctx.device, *f.alloc, f.stage->w2_grad().data(), n, DType::f32);
+    g.insert(g.end(), g2.begin(), g2.end());
+    const bool reference = c.kind == PipelineScheduleKind::gpipe && c.micro_batches == 1 && !c.recompute;
+    if (reference && reference_grads_.empty()) reference_grads_ = g;
+    double off = -1;
+    if (reference_grads_.size() == g.size()) {
+      double largest = 0, diff = 0;
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        largest = std::max(largest, double(std::fabs(reference_grads_[i])));
+        diff = std::max(diff, double(std::fabs(g[i] - reference_grads_[i])));
+      }
+      off = largest > 0 ? diff / largest : diff;
+    }
+    return ctx.rt.max(off);
+  }
+
+  std::vector<float> reference_grads_;  // this stage's, from GPipe with one micro-batch
   std::vector<std::string> schedule_names_;
   std::vector<int> micro_opt_;
   std::optional<int> mini_opt_, layers_opt_, hidden_opt_, ffn_opt_;

@@ -1,4 +1,5 @@
 #include "bench/pipe_bubble_csv.h"
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include "harness/spread.h"
@@ -23,7 +24,8 @@ void write_bubble_csv(const BenchContext& ctx, const PipeBubbleRecord& rec, cons
               "measured_bubble_min", "measured_bubble_max", "simulated_bubble", "simulated_step_ms",
               "measured_over_simulated_step", "simulator_status", "replayed_bubble", "replayed_step_ms",
               "measured_over_replayed_step", "simulator_processors", "closed_form_bubble", "tokens_per_s",
-              "tokens_per_s_min", "tokens_per_s_max", "tokens_per_s_reps", "peak_activation_bytes", "repetitions"});
+              "tokens_per_s_min", "tokens_per_s_max", "tokens_per_s_reps", "peak_activation_bytes",
+              "grads_vs_one_micro_batch", "repetitions"});
   // By case name: the stages' mean measured bubble (share of the step) and idle ms -- the
   // bubble's size, what ZB-H1's "a third of 1F1B's" is about (a shorter step makes the same
   // idle time a larger share).
@@ -66,6 +68,9 @@ void write_bubble_csv(const BenchContext& ctx, const PipeBubbleRecord& rec, cons
     }
     const Spread replay = spread_of(replayed), replay_ratio = spread_of(over_replayed);
     const int rows = rec.mini / c.micro_batches;
+    const std::vector<double>& off = rec.grads_off.at(r.name);
+    const double grads_off = off.empty() ? -1 : *std::max_element(off.begin(), off.end());
+    const bool no_reference = std::find(off.begin(), off.end(), -1.0) != off.end();
     double bubble_sum = 0, idle_sum = 0;
     for (int s = 0; s < P; ++s) {
       std::vector<double> bubbles;
@@ -88,7 +93,8 @@ void write_bubble_csv(const BenchContext& ctx, const PipeBubbleRecord& rec, cons
                  processors > 0 ? std::to_string(processors) + " cores shared by the stages" : "one per stage",
                  fmt(closed, 4),
                  fmt(rec.mini / (step.median / 1e3)), fmt(rec.mini / (step.max / 1e3)), fmt(rec.mini / (step.min / 1e3)),
-                 repetitions_cell(tokens_per_s), fmt(field(s, 5).max, 10), std::to_string(step.samples)});
+                 repetitions_cell(tokens_per_s), fmt(field(s, 5).max, 10),
+                 no_reference || off.empty() ? "-" : fmt(grads_off, 3), std::to_string(step.samples)});
     }
     mean_bubble[r.name] = bubble_sum / P;
     mean_idle_ms[r.name] = idle_sum / P;

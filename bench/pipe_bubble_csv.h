@@ -1,6 +1,7 @@
 // What moebench_pipe_bubble measured, per case (a schedule at a micro-batch count), and what it
 // writes from it: pipe/bubble.csv, a row per stage (its op times, its measured bubble against the
-// simulator's, the replay of every op's own time, and (P - 1) / (M + P - 1)), and the console's
+// simulator's, the replay of every op's own time, (P - 1) / (M + P - 1), and the weight gradients
+// against one micro-batch's), and the console's
 // ZB-H1 over 1F1B lines.
 #pragma once
 #include <map>
@@ -33,6 +34,9 @@ struct PipeBubbleRecord {
   std::map<std::string, Case> cases;
   std::map<std::string, std::vector<std::vector<double>>> samples;  // per case: per repetition, P x kFields
   std::map<std::string, std::vector<std::vector<double>>> op_ms;    // per case: per repetition, every op's ms
+  // per case: per repetition, the weight gradients' largest relative difference from GPipe's
+  // with one micro-batch (-1: that reference did not run)
+  std::map<std::string, std::vector<double>> grads_off;
 };
 
 // `processors`: how many ops the stages can run at once (0: one per stage).

@@ -13,6 +13,8 @@ there), and the run passes only if it exits 0 and every listed CSV is there agai
  - every <column>_reps cell as many repetitions as the row's `repetitions`, their median <column>,
    and a breakdown's parts adding up to its total in every repetition;
  - a `processors` cell that says what this machine gave the ranks (a core each, or fewer);
+ - a pipeline's `grads_vs_one_micro_batch` at fp32 rounding (the micro-batches' gradients summed
+   are one micro-batch's);
  - as many fields in every row as in the header.
 A GPU case (its name starts with "gpu.") whose bench says "--backend cuda: no usable GPU" exits
 77 (CTest's skip) -- unless MOEBENCH_REQUIRE_GPU=1, where a missing or broken GPU is a failure.
@@ -83,6 +85,7 @@ def check_csv(out_dir, rel, spec, columns):
         if len(row) == len(header):
             problems += check_repetitions(rel, i, dict(zip(header, row)))
             problems += check_processors(rel, i, dict(zip(header, row)))
+            problems += check_micro_batch_grads(rel, i, dict(zip(header, row)))
     return problems
 
 
@@ -112,6 +115,15 @@ def check_repetitions(rel, line, row):
                 problems.append(f"{rel}:{line}: repetition {k + 1}: moe_fwd {moe:.6g} + others {others:.6g} != total {total:.6g} "
                                 "(the parts are not of one rank)")
     return problems
+
+
+def check_micro_batch_grads(rel, line, row):
+    """grads_vs_one_micro_batch: at most 1e-4 of the largest gradient (fp32 sums in another order)."""
+    cell = row.get("grads_vs_one_micro_batch")
+    if cell in (None, "-") or float(cell) <= 1e-4:
+        return []
+    return [f"{rel}:{line}: {row.get('schedule')} M={row.get('micro_batches')}: the weight gradients differ from one "
+            f"micro-batch's by {cell} of the largest (at most 1e-4: the micro-batches' must sum to the mini-batch's)"]
 
 
 def check_processors(rel, line, row):

@@ -308,6 +308,14 @@ MUTATIONS = [
         "tests": r"^bench\.ppmoe_breakdown\.tiny\.ranks4$",
     },
     {
+        "id": "micro_batch_grads_overwrite",
+        "mechanism": "each micro-batch's W2 gradient overwrites the last: the step's gradient is the last micro-batch's",
+        "file": "pipeline/mlp_stage.cpp",
+        "edits": [("w(dw2_, l, per), DType::f32, 1.f, 1.f));", "w(dw2_, l, per), DType::f32, 1.f, 0.f));")],
+        "targets": ["moebench_pipe_bubble"],
+        "tests": r"^bench\.pipe_bubble\.tiny\.ranks2$",
+    },
+    {
         "id": "processors_always_one_per_rank",
         "mechanism": "a run of more ranks than cores says each rank had a core: its phase split would be judged",
         "file": "harness/processors.cpp",
