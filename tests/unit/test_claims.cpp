@@ -257,6 +257,12 @@ class ClaimLedger : public ::testing::Test {
                                << v << "," << lo << "," << hi << "," << backend << ",X,4,\"" << link << "\",local,"
                                << (at.empty() ? first : at) << "," << date << "\n";
   }
+  // The same CSV on the CPU at 4 ranks, with a `column` saying what processors the ranks had.
+  void write_processors(const std::string& column, const std::string& processors) {
+    std::ofstream(root / "x/r.csv") << "ratio,ratio_min,ratio_max," << column << ",backend,device,ranks,link,scale,commit,date\n"
+                                    << "1.5,1.45,1.55," << processors << ",cpu,X,4,measured: MPI,local," << first
+                                    << ",2026-12-01T00:00:00Z\n";
+  }
   ClaimResult judged(const std::string& relevant_hardware, const std::string& model = "") {
     ClaimSpec c = spec("match:15", "1");
     c.id = "x.claim";
@@ -294,11 +300,7 @@ TEST_F(ClaimLedger, ComputeSlowingCommunicationIsNotJudgedOnTheSleepingEmulatedL
 
 // A pipeline's bubble measured with more stages than cores is the machine's, not the schedule's.
 TEST_F(ClaimLedger, ABubbleMeasuredOnSharedCoresIsNotOnTheRelevantHardware) {
-  auto bubble = [&](const std::string& processors) {
-    std::ofstream(root / "x/r.csv") << "ratio,ratio_min,ratio_max,simulator_processors,backend,device,ranks,link,scale,commit,date\n"
-                                    << "1.5,1.45,1.55," << processors << ",cpu,X,4,measured: MPI,local," << first
-                                    << ",2026-12-01T00:00:00Z\n";
-  };
+  auto bubble = [&](const std::string& processors) { write_processors("simulator_processors", processors); };
   bubble("2 cores shared by the stages");
   const ClaimResult shared = judged("core_per_stage");
   EXPECT_EQ(shared.verdict, kOffHardware);
@@ -310,11 +312,7 @@ TEST_F(ClaimLedger, ABubbleMeasuredOnSharedCoresIsNotOnTheRelevantHardware) {
 // A step's phase split measured with more ranks than cores is the machine's scheduling: a rank's
 // wait for a core lands in whichever phase it was in.
 TEST_F(ClaimLedger, APhaseSplitMeasuredOnSharedCoresIsNotOnTheRelevantHardware) {
-  auto split = [&](const std::string& processors) {
-    std::ofstream(root / "x/r.csv") << "ratio,ratio_min,ratio_max,processors,backend,device,ranks,link,scale,commit,date\n"
-                                    << "1.5,1.45,1.55," << processors << ",cpu,X,4,measured: MPI,local," << first
-                                    << ",2026-12-01T00:00:00Z\n";
-  };
+  auto split = [&](const std::string& processors) { write_processors("processors", processors); };
   split("2 cores shared by the 4 ranks");
   const ClaimResult shared = judged("core_per_rank");
   EXPECT_EQ(shared.verdict, kOffHardware);
