@@ -68,9 +68,10 @@ void write_bubble_csv(const BenchContext& ctx, const PipeBubbleRecord& rec, cons
     }
     const Spread replay = spread_of(replayed), replay_ratio = spread_of(over_replayed);
     const int rows = rec.mini / c.micro_batches;
-    const std::vector<double>& off = rec.grads_off.at(r.name);
-    const double grads_off = off.empty() ? -1 : *std::max_element(off.begin(), off.end());
-    const bool no_reference = std::find(off.begin(), off.end(), -1.0) != off.end();
+    const std::vector<double>& off = rec.grads_off.at(r.name);  // -1: the reference had not run
+    const std::string grads_off = off.empty() || std::find(off.begin(), off.end(), -1.0) != off.end()
+                                      ? "-"
+                                      : fmt(*std::max_element(off.begin(), off.end()), 3);
     double bubble_sum = 0, idle_sum = 0;
     for (int s = 0; s < P; ++s) {
       std::vector<double> bubbles;
@@ -94,7 +95,7 @@ void write_bubble_csv(const BenchContext& ctx, const PipeBubbleRecord& rec, cons
                  fmt(closed, 4),
                  fmt(rec.mini / (step.median / 1e3)), fmt(rec.mini / (step.max / 1e3)), fmt(rec.mini / (step.min / 1e3)),
                  repetitions_cell(tokens_per_s), fmt(field(s, 5).max, 10),
-                 no_reference || off.empty() ? "-" : fmt(grads_off, 3), std::to_string(step.samples)});
+                 grads_off, std::to_string(step.samples)});
     }
     mean_bubble[r.name] = bubble_sum / P;
     mean_idle_ms[r.name] = idle_sum / P;

@@ -8,7 +8,8 @@
 // median of the repetitions' shares of their own total, with that median's confidence interval;
 // and how routing spread the experts' work (the busiest rank's expert rows over the mean rank's),
 // and whether each rank had a core (processors: where they share fewer, a rank's wait for a core
-// lands in whichever part it was in, so the split is the machine's scheduling). Writes <out>/ppmoe/t1.csv and t3.csv.
+// lands in whichever part it was in, so the split is the machine's scheduling).
+// Writes <out>/ppmoe/t1.csv and t3.csv.
 #include <cstdio>
 #include <map>
 #include <optional>
