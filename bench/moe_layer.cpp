@@ -244,8 +244,11 @@ class MoELayerBench final : public BenchProgram {
       const auto totals = b.totals_ms();
       std::vector<double> mine;
       for (const auto& n : kLayerRanges) mine.push_back(totals.count(n) ? totals.at(n) : 0.0);
-      const std::vector<double> phases = slowest_rank_phases(ctx.rt, mine);
-      for (std::size_t i = 0; i < kLayerRanges.size(); ++i) range_ms[kLayerRanges[i]] += phases[i];
+      const PhasesOverRanks phases = phases_over_ranks(ctx.rt, mine);
+      for (std::size_t i = 0; i < kLayerRanges.size(); ++i) {
+        range_ms[kLayerRanges[i]] += phases.slowest_rank[i];
+        range_ms[kLayerRanges[i] + kFastestRank] += phases.fastest_rank[i];
+      }
       // The same expert GEMMs alone, right after, on the rows this step routed (not in the manual time).
       gemm_ms += ctx.time_ms(s, [&] { layer.experts().gemms_only(f.last->experts, *scratch_, s); });
     }
@@ -256,7 +259,7 @@ class MoELayerBench final : public BenchProgram {
       f.dumped = true;
     }
     const double n = double(st.iterations());
-    for (const auto& name : kLayerRanges) st.counters[name] = range_ms[name] / n;
+    for (const auto& [name, ms] : range_ms) st.counters[name] = ms / n;
     st.counters["expert_gemms_ms"] = gemm_ms / n;
     st.counters["overhead_ratio"] = total_ms / gemm_ms;
     // PPMoE ranks of one TP group hold the same tokens: one of them counts them.

@@ -41,6 +41,8 @@ void write_layer_csv(const std::string& out_dir, const Provenance& provenance, c
                                    "total_ms_min", "total_ms_max", "total_ms_reps"};
   for (const auto& n : kLayerRanges)
     for (const char* suffix : {"_ms", "_ms_reps"}) cols.push_back(n + suffix);
+  for (const auto& n : kExchangeRanges)
+    for (const char* suffix : {"_fastest_rank_ms", "_fastest_rank_ms_reps"}) cols.push_back(n + suffix);
   for (const char* extra :
        {"expert_gemms_ms", "expert_gemms_ms_min", "expert_gemms_ms_max", "expert_gemms_over_floor", "overhead_ratio",
         "overhead_ratio_min", "overhead_ratio_max", "overhead_status", "target_ratio", "tokens_per_s",
@@ -63,6 +65,10 @@ void write_layer_csv(const std::string& out_dir, const Provenance& provenance, c
   for (const auto& n : kLayerRanges) {  // each repetition's, so a ratio of two ranges pairs them
     row.push_back(fmt(r.counter(n).median));
     row.push_back(repetitions_cell(r.counters.at(n)));
+  }
+  for (const auto& n : kExchangeRanges) {
+    row.push_back(fmt(r.counter(n + kFastestRank).median));
+    row.push_back(repetitions_cell(r.counters.at(n + kFastestRank)));
   }
   for (double v : {gem.median, gem.min, gem.max}) row.push_back(fmt(v));
   // The expert GEMMs alone against their own floor (models/roofline.h's moe_expert_work).

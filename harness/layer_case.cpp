@@ -94,13 +94,17 @@ std::size_t largest_row(const std::vector<double>& rows, int ranks) {
   return best;
 }
 
-std::vector<double> slowest_rank_phases(const Runtime& rt, const std::vector<double>& mine) {
+PhasesOverRanks phases_over_ranks(const Runtime& rt, const std::vector<double>& mine) {
   const std::size_t width = mine.size();
   std::vector<double> all(width * std::size_t(rt.world()), 0.0);
   std::copy(mine.begin(), mine.end(), all.begin() + std::ptrdiff_t(width * std::size_t(rt.rank())));
   rt.sum(all);
   const std::size_t r = largest_row(all, rt.world());
-  return std::vector<double>(all.begin() + std::ptrdiff_t(r * width), all.begin() + std::ptrdiff_t((r + 1) * width));
+  PhasesOverRanks p{std::vector<double>(all.begin() + std::ptrdiff_t(r * width), all.begin() + std::ptrdiff_t((r + 1) * width)),
+                    std::vector<double>(mine)};
+  for (std::size_t row = 0; row < std::size_t(rt.world()); ++row)
+    for (std::size_t i = 0; i < width; ++i) p.fastest_rank[i] = std::min(p.fastest_rank[i], all[row * width + i]);
+  return p;
 }
 
 void dump_layer_case(const std::string& folder, int rank, Device& device, LayerCase& lc, const DumpMeta& m) {

@@ -48,11 +48,18 @@ std::unique_ptr<LayerCase> make_layer_case(const std::string& dispatcher, const 
 // and each memory tag's peak_<tag>. Collective over `rt`.
 std::map<std::string, double> layer_counters(const Runtime& rt, const LayerCase& lc, bool counts_load);
 
-// The phase times of one rank for every rank: the rank whose phases add up to the most (the
-// layer ends when it does). `mine`: this rank's. Each phase's maximum over the ranks would stack
-// above the layer's own time where ranks are slow in different phases (one waits in the dispatch
-// while another computes). Collective over `rt`.
-std::vector<double> slowest_rank_phases(const Runtime& rt, const std::vector<double>& mine);
+// One step's phase times, two views from one exchange of every rank's (`mine`: this rank's):
+// - slowest_rank: the phases of the rank whose phases add up to the most (the layer ends when it
+//   does). Each phase's maximum over the ranks would stack above the layer's own time where ranks
+//   are slow in different phases (one waits in the dispatch while another computes).
+// - fastest_rank: each phase's least over the ranks. For a phase that ends in an exchange, that is
+//   the rank that reached it last and waited on no one: the exchange's own time, without the skew
+//   of the compute before it, which the other ranks wait out inside it.
+// Collective over `rt`.
+struct PhasesOverRanks {
+  std::vector<double> slowest_rank, fastest_rank;
+};
+PhasesOverRanks phases_over_ranks(const Runtime& rt, const std::vector<double>& mine);
 // The row of `rows` (ranks rows of equal length, one after another) with the largest sum.
 std::size_t largest_row(const std::vector<double>& rows, int ranks);
 

@@ -12,6 +12,8 @@ there), and the run passes only if it exits 0 and every listed CSV is there agai
  - no NaN in any field (the pool's poison mode turns a buffer read after its turn into NaN);
  - every <column>_reps cell as many repetitions as the row's `repetitions`, their median <column>,
    and a breakdown's parts adding up to its total in every repetition;
+ - each exchange's `<range>_fastest_rank_ms` at most its slowest rank's `<range>_ms`, in every
+   repetition (equal with one rank);
  - a `processors` cell that says what this machine gave the ranks (a core each, or fewer);
  - a pipeline's `grads_vs_one_micro_batch` at fp32 rounding (the micro-batches' gradients summed
    are one micro-batch's);
@@ -86,6 +88,7 @@ def check_csv(out_dir, rel, spec, columns):
             problems += check_repetitions(rel, i, dict(zip(header, row)))
             problems += check_processors(rel, i, dict(zip(header, row)))
             problems += check_micro_batch_grads(rel, i, dict(zip(header, row)))
+            problems += check_fastest_rank(rel, i, dict(zip(header, row)))
     return problems
 
 
@@ -124,6 +127,22 @@ def check_micro_batch_grads(rel, line, row):
         return []
     return [f"{rel}:{line}: {row.get('schedule')} M={row.get('micro_batches')}: the weight gradients differ from one "
             f"micro-batch's by {cell} of the largest (at most 1e-4: the micro-batches' must sum to the mini-batch's)"]
+
+
+def check_fastest_rank(rel, line, row):
+    """<range>_fastest_rank_ms_reps: the least over the ranks, so in every repetition at most the
+    slowest rank's <range>_ms_reps, and the same where one rank ran."""
+    problems = []
+    for column, cell in row.items():
+        if not column.endswith("_fastest_rank_ms_reps") or cell in ("", "-", "n/a"):
+            continue
+        slowest = row.get(column.replace("_fastest_rank_ms_reps", "_ms_reps"), "")
+        for k, (least, most) in enumerate(zip(repetitions(cell), repetitions(slowest))):
+            tol = 1e-5 * max(1.0, most)  # both printed to 6 significant digits
+            if least > most + tol or (row.get("ranks") == "1" and abs(least - most) > tol):
+                problems.append(f"{rel}:{line}: repetition {k + 1}: {column[:-5]} {least:.6g} against the slowest rank's "
+                                f"{most:.6g} (the least over {row.get('ranks')} ranks)")
+    return problems
 
 
 def check_processors(rel, line, row):

@@ -251,10 +251,20 @@ MUTATIONS = [
         "id": "noise_needs_width",
         "mechanism": "a range through the no-effect value gives a direction when it is narrower than the effect",
         "file": "tools/claims/ledger.cpp",
-        "edits": [("  auto noise = [&](double x) { return ours.lo < ours.hi && ours.lo <= x && x <= ours.hi; };",
-                   "  auto noise = [&](double x) {\n    return ours.lo < ours.hi && ours.lo <= x && x <= ours.hi && ours.hi - ours.lo >= std::fabs(paper - x);\n  };")],
+        "edits": [("    return ours.lo < ours.hi && ours.lo <= x + std::fabs(x) * margin && x - std::fabs(x) * margin <= ours.hi;",
+                   "    return ours.lo < ours.hi && ours.lo <= x + std::fabs(x) * margin && x - std::fabs(x) * margin <= ours.hi &&\n"
+                   "           ours.hi - ours.lo >= std::fabs(paper - x);")],
         "targets": [UNIT],
         "tests": r"^ClaimVerdict\.",
+    },
+    {
+        "id": "ratio_margin_dropped",
+        "mechanism": "this machine's ratio a little past 1 gives a direction: a second launch may give the other",
+        "file": "tools/claims/ledger.cpp",
+        "edits": [("judge_number(spec, paper, *s.value, measured && cpu ? kRatioMargin : 0);",
+                   "judge_number(spec, paper, *s.value, 0 * (measured && cpu));")],
+        "targets": [UNIT],
+        "tests": r"^ClaimLedger\.",
     },
     {
         "id": "off_hardware_judged",
@@ -322,6 +332,15 @@ MUTATIONS = [
         "edits": [("  return cores >= 1 && cores < ctx.world.size() ? cores : 0;", "  return 0 * cores;")],
         "targets": ["moebench_ppmoe_breakdown"],
         "tests": r"^bench\.ppmoe_breakdown\.tiny\.ranks4$",
+    },
+    {
+        "id": "fastest_rank_takes_most",
+        "mechanism": "an exchange's own time is its slowest rank's: the wait for a peer's compute counts as communication",
+        "file": "harness/layer_case.cpp",
+        "edits": [("p.fastest_rank[i] = std::min(p.fastest_rank[i], all[row * width + i]);",
+                   "p.fastest_rank[i] = std::max(p.fastest_rank[i], all[row * width + i]);")],
+        "targets": ["moebench_moe_layer"],
+        "tests": r"^bench\.moe_layer\.tiny\.ranks2$",
     },
     {
         "id": "pipeline_reaches_up_to_gpt",

@@ -114,7 +114,9 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
             "; this number is from " + (s.device.empty() ? "another machine" : s.device);
     return s;
   }
-  const Judgement j = judge_number(spec, paper, *s.value);
+  // The margin is for this machine's launches, whose spread the stability runs measure.
+  const bool cpu = std::find(backends.begin(), backends.end(), "cpu") != backends.end();
+  const Judgement j = judge_number(spec, paper, *s.value, measured && cpu ? kRatioMargin : 0);
   s.verdict = j.verdict;
   s.why = j.why;
   s.reaches = j.reaches;
@@ -154,28 +156,37 @@ void describe_assumptions(const CsvRows& t, ClaimResult& c) {
 }
 
 // The verdict of ours' median under the claim's tolerance class (noise from its range).
-Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours) {
+Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours, double ratio_margin) {
   const std::string& judge = spec.judge;
   std::optional<double> baseline;
   if (!spec.baseline.empty()) baseline = std::strtod(spec.baseline.c_str(), nullptr);
   // Noise: the run's range holds the no-effect value (or the threshold), so it does not give the
-  // effect's direction -- a re-run may land on either side.
-  auto noise = [&](double x) { return ours.lo < ours.hi && ours.lo <= x && x <= ours.hi; };
+  // effect's direction -- a re-run may land on either side. A ratio's range must clear it by
+  // `ratio_margin` besides (kRatioMargin on this machine's numbers).
+  const double margin = spec.unit == "x" ? ratio_margin : 0;
+  auto noise = [&](double x) {
+    return ours.lo < ours.hi && ours.lo <= x + std::fabs(x) * margin && x - std::fabs(x) * margin <= ours.hi;
+  };
+  auto holds = [&](double x) {
+    return ours.lo <= x && x <= ours.hi ? std::string("holds ")
+                                        : "comes within " + num(100 * margin) + "% of ";
+  };
   const std::string unit = spec.unit.empty() ? "" : " " + spec.unit;
   const std::string said = "ours " + range(ours) + (paper != 0 ? ", " + num(ours.v / paper) + "x the paper's " + num(paper) : "");
   if (starts(judge, "above:") || starts(judge, "below:")) {
     const double x = tolerance_of(judge, judge.substr(0, 5));
     const bool above = judge[0] == 'a';
     if (noise(x))
-      return {"noise", "ours " + range(ours) + ": the run's range holds " + num(x) + ", the claim's threshold, so it gives no "
-                       "direction"};
+      return {"noise", "ours " + range(ours) + ": the run's range " + holds(x) + num(x) +
+                           ", the claim's threshold, so it gives no direction"};
     const bool holds = above ? ours.v > x : ours.v < x;
     return {holds ? "reproduced" : "not reproduced",
             "ours " + range(ours) + (holds ? " is " : " is not ") + (above ? "above " : "below ") + num(x) +
                 (paper != 0 ? " (the paper's " + num(paper) + ")" : "")};
   }
   if (baseline && noise(*baseline))
-    return {"noise", said + "; the run's range holds " + num(*baseline) + ", the no-effect value, so it gives no direction"};
+    return {"noise", said + "; the run's range " + holds(*baseline) + num(*baseline) +
+                         ", the no-effect value, so it gives no direction"};
   const bool same_side = baseline && (ours.v - *baseline) * (paper - *baseline) > 0;
   if (starts(judge, "match:")) {
     // Partly is bounded: within 2P, and on the paper's side of the baseline where there is one.
@@ -238,11 +249,11 @@ void contradict(ClaimResult& c, const SettingResult& measured) {
 
 }  // namespace
 
-Judgement judge_number(const ClaimSpec& spec, double paper, const Number& ours) {
-  Judgement j = judge_value(spec, paper, ours);
+Judgement judge_number(const ClaimSpec& spec, double paper, const Number& ours, double ratio_margin) {
+  Judgement j = judge_value(spec, paper, ours, ratio_margin);
   if (ours.lo == ours.hi || j.verdict == "noise") return j;
   for (double end : {ours.lo, ours.hi}) {
-    const std::string v = judge_value(spec, paper, Number::exact(end)).verdict;
+    const std::string v = judge_value(spec, paper, Number::exact(end), 0).verdict;
     if (v != j.verdict && std::find(j.reaches.begin(), j.reaches.end(), v) == j.reaches.end()) j.reaches.push_back(v);
   }
   for (std::size_t i = 0; i < j.reaches.size(); ++i)

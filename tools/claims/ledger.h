@@ -87,13 +87,19 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
 // results/claims.csv's text (no provenance of its own: each number names its CSVs).
 std::string claims_csv(const std::vector<ClaimResult>& claims);
 
+// How far a ratio's range (unit x) measured on this machine (the CPU backend) must stay from its
+// no-effect value or threshold to give a direction: a relative margin, about twice the median
+// difference two launches of one commit show here (docs/claims.md).
+inline constexpr double kRatioMargin = 0.05;
+
 // The verdict of `ours` against the paper's value under `spec`'s tolerance class, and why.
 // `reaches`: the other verdicts the ends of ours' range would get (where its verdict is not
-// noise), said in `why` too -- the verdicts a re-run of the same code may give.
+// noise), said in `why` too -- the verdicts a re-run of the same code may give. `ratio_margin`:
+// how far beyond the no-effect value or threshold a ratio's range must stay to give a direction.
 struct Judgement {
   std::string verdict, why;
   std::vector<std::string> reaches;
 };
-Judgement judge_number(const ClaimSpec& spec, double paper, const Number& ours);
+Judgement judge_number(const ClaimSpec& spec, double paper, const Number& ours, double ratio_margin = 0);
 
 }  // namespace moebench

@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 #include "harness/csv.h"
+#include "tools/claims/stability.h"
 #include "tools/claims/torch_comparisons.h"
 
 namespace moebench {
@@ -116,9 +117,12 @@ std::string stability_section(const CsvRows* t) {
   }
   int counted = 0, same = 0;
   std::vector<std::string> flips;
+  std::vector<VerdictPair> pairs;
   for (std::size_t r = 0; r < t->size(); ++r) {
     const std::string s = t->cell(r, "same");
     if (s == "-") continue;
+    pairs.push_back({t->cell(r, "claim"), t->cell(r, "first_verdict"), t->cell(r, "second_verdict"),
+                     t->cell(r, "first_value"), t->cell(r, "second_value"), true});
     ++counted;
     if (s == "yes") {
       ++same;
@@ -132,6 +136,10 @@ std::string stability_section(const CsvRows* t) {
      << "%; `claims_stability.csv`)" << (flips.empty() ? ".\n\n" : ". The others:\n\n");
   for (const std::string& f : flips) md << "- " << f << "\n";
   if (!flips.empty()) md << "\n";
+  if (const auto d = median_relative_difference(pairs))
+    md << "The two runs' numbers of these claims differ by a median of " << fmt(100 * *d, 2)
+       << "% (relative). A ratio's range gives a direction only when it clears 1 (or its threshold) by "
+       << fmt(100 * kRatioMargin, 2) << "% (docs/claims.md).\n\n";
   return md.str();
 }
 

@@ -1,4 +1,7 @@
 #include "tools/claims/stability.h"
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include "harness/csv.h"
@@ -15,6 +18,23 @@ std::vector<const VerdictPair*> Agreement::flipped() const {
   for (const VerdictPair& p : pairs)
     if (p.counted && p.first != p.second) out.push_back(&p);
   return out;
+}
+
+std::optional<double> median_relative_difference(const std::vector<VerdictPair>& pairs) {
+  std::vector<double> d;
+  for (const VerdictPair& p : pairs) {
+    if (!p.counted) continue;
+    char* end_a = nullptr;
+    char* end_b = nullptr;
+    const double a = std::strtod(p.first_value.c_str(), &end_a), b = std::strtod(p.second_value.c_str(), &end_b);
+    if (end_a == p.first_value.c_str() || *end_a || end_b == p.second_value.c_str() || *end_b) continue;
+    const double scale = std::max(std::fabs(a), std::fabs(b));
+    if (scale > 0 && std::isfinite(scale)) d.push_back(std::fabs(a - b) / scale);
+  }
+  if (d.empty()) return std::nullopt;
+  std::sort(d.begin(), d.end());
+  const std::size_t n = d.size();
+  return n % 2 ? d[n / 2] : 0.5 * (d[n / 2 - 1] + d[n / 2]);
 }
 
 namespace {

@@ -4,6 +4,7 @@
 // are the same in both. experiments/claims/stability.sh makes the two runs; REPORT.md states the
 // figure from <results>/claims_stability.csv.
 #pragma once
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +26,11 @@ struct Agreement {
   double share() const { return run_verdicts ? double(same) / run_verdicts : 1.0; }
   std::vector<const VerdictPair*> flipped() const;
 };
+
+// The median over claims of how far the two runs' numbers are apart, |a - b| / max(|a|, |b|), over
+// the counted claims with a number in both (none: no such claim): what a second launch moves a
+// number by, which one run's repetitions do not show.
+std::optional<double> median_relative_difference(const std::vector<VerdictPair>& pairs);
 
 // Throws Error when the ledgers do not hold the same claims. `rerun`: the CSVs (relative to the
 // results folder) the second run wrote again; a claim whose CSVs are none of them is not counted

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
     write_file_atomic(out, stability_csv(a, runs));
     std::printf("moebench_claims_stability: %d of %d run verdicts the same on both runs (%.1f%%); wrote %s\n", a.same,
                 a.run_verdicts, 100 * a.share(), out.c_str());
+    if (const auto d = median_relative_difference(a.pairs))
+      std::printf("  the two runs' numbers differ by a median of %.1f%% (relative)\n", 100 * *d);
     for (const VerdictPair* p : a.flipped())
       std::printf("  %s: %s (%s) -> %s (%s)\n", p->claim.c_str(), p->first.c_str(), p->first_value.c_str(),
                   p->second.c_str(), p->second_value.c_str());
