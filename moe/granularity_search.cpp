@@ -71,6 +71,13 @@ int GranularitySearch::best(int tokens, const Profile& profile) {
   return n;
 }
 
+bool GranularitySearch::parabola_like(const std::vector<double>& ms) {
+  std::size_t i = 1;
+  while (i < ms.size() && ms[i] <= ms[i - 1]) ++i;
+  while (i < ms.size() && ms[i] >= ms[i - 1]) ++i;
+  return i >= ms.size();
+}
+
 std::vector<GranularitySearch::Row> GranularitySearch::rows() const {
   std::vector<Row> out;
   for (const auto& [n, r] : ranges_) out.push_back(Row{"range", n, r.floor, r.ceil, 0});

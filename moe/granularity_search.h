@@ -46,6 +46,9 @@ class GranularitySearch {
   const Stats& stats() const { return stats_; }
 
   std::vector<Row> rows() const;
+  // Whether times over consecutive n are parabola-like, the hypothesis the early stop rests on:
+  // they fall (or stay) to one bottom and rise (or stay) after it; either side may be empty.
+  static bool parabola_like(const std::vector<double>& ms);
   // Replaces the ranges and the cache; an error names what is wrong with the rows.
   std::optional<std::string> load(const std::vector<Row>& rows);
 

@@ -2,10 +2,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include "models/collective_model.h"
 #include "models/mpmoe_memory.h"
 #include "models/paper_specs.h"
 #include "models/paper_values.h"
+#include "moe/granularity_search.h"
 
 namespace moebench {
 namespace {
@@ -136,6 +138,51 @@ ProjectedTable project_mpmoe_f14(const HardwareProfile& adira) {
   }
   out.summary.push_back(std::string("mpmoe.f14 (modelled): the best n ") + (grows ? "grows" : "does not grow") +
                         " with B on GPT-XL (003 Sec. 5.5.2: 2 below 8k, 4 to 22k, 8 above)");
+  return out;
+}
+
+ProjectedTable project_mpmoe_search(const HardwareProfile& adira) {
+  ProjectedTable out{CsvTable({"model", "gpus", "strategy", "b_values", "b_step", "exhaustive_points", "algorithm1_points",
+                               "exhaustive_over_algorithm1", "algorithm1_searches", "same_n_as_exhaustive",
+                               "worst_ms_over_best", "parabola_like", "assumptions", "calibration"}),
+                     {}};
+  const int n_min = int(paper_number("003.s41.n_min")), n_max = int(paper_number("003.s41.n_max"));
+  std::vector<int> bs;
+  for (int b = kSearchBStep; b <= 32768; b += kSearchBStep) bs.push_back(b);
+  // A training run meets the Bs in no order: a fixed shuffle (Fisher-Yates on mt19937, whose
+  // output the standard fixes), so the table is the same on every machine.
+  std::mt19937 rng(1);
+  for (std::size_t i = bs.size() - 1; i > 0; --i) std::swap(bs[i], bs[rng() % (i + 1)]);
+  int points = 0, exhaustive = 0;
+  for (const char* strategy : {"S1", "S2", "S3", "S4"}) {
+    auto ms = [&](int tokens, int n) { return mpmoe_layer_ms(layer_run("gpt-xl", 64, tokens), n, strategy, adira); };
+    GranularitySearch search(n_min, n_max);
+    int same = 0, parabolas = 0;
+    double worst = 1;
+    for (int b : bs) {
+      const int picked = search.best(b, [&](int n) { return ms(b, n); });
+      std::vector<double> curve;
+      for (int n = n_min; n <= n_max; ++n) curve.push_back(ms(b, n));
+      const auto bottom = std::min_element(curve.begin(), curve.end());
+      same += picked == n_min + int(bottom - curve.begin());
+      worst = std::max(worst, ms(b, picked) / *bottom);
+      parabolas += GranularitySearch::parabola_like(curve);
+    }
+    const int all = int(bs.size()) * (n_max - n_min + 1), profiled = search.stats().profiled_points;
+    points += profiled;
+    exhaustive += all;
+    out.table.add_row({"gpt-xl", "64", strategy, std::to_string(bs.size()), std::to_string(kSearchBStep),
+                       std::to_string(all), std::to_string(profiled), fmt(double(all) / profiled, 4),
+                       std::to_string(search.stats().searches), fmt(double(same) / bs.size(), 4), fmt(worst, 5),
+                       fmt(double(parabolas) / bs.size(), 4),
+                       std::string(kAssumptions) + "; Bs every " + std::to_string(kSearchBStep) +
+                           " tokens per GPU to 32k, shuffled",
+                       kCalibration});
+  }
+  char line[200];
+  std::snprintf(line, sizeof line, "mpmoe.search (modelled): Algorithm 1 profiles %d points, an exhaustive search %d (%.0fx)",
+                points, exhaustive, double(exhaustive) / points);
+  out.summary.push_back(line);
   return out;
 }
 

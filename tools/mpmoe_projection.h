@@ -1,4 +1,4 @@
-// MPMoE's figures (003 Figs. 10, 11, 14, 15, 17) projected on the Adira and Valor profiles: the
+// MPMoE's figures (003 Figs. 10, 11, 14, 15, 17) and its search's cost (Sec. 4.1) projected on the Adira and Valor profiles: the
 // pipelined layer's forward and backward from MPMoE's own performance model
 // (models/mpmoe_perf_model.h), fed with per-part operation times from the hardware profile --
 // the all-to-alls from the collective model, the experts' GEMMs at the profile's efficiency, the
@@ -37,5 +37,12 @@ ProjectedTable project_mpmoe_f11(const HardwareProfile& adira);
 ProjectedTable project_mpmoe_f14(const HardwareProfile& adira);
 ProjectedTable project_mpmoe_f15(const HardwareProfile& adira);
 ProjectedTable project_mpmoe_f17(const HardwareProfile& adira);
+// 003 Sec. 4.1: Algorithm 1 (moe/granularity_search.h) against an exhaustive search over n = 2..8,
+// on the model's GPT-XL layer times at 64 GPUs, over the Bs a training run meets (every
+// kSearchBStep tokens per GPU up to 32k, asked in a shuffled order), per memory reuse strategy:
+// how many points each profiles, whether Algorithm 1 finds the exhaustive search's n, and the
+// share of Bs whose time over n is parabola-like.
+inline constexpr int kSearchBStep = 256;
+ProjectedTable project_mpmoe_search(const HardwareProfile& adira);
 
 }  // namespace moebench

@@ -37,6 +37,7 @@ std::vector<ProjectionFile> project_papers(const PaperProfiles& p) {
   v.push_back({"mpmoe_f11.csv", project_mpmoe_f11(p.adira), at(p.adira, 64)});
   v.push_back({"mpmoe_f14.csv", project_mpmoe_f14(p.adira), at(p.adira, 64)});
   v.push_back({"mpmoe_f15.csv", project_mpmoe_f15(p.adira), at(p.adira, 64)});
+  v.push_back({"mpmoe_search.csv", project_mpmoe_search(p.adira), at(p.adira, 64)});
   v.push_back({"mpmoe_f17.csv", project_mpmoe_f17(p.adira), at(p.adira, 64)});
   return v;
 }

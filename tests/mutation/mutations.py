@@ -343,6 +343,14 @@ MUTATIONS = [
         "tests": r"^bench\.moe_layer\.tiny\.ranks2$",
     },
     {
+        "id": "parabola_like_always",
+        "mechanism": "every curve over n counts as parabola-like: a second bottom, where the early stop misses the best n, passes",
+        "file": "moe/granularity_search.cpp",
+        "edits": [("  return i >= ms.size();\n}", "  return i >= 0 * ms.size();\n}")],
+        "targets": [UNIT],
+        "tests": r"^GranularitySearch\.",
+    },
+    {
         "id": "pipeline_reaches_up_to_gpt",
         "mechanism": "the pipeline engine's floor includes the GPT model's: the arrow between the floors runs back up",
         "file": "pipeline/pipeline_engine.h",

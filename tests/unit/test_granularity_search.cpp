@@ -1,8 +1,12 @@
 // Algorithm 1 of MPMoE on a synthetic cost: a parabola in n whose bottom moves up with B
-// (n* = B / 1000, as the paper's hypotheses have it).
+// (n* = B / 1000, as the paper's hypotheses have it), and on the model's layer times.
 #include <gtest/gtest.h>
 #include <cmath>
+#include <fstream>
+#include "models/csv_rows.h"
+#include "models/hardware_profile.h"
 #include "moe/granularity_search.h"
+#include "tools/mpmoe_projection.h"
 
 namespace moebench {
 
@@ -82,6 +86,42 @@ TEST(GranularitySearch, ASavedSearchIsReusedWithoutProfiling) {
   EXPECT_TRUE(later.load({{"range", 3, 5, 1, 0}}));
   EXPECT_TRUE(later.load({{"bogus", 3, 0, 0, 0}}));
   EXPECT_TRUE(later.load({}));
+}
+
+// The hypothesis the early stop rests on: down to one bottom, up after it (either side may be empty).
+TEST(GranularitySearch, ParabolaLikeIsOneBottom) {
+  EXPECT_TRUE(GranularitySearch::parabola_like({3, 2, 1, 2, 3}));
+  EXPECT_TRUE(GranularitySearch::parabola_like({1, 2, 3}));
+  EXPECT_TRUE(GranularitySearch::parabola_like({3, 2, 2, 1}));
+  EXPECT_TRUE(GranularitySearch::parabola_like({2}));
+  EXPECT_FALSE(GranularitySearch::parabola_like({1, 3, 2, 4}));  // a second bottom: the search would stop at 1
+  EXPECT_FALSE(GranularitySearch::parabola_like({2, 1, 2, 1}));
+}
+
+// Sec. 4.1 on the model's layer times: every B of the sweep is asked once per strategy, so the
+// exhaustive search profiles each at n = 2..8; Algorithm 1 profiles at most that, and no more than
+// its searches at 7 points each.
+TEST(GranularitySearch, OnTheModelsTimesItProfilesAFractionOfTheExhaustiveSearch) {
+  const ProjectedTable t = project_mpmoe_search(load_hardware_profile(resolve_profile("mpmoe-adira")));
+  const std::string path = testing::TempDir() + "mpmoe_search.csv";
+  std::ofstream(path) << t.table.to_string(nullptr);
+  const CsvRows rows = CsvRows::read(path);
+  ASSERT_EQ(rows.size(), 4u);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    auto num = [&](const char* c) { return std::stod(rows.cell(r, c)); };
+    EXPECT_EQ(num("b_values"), 32768 / kSearchBStep);
+    EXPECT_EQ(num("exhaustive_points"), num("b_values") * 7);
+    EXPECT_GT(num("algorithm1_points"), 0);
+    EXPECT_LE(num("algorithm1_points"), num("algorithm1_searches") * 7);
+    EXPECT_LT(num("algorithm1_searches"), num("b_values")) << "every B searched: the ranges were not used";
+    const double ratio = num("exhaustive_points") / num("algorithm1_points");
+    EXPECT_NEAR(num("exhaustive_over_algorithm1"), ratio, 1e-3 * ratio);
+    EXPECT_GE(num("worst_ms_over_best"), 1.0);
+    for (const char* share : {"same_n_as_exhaustive", "parabola_like"}) {
+      EXPECT_GE(num(share), 0.0);
+      EXPECT_LE(num(share), 1.0);
+    }
+  }
 }
 
 }  // namespace moebench
