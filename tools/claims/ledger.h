@@ -88,7 +88,7 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
 std::string claims_csv(const std::vector<ClaimResult>& claims);
 
 // How far a ratio's range (unit x) measured on this machine (the CPU backend) must stay from its
-// no-effect value or threshold to give a direction: a relative margin, about twice the median
+// no-effect value or threshold to give a direction: a relative margin, a few times the median
 // difference two launches of one commit show here (docs/claims.md).
 inline constexpr double kRatioMargin = 0.05;
 
