@@ -246,8 +246,10 @@ class MoELayerBench final : public BenchProgram {
       for (const auto& n : kLayerRanges) mine.push_back(totals.count(n) ? totals.at(n) : 0.0);
       const PhasesOverRanks phases = phases_over_ranks(ctx.rt, mine);
       for (std::size_t i = 0; i < kLayerRanges.size(); ++i) {
-        range_ms[kLayerRanges[i]] += phases.slowest_rank[i];
-        range_ms[kLayerRanges[i] + kFastestRank] += phases.fastest_rank[i];
+        const std::string& name = kLayerRanges[i];
+        range_ms[name] += phases.slowest_rank[i];
+        if (std::count(kExchangeRanges.begin(), kExchangeRanges.end(), name))
+          range_ms[name + kFastestRank] += phases.fastest_rank[i];
       }
       // The same expert GEMMs alone, right after, on the rows this step routed (not in the manual time).
       gemm_ms += ctx.time_ms(s, [&] { layer.experts().gemms_only(f.last->experts, *scratch_, s); });
