@@ -254,11 +254,15 @@ moebench_python() {
 # where PyTorch is not installed; any other failure ends the script with its code. With
 # MOEBENCH_TORCH_REUSE (a folder: scripts/gpu_targets.sh sets one per run, on one device) the
 # same script with the same arguments is measured once, and later cases get a copy of its CSV,
-# whose rows keep the date they were measured.
+# whose rows keep the date they were measured. MOEBENCH_TORCH=off leaves PyTorch's run out.
 moebench_torch_reference() {
   local script="$1" csv="$2" py status=0 kept=""
   shift 2
   REFERENCE=()
+  if [ "${MOEBENCH_TORCH:-on}" = off ]; then
+    echo "$MOEBENCH_SCRIPT: PyTorch's run left out (MOEBENCH_TORCH=off)"
+    return 0
+  fi
   py="$(moebench_python)" || exit 2
   if [ -n "${MOEBENCH_TORCH_REUSE:-}" ]; then
     kept="$MOEBENCH_TORCH_REUSE/$(printf '%s\n' "$(basename "$script")" "$@" | sha1sum | cut -c1-16).csv"

@@ -5,7 +5,7 @@
 # sets it beside ours); and models/project, which measures nothing (each projected table names
 # the dtype it models), takes none. Last, claims/report judges the papers' claims from what the
 # experiments wrote (results/claims.csv, results/REPORT.md). On the cuda backend comm/emulated
-# is left out: an emulated link is a cpu-backend setting (the GPU's links are measured as they
+# and nodes/run are left out: an emulated link and namespaced nodes are cpu-backend settings (the GPU's links are measured as they
 # are, by comm/run); with --ranks 1 (one GPU) ppmoe/t2 is, its layouts being DP x TP x PP = 4
 # ranks and more.
 source "$(dirname "$0")/../scripts/usage.sh" && moebench_help_if_asked "$@"
@@ -89,7 +89,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     *) fp32_args+=("${args[$i]}") ;;
   esac
 done
-for exp in models/profile comm/run comm/emulated runtime/slowdown moe/run ppmoe/serial m6t/gating m6t/cv mpmoe/run pipe/bubble ppmoe/t2 ppmoe/breakdown m6t/t1 gpt/step models/project claims/report; do
+for exp in models/profile comm/run comm/emulated runtime/slowdown moe/run ppmoe/serial m6t/gating m6t/cv mpmoe/run pipe/bubble ppmoe/t2 ppmoe/breakdown nodes/run m6t/t1 gpt/step models/project claims/report; do
   echo "== experiment $exp"
   if done_before "$exp"; then
     echo "run_all.sh: $exp skipped: its outputs are complete for this code and these options (--redo runs it again)"
@@ -97,6 +97,10 @@ for exp in models/profile comm/run comm/emulated runtime/slowdown moe/run ppmoe/
   fi
   if [ "$exp" = comm/emulated ] && [ "$backend" = cuda ]; then
     echo "run_all.sh: comm/emulated left out on the cuda backend (an emulated link is a cpu-backend setting)"
+    continue
+  fi
+  if [ "$exp" = nodes/run ] && [ "$backend" = cuda ]; then
+    echo "run_all.sh: nodes/run left out on the cuda backend (its nodes are namespaces of this machine's CPU ranks)"
     continue
   fi
   if [ "$exp" = ppmoe/t2 ] && [ "$ranks" = 1 ]; then

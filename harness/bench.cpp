@@ -364,7 +364,7 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     std::unique_ptr<Communicator> world = check_only ? make_unlaunched_world(checked_ranks)
                                                      : make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout(), link);
     BenchContext ctx{rt, opts, *device, alloc, *world,
-                     make_provenance(*device, rt.world(), world->link(), opts.dtype, opts.scale), {}, {},
+                     make_provenance(rt, *device, world->link(), opts.dtype, opts.scale), {}, {},
                      std::make_shared<RunProgress>(rt.rank() == 0)};
     ctx.default_repetitions = program->repetitions_at(ctx.scale());
     rt.agree_or_exit(program->validate(ctx));

@@ -10,12 +10,14 @@
 
 namespace moebench {
 
-// How many ops the ranks can run at once when that is fewer than the ranks (cores over the BLAS
-// threads of one op, as the experiments launch them); 0 where every rank has a processor of its
-// own: a GPU each, cores enough, or ranks spread over several machines (taken as one each).
+// How many ops the ranks of one machine can run at once when that is fewer than the ranks (cores
+// over the BLAS threads of one op, as the experiments launch them); 0 where every rank has a
+// processor of its own: a GPU each, or cores enough on each machine. A machine is a kernel's boot
+// id (Runtime::ranks_per_machine), so namespaced nodes of one machine share its cores.
 int cores_shared_by_ranks(const BenchContext& ctx);
 
-// The `processors` cell: "2 cores shared by the 4 ranks", or "one per rank".
+// The `processors` cell: "2 cores shared by the 4 ranks", "2 cores shared by the 4 ranks of 2
+// nodes on one machine", or "one per rank".
 std::string processors_cell(const BenchContext& ctx);
 
 }  // namespace moebench

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """MPMoE Fig. 17: throughput over node count from the runs of experiments/mpmoe/f17.sh
 (RESULTS/mpmoe_scaling/N<nodes>/mpmoe/f10.csv), normalised to one node, with the share of ideal
-scaling; writes OUT/f17_scaling.csv and OUT/f17_scaling.png."""
+scaling; writes OUT/f17_scaling.csv (each row ending with the provenance of its node count's run:
+its nodes, hosts and link among them) and OUT/f17_scaling.png."""
 import csv
+import os
 import pathlib
 import re
 import sys
@@ -11,6 +13,8 @@ import matplotlib.pyplot as plt
 
 from common import num, provenance_line, read_rows, save
 
+PROVENANCE = ("backend", "device", "driver", "cuda", "nccl", "ranks", "nodes", "hosts", "link", "dtype", "scale",
+              "commit", "date")
 WAYS = (("fastmoe", "FastMoE-style"), ("fastermoe", "FasterMoE-style"), ("pb", "MPMoE-pb"), ("pm", "MPMoE-pm"))
 
 
@@ -33,14 +37,18 @@ def main(scaling, out):
     for n in sorted(runs):
         for key, label in WAYS:
             speed = throughput(runs[n], key) / throughput(runs[1], key)
-            table.append({"nodes": n, "layer": label, "throughput_over_one_node": f"{speed:.4g}",
+            first = runs[n][0]
+            table.append({"layer": label, "throughput_over_one_node": f"{speed:.4g}",
                           "ideal": n, "share_of_ideal": f"{speed / n:.4g}",
-                          "paper": "MPMoE 5.76x (72%), FasterMoE 5.4x at 8 nodes" if n == 8 else ""})
+                          "paper": "MPMoE 5.76x (72%), FasterMoE 5.4x at 8 nodes" if n == 8 else "",
+                          **{k: first[k] for k in PROVENANCE}})
     out.mkdir(parents=True, exist_ok=True)
-    with (out / "f17_scaling.csv").open("w", newline="") as f:
+    tmp = out / f"f17_scaling.csv.tmp.{os.getpid()}"
+    with tmp.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(table[0]))
         w.writeheader()
         w.writerows(table)
+    tmp.replace(out / "f17_scaling.csv")
     fig, ax = plt.subplots(figsize=(6.5, 4))
     nodes = sorted(runs)
     for k, (key, label) in enumerate(WAYS):

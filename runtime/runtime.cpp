@@ -1,9 +1,16 @@
 #include "runtime/runtime.h"
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <utility>
 #include <unistd.h>
 #include "runtime/launcher_check.h"
+#include "runtime/peer_probe.h"
 #include "runtime/watchdog.h"
 #if MOEBENCH_WITH_MPI
 #include <mpi.h>
@@ -24,6 +31,20 @@ void say_whole(const std::string& line) {
     if (n <= 0) break;
     done += std::size_t(n);
   }
+}
+
+std::string this_host() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+// The kernel's boot id: the same for every namespace of one machine (its hostname may not be).
+std::string this_machine() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (in >> id && !id.empty()) return id;
+  return this_host();
 }
 
 }  // namespace
@@ -72,6 +93,44 @@ Runtime::Runtime(int& argc, char**& argv, std::string program) : program_(std::m
 #endif
   Watchdog::set_identity(program_.c_str(), rank_);
   g_runtime = this;
+  // Who runs where, and how each rank answers the watchdog's probe (runtime/peer_probe.h).
+  const std::string probe = world_ > 1 ? PeerProbe::listen() : "";
+  const std::vector<std::string> who = gather(this_host() + "\n" + this_machine() + "\n" + probe);
+  std::map<std::string, int> per_machine;
+  std::vector<PeerAddress> peers;
+  for (int r = 0; r < int(who.size()); ++r) {
+    std::istringstream in(who[std::size_t(r)]);
+    std::string host, machine, address;
+    std::getline(in, host);
+    std::getline(in, machine);
+    std::getline(in, address);
+    hosts_.push_back(host);
+    ranks_per_machine_ = std::max(ranks_per_machine_, ++per_machine[machine]);
+    peers.push_back(PeerProbe::parse(r, host, address));
+  }
+  if (world_ > 1) PeerProbe::set_peers(rank_, std::move(peers));
+}
+
+int Runtime::nodes() const { return int(std::set<std::string>(hosts_.begin(), hosts_.end()).size()); }
+
+std::vector<std::string> Runtime::gather(const std::string& text) const {
+#if MOEBENCH_WITH_MPI
+  if (world_ > 1) {
+    Watchdog::Scope watch("an exchange of text between ranks (MPI_Allgather)");
+    int length = int(text.size());
+    std::vector<int> lengths(static_cast<std::size_t>(world_)), offsets(static_cast<std::size_t>(world_));
+    MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    int total = 0;
+    for (int r = 0; r < world_; ++r) offsets[std::size_t(r)] = std::exchange(total, total + lengths[std::size_t(r)]);
+    std::string all(std::size_t(total), '\0');
+    MPI_Allgatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+                   MPI_COMM_WORLD);
+    std::vector<std::string> out;
+    for (int r = 0; r < world_; ++r) out.push_back(all.substr(std::size_t(offsets[std::size_t(r)]), std::size_t(lengths[std::size_t(r)])));
+    return out;
+  }
+#endif
+  return {text};
 }
 
 Runtime::~Runtime() {

@@ -22,6 +22,14 @@ class Runtime {
   int world() const { return world_; }
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
+  // Each rank's hostname, in rank order; the number of distinct hosts (nodes); and the most ranks
+  // that share one physical machine, found by the kernel's boot id: namespaced nodes of one
+  // machine have hostnames of their own but share its cores.
+  const std::vector<std::string>& hosts() const { return hosts_; }
+  int nodes() const;
+  int ranks_per_machine() const { return ranks_per_machine_; }
+  // Collective: every rank's `text`, in rank order.
+  std::vector<std::string> gather(const std::string& text) const;
   bool has_mpi() const;
   const std::string& program() const { return program_; }
 
@@ -44,7 +52,8 @@ class Runtime {
 
  private:
   std::string program_;
-  int rank_ = 0, world_ = 1, local_rank_ = 0, local_size_ = 1;
+  int rank_ = 0, world_ = 1, local_rank_ = 0, local_size_ = 1, ranks_per_machine_ = 1;
+  std::vector<std::string> hosts_;
   bool owns_mpi_ = false;
 };
 

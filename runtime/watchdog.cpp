@@ -1,4 +1,5 @@
 #include "runtime/watchdog.h"
+#include "runtime/peer_probe.h"
 #include "runtime/peer_wait.h"
 #include <array>
 #include <atomic>
@@ -48,11 +49,21 @@ void watch() {
       if (!op || op == kClaiming) continue;
       const double waited = double(now_ns() - slot.started_ns.load()) / 1e9;
       if (waited > limit && slot.operation.load() == op) {
+        // Which peers still answer (at most kProbeSeconds more): the line names the ones that do not.
+        const std::string silent = PeerProbe::silent_peers(Watchdog::kProbeSeconds);
+        const std::string who =
+            silent.empty() ? "every peer rank still answers, so one is far behind or waits in turn"
+                           : silent + (silent.find(';') != std::string::npos || silent.rfind("ranks ", 0) == 0
+                                           ? " do not answer (stopped, dead or cut off)"
+                                           : " does not answer (stopped, dead or cut off)");
         std::fprintf(stderr,
-                     "%s: rank %d: error: %s did not complete within %g s (--comm-timeout; ended after %.2f s); a peer "
-                     "rank is stopped, dead or far behind, so the job is ended\n",
-                     s.program.c_str(), s.rank, op, limit, waited);
+                     "%s: rank %d: error: %s did not complete within %g s (--comm-timeout; ended after %.2f s); %s, "
+                     "so the job is ended\n",
+                     s.program.c_str(), s.rank, op, limit, waited, who.c_str());
         std::fflush(stderr);
+        // Still answering the probes of peers whose own waits run out a little later, so that
+        // their lines name the rank that stopped, not this one, which is ending.
+        if (PeerProbe::has_peers()) std::this_thread::sleep_for(std::chrono::duration<double>(Watchdog::kProbeSeconds));
         abort_registered_comms();  // NCCL's kernels stop waiting for the peer (ncclCommAbort)
         std::_Exit(1);  // the launcher sees a rank end without finalizing and ends the others
       }

@@ -4,7 +4,8 @@
 // and the host); past the timeout it prints the rank and the operation and exits, and the
 // launcher then ends every other rank. On CUDA the host's waits on peers run under it too.
 // It fires within the timeout plus one poll interval (kPollSeconds) and the time the watcher
-// thread takes to be scheduled. Before it exits it aborts the communicators registered in
+// thread takes to be scheduled, then asks the peers which still answer (runtime/peer_probe.h; at
+// most kProbeSeconds) and names those that do not, and answers theirs for kProbeSeconds more. Before it exits it aborts the communicators registered in
 // runtime/peer_wait.h (NCCL's), so no kernel of this rank keeps waiting for its peers.
 #pragma once
 #include <cstdint>
@@ -17,6 +18,7 @@ class Watchdog {
   // while every slot is taken runs unwatched rather than blocking, and is counted.
   static constexpr int kSlots = 64;
   static constexpr double kPollSeconds = 0.05;
+  static constexpr double kProbeSeconds = 2.0;
   // Seconds an operation may take (--comm-timeout); applies to operations started afterwards.
   static void set_timeout(double seconds);
   static double timeout();

@@ -11,6 +11,8 @@
 #   collectives   every collective of the comm bench (all-reduce, all-gather, reduce-scatter,
 #                 all-to-all, send/recv) checked element by element (its #wrong column) -- NCCL
 #                 on cuda, MPI on cpu;
+#   placement     the nodes the ranks ran on, and the link within and between them, as the
+#                 comm bench's rows say;
 #   dispatchers   one MoE layer per dispatcher (local, expert parallel = DPMoE, PPMoE over a
 #                 split TP communicator) dumped and recomputed independently in numpy
 #                 (tests/cli/check_dump.py): routing, output, input and weight gradients; the
@@ -89,6 +91,10 @@ if launch "$build/bench/moebench_comm" --scale tiny --backend "$backend" --repet
     sizes="$("$py" -c "import csv,sys; print(len(list(csv.DictReader(open(sys.argv[1])))))" "$f")"
     if [ "$wrong" = 0 ]; then line collectives "$name" "ok ($sizes sizes, every element checked)"; else fail collectives "$name" "$wrong wrong elements"; fi
   done
+  # Where the ranks ran, as the rows' provenance says: the nodes, and the link within and between them.
+  f="$tmp/comm/comm/all_reduce.csv"
+  line placement "$("$py" -c "import csv,sys; r=next(csv.DictReader(open(sys.argv[1]))); print(f\"{r['ranks']} ranks on {r['nodes']} node(s)\")" "$f")" \
+    "$("$py" -c "import csv,sys; r=next(csv.DictReader(open(sys.argv[1]))); print(f\"{r['hosts']} ({r['link']})\")" "$f")"
 else
   fail collectives "moebench_comm" "exit $? ($(tail -1 "$tmp/comm.log"))"
 fi

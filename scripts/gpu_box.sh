@@ -7,7 +7,10 @@
 # MOEBENCH_REQUIRE_GPU=1 throughout: a GPU test that finds no usable GPU fails here.
 #   scripts/gpu_box.sh [build|test|sanitize|bench|targets|all|lease|multirank|ledger] [--scale paper] [--dtype fp16]
 #                      [--results DIR] [--budget SECONDS] [--cases NAME[,NAME...]] [--tests FILTER]
-#                      [--backend cuda|cpu]
+#                      [--backend cuda|cpu] [--targets T[,T...]]
+# build --targets: those targets alone (and what they need). A build with MPI
+# (MOEBENCH_CMAKE_ARGS=-DMOEBENCH_MPI=ON, a cluster's) refuses a MOEBENCH_DEPS_PREFIX under /tmp,
+# /var/tmp or /dev/shm, which each node has of its own, unless it lies in the checkout.
 # multirank: the multi-rank path at 2 and 4 ranks sharing the GPU (scripts/gpu_multirank.sh), with
 # Debian's Open MPI carried in .deps; into $OUT (else RESULTS/multirank). --backend cpu: its dry run.
 # ledger: the claims one GPU can judge, at the paper scale (scripts/gpu_ledger.sh), into RESULTS
@@ -43,18 +46,19 @@ dtype_given=""
 results="$PWD/results/cuda"  # beside the CPU results, not over them
 budget=540
 budget_given=""
-cases=() tests="*" mr_backend=cuda
+cases=() tests="*" mr_backend=cuda build_targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --scale|--results|--dtype|--budget|--cases|--tests|--backend)
+    --scale|--results|--dtype|--budget|--cases|--tests|--backend|--targets)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "gpu_box.sh: error: $1: needs a value" >&2; exit 2; }
       case "$1" in
         --scale) scale="$2" ;; --results) results="$2" ;; --dtype) dtype="$2"; dtype_given="$2" ;;
         --budget) budget="$2"; budget_given="$2" ;;
         --cases) cases=(--cases "$2") ;; --tests) tests="$2" ;; --backend) mr_backend="$2" ;;
+        --targets) IFS=, read -r -a build_targets <<< "$2" ;;
       esac
       shift 2 ;;
-    *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --dtype, --results, --budget, --cases, --tests, --backend)" >&2
+    *) echo "gpu_box.sh: error: unknown option '$1' (allowed: --scale, --dtype, --results, --budget, --cases, --tests, --backend, --targets)" >&2
        exit 2 ;;
   esac
 done
@@ -79,6 +83,19 @@ ledger_budget="${budget_given:-360}"
 # On a GPU box a missing device or a broken driver fails the GPU tests; it is not a skip.
 export MOEBENCH_REQUIRE_GPU=1
 prefix="${MOEBENCH_DEPS_PREFIX:-/tmp/moebench-deps}"
+# A build with MPI is a cluster's: its benches run on every node of a job and load the libraries
+# from the prefix, which must then be where every node sees it, not in one node's own /tmp. The
+# checkout is (the nodes run its scripts), wherever it lies.
+if [ "$step" = build ] && [[ " ${MOEBENCH_CMAKE_ARGS:-} " == *" -DMOEBENCH_MPI=ON "* ]]; then
+  case "$prefix/" in
+    "$PWD"/*) ;;
+    /tmp/*|/var/tmp/*|/dev/shm/*)
+      echo "gpu_box.sh: error: MOEBENCH_DEPS_PREFIX: '$prefix' is node-local, and a build with MPI runs its benches on" \
+           "every node of a job, where these libraries would not be found; allowed: a folder every node sees, such as" \
+           "MOEBENCH_DEPS_PREFIX=\$PWD/.deps/prefix in the checkout" >&2
+      exit 2 ;;
+  esac
+fi
 build="$PWD/build-gpu"
 arch_dir="$prefix/usr/lib/x86_64-linux-gnu"
 export LD_LIBRARY_PATH="$arch_dir/openblas-pthread:$arch_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -277,7 +294,7 @@ do_lease() {
 
 case "$step" in
   lease) do_lease ;;
-  build) do_build ;;
+  build) do_build ${build_targets[@]+"${build_targets[@]}"} ;;
   targets) do_targets ;;
   test) do_test ;;
   bench) do_bench ;;

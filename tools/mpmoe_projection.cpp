@@ -207,7 +207,7 @@ ProjectedTable project_mpmoe_f15(const HardwareProfile& adira) {
 }
 
 ProjectedTable project_mpmoe_f17(const HardwareProfile& adira) {
-  ProjectedTable out{CsvTable({"nodes", "gpus", "throughput_over_one_node", "percent_of_ideal", "paper_throughput_over_one_node",
+  ProjectedTable out{CsvTable({"modelled_nodes", "gpus", "throughput_over_one_node", "percent_of_ideal", "paper_throughput_over_one_node",
                                "fastermoe_over_one_node", "paper_fastermoe_over_one_node", "assumptions", "calibration"}),
                      {}};
   const double paper = paper_number("003.f17.mpmoe_8nodes"), paper_faster = paper_number("003.f17.fastermoe_8nodes");

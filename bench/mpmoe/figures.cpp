@@ -205,10 +205,10 @@ void Figures::write_f16() const {
 }
 
 void Figures::write_f17() const {
-  CsvTable t({"nodes", "status"});
-  const int nodes = ctx.rt.world() / std::max(1, ctx.rt.local_size());
-  t.add_row({std::to_string(nodes),
-             nodes > 1 ? "measured by experiments/mpmoe/f17.sh as throughput per node count: see f10.csv of each run"
+  // The run's node count is its provenance's (nodes, hosts).
+  CsvTable t({"status"});
+  const int nodes = ctx.rt.nodes();
+  t.add_row({nodes > 1 ? "measured by experiments/mpmoe/f17.sh as throughput per node count: see f10.csv of each run"
                                 : "not measured here: all " + std::to_string(ctx.world.size()) +
                                       " ranks share one host, and multi-node scaling needs ranks on several nodes "
                                       "(experiments/mpmoe/f17.sh on a cluster)"});

@@ -14,7 +14,7 @@ set -euo pipefail
 # sbatch runs a copy of this script from its spool folder: run the original, beside the project.
 [ -f "$(dirname "$0")/../lib.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
 source "$(dirname "$0")/../lib.sh"
-measuring="comm/run comm/emulated runtime/slowdown moe/run ppmoe/serial m6t/gating m6t/cv mpmoe/run pipe/bubble ppmoe/t2 ppmoe/breakdown m6t/t1 gpt/step"
+measuring="comm/run comm/emulated runtime/slowdown moe/run ppmoe/serial m6t/gating m6t/cv mpmoe/run pipe/bubble ppmoe/t2 ppmoe/breakdown nodes/run m6t/t1 gpt/step"
 experiments="$measuring" work="" rest=()
 while [ $# -gt 0 ]; do
   case "$1" in

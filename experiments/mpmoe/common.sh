@@ -7,7 +7,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # mpmoe_link_args: the emulated link on the cpu backend, nothing on cuda (NCCL's link is real).
 mpmoe_link_args() {
-  if [ "$BACKEND" = cpu ]; then
+  # MPMOE_LINK=measured: the link the ranks have (real nodes: experiments/nodes/run.sh).
+  if [ "$BACKEND" = cpu ] && [ "${MPMOE_LINK:-emulated}" != measured ]; then
     echo --link-bandwidth "${MPMOE_LINK_GBPS:-0.02}" --link-latency "${MPMOE_LINK_US:-10}"
   fi
 }

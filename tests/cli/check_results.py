@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The committed results, checked as a reader would trust them:
  - every CSV names each column once and ends its rows with the provenance columns (backend,
-   device, driver, cuda, nccl, ranks, link, dtype, scale, commit, date); the few written by other
-   tools say so below, with what they carry instead;
+   device, driver, cuda, nccl, ranks, nodes, hosts, link, dtype, scale, commit, date); the few
+   written by other tools say so below, with what they carry instead, and the GPU runs' CSVs
+   under cuda/ from before the rows named their nodes end without nodes and hosts;
  - no CSV holds rows of two scales, backends or devices;
  - every CSV outside cuda/ names a commit a reader can check out: none ends in "-dirty" (a run of
    code not yet committed); commit the code, then run. The GPU leases under cuda/ are let be:
@@ -24,7 +25,10 @@ import re
 
 import checklib
 
-PROVENANCE = ["backend", "device", "driver", "cuda", "nccl", "ranks", "link", "dtype", "scale", "commit", "date"]
+PROVENANCE = ["backend", "device", "driver", "cuda", "nccl", "ranks", "nodes", "hosts", "link", "dtype", "scale", "commit",
+              "date"]
+# The GPU runs' CSVs from before the rows named their nodes: one node, the lease's machine.
+PROVENANCE_BEFORE_NODES = [c for c in PROVENANCE if c not in ("nodes", "hosts")]
 # CSVs another tool writes: what they carry in place of the suite's provenance.
 OTHER_PROVENANCE = {
     "claims.csv": "the ledger: each number names its CSVs and their provenance",
@@ -89,7 +93,8 @@ def main(source):
         # PyTorch's CSVs from the GPU runs before they carried the suite's provenance: their rows
         # end with what PyTorch's scripts wrote then, and the run's provenance.md says the rest.
         legacy_torch = rel.startswith("cuda/") and key in LEGACY_TORCH and header[-4:] == LEGACY_TORCH_END
-        if header[-len(PROVENANCE):] != PROVENANCE and key not in OTHER_PROVENANCE and not legacy_torch:
+        before_nodes = rel.startswith("cuda/") and header[-len(PROVENANCE_BEFORE_NODES):] == PROVENANCE_BEFORE_NODES
+        if header[-len(PROVENANCE):] != PROVENANCE and key not in OTHER_PROVENANCE and not legacy_torch and not before_nodes:
             breaches.append(f"{rel}: its rows do not end with the provenance columns ({', '.join(PROVENANCE)})")
         for k in ("scale", "backend", "device"):
             if k in header:

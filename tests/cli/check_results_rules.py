@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """check_results.py's rules, each shown a planted breach in a scratch tree (and the same tree
 without it): a commit ending in "-dirty" outside cuda/ (let be under cuda/), a figure outside its
-own range, rows of two scales, a CSV without its provenance columns.
+own range, rows of two scales, a CSV without its provenance columns, and a GPU run's CSV from
+before the rows named their nodes (let be under cuda/ only).
 
   check_results_rules.py SOURCE_DIR     exit 0 when every rule names its breach and only it
 """
@@ -16,10 +17,15 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import check_results  # noqa: E402
 
 PROVENANCE = ",".join(check_results.PROVENANCE)
+BEFORE_NODES = ",".join(check_results.PROVENANCE_BEFORE_NODES)
 
 
 def row(commit="abc1234", scale="local"):
-    return f"cpu,AMD EPYC,-,-,-,4,emulated,fp32,{scale},{commit},2026-01-01T00:00:00Z"
+    return f"cpu,AMD EPYC,-,-,-,4,1,host,emulated,fp32,{scale},{commit},2026-01-01T00:00:00Z"
+
+
+def row_before_nodes(commit="abc1234"):
+    return f"cuda,H200,580,13.0,2.28.9,1,measured,fp32,local,{commit},2026-01-01T00:00:00Z"
 
 
 def run(source, files):
@@ -56,6 +62,10 @@ def main(source):
         ("rows of two scales", {"a/t.csv": header + f"2,1,3,{row()}\n2,1,3,{row(scale='paper')}\n"}, 1,
          "rows of 2 scales (local, paper)"),
         ("no provenance", {"a/t.csv": "x,x_min,x_max\n2,1,3\n"}, 1, "do not end with the provenance columns"),
+        ("a GPU run's provenance from before nodes", {"cuda/a/t.csv": f"x,x_min,x_max,{BEFORE_NODES}\n2,1,3,{row_before_nodes()}\n"},
+         0, "every rule holds"),
+        ("the provenance from before nodes outside cuda/", {"a/t.csv": f"x,x_min,x_max,{BEFORE_NODES}\n2,1,3,{row_before_nodes()}\n"},
+         1, "do not end with the provenance columns"),
     ]
     failures = 0
     for what, files, want, text in cases:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # experiments/run_all.sh's routing, on a copy of it beside stub experiments that print their
 # arguments: every experiment runs with the caller's options; a 16-bit --dtype reaches all but
-# pipe/bubble and m6t/t1 (fp32, said so) and models/project; on cuda comm/emulated is left out,
-# at --ranks 1 ppmoe/t2 too. Prints "routing as expected" or the first difference.
+# pipe/bubble and m6t/t1 (fp32, said so) and models/project; on cuda comm/emulated and nodes/run
+# are left out, at --ranks 1 ppmoe/t2 too. Prints "routing as expected" or the first difference.
 set -euo pipefail
 root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
@@ -11,7 +11,7 @@ mkdir -p "$dir" "$root/scripts"
 cp "$(dirname "$0")/../../experiments/run_all.sh" "$(dirname "$0")/../../experiments/lib.sh" "$dir/"
 cp "$(dirname "$0")/../../scripts/usage.sh" "$root/scripts/"
 exps=(comm/run comm/emulated runtime/slowdown moe/run ppmoe/serial m6t/gating m6t/cv mpmoe/run pipe/bubble ppmoe/t2
-      ppmoe/breakdown m6t/t1 gpt/step models/profile models/project claims/report)
+      ppmoe/breakdown nodes/run m6t/t1 gpt/step models/profile models/project claims/report)
 for e in "${exps[@]}"; do
   mkdir -p "$dir/$(dirname "$e")"
   printf '#!/usr/bin/env bash\necho "ran %s: $*"\n' "$e" > "$dir/$e.sh"
@@ -31,7 +31,7 @@ done
 for e in models/project claims/report; do
   grep -qx "ran $e: --scale tiny --backend cuda --ranks 1" <<<"$out" || fail "$e got --dtype"
 done
-for e in comm/emulated ppmoe/t2; do
+for e in comm/emulated ppmoe/t2 nodes/run; do
   ! grep -q "ran $e" <<<"$out" || fail "$e ran on one GPU"
   grep -q "$e left out" <<<"$out" || fail "$e was left out without a line"
 done

@@ -270,7 +270,7 @@ MUTATIONS = [
         "id": "off_hardware_judged",
         "mechanism": "a claim about GPU behaviour (or compute slowing a link) is judged from the CPU (or the sleeping link)",
         "file": "tools/claims/ledger.cpp",
-        "edits": [("measured ? off_the_relevant_hardware(spec, backends, links, processors) : std::nullopt",
+        "edits": [("measured ? off_the_relevant_hardware(spec, backends, links, processors, nodes) : std::nullopt",
                    "std::optional<std::string>()")],
         "targets": [UNIT],
         "tests": r"^ClaimLedger\.",
@@ -329,7 +329,7 @@ MUTATIONS = [
         "id": "processors_always_one_per_rank",
         "mechanism": "a run of more ranks than cores says each rank had a core: its phase split would be judged",
         "file": "harness/processors.cpp",
-        "edits": [("  return cores >= 1 && cores < ctx.world.size() ? cores : 0;", "  return 0 * cores;")],
+        "edits": [("  return cores >= 1 && cores < ctx.rt.ranks_per_machine() ? cores : 0;", "  return 0 * cores;")],
         "targets": ["moebench_ppmoe_breakdown"],
         "tests": r"^bench\.ppmoe_breakdown\.tiny\.ranks4$",
     },
@@ -1360,5 +1360,38 @@ MUTATIONS = [
         "edits": [('"measured": f"{x / y:.4g}"', '"measured": f"{y / x:.4g}"')],
         "targets": ["moebench_kernels"],  # nothing to build: the script is Python
         "tests": r"^script\.gpu_targets\.verdicts$",
+    },
+    # Two nodes on one machine (tests/slurm/cluster.sh --nodes 2; the `nodes` label)
+    {
+        "id": "watchdog_names_no_one",
+        "mechanism": "a wait past its timeout no longer asks which peers answer: the line names the operation, not the dead node",
+        "file": "runtime/peer_probe.cpp",
+        "edits": [('  if (peers.empty()) return "";', '  if (!peers.empty()) return "";')],
+        "targets": ["moebench_comm"],
+        "tests": r"^nodes\.dead_node$",
+    },
+    {
+        "id": "machine_is_the_hostname",
+        "mechanism": "the ranks of one machine are counted by hostname: namespaced nodes claim a core per rank",
+        "file": "runtime/runtime.cpp",
+        "edits": [("++per_machine[machine]", "++per_machine[host]")],
+        "targets": ["moebench_experiments"],
+        "tests": r"^nodes\.docs$",
+    },
+    {
+        "id": "node_local_prefix_allowed",
+        "mechanism": "a build with MPI takes its libraries from a node-local /tmp prefix the other nodes do not see",
+        "file": "scripts/gpu_box.sh",
+        "edits": [("    /tmp/*|/var/tmp/*|/dev/shm/*)\n", "    /nonexistent/*)\n")],
+        "targets": ["moebench_kernels"],  # nothing to build: the script is shell
+        "tests": r"^nodes\.no_root_build$",
+    },
+    {
+        "id": "nodes_kind_ignored",
+        "mechanism": "a claim on the split between nodes is judged from one host's flat network",
+        "file": "tools/claims/ledger.cpp",
+        "edits": [("      if (!several_nodes(n))\n", "      if (false && !several_nodes(n))\n")],
+        "targets": [UNIT],
+        "tests": r"^NodeSetting\.",
     },
 ]

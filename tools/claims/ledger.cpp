@@ -1,4 +1,5 @@
 #include "tools/claims/ledger.h"
+#include "tools/claims/node_setting.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -41,33 +42,49 @@ std::string provenance_of(const CsvRows& t, std::string* device, std::string* se
 
 // Why a number read from CSVs of these backends and links cannot judge a claim about the
 // behaviour of other hardware (ClaimSpec::relevant_hardware), or nothing where it can.
-std::optional<std::string> off_the_relevant_hardware(const ClaimSpec& spec, const std::vector<std::string>& backends,
-                                                     const std::vector<std::string>& links,
-                                                     const std::vector<std::string>& processors) {
-  if (spec.relevant_hardware == "gpu") {
+std::optional<std::string> off_one(const ClaimSpec& spec, const std::string& kind,
+                                   const std::vector<std::string>& backends, const std::vector<std::string>& links,
+                                   const std::vector<std::string>& processors, const std::vector<std::string>& nodes) {
+  if (kind == "nodes") {
+    for (const std::string& n : nodes)
+      if (!several_nodes(n))
+        return "a claim that rests on the split between a node's fast links and the slower network between nodes: "
+               "this run's ranks shared " + (n == "-" || n.empty() ? std::string("one host") : n + " host(s)") +
+               " and its flat network";
+  } else if (kind == "gpu") {
     for (const std::string& b : backends)
       if (b != "cuda")
         return "a claim about GPU behaviour (kernels, tensor cores, a GPU's memory or its overlap of communication "
                "with compute): a number from the " + b + " backend does not judge it";
-  } else if (spec.relevant_hardware == "core_link") {
+  } else if (kind == "core_link") {
     for (const std::string& l : links)
       if (l.rfind("emulated", 0) == 0)
         return "a claim about compute slowing communication: the emulated link (" + l +
                ") sleeps without using a core, so compute cannot slow it by construction";
-  } else if (spec.relevant_hardware == "core_per_stage" || spec.relevant_hardware == "core_per_rank") {
+  } else if (kind == "core_per_stage" || kind == "core_per_rank") {
     for (const std::string& p : processors)
       if (p.find("shared by the") != std::string::npos)
-        return spec.relevant_hardware == "core_per_stage"
+        return kind == "core_per_stage"
                    ? "a claim about a pipeline schedule's bubble: here " + p +
                          ", so a stage waits for a core as well as for its peer, and the bubble measured is this "
                          "machine's, not the schedule's"
                    : "a claim about how a step's time divides among its phases: here " + p +
                          ", so a rank's wait for a core lands in whichever phase it was in, and the split measured is "
                          "this machine's scheduling, not the step's";
-  } else if (!spec.relevant_hardware.empty()) {
+  } else {
     throw Error("claims.csv: " + spec.id + ": relevant_hardware '" + spec.relevant_hardware +
-                "' is not one of: (empty), gpu, core_link, core_per_stage, core_per_rank");
+                "' is not one of: (empty), gpu, core_link, core_per_stage, core_per_rank, nodes, or several joined by +");
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> off_the_relevant_hardware(const ClaimSpec& spec, const std::vector<std::string>& backends,
+                                                     const std::vector<std::string>& links,
+                                                     const std::vector<std::string>& processors,
+                                                     const std::vector<std::string>& nodes) {
+  std::istringstream kinds(spec.relevant_hardware);
+  for (std::string kind; std::getline(kinds, kind, '+');)
+    if (auto why = off_one(spec, kind, backends, links, processors, nodes)) return why;
   return std::nullopt;
 }
 
@@ -82,7 +99,7 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
   }
   ResultFiles files(root);
   const Evaluation e = evaluate(expression, files);
-  std::vector<std::string> backends, links, processors;  // of every CSV read (harness/processors.h)
+  std::vector<std::string> backends, links, processors, nodes;  // of every CSV read (harness/processors.h)
   for (const std::string& f : e.files) {
     s.files += (s.files.empty() ? "" : " ") + f;
     std::string device, setting, backend, link;
@@ -94,16 +111,21 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
       links.push_back(link);
       for (const char* column : {"simulator_processors", "processors"})
         if (t->size() > 0 && t->has(column)) processors.push_back(t->cell(0, column));
+      nodes.push_back(t->size() > 0 && t->has("nodes") ? t->cell(0, "nodes") : "-");
     }
     if (s.provenance.empty() && s.provenance_of.count(f))
       s.provenance = s.provenance_of[f], s.device = device, s.setting = setting;
   }
   if (!e.value) {
     s.missing = e.missing;
+    // A run over two nodes that could not be made says why (tools/claims/node_setting.h).
+    for (const std::string& f : e.files)
+      if (f.rfind(kNodesFolder, 0) == 0 && !files.get(f))
+        if (const auto why = nodes_not_measured(root)) s.missing = *why;
     return s;
   }
   s.value = e.value;
-  if (const auto why = measured ? off_the_relevant_hardware(spec, backends, links, processors) : std::nullopt) {
+  if (const auto why = measured ? off_the_relevant_hardware(spec, backends, links, processors, nodes) : std::nullopt) {
     s.verdict = kOffHardware;
     s.why = *why;
     return s;
@@ -368,6 +390,7 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
       c.verdict = "not measurable here";
       c.why = !spec.why_not.empty() ? spec.why_not
               : c.local.verdict == "not comparable" ? c.local.why
+              : c.local.missing.rfind("not measured here", 0) == 0 ? c.local.missing
               : "no run holds it: " + c.local.missing;
     }
     out.push_back(c);

@@ -35,7 +35,10 @@ struct ClaimSpec {
   // (not the emulated link, which sleeps: compute cannot slow it); "core_per_stage" a pipeline
   // whose stages each have a core (not more stages than cores); "core_per_rank" a phase split
   // measured with a core for each rank. Both read the CSVs' processors (or
-  // simulator_processors) column. Elsewhere the setting's verdict is kOffHardware.
+  // simulator_processors) column. "nodes" a run over two nodes or more (its CSVs' nodes column):
+  // a claim that rests on the split between a node's links and the network between nodes
+  // (tools/claims/node_setting.h). Several kinds join with '+'. Elsewhere the setting's verdict
+  // is kOffHardware.
   std::string relevant_hardware;
 };
 

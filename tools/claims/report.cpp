@@ -1,4 +1,5 @@
 #include "tools/claims/report.h"
+#include "tools/claims/node_setting.h"
 #include <map>
 #include <set>
 #include <sstream>
@@ -228,6 +229,10 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
       if (any) md << "\n";
     }
   }
+
+  std::vector<ClaimSpec> specs;
+  for (const ClaimResult& c : claims) specs.push_back(c.spec);
+  md << node_setting_section(specs, results_dir);
 
   md << torch_comparisons_section(results_dir);
 
