@@ -88,8 +88,8 @@ on_nodes 1 2 experiments/ppmoe/breakdown.sh --results "$out" --tables t3
 # PyTorch's layer is one process on one core whatever the network: moe/run's flat run has it.
 MOEBENCH_TORCH=off on_nodes 2 1 experiments/moe/run.sh --results "$out" --dispatchers expert_parallel --tokens 1024 \
   --repetitions 3
-on_nodes 2 1 experiments/mpmoe/f10.sh --results "$out" --tokens 512 --repetitions 3
-on_nodes 2 1 experiments/mpmoe/f13.sh --results "$out" --tokens 512 --repetitions 3
+# f10 and f13 in one run: one granularity search and one calibration serve both.
+on_nodes 2 1 experiments/mpmoe/f10.sh --results "$out" --experiments f10,f13 --tokens 512 --repetitions 3
 on_nodes 2 1 experiments/comm/run.sh --results "$out" --max-bytes 64K
 # The sensitivity of Table 2's MoE verdicts: its DPMoE and PPMoE rows at half and at twice the rate.
 for side in half twice; do

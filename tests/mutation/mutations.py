@@ -1384,7 +1384,7 @@ MUTATIONS = [
         "file": "scripts/gpu_box.sh",
         "edits": [("    /tmp/*|/var/tmp/*|/dev/shm/*)\n", "    /nonexistent/*)\n")],
         "targets": ["moebench_kernels"],  # nothing to build: the script is shell
-        "tests": r"^nodes\.no_root_build$",
+        "tests": r"^nodes\.no_root_(build|run)$",
     },
     {
         "id": "nodes_kind_ignored",

@@ -14,8 +14,8 @@
 #                  host; no CSV is left half-written; with the node back, the same run passes.
 #   no_root_build  docs/cluster.md's build without root, as typed (its dependency prefix in the
 #                  checkout) with CUDA off and moebench_comm alone (the whole build takes this
-#                  machine minutes): on both nodes the bench loads its libraries from the prefix;
-#                  a prefix under /tmp is refused before the build.
+#                  machine minutes), into WORK/no-root; a prefix under /tmp is refused before it
+#   no_root_run    then on both nodes that bench loads its libraries from the prefix, and runs
 set -uo pipefail
 case_name="$1" src="$2" build="$3" cluster="$4" work_root="$5"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -82,8 +82,10 @@ case "$case_name" in
           fail "a line failed" ;;
   dead_node|link_down) fault "$case_name" ;;
   no_root_build)
-    project="$work/project"
-    mkdir -p "$project"
+    # Into a folder the run case below finds; the build needs no node but the login node, so it
+    # runs beside the other cases.
+    project="$work_root/no-root/project"
+    rm -rf "$work_root/no-root" && mkdir -p "$project"
     for entry in "$src"/*; do ln -s "$entry" "$project/"; done
     cd "$project" || fail "no project"
     # Refused before any work: the default prefix, node-local.
@@ -97,7 +99,9 @@ case "$case_name" in
     scripts/fetch_gpu_deps.sh > "$work/fetch.log" 2>&1 || fail "scripts/fetch_gpu_deps.sh failed: $(tail -3 "$work/fetch.log")"
     on_login bash -c "cd '$project' && export MOEBENCH_DEPS_PREFIX=\$PWD/.deps/prefix &&
       MOEBENCH_CMAKE_ARGS='-DMOEBENCH_MPI=ON -DMOEBENCH_CUDA=OFF' scripts/gpu_box.sh build --targets moebench_comm" \
-      > "$work/build.log" 2>&1 || fail "the build failed: $(tail -5 "$work/build.log")"
+      > "$work/build.log" 2>&1 || fail "the build failed: $(tail -5 "$work/build.log")" ;;
+  no_root_run)
+    project="$work_root/no-root/project"
     bench="$project/build-gpu/bench/moebench_comm"
     [ -x "$bench" ] || fail "no $bench"
     prefix="$project/.deps/prefix"
@@ -108,7 +112,8 @@ case "$case_name" in
       fail "the bench does not load its libraries from $prefix on both nodes: $libs"
     on_login srun -N 2 --ntasks-per-node 2 --mpi=pmix "$bench" --scale tiny --repetitions 1 --out "$work/out" \
       > "$work/run.log" 2>&1 || fail "the bench of that build failed on the nodes: $(tail -5 "$work/run.log")"
-    grep -q ',2,mb-node1 mb-node2,' "$work/out/comm/all_reduce.csv" || fail "its rows are not from both nodes" ;;
+    grep -q ',2,mb-node1 mb-node2,' "$work/out/comm/all_reduce.csv" || fail "its rows are not from both nodes"
+    rm -rf "$work_root/no-root" ;;
   *) fail "unknown case" ;;
 esac
 echo "nodes case $case_name: ok"
