@@ -39,6 +39,9 @@ class CommBench final : public BenchProgram {
     add_choices(app, "--collectives", collective_names_,
                 {"all_to_all", "all_reduce", "all_gather", "reduce_scatter", "send_recv"}, "Which collectives (default: all)");
     add_whole(app, "--fail-rank", fail_rank_, 0, 1 << 20, "Self-test: this rank fails at its first measurement (the job must end)");
+    add_flag(app, "--fail-with-send-in-flight", fail_in_flight_,
+             "Self-test, with --fail-rank: the rank first leaves a send no peer receives in flight (its teardown "
+             "would wait for it: the error must be said and the job ended first)");
     add_whole(app, "--stall-rank", stall_rank_, 0, 1 << 20,
               "Self-test: this rank stops itself (SIGSTOP) at its first measurement (--comm-timeout must end the job)");
     add_flag(app, "--corrupt-check", corrupt_, "Self-test: corrupt one received element before each check (#wrong > 0)");
@@ -58,6 +61,8 @@ class CommBench final : public BenchProgram {
     step = step_.value_or(2);
     warmup_ = ctx.opts.warmup.value_or(d.warmup);
     iters_ = ctx.opts.iters.value_or(d.iters);
+    if (fail_in_flight_ && !fail_rank_) return std::string("--fail-with-send-in-flight: needs --fail-rank R");
+    if (fail_in_flight_ && ctx.world.size() < 2) return std::string("--fail-with-send-in-flight: needs 2 ranks or more");
     for (const auto& [opt, r] : {std::pair{"--fail-rank", fail_rank_}, std::pair{"--stall-rank", stall_rank_}})
       if (r && *r >= ctx.world.size())
         return std::string(opt) + ": '" + std::to_string(*r) + "' is not a rank; allowed: 0 to " + std::to_string(ctx.world.size() - 1);
@@ -168,7 +173,17 @@ class CommBench final : public BenchProgram {
 
   void run(benchmark::State& st, BenchContext& ctx, Collective c, const comm_bench::Geometry& g) {
     const int rank = ctx.world.rank(), n = ctx.world.size();
-    if (fail_rank_ && rank == *fail_rank_) throw Error("injected failure on rank " + std::to_string(rank) + " (--fail-rank)");
+    if (fail_rank_ && rank == *fail_rank_) {
+      if (fail_in_flight_) {
+        // 8 MiB, past NCCL's buffer (and the CPU model's): the send waits for a receive that never comes.
+        const std::size_t count = std::size_t(2) << 20;
+        // On a stream of its own, as a kernel on a GPU: the host goes on to its error.
+        in_flight_stream_.emplace(ctx.device.create_stream("send_in_flight"));
+        in_flight_ = ctx.alloc.allocate(count * 4, MemTag::temporary);
+        ctx.world.send(in_flight_.data(), count, DType::f32, (rank + 1) % n, *in_flight_stream_);
+      }
+      throw Error("injected failure on rank " + std::to_string(rank) + " (--fail-rank)");
+    }
     if (stall_rank_ && rank == *stall_rank_) ::raise(SIGSTOP);
     const Stream& s = ctx.device.default_stream();
     std::vector<float> host(g.send_count);
@@ -214,13 +229,15 @@ class CommBench final : public BenchProgram {
 
   std::optional<std::string> min_text_, max_text_;
   std::optional<int> step_, fail_rank_, stall_rank_;
+  bool fail_in_flight_ = false;
   int step = 2;
   std::vector<std::string> collective_names_;
   std::vector<Collective> collectives_;
   bool corrupt_ = false;
   std::uint64_t min_bytes_ = 0, max_bytes_ = 0;
   int warmup_ = 0, iters_ = 1;
-  Buffer send_, recv_, staging_;
+  Buffer send_, recv_, staging_, in_flight_;
+  std::optional<Stream> in_flight_stream_;
 };
 
 }  // namespace

@@ -54,7 +54,8 @@ class NcclCommunicator final : public Communicator {
     NCCL_CHECK(ncclCommUserRank(comm_, &rank_), comm_);
     NCCL_CHECK(ncclCommCount(comm_, &size_), comm_);
     MOEBENCH_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(int)));
-    register_comm_health(this, CommHealth{[this] { return async_error(); }, [this] { abort(); }});
+    register_comm_health(this, CommHealth{[this] { return async_error(); }, [this] { abort(); },
+                                          [] { ncclGroupStart(); }, [] { ncclGroupEnd(); }});
   }
   ~NcclCommunicator() override {
     unregister_comm_health(this);

@@ -230,6 +230,16 @@ std::optional<std::string> refused_environment() {
   } catch (const Error& e) {
     return std::string(e.what());
   }
+  // NCCL settings that tie communicators together again: the pipeline's forward and backward
+  // communicators are apart so that NCCL's order on one cannot wait behind the other's kernels.
+  for (const auto& [name, why] :
+       {std::pair{"NCCL_COMM_SPLIT_SHARE_RESOURCES", "a split communicator then shares its parent's order and resources, "
+                                                     "so the pipeline's backward communicator waits behind its forward one"},
+        std::pair{"NCCL_LAUNCH_ORDER_IMPLICIT", "NCCL then serialises every communicator of a device where it falls back to "
+                                                "its serial mode (CUDA below 12.3, or a capture on drivers below 12.9), "
+                                                "which brings back the deadlock the pipeline's paired sends avoid"}})
+    if (const char* v = std::getenv(name); v && *v && std::string(v) != "0")
+      return std::string(name) + ": '" + v + "' is not allowed: " + why + "; unset it or set 0";
   const char* own = std::getenv("MOEBENCH_NCCL_HOSTID_PER_RANK");
   if (own && *own && std::string(own) != "0" && std::string(own) != "1")
     return "MOEBENCH_NCCL_HOSTID_PER_RANK: '" + std::string(own) + "' is not allowed; use 0 or 1 (a host of its own per rank)";
@@ -294,6 +304,13 @@ static std::optional<std::string> ranks_to_check(int* ranks) {
 int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchProgram>()>& make_program) {
   std::unique_ptr<BenchProgram> program = make_program();
   Runtime rt(argc, argv, program->name());
+  // Outside the try block, so that a failing rank prints its error and ends the job (abort_job)
+  // before they are destroyed: their destructors wait for the device and for the peers (cudaFree
+  // synchronises the device, where NCCL's kernels may still wait for a peer; a communicator's
+  // destroy waits for its peers), and would keep the error unsaid until the peers' timeouts.
+  std::optional<Device> device;
+  std::optional<TrackingAllocator> alloc;
+  std::unique_ptr<Communicator> world;
   try {
     CommonOptions opts;
     CLI::App app(program->description() +
@@ -348,7 +365,6 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     Watchdog::set_timeout(opts.comm_timeout());
     if (opts.blas_threads) set_cpu_blas_threads(*opts.blas_threads);
 
-    std::optional<Device> device;
     std::optional<std::string> device_error;
     try {
       device.emplace(Device::open(opts.backend_kind(), rt.local_rank()));
@@ -358,12 +374,12 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     }
     rt.agree_or_exit(device_error);
 
-    TrackingAllocator alloc(opts.backend_kind(), device->default_stream());
+    alloc.emplace(opts.backend_kind(), device->default_stream());
     std::optional<EmulatedLink> link;
     if (opts.link_bandwidth_GBps) link = EmulatedLink{*opts.link_bandwidth_GBps, opts.link_latency_us.value_or(0.0)};
-    std::unique_ptr<Communicator> world = check_only ? make_unlaunched_world(checked_ranks)
-                                                     : make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout(), link);
-    BenchContext ctx{rt, opts, *device, alloc, *world,
+    world = check_only ? make_unlaunched_world(checked_ranks)
+                       : make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout(), link);
+    BenchContext ctx{rt, opts, *device, *alloc, *world,
                      make_provenance(rt, *device, world->link(), opts.dtype, opts.scale), {}, {},
                      std::make_shared<RunProgress>(rt.rank() == 0)};
     ctx.default_repetitions = program->repetitions_at(ctx.scale());

@@ -44,8 +44,16 @@ void abort_registered_comms() {
     if (!lock.owns_lock()) return;
     comms.swap(health_registry().comms);
   }
+  std::function<void()> group_end;
+  for (auto& [key, health] : comms)
+    if (health.group_start && health.group_end) {
+      health.group_start();
+      group_end = health.group_end;
+      break;
+    }
   for (auto& [key, health] : comms)
     if (health.abort) health.abort();
+  if (group_end) group_end();
 }
 
 }  // namespace moebench

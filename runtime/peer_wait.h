@@ -21,6 +21,10 @@ namespace moebench {
 struct CommHealth {
   std::function<std::string()> async_error;  // "" while healthy
   std::function<void()> abort;
+  // Around every abort at once, where the library groups them (NCCL's ncclGroupStart/End): each
+  // communicator's abort flag is set before any of them reclaims, so none waits behind another's
+  // kernels still spinning on the same stream.
+  std::function<void()> group_start, group_end;
 };
 
 // A communicator registers while it lives (`key`: its address).

@@ -64,6 +64,15 @@ void watch() {
         // Still answering the probes of peers whose own waits run out a little later, so that
         // their lines name the rank that stopped, not this one, which is ending.
         if (PeerProbe::has_peers()) std::this_thread::sleep_for(std::chrono::duration<double>(Watchdog::kProbeSeconds));
+        // An abort can itself wait (NCCL's synchronises with a stream other communicators' kernels
+        // still hold, or waits for a captured graph): past kAbortSeconds the process ends without it.
+        std::thread([program = s.program, rank = s.rank] {
+          std::this_thread::sleep_for(std::chrono::duration<double>(Watchdog::kAbortSeconds));
+          std::fprintf(stderr, "%s: rank %d: error: the communicators' abort did not return within %g s; ended without it\n",
+                       program.c_str(), rank, Watchdog::kAbortSeconds);
+          std::fflush(stderr);
+          std::_Exit(1);
+        }).detach();
         abort_registered_comms();  // NCCL's kernels stop waiting for the peer (ncclCommAbort)
         std::_Exit(1);  // the launcher sees a rank end without finalizing and ends the others
       }

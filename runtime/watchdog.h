@@ -6,7 +6,8 @@
 // It fires within the timeout plus one poll interval (kPollSeconds) and the time the watcher
 // thread takes to be scheduled, then asks the peers which still answer (runtime/peer_probe.h; at
 // most kProbeSeconds) and names those that do not, and answers theirs for kProbeSeconds more. Before it exits it aborts the communicators registered in
-// runtime/peer_wait.h (NCCL's), so no kernel of this rank keeps waiting for its peers.
+// runtime/peer_wait.h (NCCL's), so no kernel of this rank keeps waiting for its peers; an abort
+// that does not return within kAbortSeconds does not keep the process alive.
 #pragma once
 #include <cstdint>
 
@@ -19,6 +20,8 @@ class Watchdog {
   static constexpr int kSlots = 64;
   static constexpr double kPollSeconds = 0.05;
   static constexpr double kProbeSeconds = 2.0;
+  // How long the communicators' abort may take before the process ends without it.
+  static constexpr double kAbortSeconds = 5.0;
   // Seconds an operation may take (--comm-timeout); applies to operations started afterwards.
   static void set_timeout(double seconds);
   static double timeout();

@@ -114,6 +114,14 @@ TEST(CommBenchCli, FailingRankEndsTheWholeJobQuickly) {
   expect_job_ended(run("--scale tiny --fail-rank 2 --out " + out_dir(), 4), 30.0, "rank 2: error: injected failure");
 }
 
+// The failing rank leaves a send in flight that no peer receives, as a kernel left waiting for a
+// peer: it must say its error and end the job before its teardown waits for that send, not leave
+// the job to its watchdog at --comm-timeout with its error unsaid.
+TEST(CommBenchCli, AFailingRankSaysItsErrorBeforeItsTeardownWaitsForPeers) {
+  expect_job_ended(run("--scale tiny --fail-rank 2 --fail-with-send-in-flight --comm-timeout 60 --out " + out_dir(), 4), 30.0,
+                   "rank 2: error: injected failure");
+}
+
 TEST(CommBenchCli, CorruptedBufferIsCountedWrongAndFailsTheRun) {
   const Result r = run("--scale tiny --collectives all_reduce,all_to_all --max-bytes 4K --corrupt-check --out " + out_dir(), 2);
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -4,7 +4,9 @@
 // asynchronous error aborts them and fails the wait with its name.
 #include <gtest/gtest.h>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include "runtime/peer_wait.h"
 
 namespace moebench {
@@ -23,6 +25,42 @@ TEST(PeerWaitDeathTest, AWaitPastTheTimeoutAbortsTheCommunicatorsAndEndsTheProce
       ::testing::ExitedWithCode(1),
       "moebench_test: rank 2: error: event synchronize \\(cuda\\) did not complete within 0.5 s(.|\n)*"
       "the communicator was aborted");
+}
+
+// An abort that does not return (NCCL's waiting on a stream other communicators' kernels hold)
+// does not keep the process: it ends within the timeout and the watchdog's hard deadline.
+TEST(PeerWaitDeathTest, AnAbortThatDoesNotReturnStillEndsTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EXIT(
+      {
+        Watchdog::set_identity("moebench_test", 1);
+        Watchdog::set_timeout(0.5);
+        register_comm_health(this, CommHealth{[] { return std::string(); },
+                                              [] { std::this_thread::sleep_for(std::chrono::seconds(60)); }});
+        wait_for_peers("stream synchronize (cuda)", [] { return false; });
+      },
+      ::testing::ExitedWithCode(1),
+      "did not complete within 0.5 s(.|\n)*the communicators' abort did not return within 5 s; ended without it");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+            0.5 + Watchdog::kAbortSeconds + 3.0);
+}
+
+// Every abort inside one group: the group opens before the first and closes after the last.
+TEST(PeerWaitDeathTest, TheAbortsRunInsideOneGroup) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        Watchdog::set_identity("moebench_test", 0);
+        Watchdog::set_timeout(0.3);
+        static int keys[2];
+        for (int& k : keys)
+          register_comm_health(&k, CommHealth{[] { return std::string(); }, [] { std::fprintf(stderr, "abort\n"); },
+                                              [] { std::fprintf(stderr, "group start\n"); },
+                                              [] { std::fprintf(stderr, "group end\n"); }});
+        wait_for_peers("event synchronize (cuda)", [] { return false; });
+      },
+      ::testing::ExitedWithCode(1), "group start\nabort\nabort\ngroup end\n");
 }
 
 TEST(PeerWait, AnAsynchronousErrorAbortsTheCommunicatorsAndFailsTheWaitByName) {
