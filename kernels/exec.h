@@ -30,7 +30,12 @@ class HostQueue {
   // The stream's name (its timeline track and its errors say it).
   virtual const std::string& name() const = 0;
   // Waits until everything enqueued so far has run; throws Error if one of those ops failed.
+  // Under the watchdog (runtime/watchdog.h), as CUDA's polled stream waits: past --comm-timeout
+  // it ends the process.
   virtual void synchronize() = 0;
+  // The same wait with no deadline of its own, as a CUDA copy into pageable host memory waits
+  // for its stream (Device::copy_to_host drains the stream under the deadline first).
+  virtual void synchronize_without_deadline() = 0;
 };
 
 struct Exec {

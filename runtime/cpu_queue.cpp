@@ -4,10 +4,16 @@
 #include "runtime/kernel_log.h"
 #include "runtime/range.h"
 #include "runtime/timeline.h"
+#include "runtime/watchdog.h"
 
 namespace moebench {
 
-CpuQueue::CpuQueue(std::string name, int track) : name_(std::move(name)), track_(track), worker_([this] { work(); }) {}
+CpuQueue::CpuQueue(std::string name, int track)
+    : name_(std::move(name)),
+      synchronize_label_("stream " + name_ + " synchronize (cpu)"),
+      teardown_label_("stream " + name_ + ": its end waits for the ops queued on it (cpu)"),
+      track_(track),
+      worker_([this] { work(); }) {}
 
 CpuQueue::~CpuQueue() {
   {
@@ -15,6 +21,7 @@ CpuQueue::~CpuQueue() {
     stopping_ = true;
   }
   wake_.notify_all();
+  Watchdog::Scope watch(teardown_label_.c_str());  // an op waiting for a stopped peer ends the process here
   worker_.join();
 }
 
@@ -52,7 +59,17 @@ void CpuQueue::set_capture(CpuCapture* into) {
 }
 
 void CpuQueue::synchronize() {
+  Watchdog::Scope watch(synchronize_label_.c_str());
   std::unique_lock<std::mutex> lock(mutex_);
+  wait_for_all(lock);
+}
+
+void CpuQueue::synchronize_without_deadline() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_for_all(lock);
+}
+
+void CpuQueue::wait_for_all(std::unique_lock<std::mutex>& lock) {
   if (capture_)
     throw Error("stream " + name_ + ": the host waits for it while its work is captured into a graph (a captured step "
                 "must not wait on the host: on CUDA this invalidates the capture)");

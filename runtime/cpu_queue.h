@@ -31,6 +31,7 @@ class CpuQueue final : public HostQueue {
                std::function<void()> on_issue = {}) override;
   bool recording() const override;
   void synchronize() override;
+  void synchronize_without_deadline() override;
   // The graph capture the ops now go into instead of running, or nullptr.
   CpuCapture* capture() const;
   // From now on ops go into `into` (nullptr: they run again).
@@ -48,7 +49,10 @@ class CpuQueue final : public HostQueue {
   };
   void work();
 
+  void wait_for_all(std::unique_lock<std::mutex>& lock);
+
   std::string name_;
+  std::string synchronize_label_, teardown_label_;  // the watchdog's names of the two waits
   int track_;
   mutable std::mutex mutex_;
   std::condition_variable wake_, done_;

@@ -89,8 +89,12 @@ void Device::copy_to_device(void* dst, const void* src, std::size_t bytes, const
 void Device::copy_to_host(void* dst, const void* src, std::size_t bytes, const Stream& s) const {
   if (backend_ == Backend::cuda) return cuda_copy(dst, src, bytes, 1, s);
   if (!bytes) return;
-  run_on(s, "copy to host", [=] { std::memcpy(dst, src, bytes); }, copy_details(bytes, s));
+  // As on CUDA (device_cuda.cpp), whose copy into pageable memory waits for the stream where no
+  // deadline reaches: the stream is drained under the deadline first, then the copy's own wait
+  // has none.
   s.synchronize();
+  run_on(s, "copy to host", [=] { std::memcpy(dst, src, bytes); }, copy_details(bytes, s));
+  if (s.queue) s.queue->synchronize_without_deadline();
 }
 
 void Device::copy_to_pinned_host(void* dst, const void* src, std::size_t bytes, const Stream& s) const {

@@ -134,13 +134,27 @@ void Device::cuda_synchronize() const {
   MOEBENCH_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+// Host memory CUDA does not know of (neither pinned nor managed): a copy into it is synchronous.
+static bool pageable_host(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;
+  }
+  return a.type == cudaMemoryTypeUnregistered;
+}
+
 void Device::cuda_copy(void* dst, const void* src, std::size_t bytes, int kind, const Stream& s) const {
   if (!bytes) return;
   const cudaMemcpyKind k = kind == 0   ? cudaMemcpyHostToDevice
                            : kind == 2 ? cudaMemcpyDefault
                                        : cudaMemcpyDeviceToHost;
+  // A copy into pageable host memory returns only once the stream has drained, outside any
+  // deadline (a kernel there may wait for a stopped peer): the stream is drained first under the
+  // deadline of runtime/peer_wait.h, so the copy itself waits for nothing but its bytes.
+  if (kind == 1 || (kind == 2 && pageable_host(dst))) detail::cuda_stream_synchronize(s.handle);
   MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, k, cuda_stream(s)));
-  if (kind == 1) detail::cuda_stream_synchronize(s.handle);  // under the deadline of runtime/peer_wait.h
+  if (kind == 1) detail::cuda_stream_synchronize(s.handle);
 }
 
 void Device::cuda_fill_zero(void* dst, std::size_t bytes, const Stream& s) const {

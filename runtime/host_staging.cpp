@@ -1,5 +1,6 @@
 #include "runtime/host_staging.h"
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <vector>
 #if MOEBENCH_WITH_CUDA
@@ -9,13 +10,23 @@
 
 namespace moebench {
 
+#if MOEBENCH_WITH_CUDA
+namespace detail {
+void cuda_event_synchronize(void* event);  // polled, under the deadline of runtime/peer_wait.h (stream_cuda.cpp)
+}
+#endif
+
 HostStaging::HostStaging(const Device& dev) : backend_(dev.backend()) {}
 
 HostStaging::~HostStaging() {
 #if MOEBENCH_WITH_CUDA
   for (Slot& slot : slots_) {
     if (slot.last_copy) {
-      cudaEventSynchronize(static_cast<cudaEvent_t>(slot.last_copy));
+      try {
+        detail::cuda_event_synchronize(slot.last_copy);
+      } catch (const std::exception&) {
+        // A failed device: its error was reported where it happened; the slot is freed all the same.
+      }
       cudaEventDestroy(static_cast<cudaEvent_t>(slot.last_copy));
     }
     if (slot.pinned) cudaFreeHost(slot.pinned);
@@ -42,7 +53,7 @@ void HostStaging::upload(void* dst, const void* src, std::size_t bytes, const St
     MOEBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     slot.last_copy = done;
   } else {
-    MOEBENCH_CUDA_CHECK(cudaEventSynchronize(done));  // the copy kSlots uploads ago has read the slot
+    detail::cuda_event_synchronize(done);  // the copy kSlots uploads ago has read the slot
   }
   if (bytes > slot.capacity) {
     if (slot.pinned) MOEBENCH_CUDA_CHECK(cudaFreeHost(slot.pinned));

@@ -16,6 +16,7 @@ class InlineQueue final : public HostQueue {
   bool recording() const override { return false; }  // nothing is queued: no timeline entry waits for details
   const std::string& name() const override { return name_; }
   void synchronize() override {}  // every op has run when enqueue returns
+  void synchronize_without_deadline() override {}
 
  private:
   std::string name_ = "default";

@@ -82,16 +82,20 @@ Runtime::Runtime(int& argc, char**& argv, std::string program) : program_(std::m
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_);
   if (owns_mpi_) refuse_world_unlike_srun(program_, world_);
+  Watchdog::set_identity(program_.c_str(), rank_);  // before the first wait it may end
   MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  {
+    Watchdog::Scope watch("the split of the ranks by node (MPI_Comm_split_type)");
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  }
   MPI_Comm_rank(node, &local_rank_);
   MPI_Comm_size(node, &local_size_);
   MPI_Comm_free(&node);
 #else
   (void)argc;
   (void)argv;
-#endif
   Watchdog::set_identity(program_.c_str(), rank_);
+#endif
   g_runtime = this;
   // Who runs where, and how each rank answers the watchdog's probe (runtime/peer_probe.h).
   const std::string probe = world_ > 1 ? PeerProbe::listen() : "";
@@ -138,7 +142,10 @@ Runtime::~Runtime() {
 #if MOEBENCH_WITH_MPI
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owns_mpi_ && !finalized) MPI_Finalize();
+  if (owns_mpi_ && !finalized) {
+    Watchdog::Scope watch("the end of MPI (MPI_Finalize), which waits for every rank");
+    MPI_Finalize();
+  }
 #endif
 }
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include "runtime/cpu_capture.h"
 #include "runtime/timeline.h"
+#include "runtime/watchdog.h"
 
 namespace moebench {
 
@@ -136,6 +137,7 @@ void Event::synchronize() const {
     cpu_->check_host_may_wait();
     mark = cpu_->recorded;
   }
+  Watchdog::Scope watch("event synchronize (cpu)");  // as CUDA's polled event wait
   cpu_->wait(mark);
 }
 

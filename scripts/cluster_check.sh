@@ -8,6 +8,9 @@
 # --work: where the ranks write (default: a new folder under the current one, which the nodes of a
 # cluster share; removed when every check passed).
 # The checks:
+#   launch        the launcher's PMIx barrier, the one that ends Open MPI's MPI_Init, waits for
+#                 every task (runtime/launch_barrier.cpp): where it does not, a rank can crash in
+#                 MPI_Init now and then, and the line says what to set;
 #   collectives   every collective of the comm bench (all-reduce, all-gather, reduce-scatter,
 #                 all-to-all, send/recv) checked element by element (its #wrong column) -- NCCL
 #                 on cuda, MPI on cpu;
@@ -19,10 +22,16 @@
 #                 experts are the least multiple of the ranks from 8;
 #   watchdog      a rank that stops inside a collective ends the whole job with its message
 #                 within the comm timeout (the check itself gives up after 90 s);
-#   mpi tests     on the cpu backend at 1, 2 or 4 ranks: the multi-rank test suites (the communicator with split and
+#   pipeline      a 1F1B and a ZB-H1 step of the pipeline bench over the ranks with messages
+#                 above NCCL's buffer (32 MiB on cuda; 5 MiB on cpu, in NCCL's order), where the
+#                 two directions on one communicator would deadlock;
+#   mpmoe         MPMoE's pipelined layer (its strategies and the FasterMoE/FastMoE baselines of
+#                 Fig. 10) at the tiny scale;
+#   mpi tests     at 1, 2 or 4 ranks: the multi-rank test suites (the communicator with split and
 #                 dup, dispatchers, micro-batches, the pipelined layer and its strategies, the
 #                 pipeline schedules GPipe / 1F1B / ZB-H1, TP, DP and ZeRO-1, the GPT pipeline,
-#                 PPMoE layouts), each against its single-rank reference.
+#                 PPMoE layouts), each against its single-rank reference; on cuda those written
+#                 for either backend, over NCCL (the others are listed as not run).
 # Environment: MOEBENCH_BUILD (default build/), MPIRUN_FLAGS (extra mpirun flags, e.g. --oversubscribe).
 # sbatch runs a copy of this script from its spool folder: run the original, which finds the project.
 [ -f "$(dirname "$0")/usage.sh" ] || exec "$(scontrol show job "${SLURM_JOB_ID:?}" | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')" "$@"
@@ -82,6 +91,17 @@ fail() { failed=1; line "$1" "$2" "FAILED: $3"; }
 
 echo "cluster_check: $ranks rank(s), $backend backend, $launcher; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
+# Launch: the last task enters the barrier 2 s late; every other one must wait for it.
+if [ "$ranks" -lt 2 ]; then
+  line launch "PMIx barrier (ends MPI_Init)" "not run: needs 2 ranks or more"
+elif [ ! -x "$build/runtime/moebench_launch_barrier" ]; then
+  line launch "PMIx barrier (ends MPI_Init)" "not run: moebench_launch_barrier is not built (no PMIx headers)"
+elif LAUNCH_DEADLINE=60 launch "$build/runtime/moebench_launch_barrier" --delay 2 > "$tmp/launch.log" 2>&1; then
+  line launch "PMIx barrier (ends MPI_Init)" "ok (every task waited for the last, 2 s late)"
+else
+  fail launch "PMIx barrier (ends MPI_Init)" "$(grep -m1 -o 'task .*' "$tmp/launch.log" || tail -1 "$tmp/launch.log")"
+fi
+
 # Collectives: the comm bench checks every element it receives.
 if launch "$build/bench/moebench_comm" --scale tiny --backend "$backend" --repetitions 1 --out "$tmp/comm" \
     > "$tmp/comm.log" 2>&1; then
@@ -135,15 +155,47 @@ else
   line watchdog "a stopped rank" "not run: needs 2 ranks or more"
 fi
 
-# The multi-rank test suites (the CPU backend: they build their own reference on one rank).
-if [ "$backend" = cpu ] && [ "$ranks" != 1 ] && [ "$ranks" != 2 ] && [ "$ranks" != 4 ]; then
+# Pipeline schedules whose two directions share a communicator, with messages a send waits on.
+if [ "$ranks" -ge 2 ] && [ -x "$build/bench/moebench_pipe_bubble" ]; then
+  # A micro-batch of ROWS x HIDDEN fp32 values a message; on the CPU a narrow FFN keeps the step short.
+  rows=2048 hidden=4096 ffn=4096
+  [ "$backend" = cpu ] && rows=1280 hidden=1024 ffn=64
+  mib=$((rows * hidden * 4 >> 20))
+  if MOEBENCH_MPI_AS_NCCL=1 LAUNCH_DEADLINE=300 launch "$build/bench/moebench_pipe_bubble" --backend "$backend" --scale tiny \
+       --schedules 1f1b,zb-h1 --micro-batches 4 --mini-batch $((4 * rows)) --hidden "$hidden" --ffn "$ffn" --layers "$ranks" \
+       --repetitions 1 --comm-timeout 120 --out "$tmp/pipe" > "$tmp/pipe.log" 2>&1; then
+    line pipeline "1F1B and ZB-H1, $mib MiB messages" "ok (no deadlock between the two directions)"
+  else
+    fail pipeline "1F1B and ZB-H1, $mib MiB messages" "exit $? ($(grep -m1 'error' "$tmp/pipe.log" || tail -1 "$tmp/pipe.log"))"
+  fi
+elif [ "$ranks" -ge 2 ]; then
+  line pipeline "1F1B and ZB-H1" "not run: moebench_pipe_bubble is not built"
+else
+  line pipeline "1F1B and ZB-H1" "not run: needs 2 ranks or more"
+fi
+
+# MPMoE's pipelined layer: its strategies and baselines, each a whole run.
+if [ -x "$build/bench/moebench_mpmoe" ]; then
+  if LAUNCH_DEADLINE=300 launch "$build/bench/moebench_mpmoe" --backend "$backend" --scale tiny --experiments f10 \
+       --repetitions 1 --out "$tmp/mpmoe" > "$tmp/mpmoe.log" 2>&1 && [ -s "$tmp/mpmoe/mpmoe/f10.csv" ]; then
+    line mpmoe "pipelined layer (Fig. 10's cases)" "ok ($(($(wc -l < "$tmp/mpmoe/mpmoe/f10.csv") - 1)) rows)"
+  else
+    fail mpmoe "pipelined layer (Fig. 10's cases)" "exit $? ($(grep -m1 'error' "$tmp/mpmoe.log" || tail -1 "$tmp/mpmoe.log"))"
+  fi
+else
+  line mpmoe "pipelined layer" "not run: moebench_mpmoe is not built"
+fi
+
+# The multi-rank test suites (they build their own reference on one rank).
+if [ "$ranks" != 1 ] && [ "$ranks" != 2 ] && [ "$ranks" != 4 ]; then
   line "mpi tests" "schedules, TP, DP, ZeRO-1, ..." "not run at $ranks ranks: the suites' layouts are written for 1, 2 and 4 ranks"
-elif [ "$backend" = cpu ]; then
+else
   for t in moebench_mpi_tests moebench_mpi_pipeline_tests; do
     [ -x "$build/tests/$t" ] || { line "mpi tests" "$t" "not run: not built (a build with tests)"; continue; }
     # Not the emulated link's timing bounds: on ranks that share cores with other work, the scheduler
-    # decides them (CTest's mpi.comm.* judges them on their own).
-    MOEBENCH_MPI_AS_NCCL=1 launch bash -c 'exec "$0" --gtest_filter=-EmulatedLinkOps.* --gtest_output=json:"$1/$(basename "$0")_${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-0}}.json"' \
+    # decides them (CTest's mpi.comm.* judges them on their own). On cuda the suites written for
+    # either backend run over NCCL; the others are listed as not run.
+    MOEBENCH_TEST_BACKEND="$backend" MOEBENCH_MPI_AS_NCCL=1 launch bash -c 'exec "$0" --gtest_filter=-EmulatedLinkOps.* --gtest_output=json:"$1/$(basename "$0")_${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-0}}.json"' \
       "$build/tests/$t" "$tmp" > "$tmp/$t.log" 2>&1
     "$py" - "$tmp" "$t" <<'PY' || failed=1
 import glob, json, sys
@@ -175,8 +227,6 @@ sys.exit(1 if bad else 0)
 PY
   done
   line "mpi tests" "EmulatedLinkOps" "not run: its timing bounds need cores of their own (CTest's mpi.comm.* runs it)"
-else
-  line "mpi tests" "schedules, TP, DP, ZeRO-1, ..." "not run on cuda: these suites build CPU layers (run --backend cpu on the same ranks)"
 fi
 
 if [ "$failed" = 0 ]; then

@@ -315,6 +315,6 @@ case "$step" in
     exit "$status" ;;
   multirank)
     unpack
-    [ "$mr_backend" = cuda ] && { find_nccl; find_cudnn; }
+    [ "$mr_backend" = cuda ] && { find_nccl; find_cudnn; lease_architecture; }
     exec scripts/gpu_multirank.sh "$prefix" "${OUT:-$results/multirank}" "$mr_backend" ;;
 esac

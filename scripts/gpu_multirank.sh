@@ -2,13 +2,13 @@
 # The multi-rank path on one GPU box (scripts/gpu_box.sh multirank runs this): Debian's Open MPI
 # from .deps (scripts/fetch_gpu_deps.sh), unpacked into the prefix and relocated there with
 # OPAL_PREFIX, a build with MPI and CUDA, then at 2 and 4 ranks sharing the GPU(s):
-#   - scripts/cluster_check.sh --backend cuda: NCCL's collectives element by element, the
-#     dispatchers against numpy, a stopped rank ending the job within --comm-timeout;
-#   - a 1F1B and a ZB-H1 step of the pipeline bench with 32 MiB messages (fp32, 2048 rows x 4096;
-#     8 MiB on the CPU, where NCCL's order makes them wait as NCCL would);
+#   - scripts/cluster_check.sh --backend cuda: the launcher's barrier, NCCL's collectives element
+#     by element, the dispatchers against numpy, a stopped rank ending the job within
+#     --comm-timeout, a 1F1B and a ZB-H1 step of the pipeline bench with 32 MiB messages (5 MiB on
+#     the CPU, where NCCL's order makes them wait as NCCL would), MPMoE's pipelined layer, and the
+#     multi-rank test suites written for either backend (MOEBENCH_TEST_BACKEND=cuda, over NCCL);
 #   - an MoE layer run at 2 ranks whose rank 1 is stopped (SIGSTOP): it ends within --comm-timeout;
-#   - the multi-rank test suites, built with this MPI: on CPU ranks in NCCL's order, and on cuda
-#     those written for either backend (MOEBENCH_TEST_BACKEND=cuda, on NCCL: tests/mpi/mpi_test_main.cpp).
+# gpu_box.sh builds for the leased GPU's architecture alone.
 # NCCL refuses two ranks on one GPU that share a host hash: each rank gets its own
 # (MOEBENCH_NCCL_HOSTID_PER_RANK=1 sets NCCL_HOSTID from the rank), and the ranks talk over NCCL's
 # socket transport on the loopback (NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_MNNVL_ENABLE=0):
@@ -43,7 +43,8 @@ ln -sf "$mpi/bin/mpirun.openmpi" "$prefix/mpi-bin/mpirun"
 export PATH="$prefix/mpi-bin:$mpi/bin:$PATH"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export MPIRUN_FLAGS="--oversubscribe" OPENBLAS_NUM_THREADS=1
-export MOEBENCH_NCCL_HOSTID_PER_RANK=1 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_MNNVL_ENABLE=0
+# NCCL_NET=Socket: a network plugin in the GPU image (NCCL_NET_PLUGIN's libnccl-net.so) cannot take over.
+export MOEBENCH_NCCL_HOSTID_PER_RANK=1 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_MNNVL_ENABLE=0 NCCL_NET=Socket
 say "Open MPI $(mpirun --version 2>&1 | head -1 | grep -o '[0-9][0-9.]*$') from $mpi; backend $backend; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
 build="$PWD/build-multirank"
@@ -52,8 +53,8 @@ cuda=OFF
 if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMOEBENCH_CUDA="$cuda" -DMOEBENCH_MPI=ON \
       -DMPI_CXX_COMPILER="$mpi/bin/mpicxx.openmpi" -DMPIEXEC_EXECUTABLE="$mpi/bin/mpirun.openmpi" \
       -DCMAKE_PREFIX_PATH="$prefix/usr;$mpi" ${MOEBENCH_CMAKE_ARGS:-} > "$out/build.log" 2>&1 ||
-   ! cmake --build "$build" -j "$(nproc)" --target moebench_comm moebench_moe_layer moebench_pipe_bubble \
-      moebench_mpi_tests moebench_mpi_pipeline_tests >> "$out/build.log" 2>&1; then
+   ! cmake --build "$build" -j "$(nproc)" --target moebench_comm moebench_moe_layer moebench_pipe_bubble moebench_mpmoe \
+      moebench_launch_barrier moebench_mpi_tests moebench_mpi_pipeline_tests >> "$out/build.log" 2>&1; then
   say "FAILED: the build with MPI (see build.log: $(grep -m1 -i 'error' "$out/build.log"))"
   exit 1
 fi
@@ -68,20 +69,6 @@ for ranks in 2 4; do
     say "cluster_check at $ranks ranks: FAILED: $(grep -m3 FAILED "$out/cluster_check_$ranks.log" | tr '\n' ';')"
   fi
   sed 's/^/  /' "$out/cluster_check_$ranks.log" >> "$log"
-done
-
-# 1F1B and ZB-H1 with messages above NCCL's buffer: the two directions on one communicator deadlock.
-hidden=4096
-[ "$backend" = cpu ] && hidden=1024
-for ranks in 2 4; do
-  if MOEBENCH_MPI_AS_NCCL=1 timeout 300 mpirun -np "$ranks" "$build/bench/moebench_pipe_bubble" --backend "$backend" \
-       --scale tiny --schedules 1f1b,zb-h1 --micro-batches 4 --mini-batch 8192 --hidden "$hidden" --ffn "$hidden" --layers "$ranks" \
-       --comm-timeout 120 --out "$out/pipe$ranks" > "$out/pipe_$ranks.log" 2>&1; then
-    say "1F1B and ZB-H1 with $((2048 * hidden * 4 >> 20)) MiB messages at $ranks ranks: ok"
-  else
-    failed=1
-    say "1F1B and ZB-H1 with $((2048 * hidden * 4 >> 20)) MiB messages at $ranks ranks: FAILED: $(grep -m1 error "$out/pipe_$ranks.log")"
-  fi
 done
 
 # A rank of an MoE layer run stopped from outside (SIGSTOP) mid-run: the other must end the job
@@ -111,24 +98,6 @@ stopped_rank_check() {
   fi
 }
 stopped_rank_check
-
-# The multi-rank suites, in NCCL's order where they run on the CPU.
-suite_backends=(cpu)
-[ "$backend" = cuda ] && suite_backends+=(cuda)
-for b in "${suite_backends[@]}"; do
-  for t in moebench_mpi_tests moebench_mpi_pipeline_tests; do
-    for ranks in 2 4; do
-      run_log="$out/${t}_${b}_$ranks.log"
-      if MOEBENCH_TEST_BACKEND="$b" MOEBENCH_MPI_AS_NCCL=1 MOEBENCH_POOL_POISON=1 timeout 600 mpirun -np "$ranks" \
-           "$build/tests/$t" > "$run_log" 2>&1; then
-        say "$t on $b at $ranks ranks: ok ($(grep -c '\[       OK \]' "$run_log") ok, $(grep -c '\[  SKIPPED \] .*(' "$run_log") skipped)"
-      else
-        failed=1
-        say "$t on $b at $ranks ranks: FAILED: $(grep -m3 'FAILED  \]\|error' "$run_log" | tr '\n' ';')"
-      fi
-    done
-  done
-done
 
 if [ "$failed" = 0 ]; then say "every check passed"; else say "a check FAILED"; fi
 exit "$failed"

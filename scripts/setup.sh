@@ -6,7 +6,7 @@
 source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
 set -euo pipefail
 
-packages=(cmake g++ make libbenchmark-dev libgtest-dev libcli11-dev libfccp-dev
+packages=(cmake g++ make pkgconf libbenchmark-dev libgtest-dev libcli11-dev libfccp-dev
           libopenmpi-dev openmpi-bin libopenblas-dev python3-matplotlib python3-torch
           slurmd slurmctld slurm-client munge)
 

@@ -1421,6 +1421,14 @@ MUTATIONS = [
         "tests": r"^cli\.bad_input\.env\.nccl_(split|launch)",
     },
     {
+        "id": "pageable_copy_undrained",
+        "mechanism": "a copy to the host waits for its stream with no deadline, as CUDA's into pageable memory does, without draining it under the deadline first",
+        "file": "runtime/device.cpp",
+        "edits": [("  // has none.\n  s.synchronize();\n", "  // has none.\n")],
+        "targets": [UNIT],
+        "tests": r"^PageableCopyDeathTest\.",
+    },
+    {
         "id": "teardown_before_abort",
         "mechanism": "a failing rank tears down its communicator, allocator and device before it says its error and ends the job",
         "file": "harness/bench.cpp",

@@ -32,10 +32,11 @@ shift 2
 [ ! -d "$dir" ] || dir="$(cd "$dir" && pwd)"
 source "$here/nodes.sh"
 
-stop_pid() {  # the process whose pid DIR/NAME.pid holds, ended
+stop_pid() {  # the process whose pid DIR/NAME.pid holds, ended, if it still runs NAME
   local pid
   [ -f "$dir/$1.pid" ] || return 0
   pid="$(cat "$dir/$1.pid")"
+  pid_runs "$pid" "$1" || { rm -f "$dir/$1.pid"; return 0; }
   kill "$pid" 2>/dev/null
   for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null
@@ -181,6 +182,11 @@ AccountingStorageType=accounting_storage/none
 $node_lines
 PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
+# Slurm's PMIx plugin ends a fence that collects no data (the one that ends Open MPI's MPI_Init)
+# with its tree collective, and on fewer nodes than TreeWidth (50) that tree has no edges: each
+# node ends the fence alone, a rank's first message can reach a peer still in MPI_Init, and the
+# peer crashes. The ring collective waits for every node (scripts/cluster_check.sh checks it).
+echo "PMIxCollFence=ring" > "$dir/mpi.conf"
 export SLURM_CONF="$dir/slurm.conf"
 
 munged -F --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge.key" --log-file="$dir/munged.log" \

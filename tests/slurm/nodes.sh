@@ -20,11 +20,19 @@ node_address() {  # NAME -> its address on the bridge
 
 holder_pid() { cat "$dir/run/$1.holder" 2>/dev/null; }
 
-# The pids of every process in NAME's network namespace (the holder's), by the namespace's inode.
+# Whether PID still runs what a pid file recorded (its command line begins with WHAT): a run
+# killed before its stop leaves pid files behind, and their pids may since be another's.
+pid_runs() {
+  local cmd
+  [ -n "$1" ] && cmd="$(tr '\0' ' ' 2>/dev/null < "/proc/$1/cmdline")" && [[ "$cmd" == "$2"* ]]
+}
+
+# The pids of every process in NAME's network namespace (the holder's), by the namespace's inode;
+# never this shell's own namespace (a stale record must not name the machine's).
 node_pids() {
   local ns p
   ns="$(cat "$dir/run/$1.netns" 2>/dev/null)" || return 0
-  [ -n "$ns" ] || return 0
+  [ -n "$ns" ] && [ "$ns" != "$(readlink /proc/self/ns/net)" ] || return 0
   for p in /proc/[0-9]*; do
     [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$ns" ] && echo "${p#/proc/}"
   done
@@ -115,7 +123,7 @@ stop_nodes() {
   for name in $(node_names) mb-login mb-switch; do
     for pid in $(node_pids "$name"); do kill -9 "$pid" 2>/dev/null; done
     pid="$(holder_pid "$name")"
-    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+    pid_runs "$pid" unshare && kill -9 "$pid" 2>/dev/null
     rm -f "$dir/run/$name.holder" "$dir/run/$name.netns" "$dir/run/$name.ready"
   done
 }

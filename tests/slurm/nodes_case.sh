@@ -16,6 +16,9 @@
 #                  checkout) with CUDA off and moebench_comm alone (the whole build takes this
 #                  machine minutes), into WORK/no-root; a prefix under /tmp is refused before it
 #   no_root_run    then on both nodes that bench loads its libraries from the prefix, and runs
+#   launch_barrier the PMIx barrier that ends Open MPI's MPI_Init waits for every node with the
+#                  cluster's fence (mpi.conf: ring), and moebench_launch_barrier says it does not
+#                  with Slurm's tree fence (on fewer nodes than TreeWidth, each node ends it alone)
 set -uo pipefail
 case_name="$1" src="$2" build="$3" cluster="$4" work_root="$5"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -114,6 +117,16 @@ case "$case_name" in
       > "$work/run.log" 2>&1 || fail "the bench of that build failed on the nodes: $(tail -5 "$work/run.log")"
     grep -q ',2,mb-node1 mb-node2,' "$work/out/comm/all_reduce.csv" || fail "its rows are not from both nodes"
     rm -rf "$work_root/no-root" ;;
+  launch_barrier)
+    barrier="$build/runtime/moebench_launch_barrier"
+    [ -x "$barrier" ] || { echo "nodes case $case_name: skipped: $barrier is not built (no PMIx headers)"; exit 77; }
+    said="$(on_login srun -N 2 --ntasks-per-node 2 --mpi=pmix "$barrier" --delay 2 2>&1)" ||
+      fail "the cluster's barrier did not wait for every node: $said"
+    [ "$(grep -c ': ok (waited' <<<"$said")" = 4 ] || fail "not every task said ok: $said"
+    status=0
+    said="$(on_login env SLURM_PMIX_FENCE=tree srun -N 2 --ntasks-per-node 2 --mpi=pmix "$barrier" --delay 2 2>&1)" || status=$?
+    [ "$status" = 1 ] && grep -q "does not wait for every node.*SLURM_PMIX_FENCE=ring" <<<"$said" ||
+      fail "Slurm's tree fence was not found out (exit $status): $said" ;;
   *) fail "unknown case" ;;
 esac
 echo "nodes case $case_name: ok"

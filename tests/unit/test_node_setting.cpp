@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
+#include "kernels/exec.h"  // Error
 #include "tools/claims/ledger.h"
 #include "tools/claims/node_setting.h"
 
