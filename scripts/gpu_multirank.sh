@@ -36,7 +36,12 @@ if [ ! -x "$mpi/bin/mpirun.openmpi" ]; then
   say "FAILED: no Open MPI in $prefix/mpi (run scripts/fetch_gpu_deps.sh, which fetches it into .deps/mpi-debs, and carry .deps)"
   exit 1
 fi
+# Its settings file too (Debian's: no UCX, no openib; without it Open MPI picks UCX, whose progress
+# left a large send and a barrier on another communicator waiting on each other), and PMIx's
+# components: seen missing when /usr's copies were hidden (scripts/without_system_mpi.sh).
 export OPAL_PREFIX="$mpi" OPAL_LIBDIR="$arch/openmpi/lib" OPAL_DATADIR="$mpi/share" OPAL_INCLUDEDIR="$arch/openmpi/include"
+export OPAL_SYSCONFDIR="$prefix/mpi/etc/openmpi"
+export PMIX_PREFIX="$arch/pmix2" PMIX_LIBDIR="$arch/pmix2/lib" PMIX_PKGLIBDIR="$arch/pmix2/lib/pmix"
 export LD_LIBRARY_PATH="$arch/openmpi/lib:$arch:$arch/pmix2/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 mkdir -p "$prefix/mpi-bin"
 ln -sf "$mpi/bin/mpirun.openmpi" "$prefix/mpi-bin/mpirun"
