@@ -12,6 +12,7 @@
 #include <pmix.h>
 #include <unistd.h>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -32,7 +33,8 @@ int main(int argc, char** argv) {
   double delay = 2.0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--delay" && i + 1 < argc) {
+    if (arg == "--delay" && i + 1 == argc) return usage_error("--delay: needs a value (seconds from 0.5 to 60)");
+    if (arg == "--delay") {
       char* end = nullptr;
       delay = std::strtod(argv[++i], &end);
       if (!end || *end || !(delay >= 0.5 && delay <= 60))
