@@ -95,6 +95,14 @@ class CommBench final : public BenchProgram {
     recv_ = ctx.alloc.allocate(max_bytes_, MemTag::buffers);
     if (ctx.backend() == Backend::cuda && t != DType::f32)
       staging_ = ctx.alloc.allocate(max_bytes_ / dtype_size(t) * 4, MemTag::temporary);
+    if (fail_in_flight_) {
+      // NCCL connects a pair at its first use, blocking the host until the peer issues its side:
+      // the ring is connected here, so that the failing rank's send waits on its stream, not its host.
+      const int rank = ctx.world.rank(), n = ctx.world.size();
+      const Stream& s = ctx.device.default_stream();
+      ctx.world.send_recv(send_.data(), (rank + 1) % n, recv_.data(), (rank + n - 1) % n, 1, DType::f32, s);
+      ctx.world.wait(s);
+    }
     for (Collective c : collectives_)
       for (const comm_bench::Geometry& g : sizes_for(c, ctx)) {
         const std::string name = std::string("comm/") + comm_bench::collective_name(c) + "/" + std::to_string(g.size_bytes);

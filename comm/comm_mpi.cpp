@@ -3,15 +3,17 @@
 // on one stream overlaps computation on another. Every call runs under the watchdog (a peer
 // that never arrives ends the job after --comm-timeout) and, on an emulated link, completes no
 // earlier than the link allows. In NCCL's order (comm/nccl_order.h) the operations of one
-// communicator run one at a time in the order the host issued them, and a large send waits for
-// its receive.
+// communicator run one at a time in the order the host issued them, a pair of ranks connects at
+// its first use, and a send that does not fit its connection's buffer waits for its receive.
 #include <algorithm>
 #include <atomic>
 #include <array>
 #include <chrono>
 #include <climits>
+#include <mutex>
 #include <mpi.h>
 #include <thread>
+#include <vector>
 #include "kernels/convert.h"
 #include "comm/comm.h"
 #include "comm/eager_sends.h"
@@ -80,6 +82,9 @@ class MpiCommunicator final : public Communicator {
       order_ = std::make_shared<IssueOrder>("communicator #" + std::to_string(serial_) + " (" + std::to_string(size_) +
                                             " ranks, " + origin + ")");
       register_issue_order(order_);
+      capacity_ = connection_bytes(comm_);
+      sends_connected_.assign(std::size_t(size_), 0);
+      receives_connected_.assign(std::size_t(size_), 0);
     }
   }
   ~MpiCommunicator() override {
@@ -169,15 +174,17 @@ class MpiCommunicator final : public Communicator {
   // its own stream for a receiver still computing (a rendezvous above the eager size), and a
   // spinning wait there takes the core a stage computes on (seen: 1F1B's step 40% over its
   // simulated time on 2 ranks of a 2-core machine, 6% with waits that sleep).
-  // In NCCL's order a send above the eager size is synchronous (MPI_Issend: it completes once its
-  // receive has started) and a smaller one completes once copied.
+  // In NCCL's order a send that does not fit its connection's buffer is synchronous (MPI_Issend:
+  // it completes once its receive has started) and a smaller one completes once copied and room
+  // is left beside the sends still unreceived (comm/eager_sends.h).
   void send(const void* buf, std::size_t count, DType t, int peer, const Stream& s) override {
     check_peer(peer);
     const int c = to_int(count, "send");
     const std::size_t bytes = bytes_of(count, t);
-    const bool eager = order_ && bytes <= nccl_order_settings().eager_bytes;
+    connect(peer, -1);
+    const bool eager = order_ && bytes <= capacity_[std::size_t(peer)];
     run(s, "send (mpi)", double(bytes), [=, this] {
-      if (eager) return eager_send(buf, c, mpi_type(t), bytes, peer, kTag, comm_);
+      if (eager) return eager_send(buf, c, mpi_type(t), bytes, capacity_[std::size_t(peer)], peer, kTag, comm_);
       MPI_Request r;
       if (order_)
         MPI_Issend(buf, c, mpi_type(t), peer, kTag, comm_, &r);
@@ -190,6 +197,7 @@ class MpiCommunicator final : public Communicator {
   void recv(void* buf, std::size_t count, DType t, int peer, const Stream& s) override {
     check_peer(peer);
     const int c = to_int(count, "recv");
+    connect(-1, peer);
     run(s, "recv (mpi)", double(bytes_of(count, t)), [=, this] {
       MPI_Request r;
       MPI_Irecv(buf, c, mpi_type(t), peer, kTag, comm_, &r);
@@ -212,6 +220,7 @@ class MpiCommunicator final : public Communicator {
     check_peer(dst);
     check_peer(src);
     const int c = to_int(count, "send_recv");
+    connect(dst, src);  // both sides at once, as in one NCCL group
     run(s, "send_recv (mpi)", double(bytes_of(count, t)), [=, this] {
       MPI_Sendrecv(send, c, mpi_type(t), dst, kTag, recv, c, mpi_type(t), src, kTag, comm_,
                    MPI_STATUS_IGNORE);
@@ -242,6 +251,31 @@ class MpiCommunicator final : public Communicator {
 
  private:
   static constexpr int kTag = 7;
+  static constexpr int kConnectTag = 8;
+
+  // NCCL's runtime connect, in its order: the first send to `to` and the first receive from
+  // `from` (-1: none) block the issuing host until the peer has issued its side of that
+  // connection, each side a one-byte synchronous message on a tag of its own.
+  void connect(int to, int from) {
+    if (!order_) return;
+    if (to == rank_) to = -1;  // a rank's own copy needs no connection
+    if (from == rank_) from = -1;
+    std::lock_guard<std::mutex> lock(connect_mutex_);
+    if (to >= 0 && sends_connected_[std::size_t(to)]) to = -1;
+    if (from >= 0 && receives_connected_[std::size_t(from)]) from = -1;
+    if (to < 0 && from < 0) return;
+    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    char out = 0, in = 0;
+    if (to >= 0) MPI_Issend(&out, 1, MPI_CHAR, to, kConnectTag, comm_, &r[0]);
+    if (from >= 0) MPI_Irecv(&in, 1, MPI_CHAR, from, kConnectTag, comm_, &r[1]);
+    {
+      Watchdog::Scope watch(order_->connect_wait_name(to, from));
+      wait_without_spinning(r[0]);
+      wait_without_spinning(r[1]);
+    }
+    if (to >= 0) sends_connected_[std::size_t(to)] = 1;
+    if (from >= 0) receives_connected_[std::size_t(from)] = 1;
+  }
   void check_peer(int peer) const {
     if (peer < 0 || peer >= size_)
       throw Error("peer " + std::to_string(peer) + " out of range for a communicator of " + std::to_string(size_));
@@ -267,7 +301,7 @@ class MpiCommunicator final : public Communicator {
     std::shared_ptr<IssuedTickets> tickets;
     std::function<void()> on_issue;
     if (order_) {
-      order_->note_stream(s.queue ? s.queue->name() : "default");
+      order_->note_stream(s.id, s.queue ? s.queue->name() : "default");
       tickets = std::make_shared<IssuedTickets>();
       on_issue = [order = order_, tickets] { tickets->push(order->issue()); };
     }
@@ -303,6 +337,9 @@ class MpiCommunicator final : public Communicator {
   std::optional<EmulatedLink> link_;
   int rank_ = 0, size_ = 1, serial_ = 0;
   std::shared_ptr<IssueOrder> order_;  // NCCL's order, when on
+  std::vector<std::size_t> capacity_;  // in NCCL's order: each peer's connection buffer
+  std::mutex connect_mutex_;
+  std::vector<char> sends_connected_, receives_connected_;  // by peer, in NCCL's order
 };
 
 }  // namespace

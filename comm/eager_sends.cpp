@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+#include "comm/nccl_order.h"
 #include "runtime/watchdog.h"
 
 namespace moebench {
@@ -15,6 +16,8 @@ struct Pending {
   MPI_Request request;
   std::unique_ptr<char[]> copy;
   MPI_Comm comm;
+  int peer;
+  std::size_t bytes;
 };
 
 struct EagerSends {
@@ -56,12 +59,24 @@ EagerSends& eager_sends() {
 
 }  // namespace
 
-void eager_send(const void* buf, int count, MPI_Datatype type, std::size_t bytes, int peer, int tag, MPI_Comm comm) {
+void eager_send(const void* buf, int count, MPI_Datatype type, std::size_t bytes, std::size_t capacity, int peer,
+                int tag, MPI_Comm comm) {
   EagerSends& s = eager_sends();
-  Pending p{MPI_REQUEST_NULL, std::make_unique<char[]>(bytes ? bytes : 1), comm};
+  Pending p{MPI_REQUEST_NULL, std::make_unique<char[]>(bytes ? bytes : 1), comm, peer, bytes};
   std::memcpy(p.copy.get(), buf, bytes);
   {
-    std::lock_guard<std::mutex> lock(s.mutex);
+    std::unique_lock<std::mutex> lock(s.mutex);
+    auto fits = [&] {
+      std::size_t held = 0;
+      for (const Pending& q : s.pending)
+        if (q.comm == comm && q.peer == peer) held += q.bytes;
+      return held + bytes <= capacity;
+    };
+    if (!fits()) {
+      Watchdog::Scope watch("a send waiting for room in its connection's buffer at the peer, which the sends "
+                            "before it fill until received (NCCL order)");
+      s.changed.wait(lock, fits);
+    }
     MPI_Isend(p.copy.get(), count, type, peer, tag, comm, &p.request);
     s.pending.push_back(std::move(p));
   }
@@ -79,6 +94,31 @@ void drain_eager_sends(MPI_Comm comm) {
   if (none_left()) return;
   Watchdog::Scope watch("a small send's receive, before its communicator is freed (NCCL order)");
   s.changed.wait(lock, none_left);
+}
+
+std::vector<std::size_t> connection_bytes(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<std::size_t> out(std::size_t(size), nccl_order_settings().connection_bytes(false));
+  MPI_Comm node;
+  {
+    Watchdog::Scope watch("finding the ranks of this node on a new communicator (NCCL order's buffers)");
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  }
+  MPI_Group all, local;
+  MPI_Comm_group(comm, &all);
+  MPI_Comm_group(node, &local);
+  int local_size = 0;
+  MPI_Group_size(local, &local_size);
+  const auto n_local = static_cast<std::size_t>(local_size);
+  std::vector<int> local_ranks(n_local), in_comm(n_local);
+  for (int i = 0; i < local_size; ++i) local_ranks[std::size_t(i)] = i;
+  MPI_Group_translate_ranks(local, local_size, local_ranks.data(), all, in_comm.data());
+  for (int r : in_comm) out[std::size_t(r)] = nccl_order_settings().connection_bytes(true);
+  MPI_Group_free(&local);
+  MPI_Group_free(&all);
+  MPI_Comm_free(&node);
+  return out;
 }
 
 }  // namespace moebench

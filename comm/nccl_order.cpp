@@ -1,6 +1,7 @@
 #include "comm/nccl_order.h"
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include "kernels/exec.h"
 #include "runtime/watchdog.h"
@@ -43,6 +44,20 @@ OrderRegistry& order_registry() {
   return *r;
 }
 
+// Which communicators each stream issued operations of, by the stream's id.
+struct StreamUse {
+  std::string name;
+  std::vector<std::string> communicators;  // their labels, in the order of first use
+};
+struct StreamRecord {
+  std::mutex mutex;
+  std::map<int, StreamUse> streams;
+};
+StreamRecord& stream_record() {
+  static StreamRecord* r = new StreamRecord;
+  return *r;
+}
+
 }  // namespace
 
 const NcclOrderSettings& nccl_order_settings() {
@@ -73,9 +88,19 @@ void IssueOrder::done(std::uint64_t ticket) {
   turn_.notify_all();
 }
 
-void IssueOrder::note_stream(const std::string& stream) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (std::find(streams_.begin(), streams_.end(), stream) == streams_.end()) streams_.push_back(stream);
+void IssueOrder::note_stream(int stream_id, const std::string& stream) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::find(streams_.begin(), streams_.end(), stream) == streams_.end()) streams_.push_back(stream);
+  }
+  // The CPU ranks' default stream runs each operation before the host goes on: nothing queues there.
+  if (stream_id == 0) return;
+  StreamRecord& record = stream_record();
+  std::lock_guard<std::mutex> lock(record.mutex);
+  StreamUse& use = record.streams[stream_id];
+  use.name = stream;
+  if (std::find(use.communicators.begin(), use.communicators.end(), label_) == use.communicators.end())
+    use.communicators.push_back(label_);
 }
 
 void IssueOrder::forget_streams() {
@@ -86,6 +111,15 @@ void IssueOrder::forget_streams() {
 std::vector<std::string> IssueOrder::streams() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return streams_;
+}
+
+const char* IssueOrder::connect_wait_name(int to, int from) const {
+  std::string what = "the first ";
+  if (to >= 0) what += "send to rank " + std::to_string(to);
+  if (to >= 0 && from >= 0) what += " and ";
+  if (from >= 0) what += "receive from rank " + std::to_string(from);
+  return interned(what + " on " + label_ + ", connecting: NCCL connects a pair of ranks at its first use, once both "
+                  "have issued their side (an ungrouped ring of sends then receives stops here)");
 }
 
 void IssuedTickets::push(std::uint64_t ticket) {
@@ -120,7 +154,23 @@ std::vector<std::string> communicators_on_several_streams() {
   return out;
 }
 
+std::vector<std::string> streams_with_several_communicators() {
+  std::vector<std::string> out;
+  std::lock_guard<std::mutex> lock(stream_record().mutex);
+  for (const auto& [id, use] : stream_record().streams) {
+    if (use.communicators.size() < 2) continue;
+    std::string line = use.name + ":";
+    for (std::size_t i = 0; i < use.communicators.size(); ++i) line += (i ? "; " : " ") + use.communicators[i];
+    out.push_back(line);
+  }
+  return out;
+}
+
 void forget_communicator_streams() {
+  {
+    std::lock_guard<std::mutex> lock(stream_record().mutex);
+    stream_record().streams.clear();
+  }
   std::lock_guard<std::mutex> lock(order_registry().mutex);
   auto& orders = order_registry().orders;
   for (const auto& order : orders) order->forget_streams();

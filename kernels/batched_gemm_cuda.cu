@@ -264,7 +264,11 @@ void time_candidates(Plan& p, const BatchedGemmArgs& args, const Exec& ex) {
     MOEBENCH_CUDA_CHECK(cudaEventRecord(start, s));
     for (int i = 0; i < kTrialRuns; ++i) MOEBENCH_CUBLAS_CHECK(run(p, algo, args, ex));
     MOEBENCH_CUDA_CHECK(cudaEventRecord(stop, s));
-    MOEBENCH_CUDA_CHECK(cudaEventSynchronize(stop));
+    // The stream's earlier work (a dispatch's all-to-all) may wait on a peer: the runtime's wait.
+    if (ex.wait_event)
+      ex.wait_event(stop);
+    else
+      MOEBENCH_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0.f;
     MOEBENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
     if (!any || ms < best_ms) best_ms = ms, p.algo = algo, any = true;

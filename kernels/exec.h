@@ -52,6 +52,9 @@ struct Exec {
   // Whether an op may run work beyond its own now (timing a GEMM's algorithms); the runtime says
   // no while this thread captures a graph or the kernel log logs. nullptr: it may.
   bool (*trials_allowed)() = nullptr;
+  // cuda: the host's wait for an event of this stream, polled under the runtime's deadline (work
+  // before it may wait on a stopped peer). nullptr: cudaEventSynchronize.
+  void (*wait_event)(void* event) = nullptr;
 };
 
 // Raised for invalid arguments and library failures inside one process; a bench's main

@@ -1,6 +1,7 @@
 #include "runtime/allocator.h"
 #include "runtime/block_size.h"
 #include "runtime/kernel_log.h"
+#include "runtime/watchdog.h"
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <vector>
 #if MOEBENCH_WITH_CUDA
 #include <cuda_runtime.h>
+#include "kernels/cuda_check.cuh"
 #endif
 
 namespace moebench {
@@ -273,6 +275,16 @@ struct Pool {
   // how many. An allocation the system refuses retries after this, as a caching allocator does.
   std::size_t release_cached() {
     std::size_t n = 0;
+#if MOEBENCH_WITH_CUDA
+    // cudaFree waits for the whole device, whose other streams may hold kernels waiting on a
+    // stopped peer: the device is drained first, under the deadline.
+    bool any = false;
+    for (auto& [id, list] : free_lists) any = any || !list.empty();
+    if (backend == Backend::cuda && any && !capturing) {  // a capture may not synchronize
+      Watchdog::Scope watch("cached device memory returned to CUDA (cudaFree waits for the whole device)");
+      MOEBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+#endif
     for (auto& [id, list] : free_lists) {
       for (auto& [size, b] : list) {
         if (b->freed) b->freed->synchronize();

@@ -10,6 +10,9 @@
 #include "runtime/timeline.h"
 
 namespace moebench {
+namespace detail {
+void cuda_event_synchronize(void* event);  // runtime/stream_cuda.cpp: polled, under the deadline
+}
 
 Device Device::open(Backend backend, int local_rank) {
   Device d;
@@ -61,6 +64,7 @@ Exec Device::exec(const Stream& s) const {
   e.tensor_cores = tensor_cores_;
   if (backend_ == Backend::cpu) e.queue = s.queue ? static_cast<HostQueue*>(s.queue) : &inline_queue();
   e.trials_allowed = &op_hooks::trials_allowed;
+  if (backend_ == Backend::cuda) e.wait_event = &detail::cuda_event_synchronize;
   return e;
 }
 

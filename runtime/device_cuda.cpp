@@ -128,8 +128,11 @@ void Device::cuda_memory(std::size_t* free_bytes, std::size_t* total_bytes) cons
   MOEBENCH_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
 }
 
-// The device's streams may hold NCCL's kernels: a stopped peer ends the wait through the watchdog.
+// The device's streams may hold NCCL's kernels: each is drained first by the polled wait, which
+// reads the communicators' errors and has the watchdog's deadline (a stopped peer or a failed
+// connection ends it); then cudaDeviceSynchronize, under the deadline, for what other streams hold.
 void Device::cuda_synchronize() const {
+  for (const auto& r : cuda_->streams) detail::cuda_stream_synchronize(r.stream);
   Watchdog::Scope watch("device synchronize (cuda)");
   MOEBENCH_CUDA_CHECK(cudaDeviceSynchronize());
 }

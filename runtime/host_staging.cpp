@@ -1,4 +1,5 @@
 #include "runtime/host_staging.h"
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -31,6 +32,7 @@ HostStaging::~HostStaging() {
     }
     if (slot.pinned) cudaFreeHost(slot.pinned);
   }
+  for (void* p : retired_) cudaFreeHost(p);
 #endif
 }
 
@@ -56,11 +58,14 @@ void HostStaging::upload(void* dst, const void* src, std::size_t bytes, const St
     detail::cuda_event_synchronize(done);  // the copy kSlots uploads ago has read the slot
   }
   if (bytes > slot.capacity) {
-    if (slot.pinned) MOEBENCH_CUDA_CHECK(cudaFreeHost(slot.pinned));
+    // cudaFreeHost waits for the whole device, with no deadline, and the device may hold kernels
+    // waiting on a stopped peer: an outgrown buffer is kept until the staging is destroyed.
+    if (slot.pinned) retired_.push_back(slot.pinned);
+    const std::size_t grown = std::max(bytes, 2 * slot.capacity);  // what is retired stays below what is held
     slot.pinned = nullptr;
     slot.capacity = 0;
-    MOEBENCH_CUDA_CHECK(cudaMallocHost(&slot.pinned, bytes));
-    slot.capacity = bytes;
+    MOEBENCH_CUDA_CHECK(cudaMallocHost(&slot.pinned, grown));
+    slot.capacity = grown;
   }
   std::memcpy(slot.pinned, src, bytes);
   const auto stream = static_cast<cudaStream_t>(s.handle);

@@ -8,6 +8,7 @@
 // bytes are host memory, not counted as device tags.
 #pragma once
 #include <array>
+#include <vector>
 #include <cstddef>
 #include "runtime/device.h"
 
@@ -33,6 +34,7 @@ class HostStaging {
   Backend backend_;
   std::array<Slot, kSlots> slots_{};
   int next_ = 0;
+  std::vector<void*> retired_;  // outgrown pinned buffers, freed with the staging (cudaFreeHost waits for the device)
 };
 
 }  // namespace moebench

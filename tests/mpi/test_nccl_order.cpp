@@ -1,13 +1,16 @@
 // The MPI communicator in NCCL's order (comm/nccl_order.h), on at least 2 ranks: one
 // communicator's operations run in the order the host issued them whatever their streams, a
-// small send completes without its receive, a large one only once its receive has started, and
-// the communicators used from several streams are recorded. CTest runs these with the mode on.
+// pair's first use blocks the host until the peer issues its side, a send completes without its
+// receive while its connection's buffer has room for it beside the sends before it, and the
+// communicators used from several streams, and the streams that carried several communicators,
+// are recorded. CTest runs these with the mode on.
 #include <gtest/gtest.h>
 #include <atomic>
 #include <chrono>
 #include <thread>
 #include "comm/comm.h"
 #include "runtime/device.h"
+#include "comm/eager_sends.h"
 #include "comm/nccl_order.h"
 #include "runtime/watchdog.h"
 
@@ -60,25 +63,105 @@ TEST_F(NcclOrder, OperationsOnTwoStreamsRunInTheOrderTheHostIssuedThem) {
   comm->barrier(dev.default_stream());
 }
 
-// Each rank sends before it receives, on one stream: small sends complete once copied (NCCL's
-// buffer at the peer), so neither waits for the other; were they synchronous, both would.
-TEST_F(NcclOrder, ASmallSendCompletesWithoutItsReceive) {
-  const int r = comm->rank(), n = comm->size();
-  Stream s = dev.create_stream("s");
-  const std::size_t count = nccl_order_settings().eager_bytes / sizeof(float);
-  ASSERT_GT(count, 0u);
-  std::vector<float> out(count, float(r)), in(count, -1.f);
-  const int next = (r + 1) % n, prev = (r + n - 1) % n;
-  comm->send(out.data(), count, DType::f32, next, s);
-  comm->recv(in.data(), count, DType::f32, prev, s);
-  s.synchronize();
-  EXPECT_EQ(in, std::vector<float>(count, float(prev)));
+// Connects ranks 0 and 1 of `comm` (a grouped exchange, which NCCL connects on both sides at
+// once); the other ranks do nothing.
+void connect_first_pair(Communicator& comm, Device& dev) {
+  const int r = comm.rank();
+  if (r > 1) return;
+  float out = 0, in = 0;
+  comm.send_recv(&out, 1 - r, &in, 1 - r, 1, DType::f32, dev.default_stream());
 }
 
-// A send above the eager size has not completed while its receiver has not started the receive.
+// The buffer of rank 0's connection to rank 1 (NCCL's within a node where they share one).
+std::size_t first_pair_bytes() { return connection_bytes(MPI_COMM_WORLD)[1]; }
+
+// NCCL connects a pair at its first send and receive, blocking the host that issues either until
+// the peer has issued its side: rank 1 issues its receive 300 ms late, and rank 0's send returns
+// no sooner. Its next send to rank 1 does not block. (An ungrouped ring of first sends then
+// receives therefore never gets past its sends: mpi.nccl_order.ungrouped_ring_stops.)
+TEST_F(NcclOrder, APairsFirstSendBlocksTheHostUntilThePeerIssuesItsReceive) {
+  const int r = comm->rank();
+  Stream s = dev.create_stream("s");
+  std::vector<float> buf(4, float(r));
+  auto side = comm->dup();  // the barrier's
+  side->barrier(dev.default_stream());
+  if (r == 0) {
+    const auto start = std::chrono::steady_clock::now();
+    comm->send(buf.data(), buf.size(), DType::f32, 1, s);
+    const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_GE(first_ms, 250) << "the first send returned before its peer issued its receive";
+    const auto again = std::chrono::steady_clock::now();
+    comm->send(buf.data(), buf.size(), DType::f32, 1, s);
+    const double second_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - again).count();
+    EXPECT_LT(second_ms, 200) << "a connected pair's send blocked its host";
+    s.synchronize();
+  } else if (r == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    comm->recv(buf.data(), buf.size(), DType::f32, 0, s);
+    comm->recv(buf.data(), buf.size(), DType::f32, 0, s);
+    s.synchronize();
+    EXPECT_EQ(buf.front(), 0.f);
+  }
+  side->barrier(dev.default_stream());
+}
+
+// Over a connected pair, a send that fits the connection's buffer completes once copied, before
+// its receive is posted; a second that does not fit beside the first (both 3/4 of the buffer)
+// waits until the first is received.
+TEST_F(NcclOrder, SendsCompleteWithoutTheirReceivesWhileTheConnectionsBufferHoldsThem) {
+  const int r = comm->rank();
+  const std::size_t capacity = first_pair_bytes();
+  if (capacity < 64) GTEST_SKIP() << "MOEBENCH_MPI_AS_NCCL_EAGER_BYTES leaves no buffer";
+  connect_first_pair(*comm, dev);
+  const std::size_t count = capacity * 3 / 4 / sizeof(float);
+  std::vector<float> first(count, 1.f), second(count, 2.f);
+  Stream s = dev.create_stream("s");
+  auto side = comm->dup();
+  if (r == 0) {
+    comm->send(first.data(), count, DType::f32, 1, s);
+    Event sent_first(Backend::cpu);
+    sent_first.record(s);
+    comm->send(second.data(), count, DType::f32, 1, s);
+    Event sent_second(Backend::cpu);
+    sent_second.record(s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(sent_first.query()) << "a send that fits the connection's buffer waited for its receive";
+    EXPECT_FALSE(sent_second.query()) << "a send completed though the one before it fills the buffer";
+    side->barrier(dev.default_stream());  // rank 1 receives after this
+    s.synchronize();
+  } else {
+    side->barrier(dev.default_stream());
+    if (r == 1) {
+      comm->recv(first.data(), count, DType::f32, 0, s);
+      comm->recv(second.data(), count, DType::f32, 0, s);
+      s.synchronize();
+      EXPECT_EQ(first.front(), 1.f);
+      EXPECT_EQ(second.back(), 2.f);
+    }
+  }
+}
+
+// Run alone (CTest's mpi.nccl_order.ungrouped_ring_stops): each rank sends to the next, then
+// receives from the one before, without a group, on a new communicator. NCCL documents this as a
+// deadlock: every host waits in its first send for a peer that has not issued its receive. The
+// watchdog ends the job, naming that wait.
+TEST(NcclOrderDeadlock, DISABLED_AnUngroupedRingOfFirstSendsStopsAtItsSends) {
+  auto comm = make_mpi_communicator();
+  Device dev = Device::open(Backend::cpu);
+  const int r = comm->rank(), n = comm->size();
+  Watchdog::set_timeout(3);
+  std::vector<float> out(4, float(r)), in(4);
+  comm->send(out.data(), out.size(), DType::f32, (r + 1) % n, dev.default_stream());
+  comm->recv(in.data(), in.size(), DType::f32, (r + n - 1) % n, dev.default_stream());
+  ADD_FAILURE() << "the ring got past its first sends";
+}
+
+// A send larger than its connection's buffer has not completed while its receiver has not started
+// the receive.
 TEST_F(NcclOrder, ALargeSendWaitsForItsReceive) {
   const int r = comm->rank();
-  const std::size_t count = nccl_order_settings().eager_bytes / sizeof(float) + 1;
+  connect_first_pair(*comm, dev);
+  const std::size_t count = first_pair_bytes() / sizeof(float) + 1;
   std::vector<float> buf(count, float(r));
   Stream s = dev.create_stream("s");
   auto side = comm->dup();  // the barrier's: on `comm` it would take its turn behind the send
@@ -113,6 +196,12 @@ TEST_F(NcclOrder, TheCommunicatorsUsedFromSeveralStreamsAreRecorded) {
   const auto several = communicators_on_several_streams();
   ASSERT_EQ(several.size(), 1u);
   EXPECT_NE(several[0].find("world): first, second"), std::string::npos) << several[0];
+  // Stream "first" carried both communicators, "second" one.
+  const auto carriers = streams_with_several_communicators();
+  ASSERT_EQ(carriers.size(), 1u);
+  EXPECT_EQ(carriers[0].rfind("first: communicator #", 0), 0u) << carriers[0];
+  EXPECT_NE(carriers[0].find("world); communicator #"), std::string::npos) << carriers[0];
+  EXPECT_NE(carriers[0].find("dup of #"), std::string::npos) << carriers[0];
 }
 
 }  // namespace

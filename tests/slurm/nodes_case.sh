@@ -13,7 +13,7 @@
 #                  says in one line that the dead node's ranks do not answer, naming them and the
 #                  host; no CSV is left half-written; with the node back, the same run passes.
 #   no_root_build  docs/cluster.md's build without root, as typed (its dependency prefix in the
-#                  checkout) with CUDA off and moebench_comm alone (the whole build takes this
+#                  checkout) with CUDA off, unoptimized, and moebench_comm alone (the whole build takes this
 #                  machine minutes), into WORK/no-root; a prefix under /tmp is refused before it
 #   no_root_run    then on both nodes that bench loads its libraries from the prefix, and runs
 #   launch_barrier the PMIx barrier that ends Open MPI's MPI_Init waits for every node with the
@@ -98,10 +98,11 @@ case "$case_name" in
       fail "a prefix under /tmp was not refused (exit $status): $said"
     # The route as docs/cluster.md types it: the packages fetched on a machine with apt (this one,
     # outside the cluster, whose nodes reach nothing else), then the prefix and the build on the
-    # login node.
+    # login node. Unoptimized: what is checked is where the libraries come from, and -O0 halves
+    # the compile (the suite's slowest test, on the cores every other test shares).
     scripts/fetch_gpu_deps.sh > "$work/fetch.log" 2>&1 || fail "scripts/fetch_gpu_deps.sh failed: $(tail -3 "$work/fetch.log")"
     on_login bash -c "cd '$project' && export MOEBENCH_DEPS_PREFIX=\$PWD/.deps/prefix &&
-      MOEBENCH_CMAKE_ARGS='-DMOEBENCH_MPI=ON -DMOEBENCH_CUDA=OFF' scripts/gpu_box.sh build --targets moebench_comm" \
+      MOEBENCH_CMAKE_ARGS='-DMOEBENCH_MPI=ON -DMOEBENCH_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug' scripts/gpu_box.sh build --targets moebench_comm" \
       > "$work/build.log" 2>&1 || fail "the build failed: $(tail -5 "$work/build.log")" ;;
   no_root_run)
     project="$work_root/no-root/project"
