@@ -177,6 +177,22 @@ void describe_assumptions(const CsvRows& t, ClaimResult& c) {
   if (changing.size() > 2) c.model_assumptions += "; and " + std::to_string(changing.size() - 2) + " more";
 }
 
+// How many times one value is the other, either way (infinite across 0).
+double ratio_factor(double v, double paper) {
+  if (v == paper) return 1;
+  if (v == 0 || paper == 0 || (v > 0) != (paper > 0)) return INFINITY;
+  return std::max(v / paper, paper / v);
+}
+std::string factor_text(double v, double paper) {
+  const double f = ratio_factor(v, paper);
+  return std::isfinite(f) ? num(f) + "x" : "not a multiple of the paper's,";
+}
+// at_least / at_most: the least value partly reaches, half the paper's effect past the baseline
+// (without one, there is no partly: the paper's value itself).
+double partly_bound(double paper, const std::optional<double>& baseline) {
+  return baseline ? *baseline + (paper - *baseline) / 2 : paper;
+}
+
 // The verdict of ours' median under the claim's tolerance class (noise from its range).
 Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours, double ratio_margin) {
   const std::string& judge = spec.judge;
@@ -195,9 +211,15 @@ Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours, d
   };
   const std::string unit = spec.unit.empty() ? "" : " " + spec.unit;
   const std::string said = "ours " + range(ours) + (paper != 0 ? ", " + num(ours.v / paper) + "x the paper's " + num(paper) : "");
+  // Magnitude before noise: a range whose every point is past the claim's partly bound (or on
+  // the wrong side of its threshold) is not reproduced, though it holds the no-effect value.
+  const double nearest = std::clamp(paper, ours.lo, ours.hi);
   if (starts(judge, "above:") || starts(judge, "below:")) {
     const double x = tolerance_of(judge, judge.substr(0, 5));
     const bool above = judge[0] == 'a';
+    if (above ? ours.hi < x : ours.lo > x)
+      return {"not reproduced", "ours " + range(ours) + ": the whole range is " + (above ? "below " : "above ") + num(x) +
+                                    (paper != 0 ? " (the paper's " + num(paper) + ")" : "")};
     if (noise(x))
       return {"noise", "ours " + range(ours) + ": the run's range " + holds(x) + num(x) +
                            ", the claim's threshold, so it gives no direction"};
@@ -206,21 +228,37 @@ Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours, d
             "ours " + range(ours) + (holds ? " is " : " is not ") + (above ? "above " : "below ") + num(x) +
                 (paper != 0 ? " (the paper's " + num(paper) + ")" : "")};
   }
+  if (starts(judge, "match:") && ours.lo < ours.hi) {
+    const double p = tolerance_of(judge, "match") / 100;
+    if (ratio_factor(nearest, paper) > 1 + 2 * p)
+      return {"not reproduced", said + ": even the range's point nearest the paper's, " + num(nearest) + ", is " +
+                                    factor_text(nearest, paper) + " off, past a factor of " + num(1 + 2 * p)};
+  }
+  if ((judge == "at_least" || judge == "at_most") && ours.lo < ours.hi) {
+    const bool least = judge == "at_least";
+    const double bound = partly_bound(paper, baseline);
+    if (least ? ours.hi < bound : ours.lo > bound)
+      return {"not reproduced", "ours " + range(ours) + ": the whole range is " + (least ? "below " : "above ") +
+                                    (baseline ? num(bound) + ", half the paper's effect past " + num(*baseline) + " (the paper's " +
+                                                    num(paper) + ")"
+                                              : "the paper's " + num(paper))};
+  }
   if (baseline && noise(*baseline))
     return {"noise", said + "; the run's range " + holds(*baseline) + num(*baseline) +
                          ", the no-effect value, so it gives no direction"};
   const bool same_side = baseline && (ours.v - *baseline) * (paper - *baseline) > 0;
   if (starts(judge, "match:")) {
-    // Partly is bounded: within 2P, and on the paper's side of the baseline where there is one.
+    // Within a factor, the same above the paper's value as below it: reproduced within 1 + P,
+    // partly within 1 + 2P, and on the paper's side of the baseline where there is one.
     const double p = tolerance_of(judge, "match") / 100;
-    const double off = std::fabs(ours.v / paper - 1);
-    if (off <= p && (!baseline || same_side)) return {"reproduced", said + " (within " + num(100 * p) + "%)"};
+    const double f = ratio_factor(ours.v, paper);
+    if (f <= 1 + p && (!baseline || same_side)) return {"reproduced", said + " (within a factor of " + num(1 + p) + ")"};
     if (baseline && !same_side) return {"not reproduced", said + ": the other side of " + num(*baseline)};
-    if (off <= 2 * p)
-      return {"partly", said + (baseline ? ": the same direction, within " : ": within ") + num(200 * p) + "%, not " +
-                            num(100 * p) + "%"};
-    return {"not reproduced", said + (baseline ? ": the same direction, but off by " : ": off by ") + num(100 * off) +
-                                  "%, more than " + num(200 * p) + "%"};
+    if (f <= 1 + 2 * p)
+      return {"partly", said + (baseline ? ": the same direction, within a factor of " : ": within a factor of ") +
+                            num(1 + 2 * p) + ", not " + num(1 + p)};
+    return {"not reproduced", said + (baseline ? ": the same direction, but " : ": ") + factor_text(ours.v, paper) +
+                                  " off, more than a factor of " + num(1 + 2 * p)};
   }
   if (starts(judge, "within:")) {
     // A share (unit %) is also held to a factor of 2 of the paper's: points alone would pass a
@@ -242,9 +280,10 @@ Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours, d
     const bool least = judge == "at_least";
     if (least ? ours.v >= paper : ours.v <= paper)
       return {"reproduced", "ours " + range(ours) + (least ? " is at least " : " is at most ") + "the paper's " + num(paper)};
-    if (same_side)
-      return {"partly", "ours " + range(ours) + " is past " + num(*baseline) + " as the paper's, but " +
-                            (least ? "below" : "above") + " its " + num(paper)};
+    // Partly: at least half the paper's effect past the baseline.
+    if (same_side && (least ? ours.v >= partly_bound(paper, baseline) : ours.v <= partly_bound(paper, baseline)))
+      return {"partly", "ours " + range(ours) + " is past " + num(*baseline) + " as the paper's, by at least half its "
+                            "effect, but " + (least ? "below" : "above") + " its " + num(paper)};
     return {"not reproduced", "ours " + range(ours) + (least ? " is below " : " is above ") + "the paper's " + num(paper) +
                                   (baseline ? " and on the other side of " + num(*baseline) : "")};
   }
