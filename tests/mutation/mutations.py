@@ -268,7 +268,7 @@ MUTATIONS = [
         "id": "partly_unbounded",
         "mechanism": "partly has no bound: four times the paper's ratio, on its side, is partly",
         "file": "tools/claims/ledger.cpp",
-        "edits": [("    if (off <= 2 * p)\n      return {\"partly\"", "    if (true)\n      return {\"partly\"")],
+        "edits": [("    if (f <= 1 + 2 * p)\n      return {\"partly\"", "    if (true)\n      return {\"partly\"")],
         "targets": [UNIT],
         "tests": r"^ClaimVerdict\.",
     },
@@ -1420,6 +1420,32 @@ MUTATIONS = [
         "tests": r"^NodeSetting\.",
     },
     # Every wait on CUDA ends (runtime/watchdog.cpp, runtime/peer_wait.cpp, harness/bench.cpp)
+    # The claims' judge (tools/claims/ledger.cpp)
+    {
+        "id": "judge_noise_before_magnitude",
+        "mechanism": "a range through 1 reads noise though every point of it is far from the paper's value",
+        "file": "tools/claims/ledger.cpp",
+        "edits": [("    if (ratio_factor(nearest, paper) > 1 + 2 * p)", "    if (false && ratio_factor(nearest, paper) > 1 + 2 * p)")],
+        "targets": [UNIT],
+        "tests": r"^ClaimVerdict\.",
+    },
+    {
+        "id": "judge_partly_a_difference",
+        "mechanism": "match's partly is a difference from the paper's value, whose band below it reaches 0",
+        "file": "tools/claims/ledger.cpp",
+        "edits": [("    const double f = ratio_factor(ours.v, paper);", "    const double f = 1 + std::fabs(ours.v / paper - 1);")],
+        "targets": [UNIT],
+        "tests": r"^ClaimVerdict\.",
+    },
+    {
+        "id": "judge_bounds_partly_unbounded",
+        "mechanism": "at_least / at_most: any value past the baseline is partly, however small its effect",
+        "file": "tools/claims/ledger.cpp",
+        "edits": [("    if (same_side && (least ? ours.v >= partly_bound(paper, baseline) : ours.v <= partly_bound(paper, baseline)))",
+                   "    if (same_side)")],
+        "targets": [UNIT],
+        "tests": r"^ClaimVerdict\.",
+    },
     {
         "id": "abort_without_deadline",
         "mechanism": "a communicators' abort that does not return keeps the watchdog's process alive",
