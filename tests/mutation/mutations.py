@@ -1422,6 +1422,15 @@ MUTATIONS = [
     # Every wait on CUDA ends (runtime/watchdog.cpp, runtime/peer_wait.cpp, harness/bench.cpp)
     # The claims' judge (tools/claims/ledger.cpp)
     {
+        "id": "processors_first_row_only",
+        "mechanism": "the ledger reads what cores the ranks had from a CSV's first row alone",
+        "file": "tools/claims/ledger.cpp",
+        "edits": [("      for (std::size_t r = 0; r < t->size(); ++r) {\n        for (const char* column",
+                   "      for (std::size_t r = 0; r < std::min<std::size_t>(t->size(), 1); ++r) {\n        for (const char* column")],
+        "targets": [UNIT],
+        "tests": r"^ClaimLedger\.",
+    },
+    {
         "id": "judge_noise_before_magnitude",
         "mechanism": "a range through 1 reads noise though every point of it is far from the paper's value",
         "file": "tools/claims/ledger.cpp",

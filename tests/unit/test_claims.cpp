@@ -315,12 +315,13 @@ class ClaimLedger : public ::testing::Test {
                                     << "1.5,1.45,1.55," << processors << ",cpu,X,4,measured: MPI,local," << first
                                     << ",2026-12-01T00:00:00Z\n";
   }
-  ClaimResult judged(const std::string& relevant_hardware, const std::string& model = "", const std::string& paper = "1.5") {
+  ClaimResult judged(const std::string& relevant_hardware, const std::string& model = "", const std::string& paper = "1.5",
+                     const std::string& local = "value(x/r.csv[].ratio)") {
     ClaimSpec c = spec("match:15", "1");
     c.id = "x.claim";
     c.quantity = "relative";
     c.paper_value = paper;
-    c.local = "value(x/r.csv[].ratio)";
+    c.local = local;
     c.gpu = "=";
     c.model = model;
     c.relevant_hardware = relevant_hardware;
@@ -374,6 +375,23 @@ TEST_F(ClaimLedger, APhaseSplitMeasuredOnSharedCoresIsNotOnTheRelevantHardware) 
   EXPECT_EQ(judged("").verdict, "reproduced");                 // a claim that does not ask
   split("one per rank");
   EXPECT_EQ(judged("core_per_rank").verdict, "reproduced");
+}
+
+// Every row's processors count, not the first's; a CSV that does not say is not judged where the
+// claim needs a core per rank.
+TEST_F(ClaimLedger, EveryRowSaysWhatCoresItsRanksHad) {
+  std::ofstream(root / "x/r.csv") << "ratio,ratio_min,ratio_max,processors,backend,device,ranks,link,scale,commit,date\n"
+                                  << "1.5,1.45,1.55,one per rank,cpu,X,4,measured: MPI,local," << first << ",2026-12-01T00:00:00Z\n"
+                                  << "1.5,1.45,1.55,2 cores shared by the 4 ranks,cpu,X,4,measured: MPI,local," << first
+                                  << ",2026-12-01T00:00:00Z\n";
+  const ClaimResult second = judged("core_per_rank", "", "1.5", "max(x/r.csv[].ratio)");
+  EXPECT_EQ(second.verdict, kOffHardware) << second.why;
+  EXPECT_NE(second.why.find("2 cores shared by the 4 ranks"), std::string::npos) << second.why;
+  write("x/r.csv", 1.5, 1.45, 1.55, "cpu", "measured: MPI between the ranks' hosts");  // no processors column
+  const ClaimResult silent = judged("core_per_rank");
+  EXPECT_EQ(silent.verdict, kOffHardware) << silent.why;
+  EXPECT_NE(silent.why.find("does not say what cores its ranks had"), std::string::npos) << silent.why;
+  EXPECT_EQ(judged("").verdict, "reproduced");  // a claim that does not ask
 }
 
 // This machine's ratio must clear 1 by the margin; a GPU run's range is its own.

@@ -62,7 +62,10 @@ std::optional<std::string> off_one(const ClaimSpec& spec, const std::string& kin
         return "a claim about compute slowing communication: the emulated link (" + l +
                ") sleeps without using a core, so compute cannot slow it by construction";
   } else if (kind == "core_per_stage" || kind == "core_per_rank") {
-    for (const std::string& p : processors)
+    for (const std::string& p : processors) {
+      if (p == "-" || p.empty())
+        return std::string("a claim that needs a core per ") + (kind == "core_per_stage" ? "stage" : "rank") +
+               ": a row it reads does not say what cores its ranks had (no processors column)";
       if (p.find("shared by the") != std::string::npos)
         return kind == "core_per_stage"
                    ? "a claim about a pipeline schedule's bubble: here " + p +
@@ -71,6 +74,7 @@ std::optional<std::string> off_one(const ClaimSpec& spec, const std::string& kin
                    : "a claim about how a step's time divides among its phases: here " + p +
                          ", so a rank's wait for a core lands in whichever phase it was in, and the split measured is "
                          "this machine's scheduling, not the step's";
+    }
   } else {
     throw Error("claims.csv: " + spec.id + ": relevant_hardware '" + spec.relevant_hardware +
                 "' is not one of: (empty), gpu, core_link, core_per_stage, core_per_rank, nodes, or several joined by +");
@@ -109,9 +113,14 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
       s.origin_of[f] = origin;
       backends.push_back(backend);
       links.push_back(link);
-      for (const char* column : {"simulator_processors", "processors"})
-        if (t->size() > 0 && t->has(column)) processors.push_back(t->cell(0, column));
-      nodes.push_back(t->size() > 0 && t->has("nodes") ? t->cell(0, "nodes") : "-");
+      // Every row's: one run's rows may come from several launches.
+      const bool says = t->has("simulator_processors") || t->has("processors");
+      for (std::size_t r = 0; r < t->size(); ++r) {
+        for (const char* column : {"simulator_processors", "processors"})
+          if (t->has(column)) processors.push_back(t->cell(r, column));
+        if (!says) processors.push_back("-");
+        nodes.push_back(t->has("nodes") ? t->cell(r, "nodes") : "-");
+      }
     }
     if (s.provenance.empty() && s.provenance_of.count(f))
       s.provenance = s.provenance_of[f], s.device = device, s.setting = setting;
