@@ -438,7 +438,7 @@ TEST_F(ClaimLedger, GpuEvidenceOfOtherCodeIsShownNotUsed) {
   write("x/r.csv", 0.8, 0.75, 0.85, "cpu", "measured: MPI", docs);
   write("cuda/x/r.csv", 1.45, 1.44, 1.46, "cuda", "measured: NCCL", first);
   EXPECT_EQ(judged("").verdict, "reproduced");
-  const std::string kernel = commit("kernels/gemm.cpp", "2");
+  std::string kernel = commit("kernels/gemm.cpp", "2");
   write("x/r.csv", 0.8, 0.75, 0.85, "cpu", "measured: MPI", kernel);
   c = judged("");
   EXPECT_EQ(c.gpu.verdict, kStaleEvidence);
@@ -446,6 +446,22 @@ TEST_F(ClaimLedger, GpuEvidenceOfOtherCodeIsShownNotUsed) {
                            ": kernels/ (1 file)"),
             std::string::npos)
       << c.gpu.why;
+  // The scripts that size a run and the build's presets shape it too; the papers' numbers do not.
+  for (const auto& [path, folder] : {std::pair<std::string, std::string>{"experiments/moe/run.sh", "experiments/ (1 file)"},
+                                     {"models/step_model.cpp", "models/ (1 file)"},
+                                     {"CMakePresets.json", "CMakePresets.json (1 file)"}}) {
+    const std::string changed = commit(path, "1");
+    write("x/r.csv", 0.8, 0.75, 0.85, "cpu", "measured: MPI", changed);
+    write("cuda/x/r.csv", 1.45, 1.44, 1.46, "cuda", "measured: NCCL", kernel);
+    c = judged("");
+    EXPECT_EQ(c.gpu.verdict, kStaleEvidence) << path;
+    EXPECT_NE(c.gpu.why.find(": " + folder), std::string::npos) << c.gpu.why;
+    kernel = changed;  // the next GPU run is of this commit
+  }
+  const std::string reference = commit("experiments/reference/claims.csv", "1");
+  write("x/r.csv", 0.8, 0.75, 0.85, "cpu", "measured: MPI", reference);
+  write("cuda/x/r.csv", 1.45, 1.44, 1.46, "cuda", "measured: NCCL", kernel);
+  EXPECT_EQ(judged("").verdict, "reproduced") << judged("").gpu.why;
   write("cuda/x/r.csv", 1.45, 1.44, 1.46, "cuda", "measured: NCCL", "0123abc");
   EXPECT_NE(judged("").gpu.why.find("0123abc is not in this checkout's history"), std::string::npos) << judged("").gpu.why;
 }

@@ -11,7 +11,12 @@
 namespace moebench {
 
 const std::vector<std::string>& measured_code_folders() {
-  static const std::vector<std::string> folders = {"kernels", "runtime", "comm", "moe", "pipeline", "gpt", "harness", "bench"};
+  // The code a bench runs (models/ included: the benches build on its step models), the scripts
+  // that choose its sizes, link and repetitions (experiments/, less the papers' numbers and the
+  // report), and how it is built (the presets, the top-level CMakeLists.txt and cmake/).
+  static const std::vector<std::string> folders = {
+      "kernels", "runtime", "comm", "moe", "pipeline", "gpt", "harness", "bench", "models", "experiments",
+      "cmake", "CMakePresets.json", "CMakeLists.txt", ":(exclude)experiments/reference", ":(exclude)experiments/claims"};
   return folders;
 }
 
@@ -62,13 +67,13 @@ std::optional<std::string> check(const std::string& repo, const RunOrigin& gpu, 
     if (!run(git + " cat-file -e " + c + "^{commit}").second)
       return "commit " + c + " is not in this checkout's history, so whether the code changed since cannot be told";
   std::string paths;
-  for (const std::string& f : measured_code_folders()) paths += " " + f;
+  for (const std::string& f : measured_code_folders()) paths += " " + quoted(f);
   const auto [changed, ok] = run(git + " diff --name-only " + gpu.commit + " " + local.commit + " --" + paths);
   if (!ok) return "git could not compare " + gpu.commit + " with " + local.commit;
   std::map<std::string, int> per_folder;
   std::istringstream lines(changed);
   for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) ++per_folder[line.substr(0, line.find('/')) + "/"];
+    if (!line.empty()) ++per_folder[line.find('/') == std::string::npos ? line : line.substr(0, line.find('/')) + "/"];
   if (per_folder.empty()) return std::nullopt;
   std::string which;
   for (const auto& [folder, n] : per_folder)

@@ -11,7 +11,9 @@
 namespace moebench {
 
 inline constexpr int kMaxEvidenceDays = 14;
-// The folders whose code a measurement runs (the models, tools and scripts do not enter a number).
+// The folders and files that shape a measurement: the code it runs, the experiment scripts that
+// set its sizes and repetitions, and the build's settings (git pathspecs; docs and tools do not
+// enter a number).
 const std::vector<std::string>& measured_code_folders();
 
 struct RunOrigin {
