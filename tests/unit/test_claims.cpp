@@ -372,7 +372,13 @@ TEST_F(ClaimLedger, APhaseSplitMeasuredOnSharedCoresIsNotOnTheRelevantHardware) 
   EXPECT_NE(shared.why.find("how a step's time divides among its phases: here 2 cores shared by the 4 ranks"),
             std::string::npos) << shared.why;
   EXPECT_EQ(judged("core_per_stage").verdict, kOffHardware);  // a pipeline's bubble on them too
-  EXPECT_EQ(judged("").verdict, "reproduced");                 // a claim that does not ask
+  const ClaimResult asks_nothing = judged("");
+  EXPECT_EQ(asks_nothing.verdict, "reproduced");  // a claim that does not ask
+  EXPECT_NE(asks_nothing.why.find("4 ranks (2 cores shared by the 4 ranks)"), std::string::npos)
+      << "the judged line says what may cause its number: " << asks_nothing.why;
+  write("x/r.csv", 1.5, 1.45, 1.55, "cpu", "emulated: 0.02 GB/s, 10 us");
+  EXPECT_NE(judged("").why.find("emulated: 0.02 GB/s, 10 us (a link that sleeps, using no core)"), std::string::npos)
+      << judged("").why;
   split("one per rank");
   EXPECT_EQ(judged("core_per_rank").verdict, "reproduced");
 }

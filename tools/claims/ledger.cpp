@@ -35,7 +35,11 @@ std::string provenance_of(const CsvRows& t, std::string* device, std::string* se
   *backend = c("backend");
   *link = c("link");
   *origin = {c("commit"), c("date"), c("backend"), c("scale")};
-  *setting = c("backend") + " " + c("device") + ", " + c("ranks") + " ranks, " + c("link") + ", " + c("scale") + " scale";
+  // What may cause a number, said in the judged line: ranks sharing cores, a link that sleeps.
+  const std::string cores = t.has("processors") ? c("processors") : t.has("simulator_processors") ? c("simulator_processors") : "";
+  const std::string sleeps = starts(c("link"), "emulated") ? " (a link that sleeps, using no core)" : "";
+  *setting = c("backend") + " " + c("device") + ", " + c("ranks") + " ranks" +
+             (cores.empty() || cores == "-" ? "" : " (" + cores + ")") + ", " + c("link") + sleeps + ", " + c("scale") + " scale";
   return c("backend") + " " + c("device") + ", " + c("ranks") + " ranks, " + c("link") + ", " + c("dtype") + ", " +
          c("scale") + " scale, " + c("commit") + ", " + c("date");
 }
