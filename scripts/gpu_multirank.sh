@@ -15,7 +15,8 @@
 # this checks the program's multi-rank logic, not NCCL's fast transports, and times nothing.
 # --backend cpu runs the same on CPU ranks (a dry run where there is no GPU).
 #   scripts/gpu_multirank.sh PREFIX OUT [cuda|cpu]
-# Writes OUT/multirank.log (one line per check, "multirank: ... ok|FAILED") and a log per run;
+# Writes OUT/multirank.log (one line per check, "multirank: [T s] ... ok|FAILED", T the seconds
+# since the start) and a log per run;
 # exit 0 when every check passed.
 source "$(dirname "$0")/usage.sh" && moebench_help_if_asked "$@"
 set -uo pipefail
@@ -25,7 +26,9 @@ case "$backend" in cuda|cpu) ;; *) echo "gpu_multirank.sh: error: backend '$back
 mkdir -p "$out" || exit 1
 log="$out/multirank.log"
 : > "$log"
-say() { echo "multirank: $*" | tee -a "$log"; }
+# Each line says when it was reached (seconds since the start): the time each step takes on the
+# device, for the next call's plan.
+say() { echo "multirank: [${SECONDS} s] $*" | tee -a "$log"; }
 failed=0
 
 # Open MPI from the prefix (gpu_box.sh unpacks .deps/mpi-debs into PREFIX/mpi): its wrappers,
