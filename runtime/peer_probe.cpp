@@ -40,7 +40,8 @@ void answer(int listener) {
     if (c < 0) continue;
     char byte = 0;
     pollfd p{c, POLLIN, 0};
-    if (::poll(&p, 1, 1000) == 1 && ::read(c, &byte, 1) == 1 && byte == kAsk) (void)!::write(c, &kAnswer, 1);
+    if (::poll(&p, 1, 1000) == 1 && ::read(c, &byte, 1) == 1 && byte == kAsk)
+      (void)!::send(c, &kAnswer, 1, MSG_NOSIGNAL);  // an asker gone away is no reason to die
     ::close(c);
   }
 }
@@ -171,7 +172,9 @@ std::string PeerProbe::silent_peers(double seconds) {
       socklen_t len = sizeof error;
       const bool failed = (fds[j].revents & (POLLERR | POLLHUP)) ||
                           (!at.asked && (::getsockopt(at.fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0 || error != 0));
-      if (!failed && !at.asked && ::write(at.fd, &kAsk, 1) == 1) {
+      // MSG_NOSIGNAL: a peer whose node died may reset the connection between the check above and
+      // this write, and SIGPIPE would end the rank before it says which peers do not answer.
+      if (!failed && !at.asked && ::send(at.fd, &kAsk, 1, MSG_NOSIGNAL) == 1) {
         at.asked = true;
         continue;
       }
