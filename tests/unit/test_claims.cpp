@@ -393,6 +393,13 @@ TEST_F(ClaimLedger, EveryRowSaysWhatCoresItsRanksHad) {
   const ClaimResult second = judged("core_per_rank", "", "1.5", "max(x/r.csv[].ratio)");
   EXPECT_EQ(second.verdict, kOffHardware) << second.why;
   EXPECT_NE(second.why.find("2 cores shared by the 4 ranks"), std::string::npos) << second.why;
+  // A row the expression does not read does not count (another layout's, in the same CSV).
+  std::ofstream(root / "x/r.csv") << "part,ratio,ratio_min,ratio_max,processors,backend,device,ranks,link,scale,commit,date\n"
+                                  << "a,1.5,1.45,1.55,one per rank,cpu,X,2,measured: MPI,local," << first << ",2026-12-01T00:00:00Z\n"
+                                  << "b,1.5,1.45,1.55,2 cores shared by the 4 ranks,cpu,X,4,measured: MPI,local," << first
+                                  << ",2026-12-01T00:00:00Z\n";
+  EXPECT_EQ(judged("core_per_rank", "", "1.5", "value(x/r.csv[part=a].ratio)").verdict, "reproduced");
+  EXPECT_EQ(judged("core_per_rank", "", "1.5", "value(x/r.csv[part=b].ratio)").verdict, kOffHardware);
   write("x/r.csv", 1.5, 1.45, 1.55, "cpu", "measured: MPI between the ranks' hosts");  // no processors column
   const ClaimResult silent = judged("core_per_rank");
   EXPECT_EQ(silent.verdict, kOffHardware) << silent.why;

@@ -274,6 +274,7 @@ class Parser {
       fail("expected .COLUMN or {expr} after the selection");
     }
     if (sel.rows.empty()) throw Missing{path + ": no row matches " + describe(filters)};
+    out_.rows[path].insert(sel.rows.begin(), sel.rows.end());
     return sel;
   }
 

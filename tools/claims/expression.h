@@ -55,6 +55,7 @@ struct Evaluation {
   std::optional<Number> value;
   std::string missing;          // why there is no number (no file, no row, no column), if none
   std::set<std::string> files;  // the CSVs it read, relative to the root
+  std::map<std::string, std::set<std::size_t>> rows;  // the rows its selections kept, by CSV
 };
 
 // Throws Error for an expression that does not parse (a mistake in claims.csv, not in a run).

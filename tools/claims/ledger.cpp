@@ -117,9 +117,10 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
       s.origin_of[f] = origin;
       backends.push_back(backend);
       links.push_back(link);
-      // Every row's: one run's rows may come from several launches.
+      // Every row the expression read: one run's rows may come from several launches.
       const bool says = t->has("simulator_processors") || t->has("processors");
-      for (std::size_t r = 0; r < t->size(); ++r) {
+      const auto read = e.rows.find(f);
+      for (std::size_t r : read != e.rows.end() ? read->second : std::set<std::size_t>{}) {
         for (const char* column : {"simulator_processors", "processors"})
           if (t->has(column)) processors.push_back(t->cell(r, column));
         if (!says) processors.push_back("-");
