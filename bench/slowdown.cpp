@@ -177,7 +177,7 @@ class SlowdownBench final : public BenchProgram {
     if (link == "world")
       s->comm = ctx.world.dup();
     else
-      s->comm = make_world_communicator(ctx.rt, Backend::cpu, ctx.opts.comm_timeout(),
+      s->comm = make_world_communicator(ctx.rt, Backend::cpu,
                                         EmulatedLink{emu_bw_opt_.value_or(0.25), emu_lat_opt_.value_or(10.0)});
     link_words_[link] = s->comm->link();
     const char* names[3] = {"comm", "compute", "copy"};

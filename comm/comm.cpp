@@ -35,14 +35,13 @@ std::string EmulatedLink::describe() const {
   return buf;
 }
 
-std::unique_ptr<Communicator> make_world_communicator(const Runtime& rt, Backend backend, double timeout_s,
+std::unique_ptr<Communicator> make_world_communicator(const Runtime& rt, Backend backend,
                                                       const std::optional<EmulatedLink>& link) {
   if (backend == Backend::cuda) {
     if (link) throw Error("--link-bandwidth: an emulated link is a cpu-backend setting; NCCL's links are real");
 #if MOEBENCH_WITH_CUDA
-    return make_nccl_communicator(rt, timeout_s);
+    return make_nccl_communicator(rt);
 #else
-    (void)timeout_s;
     cuda_not_built("NCCL communicator");
 #endif
   }

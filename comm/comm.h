@@ -83,9 +83,9 @@ struct EmulatedLink {
 
 // The communicator over all ranks for a backend: MPI for cpu (Self without MPI at world 1),
 // NCCL for cuda. Throws Error when the combination cannot work.
-// `timeout_s`: how long NCCL's wait() lets an operation run before aborting the job.
+// Every wait of its operations has the watchdog's timeout (Watchdog::set_timeout, --comm-timeout).
 // `link`: an emulated interconnect for the MPI communicator (cpu only).
-std::unique_ptr<Communicator> make_world_communicator(const Runtime& rt, Backend backend, double timeout_s = 300.0,
+std::unique_ptr<Communicator> make_world_communicator(const Runtime& rt, Backend backend,
                                                       const std::optional<EmulatedLink>& link = std::nullopt);
 
 std::unique_ptr<Communicator> make_self_communicator();
@@ -96,7 +96,7 @@ std::unique_ptr<Communicator> make_unlaunched_world(int ranks);
 std::unique_ptr<Communicator> make_mpi_communicator(const std::optional<EmulatedLink>& link = std::nullopt);
 #endif
 #if MOEBENCH_WITH_CUDA
-std::unique_ptr<Communicator> make_nccl_communicator(const Runtime& rt, double timeout_s);
+std::unique_ptr<Communicator> make_nccl_communicator(const Runtime& rt);
 std::string nccl_version();
 #endif
 

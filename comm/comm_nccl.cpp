@@ -178,9 +178,8 @@ std::string nccl_version() {
   return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
 }
 
-// `timeout_s` is --comm-timeout, which the watchdog applies to every wait (runtime/peer_wait.h).
-std::unique_ptr<Communicator> make_nccl_communicator(const Runtime& rt, double timeout_s) {
-  Watchdog::set_timeout(timeout_s);
+// Every wait has the watchdog's timeout, --comm-timeout (runtime/peer_wait.h).
+std::unique_ptr<Communicator> make_nccl_communicator(const Runtime& rt) {
   // Several ranks sharing one GPU for a test of the multi-rank logic: NCCL refuses two ranks of
   // one host on one device, so each rank is made a host of its own (its socket transport joins them).
   if (const char* own = std::getenv("MOEBENCH_NCCL_HOSTID_PER_RANK"); own && std::string(own) == "1")

@@ -378,7 +378,7 @@ int bench_main(int argc, char** argv, const std::function<std::unique_ptr<BenchP
     std::optional<EmulatedLink> link;
     if (opts.link_bandwidth_GBps) link = EmulatedLink{*opts.link_bandwidth_GBps, opts.link_latency_us.value_or(0.0)};
     world = check_only ? make_unlaunched_world(checked_ranks)
-                       : make_world_communicator(rt, opts.backend_kind(), opts.comm_timeout(), link);
+                       : make_world_communicator(rt, opts.backend_kind(), link);
     BenchContext ctx{rt, opts, *device, *alloc, *world,
                      make_provenance(rt, *device, world->link(), opts.dtype, opts.scale), {}, {},
                      std::make_shared<RunProgress>(rt.rank() == 0)};

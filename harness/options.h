@@ -10,6 +10,7 @@
 #include <vector>
 #include "kernels/dtype.h"
 #include "kernels/exec.h"
+#include "runtime/watchdog.h"
 
 // CLI11 is included only where an App is built or parsed (options.cpp, bench.cpp,
 // tool_command_line.cpp): parsing its header dominates the compile time of a file that includes
@@ -81,13 +82,13 @@ struct CommonOptions {
   bool list_devices = false;  // handled before parsing (see bench_main); listed in --help
   std::optional<int> warmup, iters, repetitions;  // nullopt: the scale's default
   std::optional<int> blas_threads;                // nullopt: OpenBLAS's own (OPENBLAS_NUM_THREADS)
-  std::optional<double> comm_timeout_s;           // nullopt: 300 s
+  std::optional<double> comm_timeout_s;           // nullopt: Watchdog::kDefaultTimeoutSeconds
   std::optional<double> link_bandwidth_GBps, link_latency_us;  // an emulated link (cpu)
 
   Backend backend_kind() const { return backend == "cuda" ? Backend::cuda : Backend::cpu; }
   Scale scale_kind() const { return scale == "tiny" ? Scale::tiny : scale == "paper" ? Scale::paper : Scale::local; }
   DType dtype_kind() const { return *parse_dtype(dtype); }
-  double comm_timeout() const { return comm_timeout_s.value_or(300.0); }
+  double comm_timeout() const { return comm_timeout_s.value_or(Watchdog::kDefaultTimeoutSeconds); }
 };
 
 void add_common_options(CLI::App& app, CommonOptions& o);

@@ -24,7 +24,7 @@ struct Slot {
 };
 
 struct WatchdogState {
-  std::atomic<double> timeout_s{300.0};
+  std::atomic<double> timeout_s{Watchdog::kDefaultTimeoutSeconds};
   std::array<Slot, kSlots> slots;
   std::atomic<std::int64_t> unwatched{0};
   std::string program = "moebench";

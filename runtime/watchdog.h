@@ -22,7 +22,11 @@ class Watchdog {
   static constexpr double kProbeSeconds = 2.0;
   // How long the communicators' abort may take before the process ends without it.
   static constexpr double kAbortSeconds = 5.0;
+  // --comm-timeout's default, its one place.
+  static constexpr double kDefaultTimeoutSeconds = 300.0;
   // Seconds an operation may take (--comm-timeout); applies to operations started afterwards.
+  // The one route by which the timeout reaches every wait: the harness sets it before any
+  // communicator exists, and the communicators read it here.
   static void set_timeout(double seconds);
   static double timeout();
   // The rank and program named in the message.

@@ -15,6 +15,7 @@
 #include "moe/moe_layer.h"
 #include "moe_test_util.h"
 #include "comm/comm.h"
+#include "runtime/watchdog.h"
 #include "runtime/kernel_log.h"
 #include "runtime/range.h"
 #include "runtime/runtime.h"
@@ -111,7 +112,8 @@ TEST(GpuPool, ReusesOnItsStreamAndAcrossStreamsAfterAnEvent) {
 
 TEST(GpuNccl, DuplicatedCommunicatorsRunOnTwoStreams) {
   MOEBENCH_REQUIRE_GPU(dev);
-  auto comm = make_world_communicator(*Runtime::current(), Backend::cuda, 60.0);
+  Watchdog::set_timeout(60.0);  // a wait that hangs ends the test
+  auto comm = make_world_communicator(*Runtime::current(), Backend::cuda);
   auto dup = comm->dup();
   EXPECT_EQ(dup->size(), comm->size());
   TrackingAllocator alloc(Backend::cuda, dev.default_stream());
