@@ -167,12 +167,19 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
      << "(`experiments/reference/claims.csv`). Each is judged from three settings: this machine's runs (the results "
      << "folder), a GPU run (its `cuda/`) and the calibrated performance model at the papers' scale (its `models/`). A verdict comes from a run -- the GPU run where there is one, else this "
      << "machine's; a number only the model gives is *modelled only*. A time in absolute units is judged only on the "
-     << "paper's own hardware; elsewhere the claims are ratios, shares and orderings. *noise*: the run's own range "
-     << "holds the no-effect value, so it gives no direction and no verdict. *contradicted*: the run says reproduced or "
-     << "partly, but another of the suite's settings (the GPU run, this machine, the model at the paper's scale) says "
-     << "not reproduced. *" << kOffHardware << "*: a claim about GPU behaviour measured only on the CPU, or about "
-     << "compute slowing communication measured only on the emulated link, which sleeps without using a core. "
-     << "docs/claims.md gives each tolerance and its reason.\n\n";
+     << "paper's own hardware; elsewhere the claims are ratios, shares and orderings. *reproduced*: within the "
+     << "claim's tolerance of the paper's value (or past its bound, on the side of its threshold). *partly*: the same "
+     << "effect, not the same size (within twice the tolerance, on the paper's side of the no-effect value). *not "
+     << "reproduced*: neither; also a range every point of which is past the partly band. *noise*: the run's own range "
+     << "holds the no-effect value and reaches the partly band, so it gives no direction and no verdict. *contradicted*: "
+     << "the run says reproduced or partly, but another of the suite's settings (the GPU run, this machine, the model "
+     << "at the paper's scale) says not reproduced. *" << kOffHardware << "*: the run lacks what the claim is about: a "
+     << "GPU (kernels, tensor cores, a GPU's memory or overlap), a link that uses a core (compute slowing communication; "
+     << "the emulated link sleeps), a core per pipeline stage (a bubble) or per rank (how a step's time divides), or "
+     << "two nodes or more (a claim resting on the split between a node's links and the network). *modelled only*: "
+     << "only the model at the paper's scale gives a number. *not measurable here*: no setting gives one (model "
+     << "quality, a cluster's absolute time), or the only one is a stale GPU run. docs/claims.md gives each tolerance "
+     << "and its reason.\n\n";
 
   md << "## Verdicts\n\n| paper |";
   for (const char* v : kVerdicts) md << " " << v << " |";
