@@ -3,6 +3,7 @@
 // and a failure on any rank fails every rank's exit code. With MOEBENCH_TEST_BACKEND=cuda only
 // the suites written for either backend run (kEitherBackend); the run names the others.
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <mpi.h>
 #include <string>
 #include <utility>
@@ -54,23 +55,25 @@ struct UnreviewedStreams : ::testing::EmptyTestEventListener {
   int found = 0;
   void OnTestStart(const ::testing::TestInfo&) override { moebench::forget_communicator_streams(); }
   void OnTestEnd(const ::testing::TestInfo& t) override {
-    for (const std::string& use : moebench::streams_with_several_communicators()) {
-      const std::string stream = use.substr(0, use.find(':'));
-      bool reviewed = false;
-      for (const auto& r : kReviewedCarriers) reviewed = reviewed || r.first == stream;
-      if (reviewed) continue;
+    // A stream carrying several communicators, keyed by the stream's name ("<stream>: ...").
+    report(t, moebench::streams_with_several_communicators(), kReviewedCarriers,
+           [](const std::string& use) { return use.substr(0, use.find(':')); },
+           "a stream carrying these communicators is not among the reviewed carriers");
+    // A communicator used from several streams, keyed by its streams ("<label>: a, b").
+    report(t, moebench::communicators_on_several_streams(), kReviewed,
+           [](const std::string& use) { return use.substr(use.rfind("): ") + 3); },
+           "a communicator used from these streams is not among the reviewed uses");
+  }
+
+  // Counts and names each use whose key no reviewed entry has.
+  template <class Key>
+  void report(const ::testing::TestInfo& t, const std::vector<std::string>& uses,
+              const std::vector<std::pair<std::string, const char*>>& reviewed, Key key, const char* why) {
+    for (const std::string& use : uses) {
+      const std::string k = key(use);
+      if (std::any_of(reviewed.begin(), reviewed.end(), [&](const auto& r) { return r.first == k; })) continue;
       ++found;
-      std::fprintf(stderr, "%s.%s: stream %s: a stream carrying these communicators is not among the reviewed "
-                   "carriers (tests/mpi/mpi_test_main.cpp)\n", t.test_suite_name(), t.name(), use.c_str());
-    }
-    for (const std::string& use : moebench::communicators_on_several_streams()) {
-      const std::string streams = use.substr(use.rfind("): ") + 3);
-      bool reviewed = false;
-      for (const auto& r : kReviewed) reviewed = reviewed || r.first == streams;
-      if (reviewed) continue;
-      ++found;
-      std::fprintf(stderr, "%s.%s: %s: a communicator used from these streams is not among the reviewed uses "
-                   "(tests/mpi/mpi_test_main.cpp)\n", t.test_suite_name(), t.name(), use.c_str());
+      std::fprintf(stderr, "%s.%s: %s: %s (tests/mpi/mpi_test_main.cpp)\n", t.test_suite_name(), t.name(), use.c_str(), why);
     }
   }
 };
