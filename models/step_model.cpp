@@ -72,9 +72,11 @@ class Model {
       r.fwd.moe_gating = gate_gemm + mem(3 * n_ * E * 4);
       w_gemms += gate_gemm;
       double einsum = 0;
-      if (l_.paper_gate) {  // k rounds: one-hot mask, cumulative sums, the [T, E, C] tensors
-        const double C = capacity();
-        r.fwd.moe_gating += m_.top_k * move(n_ * E * 4 * 5 + n_ * E * C * 4 * 3);
+      if (l_.paper_gate) {
+        // k rounds of arg-max, each over [T, E] (one-hot mask, cumulative sum, gate); the [T, E, C]
+        // combine and dispatch tensors in every round or once (combine_per_round).
+        const double C = capacity(), tec_passes = l_.combine_per_round ? m_.top_k : 1;
+        r.fwd.moe_gating += m_.top_k * move(n_ * E * 4 * 5) + tec_passes * move(n_ * E * C * 4 * 3);
         einsum = gemm(2 * n_ * E * C * h, /*fp32=*/true);
       }
       const double rows = expert_rows() * l_.expert_load, per_expert = rows / local_experts();

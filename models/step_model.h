@@ -39,6 +39,10 @@ struct StepLayout : ParallelLayout {
   // a run's measured value where the model holds that run): every rank waits for it.
   double expert_load = 1.0;
   bool paper_gate = false;       // M6-T's looped arg-max gate (001 A.1), not the fused one
+  // With paper_gate: each arg-max round adds into the [T, E, C] tensors, as the suite's looped gate
+  // does (kernels/looped_gating.h), O(K^2); false: they are built once, O(K), as 001 Sec. 3.3
+  // states and its Table 1 shows (its times at k = 1, 4 and 16 lie on a straight line).
+  bool combine_per_round = true;
   bool batched_experts = false;  // the local experts as one batched GEMM (GShard's einsum), not a loop
 };
 

@@ -310,7 +310,7 @@ ProjectedTable project_m6t_t1(const HardwareProfile& hw) {
                      {}};
   const char* assumptions =
       "8 GPUs DP = EP 8, 8 sequences of 512 tokens per GPU (001 gives no sequence length), capacity 1.25, fp16 with an "
-      "fp32 gate, experts as one batched einsum";
+      "fp32 gate, experts as one batched einsum; M6-T's gate builds its [T, E, C] tensors once (O(K), 001 Sec. 3.3)";
   for (int layers : {3, 16})
     for (bool paper_gate : {true, false}) {
       double top1 = 0;
@@ -321,6 +321,7 @@ ProjectedTable project_m6t_t1(const HardwareProfile& hw) {
         m.top_k = rt.k;
         StepLayout l;
         l.paper_gate = paper_gate;
+        l.combine_per_round = false;  // M6-T's own, linear in k (step_model.h)
         l.batched_experts = true;
         l.kind = LayoutKind::dpmoe;
         l.dp = 8;
