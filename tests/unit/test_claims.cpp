@@ -434,6 +434,50 @@ TEST_F(ClaimLedger, AVerdictTheSuitesOtherSettingsContradictIsNotReproduced) {
   EXPECT_NE(gpu.why.find("the model at the paper's scale says (not reproduced"), std::string::npos) << gpu.why;
 }
 
+// The model overrules only where it reproduces the numbers its ratio is made of (model_base): a
+// model whose own times are a third of the paper's does not speak for their ratio.
+TEST_F(ClaimLedger, AModelOffInItsOwnBaseNumbersDoesNotContradict) {
+  write("x/r.csv", 1.5, 1.45, 1.55, "cpu", "measured: MPI between the ranks' hosts");
+  write("models/m.csv", 0.8, 0.8, 0.8, "model", "-");
+  auto ledger = [&](double base_modelled) {
+    write("models/b.csv", base_modelled, base_modelled, base_modelled, "model", "-");
+    ClaimSpec base = spec("match:15");
+    base.id = "x.base";
+    base.quantity = "relative";
+    base.paper_value = "1";
+    base.model = "value(models/b.csv[].ratio)";
+    ClaimSpec c = spec("match:15", "1");
+    c.id = "x.claim";
+    c.quantity = "relative";
+    c.paper_value = "1.5";
+    c.local = "value(x/r.csv[].ratio)";
+    c.model = "value(models/m.csv[].ratio)";
+    c.model_base = "x.base";
+    return judge_claims({base, c}, root.string(), (root / "repo").string()).at(1);
+  };
+  const ClaimResult off = ledger(0.3);
+  EXPECT_EQ(off.model.verdict, "not reproduced");
+  EXPECT_EQ(off.verdict, "reproduced");
+  EXPECT_NE(off.why.find("does not overrule: its own x.base is 0.3x the paper's (not reproduced)"), std::string::npos)
+      << off.why;
+  EXPECT_EQ(ledger(1.05).verdict, kContradicted);  // a model that holds its base numbers overrules
+}
+
+TEST_F(ClaimLedger, AModelBaseThatIsNoModelledClaimIsRefused) {
+  const std::string header =
+      "claim,paper,where,text,quantity,paper_value,unit,judge,baseline,hardware,local,gpu,model,why_not,cluster_command,"
+      "note,relevant_hardware,model_base\n";
+  std::ofstream(root / "claims.csv") << header << "a,000,-,-,relative,1,x,match:15,,,,,,,,,,b\n"
+                                     << "b,000,-,-,relative,1,x,match:15,,,,,,,,,,\n";
+  try {
+    read_claim_specs((root / "claims.csv").string());
+    FAIL() << "a model_base without a modelled number was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a: model_base 'b' is not a claim with a modelled number"), std::string::npos)
+        << e.what();
+  }
+}
+
 // GPU evidence judges only beside this machine's runs of the same measured code: not from an
 // uncommitted tree, not across a change under kernels/ (and the like), not weeks apart.
 TEST_F(ClaimLedger, GpuEvidenceOfOtherCodeIsShownNotUsed) {

@@ -309,12 +309,18 @@ Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours, d
 // this machine's that the GPU run or the model at the paper's scale says is not reproduced becomes
 // kContradicted (a GPU run's, on the hardware the claims are about, is not overruled by the CPU or
 // the model); every disagreement is said in the line.
-void contradict(ClaimResult& c, const SettingResult& measured) {
+// `model_off`: why the model may not overrule (ClaimSpec::model_base), or nullopt.
+void contradict(ClaimResult& c, const SettingResult& measured, const std::optional<std::string>& model_off) {
   const std::string said = c.verdict;
   auto judged = [](const std::string& v) { return v == "reproduced" || v == "partly" || v == "not reproduced"; };
   for (auto [other, name] : {std::pair{&c.gpu, "the GPU run"}, std::pair{&c.local, "this machine"},
                              std::pair{&c.model, "the model at the paper's scale"}}) {
     if (other == &measured || !other->value || !judged(other->verdict) || other->verdict == said || !judged(said)) continue;
+    if (other == &c.model && model_off) {
+      c.why += std::string("; the model at the paper's scale says ") + other->verdict + " (" + other->why +
+               "), but does not overrule: " + *model_off;
+      continue;
+    }
     const bool against = other->verdict == "not reproduced" && said != "not reproduced" && &measured == &c.local;
     c.why += std::string(against ? "; contradicted by " : "; ") + name + (against ? "" : " says") + " (" +
              other->verdict + ": " + other->why + ")";
@@ -343,12 +349,20 @@ std::vector<ClaimSpec> read_claim_specs(const std::string& path) {
     auto c = [&](const char* col) { return t.cell(r, col); };
     v.push_back({c("claim"), c("paper"), c("where"), c("text"), c("quantity"), c("paper_value"), c("unit"), c("judge"),
                  c("baseline"), c("hardware"), c("local"), c("gpu"), c("model"), c("why_not"), c("cluster_command"),
-                 c("note"), c("relevant_hardware")});
+                 c("note"), c("relevant_hardware"), c("model_base")});
     const ClaimSpec& s = v.back();
     if (s.quantity != "relative" && s.quantity != "absolute")
       throw Error(path + ": " + s.id + ": quantity '" + s.quantity + "' is not relative or absolute");
     for (std::size_t i = 0; i + 1 < v.size(); ++i)
       if (v[i].id == s.id) throw Error(path + ": claim " + s.id + " twice");
+  }
+  for (const ClaimSpec& s : v) {
+    std::istringstream ids(s.model_base);
+    for (std::string id; ids >> id;) {
+      const auto base = std::find_if(v.begin(), v.end(), [&](const ClaimSpec& o) { return o.id == id; });
+      if (base == v.end() || base->model.empty() || base->judge == "none")
+        throw Error(path + ": " + s.id + ": model_base '" + id + "' is not a claim with a modelled number");
+    }
   }
   return v;
 }
@@ -385,6 +399,7 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
                                       const std::string& repo) {
   const std::optional<RunOrigin> local_run = newest_local_run(specs, results);
   std::vector<ClaimResult> out;
+  std::vector<SettingResult ClaimResult::*> measured_of;  // which setting judged each claim, for the contradictions
   std::optional<CsvRows> sensitivity;
   if (std::ifstream(results + "/models/sensitivity.csv")) sensitivity = CsvRows::read(results + "/models/sensitivity.csv");
   for (const ClaimSpec& spec : specs) {
@@ -394,6 +409,7 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
       c.verdict = "not measurable here";
       c.why = spec.why_not;
       out.push_back(c);
+      measured_of.push_back(nullptr);
       continue;
     }
     c.paper = claim_paper_value(spec);
@@ -424,8 +440,6 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
       c.verdict = measured->verdict;
       c.reaches = measured->reaches;
       c.why = std::string(where) + " (" + measured->setting + "): " + measured->why;
-      contradict(c, *measured);
-      if (c.gpu.verdict == kStaleEvidence) c.why += "; the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why;
     } else if (c.local.verdict == kOffHardware || c.gpu.verdict == kOffHardware) {
       const SettingResult& off = c.local.verdict == kOffHardware ? c.local : c.gpu;
       c.verdict = kOffHardware;
@@ -447,33 +461,27 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
               : "no run holds it: " + c.local.missing;
     }
     out.push_back(c);
+    measured_of.push_back(measured == &c.gpu ? &ClaimResult::gpu : measured == &c.local ? &ClaimResult::local : nullptr);
+  }
+  // The other settings against each measured verdict, once every claim's model is known.
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    ClaimResult& c = out[i];
+    if (!measured_of[i]) continue;
+    std::optional<std::string> model_off;
+    std::istringstream ids(c.spec.model_base);
+    for (std::string id; ids >> id;) {
+      const auto base = std::find_if(out.begin(), out.end(), [&](const ClaimResult& o) { return o.spec.id == id; });
+      if (base == out.end()) throw Error("claims.csv: " + c.spec.id + ": model_base '" + id + "' is not a claim");
+      if (base->model.verdict == "reproduced" || base->model.verdict == "partly") continue;
+      model_off = (model_off ? *model_off + "; " : std::string("its own ")) + id + " is " +
+                  (base->model.value ? fmt(base->model.value->v / base->paper, 3) + "x the paper's (" + base->model.verdict + ")"
+                                     : "not modelled");
+    }
+    contradict(c, c.*measured_of[i], model_off);
+    if (c.gpu.verdict == kStaleEvidence && c.gpu.value)
+      c.why += "; the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why;
   }
   return out;
-}
-
-std::string claims_csv(const std::vector<ClaimResult>& claims) {
-  CsvTable t({"claim", "paper", "where", "text", "paper_value", "unit", "judge", "local_value", "local_low", "local_high",
-              "local_over_paper", "local_verdict", "local_csv", "local_provenance", "gpu_value", "gpu_low", "gpu_high",
-              "gpu_over_paper",
-              "gpu_verdict", "gpu_csv", "gpu_provenance", "model_value", "model_over_paper", "model_verdict", "model_csv",
-              "model_assumptions", "verdict", "why", "cluster_command"});
-  for (const ClaimResult& c : claims) {
-    auto value = [](const SettingResult& s) { return s.value ? fmt(s.value->v, 4) : std::string("-"); };
-    auto ratio = [&](const SettingResult& s) {
-      return s.value && c.paper != 0 ? fmt(s.value->v / c.paper, 4) : std::string("-");
-    };
-    auto or_dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
-    const bool judged = c.spec.judge != "none";
-    t.add_row({c.spec.id, c.spec.paper, c.spec.where, c.spec.text, judged ? fmt(c.paper, 4) : "-", or_dash(c.spec.unit),
-               c.spec.judge, value(c.local), c.local.value ? fmt(c.local.value->lo, 4) : "-",
-               c.local.value ? fmt(c.local.value->hi, 4) : "-", ratio(c.local), or_dash(c.local.verdict),
-               or_dash(c.local.files), or_dash(c.local.value ? c.local.provenance : ""), value(c.gpu),
-               c.gpu.value ? fmt(c.gpu.value->lo, 4) : "-", c.gpu.value ? fmt(c.gpu.value->hi, 4) : "-", ratio(c.gpu),
-               or_dash(c.gpu.verdict), or_dash(c.gpu.value ? c.gpu.files : ""), or_dash(c.gpu.value ? c.gpu.provenance : ""),
-               value(c.model), ratio(c.model), or_dash(c.model.verdict), or_dash(c.model.value ? c.model.files : ""),
-               or_dash(c.model_assumptions), c.verdict, c.why, or_dash(c.spec.cluster_command)});
-  }
-  return t.to_string(nullptr);
 }
 
 }  // namespace moebench

@@ -40,6 +40,10 @@ struct ClaimSpec {
   // (tools/claims/node_setting.h). Several kinds join with '+'. Elsewhere the setting's verdict
   // is kOffHardware.
   std::string relevant_hardware;
+  // The claims (ids, space-separated) whose modelled numbers this claim's modelled ratio is made
+  // of, such as a table's absolute times: the model overrules a measured verdict only where it
+  // reproduces each of them (or partly). A model off in those does not speak for the ratio.
+  std::string model_base;
 };
 
 // A setting's verdict (and a claim's, when no other setting judges it) where its number comes
