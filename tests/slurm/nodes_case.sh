@@ -98,11 +98,12 @@ case "$case_name" in
       fail "a prefix under /tmp was not refused (exit $status): $said"
     # The route as docs/cluster.md types it: the packages fetched on a machine with apt (this one,
     # outside the cluster, whose nodes reach nothing else), then the prefix and the build on the
-    # login node. Unoptimized: what is checked is where the libraries come from, and -O0 halves
-    # the compile (the suite's slowest test, on the cores every other test shares).
+    # login node. Unoptimized and without debug information: what is checked is where the
+    # libraries come from, and -O0 halves the compile (the suite's slowest test, on the cores
+    # every other test shares); -g would cost it another sixth.
     scripts/fetch_gpu_deps.sh > "$work/fetch.log" 2>&1 || fail "scripts/fetch_gpu_deps.sh failed: $(tail -3 "$work/fetch.log")"
     on_login bash -c "cd '$project' && export MOEBENCH_DEPS_PREFIX=\$PWD/.deps/prefix &&
-      MOEBENCH_CMAKE_ARGS='-DMOEBENCH_MPI=ON -DMOEBENCH_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug' scripts/gpu_box.sh build --targets moebench_comm" \
+      MOEBENCH_CMAKE_ARGS='-DMOEBENCH_MPI=ON -DMOEBENCH_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0' scripts/gpu_box.sh build --targets moebench_comm" \
       > "$work/build.log" 2>&1 || fail "the build failed: $(tail -5 "$work/build.log")" ;;
   no_root_run)
     project="$work_root/no-root/project"
