@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """claims.py RESULTS: one figure per paper from RESULTS/claims.csv (the claim ledger), claims_<paper>.png:
 ours over the paper's value, claim by claim, from the setting that gave the verdict (a GPU run, this
-machine, or the model), coloured by verdict; claims without a number of ours are left out."""
+machine, or the model; a stale GPU number is drawn only where no other is, and labelled so), coloured
+by verdict; claims without a number of ours are left out."""
 import pathlib
 import sys
 
@@ -14,11 +15,24 @@ COLOURS = {"reproduced": "tab:green", "partly": "tab:olive", "contradicted": "ta
 NAMES = {"000": "PPMoE (000)", "001": "M6-T (001)", "002": "Pipelines (002)", "003": "MPMoE (003)"}
 
 
+# A setting's verdicts that say its number did not judge the claim, and how the bar is labelled then.
+UNUSED = {"stale": "stale, not used", "not comparable": "not comparable", "not on the relevant hardware": "off its hardware"}
+
+
 def ratio(row):
+    """The number of the setting that gave the verdict (a GPU run, this machine, the model); where
+    none did, the first number there is, labelled with why it did not judge (a stale GPU run, say)."""
+    shown = []
     for setting in ("gpu", "local", "model"):
         value = row.get(f"{setting}_over_paper", "-")
         if value not in ("-", "", "n/a"):
-            return float(value), setting
+            shown.append((float(value), setting, row.get(f"{setting}_verdict", "-")))
+    for value, setting, verdict in shown:
+        if verdict not in UNUSED:
+            return value, setting
+    if shown:
+        value, setting, verdict = shown[0]
+        return value, f"{setting} ({UNUSED[verdict]})"
     return None, None
 
 
