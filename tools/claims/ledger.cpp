@@ -444,7 +444,8 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
       const SettingResult& off = c.local.verdict == kOffHardware ? c.local : c.gpu;
       c.verdict = kOffHardware;
       c.why = off.why + " (" + off.setting + ": " + range(*off.value) + ")" +
-              (c.model.value ? "; the model at the paper's scale: " + c.model.verdict + ", " + c.model.why : "");
+              (c.model.value ? "; the model at the paper's scale: " + c.model.verdict + ", " + c.model.why : "") +
+              (c.gpu.verdict == kStaleEvidence ? "; the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why : "");
     } else if (c.gpu.verdict == kStaleEvidence && !c.model.value) {
       c.verdict = "not measurable here";
       c.why = "the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why;

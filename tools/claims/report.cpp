@@ -1,9 +1,12 @@
 #include "tools/claims/report.h"
 #include "tools/claims/node_setting.h"
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include "harness/csv.h"
+#include "models/paper_values.h"
 #include "tools/claims/stability.h"
 #include "tools/claims/torch_comparisons.h"
 
@@ -241,7 +244,17 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
   for (const ClaimResult& c : claims) specs.push_back(c.spec);
   md << node_setting_section(specs, results_dir);
 
-  md << torch_comparisons_section(results_dir);
+  // A GPU row of PyTorch's beside ours is held to the ledger's rule for GPU evidence: against
+  // this machine's newest run the claims read.
+  std::optional<RunOrigin> local;
+  for (const ClaimResult& c : claims)
+    for (const auto& [f, o] : c.local.origin_of)
+      if (o.backend != "model" && o.date != "-" && (!local || o.date > local->date)) local = o;
+  const std::string repo = (std::filesystem::path(reference_dir()) / ".." / "..").lexically_normal().string();
+  md << torch_comparisons_section(results_dir, [&](const RunOrigin& gpu) {
+    return !local ? std::string("no run of this machine's to compare it with")
+                  : stale_gpu_evidence(repo, gpu, *local).value_or("");
+  });
 
   md << "## What the assumptions decide\n\nEvery number the model projects at the paper's scale, re-projected with each "
         "assumed input of the papers' profiles (an assumption, or a GPU curve transferred from another GPU) at the ends of "

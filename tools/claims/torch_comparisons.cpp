@@ -24,7 +24,8 @@ bool is_number(const std::string& s) {
 
 }  // namespace
 
-std::string torch_comparisons_section(const std::string& results) {
+std::string torch_comparisons_section(const std::string& results,
+                                      const std::function<std::string(const RunOrigin&)>& stale) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   std::error_code ec;
@@ -35,7 +36,7 @@ std::string torch_comparisons_section(const std::string& results) {
     }
   std::sort(files.begin(), files.end());
   std::ostringstream rows, missing;
-  int compared = 0;
+  int compared = 0, stale_rows = 0;
   bool old_torch = false;
   for (const std::string& f : files) {
     const CsvRows t = CsvRows::read(results + "/" + f);
@@ -55,6 +56,12 @@ std::string torch_comparisons_section(const std::string& results) {
         continue;
       }
       ++compared;
+      std::string fresh = "-";  // this machine's rows are the results folder's own
+      if (or_dash(t, r, "backend") == "cuda") {
+        const std::string why = stale({or_dash(t, r, "commit"), or_dash(t, r, "date"), "cuda", or_dash(t, r, "scale")});
+        fresh = why.empty() ? "of this code" : "stale: " + why;
+        stale_rows += !why.empty();
+      }
       const bool old = version.rfind("1.", 0) == 0;
       old_torch = old_torch || old;
       rows << "| `" << f << "` | " << markdown_cell(what) << " | " << markdown_cell(or_dash(t, r, "backend") + ", " + or_dash(t, r, "device"))
@@ -62,19 +69,24 @@ std::string torch_comparisons_section(const std::string& results) {
            << (t.has("memory_vs_torch") && is_number(t.cell(r, "memory_vs_torch")) ? t.cell(r, "memory_vs_torch") : "-")
            << " | " << markdown_cell(variant) << " | " << markdown_cell(version + (old ? " (an old baseline)" : "") + " on " +
                                                       or_dash(t, r, "torch_device"))
-           << " | " << markdown_cell(or_dash(t, r, "commit")) << " |\n";
+           << " | " << markdown_cell(or_dash(t, r, "commit")) << " | " << markdown_cell(fresh) << " |\n";
     }
   }
   std::ostringstream md;
   md << "## PyTorch beside us\n\nEvery comparison with PyTorch the results folder holds, in one convention: PyTorch's "
         "time over ours (above 1: ours is faster), and its peak memory over ours where both were measured. The variant "
-        "says which PyTorch ran.\n\n";
+        "says which PyTorch ran: each row compares ours with that one variant, and rows of different variants are not "
+        "compared with each other. A GPU row is as fresh as the ledger's rule for GPU evidence allows: of the code this "
+        "machine's results ran, or stale, with why.\n\n";
   if (compared == 0) {
     md << "None: no CSV here compares with PyTorch.\n\n";
   } else {
     md << "| CSV | what | ours on | ours (ms) | PyTorch (ms) | PyTorch's time / ours | PyTorch's memory / ours | "
-          "PyTorch's variant | PyTorch | commit |\n|---|---|---|---|---|---|---|---|---|---|\n"
+          "PyTorch's variant | PyTorch | commit | GPU row |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
        << rows.str() << "\n";
+    if (stale_rows)
+      md << stale_rows << " GPU row(s) above are stale: they measured code that has changed since, and say how ours "
+         << "compared then, not now.\n\n";
   }
   if (old_torch)
     md << "PyTorch 1.x on the CPU is Debian's (python3-torch), an old and CPU-only baseline: its ratios say how our CPU "
