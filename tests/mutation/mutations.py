@@ -1497,4 +1497,20 @@ MUTATIONS = [
         "targets": ["moebench_comm", CLI],
         "tests": r"^CommBenchCli\.AFailingRankSaysItsErrorBeforeItsTeardownWaitsForPeers$",
     },
+    {
+        "id": "m6t_gate_combine_every_round",
+        "mechanism": "the model of M6-T's own gate builds its [T, E, C] tensors in every arg-max round (O(K^2)), as the suite's looped gate does",
+        "file": "models/step_model.cpp",
+        "edits": [("tec_passes = l_.combine_per_round ? m_.top_k : 1;", "tec_passes = m_.top_k;")],
+        "targets": [UNIT],
+        "tests": r"^M6TGateModel\.",
+    },
+    {
+        "id": "model_base_ignored",
+        "mechanism": "a model that is off in the numbers its ratio is made of still turns a measured verdict into contradicted",
+        "file": "tools/claims/ledger.cpp",
+        "edits": [("    if (other == &c.model && model_off) {", "    if (other == &c.model && model_off && false) {")],
+        "targets": [UNIT],
+        "tests": r"^ClaimLedger\.AModelOffInItsOwnBaseNumbersDoesNotContradict$",
+    },
 ]
