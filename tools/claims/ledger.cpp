@@ -374,10 +374,6 @@ double claim_paper_value(const ClaimSpec& spec) {
   return p.value->v;
 }
 
-namespace {
-
-// The newest of this machine's runs the claims read (their commit and date; the models'
-// projections are not runs): what GPU evidence must agree with.
 std::optional<RunOrigin> newest_local_run(const std::vector<ClaimSpec>& specs, const std::string& results) {
   std::optional<RunOrigin> newest;
   for (const ClaimSpec& spec : specs) {
@@ -389,10 +385,19 @@ std::optional<RunOrigin> newest_local_run(const std::vector<ClaimSpec>& specs, c
   return newest;
 }
 
+std::string ledger_checkout() {
+  return (std::filesystem::path(reference_dir()) / ".." / "..").lexically_normal().string();
+}
+
+namespace {
+
+// Why a claim's stale GPU number is shown and not used.
+std::string gpu_unused(const ClaimResult& c) { return "the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why; }
+
 }  // namespace
 
 std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const std::string& results) {
-  return judge_claims(specs, results, (std::filesystem::path(reference_dir()) / ".." / "..").lexically_normal().string());
+  return judge_claims(specs, results, ledger_checkout());
 }
 
 std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const std::string& results,
@@ -445,15 +450,15 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
       c.verdict = kOffHardware;
       c.why = off.why + " (" + off.setting + ": " + range(*off.value) + ")" +
               (c.model.value ? "; the model at the paper's scale: " + c.model.verdict + ", " + c.model.why : "") +
-              (c.gpu.verdict == kStaleEvidence ? "; the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why : "");
+              (c.gpu.verdict == kStaleEvidence ? "; " + gpu_unused(c) : "");
     } else if (c.gpu.verdict == kStaleEvidence && !c.model.value) {
       c.verdict = "not measurable here";
-      c.why = "the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why;
+      c.why = gpu_unused(c);
     } else if (c.model.value) {
       c.verdict = "modelled only";
       c.why = "the model at the paper's scale (" + c.model.verdict + "): " + c.model.why +
               (c.model_assumptions.empty() ? "" : "; " + c.model_assumptions) +
-              (c.gpu.verdict == kStaleEvidence ? "; the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why : "");
+              (c.gpu.verdict == kStaleEvidence ? "; " + gpu_unused(c) : "");
     } else {
       c.verdict = "not measurable here";
       c.why = !spec.why_not.empty() ? spec.why_not
@@ -481,7 +486,7 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
     }
     contradict(c, c.*measured_of[i], model_off);
     if (c.gpu.verdict == kStaleEvidence && c.gpu.value)
-      c.why += "; the GPU run's " + range(*c.gpu.value) + " is not used: " + c.gpu.why;
+      c.why += "; " + gpu_unused(c);
   }
   return out;
 }

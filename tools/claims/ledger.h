@@ -82,6 +82,13 @@ struct ClaimResult {
 };
 
 std::vector<ClaimSpec> read_claim_specs(const std::string& path);
+
+// The newest of this machine's runs the claims read under `results` (their commit and date; the
+// models' projections are not runs): what GPU evidence must agree with.
+std::optional<RunOrigin> newest_local_run(const std::vector<ClaimSpec>& specs, const std::string& results);
+// The git checkout the ledger belongs to (that of experiments/reference/): where GPU evidence's
+// commits are looked up.
+std::string ledger_checkout();
 // The claim's paper value (its paper_value expression: paper() and numbers only).
 double claim_paper_value(const ClaimSpec& spec);
 // Judges every claim from `results` (this machine's folder; its cuda/ and models/ inside it,

@@ -1,12 +1,10 @@
 #include "tools/claims/report.h"
 #include "tools/claims/node_setting.h"
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 #include "harness/csv.h"
-#include "models/paper_values.h"
 #include "tools/claims/stability.h"
 #include "tools/claims/torch_comparisons.h"
 
@@ -246,11 +244,8 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
 
   // A GPU row of PyTorch's beside ours is held to the ledger's rule for GPU evidence: against
   // this machine's newest run the claims read.
-  std::optional<RunOrigin> local;
-  for (const ClaimResult& c : claims)
-    for (const auto& [f, o] : c.local.origin_of)
-      if (o.backend != "model" && o.date != "-" && (!local || o.date > local->date)) local = o;
-  const std::string repo = (std::filesystem::path(reference_dir()) / ".." / "..").lexically_normal().string();
+  const std::optional<RunOrigin> local = newest_local_run(specs, results_dir);
+  const std::string repo = ledger_checkout();
   md << torch_comparisons_section(results_dir, [&](const RunOrigin& gpu) {
     return !local ? std::string("no run of this machine's to compare it with")
                   : stale_gpu_evidence(repo, gpu, *local).value_or("");
