@@ -164,15 +164,22 @@ inline double rel_l2(const std::vector<float>& got, const std::vector<double>& w
 // The single-rank dispatcher, as the factory a layer takes.
 inline std::unique_ptr<TokenDispatcher> local_dispatcher(const DispatcherEnv& env) { return make_local_dispatcher(env); }
 
+// The tests' layer: small (h 16, f 24 unless given), dropless, the fused gate; each test sets the
+// rest.
+inline MoEConfig test_moe_config(int experts, int prototypes, int top_k, int hidden = 16, int ffn = 24) {
+  MoEConfig c;
+  c.hidden = hidden;
+  c.ffn = ffn;
+  c.experts = experts;
+  c.prototypes = prototypes;
+  c.top_k = top_k;
+  return c;
+}
+
 // The layer the multi-rank tests share: 8 experts (for 1, 2, 4 ranks), two prototypes of top-2
 // and capacity drops, so routing, slots and dropping are all exercised.
 inline MoEConfig multi_rank_test_config() {
-  MoEConfig c;
-  c.hidden = 16;
-  c.ffn = 24;
-  c.experts = 8;
-  c.prototypes = 2;
-  c.top_k = 2;
+  MoEConfig c = test_moe_config(8, 2, 2);
   c.capacity_factor = 1.25;
   c.aux_coef = 0.1f;
   return c;

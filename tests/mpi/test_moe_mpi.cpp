@@ -33,12 +33,7 @@ static const Case kCases[] = {
 };
 
 static MoEConfig config_for(const Case& c) {
-  MoEConfig cfg;
-  cfg.hidden = 16;
-  cfg.ffn = 24;
-  cfg.experts = 8;
-  cfg.prototypes = c.prototypes;
-  cfg.top_k = c.k;
+  MoEConfig cfg = test_moe_config(8, c.prototypes, c.k);
   cfg.capacity_factor = c.capacity;
   cfg.aux_loss = c.aux;
   cfg.aux_coef = 0.1f;

@@ -11,11 +11,7 @@ namespace moebench::testing_util {
 
 // h 16, f 24; the local experts compute by `route`.
 inline MoEConfig route_config(ExpertGemm route, int experts, int k, bool keep_activation = true) {
-  MoEConfig c;
-  c.hidden = 16;
-  c.ffn = 24;
-  c.experts = experts;
-  c.top_k = k;
+  MoEConfig c = test_moe_config(experts, 1, k);
   c.expert_gemm = route;
   c.keep_expert_activation = keep_activation;
   return c;

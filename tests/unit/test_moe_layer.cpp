@@ -50,19 +50,9 @@ static std::vector<float> dense_oracle(CpuLayer& L, const std::vector<float>& x)
   return y;
 }
 
-static MoEConfig small(int experts, int prototypes, int k) {
-  MoEConfig c;
-  c.hidden = 16;
-  c.ffn = 24;
-  c.experts = experts;
-  c.prototypes = prototypes;
-  c.top_k = k;
-  return c;
-}
-
 TEST(MoELayer, MatchesDenseOracleForTopKAndPrototyping) {
   for (auto [Z, k] : {std::pair{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}, {4, 1}}) {
-    CpuLayer L(small(8, Z, k), local_dispatcher);
+    CpuLayer L(test_moe_config(8, Z, k), local_dispatcher);
     const auto x = tokens(20, 16, 3);
     L.forward(x);
     const auto want = dense_oracle(L, x);
@@ -73,7 +63,7 @@ TEST(MoELayer, MatchesDenseOracleForTopKAndPrototyping) {
 TEST(MoELayer, OnePrototypeIsPlainTopK) {
   // Z = 1 routes exactly as an independent top-k over all experts (the oracle above), and
   // with Z = k and k' = 1 every token gets exactly one expert from each prototype.
-  CpuLayer a(small(8, 1, 2), local_dispatcher), b(small(8, 4, 1), local_dispatcher);
+  CpuLayer a(test_moe_config(8, 1, 2), local_dispatcher), b(test_moe_config(8, 4, 1), local_dispatcher);
   const auto x = tokens(32, 16, 5);
   a.forward(x);
   b.forward(x);
@@ -88,7 +78,7 @@ TEST(MoELayer, OnePrototypeIsPlainTopK) {
 }
 
 TEST(MoELayer, SameSeedTwiceIsBitwiseIdentical) {
-  MoEConfig c = small(8, 2, 2);
+  MoEConfig c = test_moe_config(8, 2, 2);
   c.capacity_factor = 1.0;
   CpuLayer a(c, local_dispatcher, 11), b(c, local_dispatcher, 11);
   const auto x = tokens(24, 16, 9), dy = tokens(24, 16, 10);
@@ -101,7 +91,7 @@ TEST(MoELayer, SameSeedTwiceIsBitwiseIdentical) {
 }
 
 TEST(MoELayer, CapacityDropsTokensToZeroOutput) {
-  MoEConfig c = small(4, 1, 1);
+  MoEConfig c = test_moe_config(4, 1, 1);
   c.capacity_factor = 0.5;  // C = ceil(1 * 16 / 4 * 0.5) = 2 of 4 average
   CpuLayer L(c, local_dispatcher);
   const auto x = tokens(16, 16, 21);
@@ -200,7 +190,7 @@ TEST(MoELayer, TheForwardCopiesTheCountsOnceAndTheAuxLossWhenAsked) {
   for (auto [aux, gate] : {std::pair{true, GateImpl::fused}, std::pair{false, GateImpl::fused},
                            std::pair{true, GateImpl::paper}}) {
     SCOPED_TRACE(std::string(aux ? "aux loss on, " : "aux loss off, ") + gate_impl_name(gate) + " gate");
-    MoEConfig c = small(4, 1, 2);
+    MoEConfig c = test_moe_config(4, 1, 2);
     c.aux_loss = aux;
     c.gate = gate;
     if (gate == GateImpl::paper) c.capacity_factor = 2.0;
@@ -244,11 +234,11 @@ TEST(MoELayer, TheForwardCopiesTheCountsOnceAndTheAuxLossWhenAsked) {
 
 TEST(MoEConfig, BadInputNamesTheOption) {
   auto err = [](MoEConfig c, int tokens, int ranks) { return c.validate(tokens, ranks).value_or(""); };
-  MoEConfig c = small(8, 1, 1);
+  MoEConfig c = test_moe_config(8, 1, 1);
   EXPECT_EQ(err(c, 16, 2), "");
   EXPECT_NE(err(c, 16, 3).find("--experts"), std::string::npos);
-  EXPECT_NE(err(small(8, 3, 1), 16, 1).find("--prototypes"), std::string::npos);
-  EXPECT_NE(err(small(8, 2, 5), 16, 1).find("--top-k"), std::string::npos);
+  EXPECT_NE(err(test_moe_config(8, 3, 1), 16, 1).find("--prototypes"), std::string::npos);
+  EXPECT_NE(err(test_moe_config(8, 2, 5), 16, 1).find("--top-k"), std::string::npos);
   EXPECT_NE(err(c, 0, 1).find("--tokens"), std::string::npos);
   c.capacity_factor = 0.0;
   EXPECT_NE(err(c, 16, 1).find("--capacity-factor"), std::string::npos);
@@ -259,7 +249,7 @@ TEST(MoEConfig, BadInputNamesTheOption) {
 // --gate-kernels chooses between the fused gate's CUDA kernels: refused on the CPU, which routes in
 // an op of its own, and with the paper gate, which routes by rounds of arg-max; the rows name what ran.
 TEST(MoEConfig, GateKernelsAreTheFusedGatesCudaChoice) {
-  MoEConfig c = small(8, 1, 1);
+  MoEConfig c = test_moe_config(8, 1, 1);
   EXPECT_EQ(c.gate_kernels_name(Backend::cpu), "cpu_op");
   c.gate_kernels = RouteKernels::separate;
   EXPECT_FALSE(c.validate(16, 1));
@@ -280,7 +270,7 @@ TEST(MoEConfig, GateKernelsAreTheFusedGatesCudaChoice) {
 // 16-bit grouped experts on the GPU need rows of a multiple of 8 elements (cuBLAS reads
 // 16-byte aligned pointers); the CPU and fp32 have no such limit.
 TEST(MoEConfig, GroupedSixteenBitOnTheGpuNeedsAlignedWidths) {
-  MoEConfig c = small(8, 1, 1);  // h 16, f 24
+  MoEConfig c = test_moe_config(8, 1, 1);  // h 16, f 24
   c.hidden = 100;
   c.dtype = DType::f16;
   EXPECT_FALSE(c.validate_for(Backend::cpu));
@@ -301,7 +291,7 @@ TEST(MoEConfig, GroupedSixteenBitOnTheGpuNeedsAlignedWidths) {
 // Timing the expert GEMMs alone must leave the layer as its last forward + backward left it:
 // the dumped weight gradients were once the GEMM-only timing's stand-in products.
 TEST(Experts, GemmsOnlyLeavesTheLayersStateUntouched) {
-  MoEConfig c = small(4, 1, 2);
+  MoEConfig c = test_moe_config(4, 1, 2);
   CpuLayer L(c, local_dispatcher);
   L.forward(tokens(24, c.hidden, 3));
   L.backward(tokens(24, c.hidden, 4));
@@ -324,7 +314,7 @@ TEST(Experts, GemmsOnlyLeavesTheLayersStateUntouched) {
 // Without the kept GeLU output (MPMoE's one-tensor T_M) the layer computes the same thing, and
 // holds one [rows, f] activation less between forward and backward.
 TEST(Experts, RecomputingTheActivationInBackwardChangesNothingButMemory) {
-  MoEConfig c = small(4, 1, 2);
+  MoEConfig c = test_moe_config(4, 1, 2);
   CpuLayer kept(c, local_dispatcher);
   c.keep_expert_activation = false;
   CpuLayer recomputed(c, local_dispatcher);
@@ -346,7 +336,7 @@ TEST(Experts, RecomputingTheActivationInBackwardChangesNothingButMemory) {
 // The first backward after zero_grad() writes the weight gradients (beta 0; nothing is cleared
 // on the device before): stale values -- NaN here -- do not leak in. Later backwards add (beta 1).
 TEST(Experts, FirstBackwardAfterZeroGradOverwritesTheWeightGradients) {
-  MoEConfig c = small(4, 1, 2);
+  MoEConfig c = test_moe_config(4, 1, 2);
   CpuLayer L(c, local_dispatcher);
   L.forward(tokens(24, c.hidden, 3));
   Experts& experts = L.layer->experts();

@@ -11,12 +11,7 @@ namespace moebench {
 using namespace testing_util;
 
 static MoEConfig config(int experts, int prototypes, int k, double capacity, GateImpl gate) {
-  MoEConfig c;
-  c.hidden = 12;
-  c.ffn = 20;
-  c.experts = experts;
-  c.prototypes = prototypes;
-  c.top_k = k;
+  MoEConfig c = test_moe_config(experts, prototypes, k, 12, 20);
   c.capacity_factor = capacity;
   c.aux_coef = 0.1f;
   c.gate = gate;
