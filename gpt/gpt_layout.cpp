@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 #include "moe/init.h"
+#include "models/expert_split.h"
 
 namespace moebench {
 
@@ -54,10 +55,8 @@ std::optional<std::string> validate_layout(const ParallelLayout& l, const ModelS
   if (l.kind != LayoutKind::dense && !shape.has_moe())
     return "the " + l.describe() + " layout needs a model with experts; this one has none";
   if (auto e = GptStage::validate(layout_model(shape, l), l.pp, l.tp)) return e;
-  if (l.kind == LayoutKind::dpmoe && experts % l.dp != 0)
-    return "the " + std::to_string(experts) + " experts do not split over DP = " + std::to_string(l.dp);
-  if (l.kind == LayoutKind::ppmoe && experts % l.tp != 0)
-    return "the " + std::to_string(experts) + " experts do not split over TP = " + std::to_string(l.tp);
+  if (l.kind == LayoutKind::dpmoe) return expert_split_error(experts, l.dp, "the EP (= DP) group");
+  if (l.kind == LayoutKind::ppmoe) return expert_split_error(experts, l.tp, "the TP group");
   return std::nullopt;
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include "models/collective_model.h"
+#include "models/expert_split.h"
 #include "models/pipeline_simulator.h"
 
 namespace moebench {
@@ -165,10 +166,10 @@ std::optional<std::string> validate_step(const ModelShape& m, const StepLayout& 
     if (m.experts < 1 || m.moe_every < 1) return "--experts: a " + std::string(layout_kind_name(l.kind)) + " layout needs MoE layers (--experts and --moe-every >= 1)";
     if (m.top_k < 1 || m.prototypes < 1 || m.experts % m.prototypes != 0 || m.top_k > m.experts / m.prototypes)
       return "--top-k: " + s(m.top_k) + " of " + s(m.experts / std::max(m.prototypes, 1)) + " experts per prototype is not a routing";
-    if (l.kind == LayoutKind::dpmoe && m.experts % l.dp != 0 && l.dp % m.experts != 0)
-      return "--experts: " + s(m.experts) + " experts do not split over the EP (= DP) group of " + s(l.dp);
-    if (l.kind == LayoutKind::ppmoe && m.experts % l.tp != 0)
-      return "--experts: " + s(m.experts) + " experts do not split over the TP group of " + s(l.tp);
+    if (l.kind == LayoutKind::dpmoe)
+      if (auto e = expert_split_error(m.experts, l.dp, "the EP (= DP) group", /*replicas=*/true)) return e;
+    if (l.kind == LayoutKind::ppmoe)
+      if (auto e = expert_split_error(m.experts, l.tp, "the TP group")) return e;
   } else if (m.experts > 0) {
     return "--layout: dense takes no --experts";
   }

@@ -1,5 +1,6 @@
 #include "moe/config.h"
 #include "kernels/segment_gemm.h"
+#include "models/expert_split.h"
 
 namespace moebench {
 
@@ -42,14 +43,7 @@ std::optional<std::string> MoEConfig::validate(int tokens, int expert_ranks) con
     return "--top-k: " + s(top_k) + " exceeds the " + s(per_prototype()) + " experts per prototype (--experts / --prototypes)";
   if (capacity_factor && !(*capacity_factor > 0.0))
     return "--capacity-factor: must be > 0, got " + std::to_string(*capacity_factor) + " (omit it for dropless routing)";
-  if (expert_ranks < 1 || experts % expert_ranks != 0) {
-    std::string divisors;  // the rank counts these experts do split over
-    for (int d = 1; d <= experts; ++d)
-      if (experts % d == 0) divisors += (divisors.empty() ? "" : ", ") + s(d);
-    return "--experts: " + s(experts) + " experts cannot be split evenly over " + s(expert_ranks) +
-           " ranks; allowed: --experts a multiple of " + s(expert_ranks) + ", or ranks that divide " + s(experts) + " (" +
-           divisors + ")";
-  }
+  if (auto e = expert_split_error(experts, expert_ranks, "")) return e;
   if (!(aux_coef >= 0)) return "--aux-coef: must be a number >= 0";
   if (gate == GateImpl::paper && !capacity_factor)
     return "--gate paper: M6-T's one-hot dispatch needs an expert capacity; give --capacity-factor";

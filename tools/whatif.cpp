@@ -6,6 +6,7 @@
 #include <cstdio>
 #include "harness/tool_command_line.h"
 #include "harness/output_check.h"
+#include "models/expert_split.h"
 #include "models/paper_specs.h"
 #include "tools/projection.h"
 
@@ -88,6 +89,12 @@ int main(int argc, char** argv) {
     if (gpus && *gpus != l.world())
       throw Error("--gpus: " + std::to_string(*gpus) + " GPUs, but --dp " + std::to_string(l.dp) + " x --tp " +
                   std::to_string(l.tp) + " x --pp " + std::to_string(l.pp) + " = " + std::to_string(l.world()));
+    // The trainer's rule for the experts (gpt_layout.h), which the step model widens to replicas for
+    // 000's paper-scale rows: a layout the suite cannot train is not projected.
+    if (l.kind != LayoutKind::dense)
+      if (auto e = expert_split_error(m.experts, l.kind == LayoutKind::dpmoe ? l.dp : l.tp,
+                                      l.kind == LayoutKind::dpmoe ? "the EP (= DP) group" : "the TP group"))
+        throw Error(*e);
     if (auto e = validate_step(m, l, hw)) throw Error(*e);
     const StepPrediction p = predict_step(m, l, hw);
     const ForwardParts& f = p.forward;

@@ -329,7 +329,14 @@ TEST(StepModel, BadLayoutsNameTheOption) {
   EXPECT_NE(validate_step(m, l, hw).value_or("").find("--experts"), std::string::npos);
   m.experts = 6; m.moe_every = 2;
   l.dp = 4;
-  EXPECT_NE(validate_step(m, l, hw).value_or("").find("EP (= DP) group of 4"), std::string::npos);
+  EXPECT_NE(validate_step(m, l, hw).value_or("").find("6 experts cannot be split evenly over 4 ranks (the EP (= DP) group)"),
+            std::string::npos);
+  // A DP group that outnumbers the experts holds each on several ranks (000's DP256 over 64): the
+  // model takes it, and its message says so; moebench_whatif refuses it, as the trainer does
+  // (cli.bad_input.whatif.expert_replicas).
+  EXPECT_NE(validate_step(m, l, hw).value_or("").find("a multiple of 4 or a divisor of it"), std::string::npos);
+  m.experts = 2;
+  EXPECT_FALSE(validate_step(m, l, hw).has_value()) << *validate_step(m, l, hw);
 }
 
 // A snapshot of the model's present output, not a derivation: which of 000 Sec. 4.3's
