@@ -87,7 +87,14 @@ tmp="$(cd "$work" && pwd)"
 experts=$(( (8 + ranks - 1) / ranks * ranks ))
 failed=0
 line() { printf 'cluster_check: %-12s %-34s %s\n' "$1" "$2" "$3"; }
-fail() { failed=1; line "$1" "$2" "FAILED: $3"; }
+# fail CHECK WHAT WHY [LOG]: with LOG, every rank's and the launcher's error lines follow (8 at
+# most), so that a failure seen once, in CI say, shows what each rank was waiting on.
+fail() {
+  failed=1
+  line "$1" "$2" "FAILED: $3"
+  [ -n "${4:-}" ] && [ -f "$4" ] && grep -E 'error|srun: ' "$4" | awk '!seen[$0]++' | head -8 | sed 's/^/    /'
+  return 0
+}
 
 echo "cluster_check: $ranks rank(s), $backend backend, $launcher; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
@@ -116,7 +123,7 @@ if launch "$build/bench/moebench_comm" --scale tiny --backend "$backend" --repet
   line placement "$("$py" -c "import csv,sys; r=next(csv.DictReader(open(sys.argv[1]))); print(f\"{r['ranks']} ranks on {r['nodes']} node(s)\")" "$f")" \
     "$("$py" -c "import csv,sys; r=next(csv.DictReader(open(sys.argv[1]))); print(f\"{r['hosts']} ({r['link']})\")" "$f")"
 else
-  fail collectives "moebench_comm" "exit $? ($(tail -1 "$tmp/comm.log"))"
+  fail collectives "moebench_comm" "exit $? ($(tail -1 "$tmp/comm.log"))" "$tmp/comm.log"
 fi
 
 # Dispatchers: each layer's state recomputed independently.
@@ -134,7 +141,7 @@ if launch "$build/bench/moebench_moe_layer" --scale tiny --backend "$backend" --
     fi
   done
 else
-  fail dispatchers "moebench_moe_layer" "exit $? ($(tail -1 "$tmp/moe.log"))"
+  fail dispatchers "moebench_moe_layer" "exit $? ($(tail -1 "$tmp/moe.log"))" "$tmp/moe.log"
 fi
 
 # Watchdog: rank 1 stops inside a collective; the job must end with the message within the timeout.
@@ -149,7 +156,7 @@ if [ "$ranks" -ge 2 ]; then
   if [ "$status" != 0 ] && grep -qE "did not complete (within|in) 5 s" "$tmp/stall.log" && [ "$took" -lt 60 ]; then
     line watchdog "a stopped rank" "ok (the job ended in ${took} s, exit $status, with the rank's message)"
   else
-    fail watchdog "a stopped rank" "exit $status after ${took} s; $(grep -m1 "error" "$tmp/stall.log" || tail -1 "$tmp/stall.log")"
+    fail watchdog "a stopped rank" "exit $status after ${took} s; $(grep -m1 "error" "$tmp/stall.log" || tail -1 "$tmp/stall.log")" "$tmp/stall.log"
   fi
 else
   line watchdog "a stopped rank" "not run: needs 2 ranks or more"
@@ -166,7 +173,7 @@ if [ "$ranks" -ge 2 ] && [ -x "$build/bench/moebench_pipe_bubble" ]; then
        --repetitions 1 --comm-timeout 120 --out "$tmp/pipe" > "$tmp/pipe.log" 2>&1; then
     line pipeline "1F1B and ZB-H1, $mib MiB messages" "ok (no deadlock between the two directions)"
   else
-    fail pipeline "1F1B and ZB-H1, $mib MiB messages" "exit $? ($(grep -m1 'error' "$tmp/pipe.log" || tail -1 "$tmp/pipe.log"))"
+    fail pipeline "1F1B and ZB-H1, $mib MiB messages" "exit $? ($(grep -m1 'error' "$tmp/pipe.log" || tail -1 "$tmp/pipe.log"))" "$tmp/pipe.log"
   fi
 elif [ "$ranks" -ge 2 ]; then
   line pipeline "1F1B and ZB-H1" "not run: moebench_pipe_bubble is not built"
@@ -180,7 +187,7 @@ if [ -x "$build/bench/moebench_mpmoe" ]; then
        --repetitions 1 --out "$tmp/mpmoe" > "$tmp/mpmoe.log" 2>&1 && [ -s "$tmp/mpmoe/mpmoe/f10.csv" ]; then
     line mpmoe "pipelined layer (Fig. 10's cases)" "ok ($(($(wc -l < "$tmp/mpmoe/mpmoe/f10.csv") - 1)) rows)"
   else
-    fail mpmoe "pipelined layer (Fig. 10's cases)" "exit $? ($(grep -m1 'error' "$tmp/mpmoe.log" || tail -1 "$tmp/mpmoe.log"))"
+    fail mpmoe "pipelined layer (Fig. 10's cases)" "exit $? ($(grep -m1 'error' "$tmp/mpmoe.log" || tail -1 "$tmp/mpmoe.log"))" "$tmp/mpmoe.log"
   fi
 else
   line mpmoe "pipelined layer" "not run: moebench_mpmoe is not built"

@@ -35,6 +35,13 @@ mkdir -p "$out/comm"
 printf 'collective,wrong\nall_reduce,0\nall_reduce,1\n' > "$out/comm/all_reduce.csv"
 STUB
 printf '#!/usr/bin/env bash\nexit 0\n' > "$root/bench/moebench_moe_layer"
+# The pipeline's ranks each say what they waited on, and fail.
+cat > "$root/bench/moebench_pipe_bubble" <<'STUB'
+#!/usr/bin/env bash
+echo "moebench_pipe_bubble: rank 1: error: barrier (mpi) did not complete within 120 s"
+echo "moebench_pipe_bubble: rank 2: error: recv (mpi) did not complete within 120 s"
+exit 1
+STUB
 chmod +x "$root/bench/"*
 status=0
 out="$("$src/scripts/cluster_check.sh" --ranks 2 --backend cpu --build "$root" --work "$root/stubs" 2>&1)" || status=$?
@@ -42,6 +49,8 @@ out="$("$src/scripts/cluster_check.sh" --ranks 2 --backend cpu --build "$root" -
 grep -q "collectives  all_reduce .*FAILED: 1 wrong elements" <<<"$out" || fail "the wrong element was not reported: $out"
 grep -q "dispatchers  local .*FAILED" <<<"$out" || fail "a layer without a dump passed: $out"
 grep -q "watchdog .*FAILED" <<<"$out" || fail "a job that did not end with the rank's message passed: $out"
+grep -q "pipeline .*FAILED" <<<"$out" && grep -q "^    moebench_pipe_bubble: rank 2: error: recv" <<<"$out" ||
+  fail "a failed pipeline check did not show every rank's error line: $out"
 grep -q "mpi tests .*not run: not built" <<<"$out" || fail "missing test binaries were not named: $out"
 grep -q "a check FAILED" <<<"$out" || fail "no closing line for a failure: $out"
 echo "cluster_check judges as expected"

@@ -22,7 +22,17 @@
 set -uo pipefail
 case_name="$1" src="$2" build="$3" cluster="$4" work_root="$5"
 here="$(cd "$(dirname "$0")" && pwd)"
-fail() { echo "nodes case $case_name: $*"; exit 1; }
+started="$(date +%Y-%m-%dT%H:%M:%S)"  # as Slurm stamps its logs
+# What Slurm saw while the case ran (a node not responding, a step killed) follows a failure.
+fail() {
+  echo "nodes case $case_name: $*"
+  for log in "$cluster"/slurmctld.log "$cluster"/slurmd-*.log; do
+    [ -f "$log" ] && awk -v since="${started:-}" 'substr($1, 2, 19) >= since' "$log" |
+      grep -iE 'not responding|down|killed|signal|timeout|error' | grep -v 'spmix_appdir\|pmixp_libpmix_finalize' |
+      tail -5 | sed "s|^|  $(basename "$log"): |"
+  done
+  exit 1
+}
 [ -s "$cluster/nodes" ] && [ -f "$cluster/slurm.conf" ] ||
   { echo "nodes case $case_name: skipped: no test cluster of nodes (tests/slurm/cluster.sh start --nodes 2 skipped or failed)"; exit 77; }
 mkdir -p "$work_root" && work="$(mktemp -d "$work_root/$case_name.XXXXXX")" || fail "cannot make a folder in $work_root"
