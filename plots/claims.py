@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 
 from common import read_rows, save
 
-COLOURS = {"reproduced": "tab:green", "partly": "tab:olive", "contradicted": "tab:orange", "not reproduced": "tab:red",
-           "noise": "tab:gray", "not on the relevant hardware": "tab:purple", "modelled only": "tab:blue"}
+COLOURS = {"reproduced": "tab:green", "partly": "tab:olive", "unsettled": "tab:cyan", "contradicted": "tab:orange",
+           "not reproduced": "tab:red", "noise": "tab:gray", "not on the relevant hardware": "tab:purple", "modelled only": "tab:blue"}
 NAMES = {"000": "PPMoE (000)", "001": "M6-T (001)", "002": "Pipelines (002)", "003": "MPMoE (003)"}
 
 
@@ -21,18 +21,27 @@ UNUSED = {"stale": "stale, not used", "not comparable": "not comparable", "not o
 
 def ratio(row):
     """The number of the setting that gave the verdict (a GPU run, this machine, the model); where
-    none did, the first number there is, labelled with why it did not judge (a stale GPU run, say)."""
+    none did, the first number there is, labelled with why it did not judge (a stale GPU run, say).
+    An ordering (above:X, below:X) is judged against X, not the paper's value: its bar is ours over
+    X, so that 1 is the line its verdict is drawn against there too."""
+    judge = row.get("judge", "")
+    threshold = float(judge.split(":")[1]) if judge.startswith(("above:", "below:")) else None
     shown = []
     for setting in ("gpu", "local", "model"):
-        value = row.get(f"{setting}_over_paper", "-")
+        if threshold:
+            value = row.get(f"{setting}_value", "-")
+            value = str(float(value) / threshold) if value not in ("-", "", "n/a") else value
+        else:
+            value = row.get(f"{setting}_over_paper", "-")
         if value not in ("-", "", "n/a"):
             shown.append((float(value), setting, row.get(f"{setting}_verdict", "-")))
+    over = f", over {judge}" if threshold else ""
     for value, setting, verdict in shown:
         if verdict not in UNUSED:
-            return value, setting
+            return value, setting + over
     if shown:
         value, setting, verdict = shown[0]
-        return value, f"{setting} ({UNUSED[verdict]})"
+        return value, f"{setting} ({UNUSED[verdict]}){over}"
     return None, None
 
 
@@ -52,10 +61,11 @@ def main(results):
         ax.set_xscale("log")
         ax.set_yticks(range(len(points)), [p[0] for p in points], fontsize=6)
         ax.invert_yaxis()
-        ax.set_xlabel("ours / the paper's value (log scale; 1 = the paper's)", fontsize=7)
+        ax.set_xlabel("ours / the paper's value, or / the threshold of an ordering (log scale)", fontsize=7)
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
         ax.legend(handles, COLOURS.keys(), fontsize=6, loc="lower right")
-        ax.set_title(f"{name}: claims with a number of ours ({len(points)}), ratio to the paper's value", fontsize=8)
+        ax.set_title(f"{name}: claims with a number of ours ({len(points)}), over the paper's value (an ordering: its threshold)",
+                     fontsize=8)
         save(fig, pathlib.Path(results) / f"claims_{paper}.png", dpi=110)
         plt.close(fig)
 

@@ -259,7 +259,7 @@ MUTATIONS = [
     {
         "id": "share_points_only",
         "mechanism": "a share is judged by its points alone: a sixth of the paper's share passes",
-        "file": "tools/claims/ledger.cpp",
+        "file": "tools/claims/verdict.cpp",
         "edits": [('    const bool share = spec.unit == "%" && paper > 0;', "    const bool share = false;")],
         "targets": [UNIT],
         "tests": r"^ClaimVerdict\.",
@@ -267,7 +267,7 @@ MUTATIONS = [
     {
         "id": "partly_unbounded",
         "mechanism": "partly has no bound: four times the paper's ratio, on its side, is partly",
-        "file": "tools/claims/ledger.cpp",
+        "file": "tools/claims/verdict.cpp",
         "edits": [("    if (f <= 1 + 2 * p)\n      return {\"partly\"", "    if (true)\n      return {\"partly\"")],
         "targets": [UNIT],
         "tests": r"^ClaimVerdict\.",
@@ -275,21 +275,38 @@ MUTATIONS = [
     {
         "id": "noise_needs_width",
         "mechanism": "a range through the no-effect value gives a direction when it is narrower than the effect",
-        "file": "tools/claims/ledger.cpp",
-        "edits": [("    return ours.lo < ours.hi && ours.lo <= x + std::fabs(x) * margin && x - std::fabs(x) * margin <= ours.hi;",
-                   "    return ours.lo < ours.hi && ours.lo <= x + std::fabs(x) * margin && x - std::fabs(x) * margin <= ours.hi &&\n"
-                   "           ours.hi - ours.lo >= std::fabs(paper - x);")],
+        "file": "tools/claims/verdict.cpp",
+        "edits": [("  auto noise = [&](double x) { return ours.lo < ours.hi && ours.lo <= x && x <= ours.hi; };",
+                   "  auto noise = [&](double x) {\n"
+                   "    return ours.lo < ours.hi && ours.lo <= x && x <= ours.hi && ours.hi - ours.lo >= std::fabs(paper - x);\n"
+                   "  };")],
         "targets": [UNIT],
         "tests": r"^ClaimVerdict\.",
     },
     {
-        "id": "ratio_margin_dropped",
-        "mechanism": "this machine's ratio a little past 1 gives a direction: a second launch may give the other",
+        "id": "between_run_spread_dropped",
+        "mechanism": "this machine's range is judged as one run measured it: a verdict a second run's move overturns reads settled",
         "file": "tools/claims/ledger.cpp",
-        "edits": [("judge_number(spec, paper, *s.value, measured && cpu ? kRatioMargin : 0);",
-                   "judge_number(spec, paper, *s.value, 0 * (measured && cpu));")],
+        "edits": [("judge_number(spec, paper, *s.value, measured && cpu ? between_runs : 0);",
+                   "judge_number(spec, paper, *s.value, 0 * between_runs * (measured && cpu));")],
         "targets": [UNIT],
         "tests": r"^ClaimLedger\.",
+    },
+    {
+        "id": "unsettled_ignored",
+        "mechanism": "a verdict whose widened range reaches another is given as its median's",
+        "file": "tools/claims/verdict.cpp",
+        "edits": [("  if (between.size() == 1) return j;", "  if (between.size() >= 1) return j;")],
+        "targets": [UNIT],
+        "tests": r"^ClaimVerdict\.",
+    },
+    {
+        "id": "still_claims_widened",
+        "mechanism": "a count, whose number did not move between the runs, is widened by its class's spread",
+        "file": "tools/claims/between_runs.cpp",
+        "edits": [("  if (measured.still.count(spec.id)) return 0;", "")],
+        "targets": [UNIT],
+        "tests": r"^ClaimVerdict\.",
     },
     {
         "id": "off_hardware_judged",
@@ -1250,9 +1267,8 @@ MUTATIONS = [
     {
         "id": "verdict_hides_what_its_range_reaches",
         "mechanism": "a verdict no longer names the other verdict its run's range reaches",
-        "file": "tools/claims/ledger.cpp",
-        "edits": [("  if (ours.lo == ours.hi || j.verdict == \"noise\") return j;",
-                   "  if (true) return j;")],
+        "file": "tools/claims/verdict.cpp",
+        "edits": [("  if (lo == hi) return j;", "  if (true) return j;")],
         "targets": [UNIT],
         "tests": r"^ClaimVerdict\.",
     },
@@ -1433,7 +1449,7 @@ MUTATIONS = [
     {
         "id": "judge_noise_before_magnitude",
         "mechanism": "a range through 1 reads noise though every point of it is far from the paper's value",
-        "file": "tools/claims/ledger.cpp",
+        "file": "tools/claims/verdict.cpp",
         "edits": [("    if (ratio_factor(nearest, paper) > 1 + 2 * p)", "    if (false && ratio_factor(nearest, paper) > 1 + 2 * p)")],
         "targets": [UNIT],
         "tests": r"^ClaimVerdict\.",
@@ -1441,7 +1457,7 @@ MUTATIONS = [
     {
         "id": "judge_partly_a_difference",
         "mechanism": "match's partly is a difference from the paper's value, whose band below it reaches 0",
-        "file": "tools/claims/ledger.cpp",
+        "file": "tools/claims/verdict.cpp",
         "edits": [("    const double f = ratio_factor(ours.v, paper);", "    const double f = 1 + std::fabs(ours.v / paper - 1);")],
         "targets": [UNIT],
         "tests": r"^ClaimVerdict\.",
@@ -1449,7 +1465,7 @@ MUTATIONS = [
     {
         "id": "judge_bounds_partly_unbounded",
         "mechanism": "at_least / at_most: any value past the baseline is partly, however small its effect",
-        "file": "tools/claims/ledger.cpp",
+        "file": "tools/claims/verdict.cpp",
         "edits": [("    if (same_side && (least ? ours.v >= partly_bound(paper, baseline) : ours.v <= partly_bound(paper, baseline)))",
                    "    if (same_side)")],
         "targets": [UNIT],

@@ -8,6 +8,7 @@
 #include "kernels/exec.h"
 #include "tools/claims/expression.h"
 #include "tools/claims/ledger.h"
+#include "tools/claims/between_runs.h"
 #include "tools/claims/stability.h"
 
 namespace moebench {
@@ -202,38 +203,46 @@ TEST(ClaimVerdict, NoiseWhenTheRangeHoldsTheNoEffectValue) {
   EXPECT_EQ(judge_number(spec("match:15", "1"), 1.25, Number::exact(1.0)).verdict, "not reproduced");
 }
 
-TEST(ClaimVerdict, ARatioRangeMustClearTheNoEffectValueByTheMargin) {
-  const double m = kRatioMargin;
-  ASSERT_EQ(m, 0.05);
-  // 1.03 [1.02, 1.04] does not hold 1, but comes within 5% of it: another launch may reach 1.
-  // (The paper's 1.2 is within the partly band of every point of the range: magnitude does not decide.)
-  const Judgement near = judge_number(spec("match:20", "1"), 1.2, {1.03, 1.02, 1.04}, m);
-  EXPECT_EQ(near.verdict, "noise");
-  EXPECT_NE(near.why.find("comes within 5% of 1, the no-effect value"), std::string::npos) << near.why;
-  EXPECT_EQ(judge_number(spec("match:20", "1"), 1.2, {1.03, 1.02, 1.04}).verdict, "reproduced");  // no margin
-  EXPECT_EQ(judge_number(spec("above:1"), 1.0, {1.03, 1.01, 1.04}, m).verdict, "noise");
-  EXPECT_EQ(judge_number(spec("below:1"), 0.5, {0.97, 0.96, 0.98}, m).verdict, "noise");
-  // Past the margin the direction is given, on either side.
-  EXPECT_EQ(judge_number(spec("above:1"), 1.0, {1.10, 1.051, 1.2}, m).verdict, "reproduced");
-  EXPECT_EQ(judge_number(spec("match:20", "1"), 1.2, {0.90, 0.85, 0.94}, m).verdict, "not reproduced");
-  // Only ratios: a residual in % is not moved by it.
+// A verdict holds only over the run's range widened by its class's between-run spread; else it is
+// unsettled, naming the verdicts it lies between. No fixed margin: the spread is measured.
+TEST(ClaimVerdict, AVerdictHoldsOnlyOverTheRangeWidenedByTheBetweenRunSpread) {
+  // 1.03 [1.02, 1.04] against 1.2: reproduced over its own range; widened by 5% it reaches 0.969,
+  // the other side of 1.
+  EXPECT_EQ(judge_number(spec("match:20", "1"), 1.2, {1.03, 1.02, 1.04}).verdict, "reproduced");
+  const Judgement widened = judge_number(spec("match:20", "1"), 1.2, {1.03, 1.02, 1.04}, 0.05);
+  EXPECT_EQ(widened.verdict, kUnsettled);
+  EXPECT_EQ(widened.reaches, (std::vector<std::string>{"reproduced", "not reproduced"}));
+  EXPECT_EQ(widened.why.rfind("between reproduced and not reproduced: ", 0), 0u) << widened.why;
+  EXPECT_NE(widened.why.find("widened by its class's between-run spread (5%) to [0.969, 1.09]"), std::string::npos)
+      << widened.why;
+  EXPECT_EQ(judge_number(spec("above:1"), 1.0, {1.03, 1.01, 1.04}, 0.05).verdict, kUnsettled);
+  // Past the widened range the direction holds, on either side.
+  EXPECT_EQ(judge_number(spec("above:1"), 1.0, {1.10, 1.051, 1.2}, 0.04).verdict, "reproduced");
+  EXPECT_EQ(judge_number(spec("match:20", "1"), 1.2, {0.90, 0.85, 0.94}, 0.05).verdict, "not reproduced");
+  // Every class is widened, a residual in % too.
   ClaimSpec residual = spec("below:10");
   residual.unit = "%";
-  EXPECT_EQ(judge_number(residual, 0, {9.8, 9.7, 9.9}, m).verdict, "reproduced");
+  EXPECT_EQ(judge_number(residual, 0, {9.8, 9.7, 9.9}).verdict, "reproduced");
+  EXPECT_EQ(judge_number(residual, 0, {9.8, 9.7, 9.9}, 0.05).verdict, kUnsettled);
+  // A number with no range (a count, the model's) and no spread is what it is; noise stays noise.
+  EXPECT_EQ(judge_number(spec("match:20", "1"), 1.2, Number::exact(1.03)).verdict, "reproduced");
+  EXPECT_EQ(judge_number(spec("match:20", "1"), 1.2, {1.03, 0.98, 1.1}, 0.05).verdict, "noise");
 }
 
 // Magnitude before noise: a range whose every point is past the partly bound, or on the wrong side
 // of the threshold, is not reproduced though it holds 1 (MPMoE's 2.32x "up to", measured [0.977, 1.051]).
 TEST(ClaimVerdict, ARangeFarFromThePapersValueIsNotReproducedThoughItHoldsTheNoEffectValue) {
-  const double m = kRatioMargin;
+  const double m = 0.05;  // a between-run spread
   const Judgement far = judge_number(spec("match:20", "1"), 2.32, {1.0, 0.977, 1.051}, m);
   EXPECT_EQ(far.verdict, "not reproduced");
   EXPECT_NE(far.why.find("even the range's point nearest the paper's, 1.05,"), std::string::npos) << far.why;
   EXPECT_EQ(judge_number(spec("match:20", "1"), 1.66, {0.93, 0.90, 0.96}, m).verdict, "not reproduced");
   EXPECT_EQ(judge_number(spec("at_least", "1"), 1.75, {1.0, 0.95, 1.2}, m).verdict, "not reproduced");  // below 1.375
   EXPECT_EQ(judge_number(spec("at_most", "1"), 0.5, {1.0, 0.8, 1.1}, m).verdict, "not reproduced");    // above 0.75
-  EXPECT_EQ(judge_number(spec("above:1"), 1.0, {0.96, 0.92, 0.99}, m).verdict, "not reproduced");
-  EXPECT_EQ(judge_number(spec("below:1"), 0.5, {1.03, 1.02, 1.04}, m).verdict, "not reproduced");
+  EXPECT_EQ(judge_number(spec("above:1"), 1.0, {0.96, 0.92, 0.99}).verdict, "not reproduced");
+  EXPECT_EQ(judge_number(spec("below:1"), 0.5, {1.03, 1.02, 1.04}).verdict, "not reproduced");
+  // ... until the spread carries an end across the threshold.
+  EXPECT_EQ(judge_number(spec("above:1"), 1.0, {0.96, 0.92, 0.99}, m).verdict, kUnsettled);
   // A range that reaches the band is judged as before: noise where it holds 1.
   EXPECT_EQ(judge_number(spec("match:20", "1"), 1.25, {1.0, 0.9, 1.3}, m).verdict, "noise");
   EXPECT_EQ(judge_number(spec("at_least", "1"), 1.75, {1.0, 0.9, 1.4}, m).verdict, "noise");
@@ -254,28 +263,68 @@ TEST(ClaimVerdict, PartlyIsAFactorEitherWayAndHalfTheEffectForBounds) {
   EXPECT_EQ(judge_number(spec("at_most", "1"), 0.5, Number::exact(0.7)).verdict, "partly");
 }
 
-TEST(ClaimVerdict, TheOtherVerdictsTheRangeReachesAreNamed) {
+TEST(ClaimVerdict, AnUnsettledVerdictNamesTheVerdictsItLiesBetween) {
   // At least 1.75 over 1: the median 1.5 is partly; the range's high end, 1.9, is past the bound.
   const Judgement below = judge_number(spec("at_least", "1"), 1.75, {1.5, 1.4, 1.9});
-  EXPECT_EQ(below.verdict, "partly");
-  EXPECT_EQ(below.reaches, std::vector<std::string>{"reproduced"});
-  EXPECT_NE(below.why.find("; its range reaches reproduced"), std::string::npos) << below.why;
+  EXPECT_EQ(below.verdict, kUnsettled);
+  EXPECT_EQ(below.reaches, (std::vector<std::string>{"partly", "reproduced"}));
+  EXPECT_EQ(below.why.rfind("between partly and reproduced: ", 0), 0u) << below.why;
+  EXPECT_NE(below.why.find("; the run's range reaches reproduced"), std::string::npos) << below.why;
   // Within 15% of 2: both ends are off by 20%, one verdict named once.
   const Judgement both = judge_number(spec("match:15"), 2.0, {2.1, 1.6, 2.4});
-  EXPECT_EQ(both.verdict, "reproduced");
-  EXPECT_EQ(both.reaches, std::vector<std::string>{"partly"});
-  // A range inside its verdict, a number with no range, and noise reach nothing.
+  EXPECT_EQ(both.verdict, kUnsettled);
+  EXPECT_EQ(both.reaches, (std::vector<std::string>{"reproduced", "partly"}));
+  // A range inside its verdict, a number with no range, and noise lie between nothing.
   for (const Judgement& j : {judge_number(spec("match:15"), 2.0, {2.1, 2.0, 2.2}),
                              judge_number(spec("match:15"), 2.0, Number::exact(1.6)),
                              judge_number(spec("match:15", "1"), 1.25, {1.1, 0.9, 1.3})}) {
     EXPECT_TRUE(j.reaches.empty()) << j.verdict << ": " << j.why;
-    EXPECT_EQ(j.why.find("reaches"), std::string::npos) << j.why;
+    EXPECT_NE(j.verdict, kUnsettled) << j.why;
   }
 }
 
-// judge_claims over a results folder: which setting may judge, and what the others say. The
-// runs name commits of a scratch git repository (the ledger asks git whether the measured code
-// changed between a GPU run and this machine's).
+// The spread of each class, from a stability pair's two numbers per claim: claims whose number did
+// not move (counts, seeded runs) enter no spread; the 90th percentile is the nearest rank's.
+TEST(ClaimVerdict, TheBetweenRunSpreadIsMeasuredPerClassOverTheClaimsThatMove) {
+  std::vector<ClaimSpec> specs;
+  std::string csv = "claim,first_verdict,second_verdict,same,first_value,second_value,runs\n";
+  for (int i = 1; i <= 10; ++i) {  // ratios moving 1% .. 10%
+    ClaimSpec c = spec("match:20", "1");
+    c.id = "r" + std::to_string(i);
+    c.unit = "x";
+    c.quantity = "relative";
+    specs.push_back(c);
+    csv += c.id + ",reproduced,reproduced,yes,1," + std::to_string(1 - i / 100.0) + ",a\n";
+  }
+  ClaimSpec count = specs[0], share = specs[0], uncounted = specs[0];
+  count.id = "count", share.id = "share", share.unit = "%", uncounted.id = "uncounted";
+  specs.insert(specs.end(), {count, share, uncounted});
+  csv += "count,reproduced,reproduced,yes,2,2,a\nshare,partly,reproduced,no,40,30,a\n"
+         "uncounted,modelled only,modelled only,-,3,1,a\n";
+  const fs::path path = fs::temp_directory_path() / ("moebench_spread_" + std::to_string(::getpid()) + ".csv");
+  std::ofstream(path) << csv;
+  const BetweenRuns spreads = between_runs(CsvRows::read(path.string()), specs);
+  fs::remove(path);
+  const ClassSpread& ratio = spreads.classes.at("timing ratio");
+  EXPECT_EQ(ratio.moved, 10);
+  EXPECT_EQ(ratio.still, 1);  // the count
+  EXPECT_NEAR(ratio.median, 0.055, 1e-12);
+  EXPECT_NEAR(ratio.p90, 0.09, 1e-12);
+  EXPECT_NEAR(spreads.classes.at("share").p90, 0.25, 1e-12);
+  EXPECT_NEAR(between_run_spread(spreads, specs[3]), 0.09, 1e-12);
+  EXPECT_EQ(between_run_spread(spreads, count), 0);  // its own number did not move
+  ClaimSpec unpaired = specs[0];
+  unpaired.id = "added since";
+  EXPECT_NEAR(between_run_spread(spreads, unpaired), 0.09, 1e-12);  // its class's
+  ClaimSpec residual = share;
+  residual.judge = "below:10";
+  EXPECT_EQ(claim_class(residual), "fit residual");
+  ClaimSpec fraction = specs[0];
+  fraction.unit = "";
+  EXPECT_EQ(claim_class(fraction), "fraction");
+  EXPECT_EQ(between_run_spread(spreads, fraction), 0);  // no claim of its class moved
+}
+
 class ClaimLedger : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -407,14 +456,18 @@ TEST_F(ClaimLedger, EveryRowSaysWhatCoresItsRanksHad) {
   EXPECT_EQ(judged("").verdict, "reproduced");  // a claim that does not ask
 }
 
-// This machine's ratio must clear 1 by the margin; a GPU run's range is its own.
-TEST_F(ClaimLedger, TheMarginHoldsThisMachinesRatiosNotTheGpus) {
+// This machine's range is widened by its class's spread from the results folder's stability pair;
+// a GPU run's range is its own.
+TEST_F(ClaimLedger, TheBetweenRunSpreadWidensThisMachinesRangesNotTheGpus) {
   write("x/r.csv", 1.03, 1.02, 1.04, "cpu", "measured: MPI between the ranks' hosts");
-  const ClaimResult cpu = judged("", "", "1.2");
-  EXPECT_EQ(cpu.verdict, "noise");
-  EXPECT_NE(cpu.why.find("comes within 5% of 1"), std::string::npos) << cpu.why;
   write("cuda/x/r.csv", 1.03, 1.02, 1.04, "cuda", "measured: NCCL");
-  EXPECT_EQ(judged("", "", "1.2").gpu.verdict, "partly");  // 1.17x the paper's: within a factor of 1.3, not 1.15
+  EXPECT_EQ(judged("", "", "1.2").local.verdict, "partly");  // no stability pair: the range as measured
+  std::ofstream(root / "claims_stability.csv") << "claim,first_verdict,second_verdict,same,first_value,second_value,runs\n"
+                                                  "x.claim,partly,partly,yes,1.1,1.0,a\n";  // a 9.1% move
+  const ClaimResult c = judged("", "", "1.2");
+  EXPECT_EQ(c.local.verdict, kUnsettled) << c.local.why;
+  EXPECT_NE(c.local.why.find("between-run spread (9.09%)"), std::string::npos) << c.local.why;
+  EXPECT_EQ(c.gpu.verdict, "partly");  // 1.17x the paper's: within a factor of 1.3, not 1.15
 }
 
 // This machine says reproduced and the model at the paper's scale says not: the verdict is

@@ -1,5 +1,6 @@
 #include "tools/claims/ledger.h"
 #include "tools/claims/node_setting.h"
+#include "tools/claims/between_runs.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -17,13 +18,6 @@ namespace {
 std::string num(double v) { return fmt(v, 3); }
 std::string range(const Number& n) {
   return n.lo == n.hi ? num(n.v) : num(n.v) + " [" + num(n.lo) + ", " + num(n.hi) + "]";
-}
-double tolerance_of(const std::string& judge, const std::string& cls) {
-  const std::string value = judge.substr(cls.size() + 1);
-  char* end = nullptr;
-  const double t = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end != '\0' || !(t >= 0)) throw Error("claims.csv: judge '" + judge + "': no tolerance after ':'");
-  return t;
 }
 bool starts(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -98,8 +92,10 @@ std::optional<std::string> off_the_relevant_hardware(const ClaimSpec& spec, cons
 
 // `measured`: a run's numbers (this machine's, a GPU's), held to the claim's relevant hardware;
 // the model's are not.
+// `between_runs`: the spread its class's numbers move by between two runs of this machine's.
 SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::string& expression, const std::string& root,
-                               const std::string& paper_hardware, bool absolute, bool measured = true) {
+                               const std::string& paper_hardware, bool absolute, bool measured = true,
+                               double between_runs = 0) {
   SettingResult s;
   if (expression.empty()) {
     s.missing = "no expression for this setting";
@@ -150,9 +146,10 @@ SettingResult evaluate_setting(const ClaimSpec& spec, double paper, const std::s
             "; this number is from " + (s.device.empty() ? "another machine" : s.device);
     return s;
   }
-  // The margin is for this machine's launches, whose spread the stability runs measure.
+  // The between-run spread is this machine's, which the stability pair measured; a GPU run's
+  // range is its own.
   const bool cpu = std::find(backends.begin(), backends.end(), "cpu") != backends.end();
-  const Judgement j = judge_number(spec, paper, *s.value, measured && cpu ? kRatioMargin : 0);
+  const Judgement j = judge_number(spec, paper, *s.value, measured && cpu ? between_runs : 0);
   s.verdict = j.verdict;
   s.why = j.why;
   s.reaches = j.reaches;
@@ -191,119 +188,6 @@ void describe_assumptions(const CsvRows& t, ClaimResult& c) {
   if (changing.size() > 2) c.model_assumptions += "; and " + std::to_string(changing.size() - 2) + " more";
 }
 
-// How many times one value is the other, either way (infinite across 0).
-double ratio_factor(double v, double paper) {
-  if (v == paper) return 1;
-  if (v == 0 || paper == 0 || (v > 0) != (paper > 0)) return INFINITY;
-  return std::max(v / paper, paper / v);
-}
-std::string factor_text(double v, double paper) {
-  const double f = ratio_factor(v, paper);
-  return std::isfinite(f) ? num(f) + "x" : "not a multiple of the paper's,";
-}
-// at_least / at_most: the least value partly reaches, half the paper's effect past the baseline
-// (without one, there is no partly: the paper's value itself).
-double partly_bound(double paper, const std::optional<double>& baseline) {
-  return baseline ? *baseline + (paper - *baseline) / 2 : paper;
-}
-
-// The verdict of ours' median under the claim's tolerance class (noise from its range).
-Judgement judge_value(const ClaimSpec& spec, double paper, const Number& ours, double ratio_margin) {
-  const std::string& judge = spec.judge;
-  std::optional<double> baseline;
-  if (!spec.baseline.empty()) baseline = std::strtod(spec.baseline.c_str(), nullptr);
-  // Noise: the run's range holds the no-effect value (or the threshold), so it does not give the
-  // effect's direction -- a re-run may land on either side. A ratio's range must clear it by
-  // `ratio_margin` besides (kRatioMargin on this machine's numbers).
-  const double margin = spec.unit == "x" ? ratio_margin : 0;
-  auto noise = [&](double x) {
-    return ours.lo < ours.hi && ours.lo <= x + std::fabs(x) * margin && x - std::fabs(x) * margin <= ours.hi;
-  };
-  auto holds = [&](double x) {
-    return ours.lo <= x && x <= ours.hi ? std::string("holds ")
-                                        : "comes within " + num(100 * margin) + "% of ";
-  };
-  const std::string unit = spec.unit.empty() ? "" : " " + spec.unit;
-  const std::string said = "ours " + range(ours) + (paper != 0 ? ", " + num(ours.v / paper) + "x the paper's " + num(paper) : "");
-  // Magnitude before noise: a range whose every point is past the claim's partly bound (or on
-  // the wrong side of its threshold) is not reproduced, though it holds the no-effect value.
-  const double nearest = std::clamp(paper, ours.lo, ours.hi);
-  if (starts(judge, "above:") || starts(judge, "below:")) {
-    const double x = tolerance_of(judge, judge.substr(0, 5));
-    const bool above = judge[0] == 'a';
-    if (above ? ours.hi < x : ours.lo > x)
-      return {"not reproduced", "ours " + range(ours) + ": the whole range is " + (above ? "below " : "above ") + num(x) +
-                                    (paper != 0 ? " (the paper's " + num(paper) + ")" : "")};
-    if (noise(x))
-      return {"noise", "ours " + range(ours) + ": the run's range " + holds(x) + num(x) +
-                           ", the claim's threshold, so it gives no direction"};
-    const bool holds = above ? ours.v > x : ours.v < x;
-    return {holds ? "reproduced" : "not reproduced",
-            "ours " + range(ours) + (holds ? " is " : " is not ") + (above ? "above " : "below ") + num(x) +
-                (paper != 0 ? " (the paper's " + num(paper) + ")" : "")};
-  }
-  if (starts(judge, "match:") && ours.lo < ours.hi) {
-    const double p = tolerance_of(judge, "match") / 100;
-    if (ratio_factor(nearest, paper) > 1 + 2 * p)
-      return {"not reproduced", said + ": even the range's point nearest the paper's, " + num(nearest) + ", is " +
-                                    factor_text(nearest, paper) + " off, past a factor of " + num(1 + 2 * p)};
-  }
-  if ((judge == "at_least" || judge == "at_most") && ours.lo < ours.hi) {
-    const bool least = judge == "at_least";
-    const double bound = partly_bound(paper, baseline);
-    if (least ? ours.hi < bound : ours.lo > bound)
-      return {"not reproduced", "ours " + range(ours) + ": the whole range is " + (least ? "below " : "above ") +
-                                    (baseline ? num(bound) + ", half the paper's effect past " + num(*baseline) + " (the paper's " +
-                                                    num(paper) + ")"
-                                              : "the paper's " + num(paper))};
-  }
-  if (baseline && noise(*baseline))
-    return {"noise", said + "; the run's range " + holds(*baseline) + num(*baseline) +
-                         ", the no-effect value, so it gives no direction"};
-  const bool same_side = baseline && (ours.v - *baseline) * (paper - *baseline) > 0;
-  if (starts(judge, "match:")) {
-    // Within a factor, the same above the paper's value as below it: reproduced within 1 + P,
-    // partly within 1 + 2P, and on the paper's side of the baseline where there is one.
-    const double p = tolerance_of(judge, "match") / 100;
-    const double f = ratio_factor(ours.v, paper);
-    if (f <= 1 + p && (!baseline || same_side)) return {"reproduced", said + " (within a factor of " + num(1 + p) + ")"};
-    if (baseline && !same_side) return {"not reproduced", said + ": the other side of " + num(*baseline)};
-    if (f <= 1 + 2 * p)
-      return {"partly", said + (baseline ? ": the same direction, within a factor of " : ": within a factor of ") +
-                            num(1 + 2 * p) + ", not " + num(1 + p)};
-    return {"not reproduced", said + (baseline ? ": the same direction, but " : ": ") + factor_text(ours.v, paper) +
-                                  " off, more than a factor of " + num(1 + 2 * p)};
-  }
-  if (starts(judge, "within:")) {
-    // A share (unit %) is also held to a factor of 2 of the paper's: points alone would pass a
-    // sixth of a small share.
-    const double d = tolerance_of(judge, "within");
-    const double off = std::fabs(ours.v - paper);
-    const bool share = spec.unit == "%" && paper > 0;
-    const double factor = !share ? 1.0 : ours.v > 0 ? std::max(ours.v / paper, paper / ours.v) : INFINITY;
-    const std::string what = "ours " + range(ours) + " against the paper's " + num(paper) + unit;
-    if (factor > 2 && off <= 2 * d)
-      return {"not reproduced", what + " (within " + num(off <= d ? d : 2 * d) + " points, but " +
-                                    (std::isfinite(factor) ? num(factor) + "x" : "not a share of") + " the paper's share: "
-                                    "more than a factor of 2)"};
-    if (off <= d) return {"reproduced", what + " (within " + num(d) + (share ? " points and a factor of 2)" : ")")};
-    if (off <= 2 * d) return {"partly", what + " (within " + num(2 * d) + ", not " + num(d) + ")"};
-    return {"not reproduced", what + " (off by " + num(off) + ")"};
-  }
-  if (judge == "at_least" || judge == "at_most") {
-    const bool least = judge == "at_least";
-    if (least ? ours.v >= paper : ours.v <= paper)
-      return {"reproduced", "ours " + range(ours) + (least ? " is at least " : " is at most ") + "the paper's " + num(paper)};
-    // Partly: at least half the paper's effect past the baseline.
-    if (same_side && (least ? ours.v >= partly_bound(paper, baseline) : ours.v <= partly_bound(paper, baseline)))
-      return {"partly", "ours " + range(ours) + " is past " + num(*baseline) + " as the paper's, by at least half its "
-                            "effect, but " + (least ? "below" : "above") + " its " + num(paper)};
-    return {"not reproduced", "ours " + range(ours) + (least ? " is below " : " is above ") + "the paper's " + num(paper) +
-                                  (baseline ? " and on the other side of " + num(*baseline) : "")};
-  }
-  throw Error("claims.csv: " + spec.id + ": judge '" + judge +
-              "' is not one of match:P, within:D, at_least, at_most, above:X, below:X, none");
-}
 
 // The suite's other settings against the verdict of `measured`: a reproduced or partly verdict of
 // this machine's that the GPU run or the model at the paper's scale says is not reproduced becomes
@@ -330,17 +214,6 @@ void contradict(ClaimResult& c, const SettingResult& measured, const std::option
 
 }  // namespace
 
-Judgement judge_number(const ClaimSpec& spec, double paper, const Number& ours, double ratio_margin) {
-  Judgement j = judge_value(spec, paper, ours, ratio_margin);
-  if (ours.lo == ours.hi || j.verdict == "noise") return j;
-  for (double end : {ours.lo, ours.hi}) {
-    const std::string v = judge_value(spec, paper, Number::exact(end), 0).verdict;
-    if (v != j.verdict && std::find(j.reaches.begin(), j.reaches.end(), v) == j.reaches.end()) j.reaches.push_back(v);
-  }
-  for (std::size_t i = 0; i < j.reaches.size(); ++i)
-    j.why += (i ? " and " : "; its range reaches ") + j.reaches[i];
-  return j;
-}
 
 std::vector<ClaimSpec> read_claim_specs(const std::string& path) {
   const CsvRows t = CsvRows::read(path);
@@ -407,6 +280,8 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
   std::vector<SettingResult ClaimResult::*> measured_of;  // which setting judged each claim, for the contradictions
   std::optional<CsvRows> sensitivity;
   if (std::ifstream(results + "/models/sensitivity.csv")) sensitivity = CsvRows::read(results + "/models/sensitivity.csv");
+  BetweenRuns spreads;
+  if (std::ifstream(results + "/claims_stability.csv")) spreads = between_runs(CsvRows::read(results + "/claims_stability.csv"), specs);
   for (const ClaimSpec& spec : specs) {
     ClaimResult c;
     c.spec = spec;
@@ -419,7 +294,8 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
     }
     c.paper = claim_paper_value(spec);
     const bool absolute = spec.quantity == "absolute";
-    c.local = evaluate_setting(spec, c.paper, spec.local, results, spec.hardware, absolute);
+    c.local = evaluate_setting(spec, c.paper, spec.local, results, spec.hardware, absolute, true,
+                               between_run_spread(spreads, spec));
     c.gpu = evaluate_setting(spec, c.paper, spec.gpu == "=" ? spec.local : spec.gpu, results + "/cuda", spec.hardware, absolute);
     if (c.gpu.value)
       for (const auto& [f, o] : c.gpu.origin_of) {

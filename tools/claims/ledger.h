@@ -2,18 +2,11 @@
 // from three settings -- this machine's runs (results/), a GPU run (results/cuda/) and the
 // calibrated model at the papers' scale (results/models/) -- each a number computed by the
 // claim's expression (tools/claims/expression.h), its ratio to the paper's and a verdict by the
-// claim's tolerance class:
-//   match:P     within P% of the paper's value (partly: the same side of the baseline, or 2P%)
-//   within:D    within D of it, in its unit (shares in points; partly: 2D)
-//   at_least / at_most   at least / at most the paper's bound (partly: past the baseline)
-//   above:X / below:X    an ordering or direction: above / below X
-//   none        what the suite does not measure (model quality after pre-training): why, and
-//               the command that would measure it where one exists
-// A verdict is refused (noise) where the run's range holds the baseline, the no-effect value;
-// one whose range reaches another verdict at an end names it (Judgement::reaches). A share is
-// reproduced only within D points and a factor of 2; partly is bounded (2P, 2D). A number from
-// hardware the claim is not about is not judged (kOffHardware); a verdict the suite's other
-// settings contradict is not "reproduced" (kContradicted).
+// claim's tolerance class (tools/claims/verdict.h; `none`: what the suite does not measure, with
+// why and the command that would measure it where one exists). A number from hardware the claim is not about
+// is not judged (kOffHardware); a verdict the suite's other settings contradict is not
+// "reproduced" (kContradicted). This machine's ranges are widened by the between-run spread of the
+// claim's class, measured by a stability pair in the results folder (tools/claims/between_runs.h).
 // An absolute time is judged only on the paper's hardware. A claim's verdict is its GPU run's,
 // else this machine's; a number only the model gives makes it "modelled only", never
 // "reproduced".
@@ -24,6 +17,7 @@
 #include <vector>
 #include "tools/claims/expression.h"
 #include "tools/claims/gpu_evidence.h"
+#include "tools/claims/verdict.h"
 
 namespace moebench {
 
@@ -100,20 +94,5 @@ std::vector<ClaimResult> judge_claims(const std::vector<ClaimSpec>& specs, const
                                       const std::string& repo);
 // results/claims.csv's text (no provenance of its own: each number names its CSVs).
 std::string claims_csv(const std::vector<ClaimResult>& claims);
-
-// How far a ratio's range (unit x) measured on this machine (the CPU backend) must stay from its
-// no-effect value or threshold to give a direction: a relative margin, a few times the median
-// difference two launches of one commit show here (docs/claims.md).
-inline constexpr double kRatioMargin = 0.05;
-
-// The verdict of `ours` against the paper's value under `spec`'s tolerance class, and why.
-// `reaches`: the other verdicts the ends of ours' range would get (where its verdict is not
-// noise), said in `why` too -- the verdicts a re-run of the same code may give. `ratio_margin`:
-// how far beyond the no-effect value or threshold a ratio's range must stay to give a direction.
-struct Judgement {
-  std::string verdict, why;
-  std::vector<std::string> reaches;
-};
-Judgement judge_number(const ClaimSpec& spec, double paper, const Number& ours, double ratio_margin = 0);
 
 }  // namespace moebench

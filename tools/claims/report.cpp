@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 #include "harness/csv.h"
+#include "tools/claims/between_runs.h"
 #include "tools/claims/stability.h"
 #include "tools/claims/torch_comparisons.h"
 
@@ -18,7 +19,7 @@ std::string markdown_cell(std::string s) {
 
 namespace {
 
-const char* const kVerdicts[] = {"reproduced", "partly",   "contradicted",  "not reproduced",
+const char* const kVerdicts[] = {"reproduced", "partly",     "unsettled",    "contradicted",       "not reproduced",
                                  "noise",      kOffHardware, "modelled only", "not measurable here"};
 
 struct PaperInfo {
@@ -108,23 +109,27 @@ int tiny_verdicts(const std::vector<ClaimResult>& claims) {
   return n;
 }
 
-// How far the verdicts hold: the figure of claims_stability.csv, and the claims that flipped.
-std::string stability_section(const CsvRows* t) {
+// How far the verdicts hold: the figure of claims_stability.csv over the claims that can move, the
+// claims that flipped, and the between-run spread of each class that widens this machine's ranges.
+std::string stability_section(const CsvRows* t, const std::vector<ClaimResult>& claims) {
   std::ostringstream md;
   md << "## How far the verdicts hold\n\n";
   if (!t || t->size() == 0) {
     md << "No two runs of one commit have been compared for this results folder (`experiments/claims/stability.sh` "
-          "runs the experiments twice and writes `claims_stability.csv`).\n\n";
+          "runs the experiments twice and writes `claims_stability.csv`), so no range is widened by a between-run "
+          "spread.\n\n";
     return md.str();
   }
-  int counted = 0, same = 0;
+  int counted = 0, same = 0, still = 0;
   std::vector<std::string> flips;
-  std::vector<VerdictPair> pairs;
   for (std::size_t r = 0; r < t->size(); ++r) {
     const std::string s = t->cell(r, "same");
     if (s == "-") continue;
-    pairs.push_back({t->cell(r, "claim"), t->cell(r, "first_verdict"), t->cell(r, "second_verdict"),
-                     t->cell(r, "first_value"), t->cell(r, "second_value"), true});
+    const auto move = relative_move(t->cell(r, "first_value"), t->cell(r, "second_value"));
+    if (move && *move == 0) {  // a count, a seeded run: it cannot move
+      ++still;
+      continue;
+    }
     ++counted;
     if (s == "yes") {
       ++same;
@@ -134,14 +139,22 @@ std::string stability_section(const CsvRows* t) {
     }
   }
   md << "Two runs (" << t->cell(0, "runs") << "): " << same << " of the " << counted
-     << " claims with a run verdict got the same verdict on both (" << fmt(counted ? 100.0 * same / counted : 100, 3)
-     << "%; `claims_stability.csv`)" << (flips.empty() ? ".\n\n" : ". The others:\n\n");
+     << " claims whose number can move got the same verdict on both (" << fmt(counted ? 100.0 * same / counted : 100, 3)
+     << "%; `claims_stability.csv`; " << still << " more gave the same number twice: counts and seeded runs, "
+     << "which cannot move)" << (flips.empty() ? ".\n\n" : ". The others:\n\n");
   for (const std::string& f : flips) md << "- " << f << "\n";
   if (!flips.empty()) md << "\n";
-  if (const auto d = median_relative_difference(pairs))
-    md << "The two runs' numbers of these claims differ by a median of " << fmt(100 * *d, 2)
-       << "% (relative). A ratio's range gives a direction only when it clears 1 (or its threshold) by "
-       << fmt(100 * kRatioMargin, 2) << "% (docs/claims.md).\n\n";
+  std::vector<ClaimSpec> specs;
+  for (const ClaimResult& c : claims) specs.push_back(c.spec);
+  const BetweenRuns measured = between_runs(*t, specs);
+  md << "How far each class of claims moved between the two runs, |a - b| / max(|a|, |b|). This machine's ranges "
+        "are widened at each end by their class's 90th percentile (not those whose number did not move); a verdict that does not hold over the widened "
+        "range is *unsettled* (docs/claims.md):\n\n"
+        "| class | moved | did not move | median move | 90th percentile |\n|---|---|---|---|---|\n";
+  for (const auto& [cls, sp] : measured.classes)
+    md << "| " << cls << " | " << sp.moved << " | " << sp.still << " | " << (sp.moved ? fmt(100 * sp.median, 3) + "%" : "-")
+       << " | " << (sp.moved ? fmt(100 * sp.p90, 3) + "%" : "-") << " |\n";
+  md << "\n";
   return md.str();
 }
 
@@ -151,12 +164,12 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
                           const std::string& results_dir, const CsvRows* stability) {
   std::ostringstream md;
   md << "# What the suite reproduces of the four papers\n\n";
-  // The headline counts only the verdicts that hold over their run's whole range.
-  int held = 0, reproduced = 0;
-  for (const ClaimResult& c : claims)
-    if (c.verdict == "reproduced") ++reproduced, held += c.reaches.empty();
-  md << "**" << held << " of the " << claims.size() << " claims reproduced over the whole range of their run**; "
-     << reproduced - held << " more at their median only (a run of the same code may give another verdict).\n\n";
+  // The headline counts the verdicts that hold over their run's range widened by the between-run spread.
+  int reproduced = 0, unsettled = 0;
+  for (const ClaimResult& c : claims) reproduced += c.verdict == "reproduced", unsettled += c.verdict == kUnsettled;
+  md << "**" << reproduced << " of the " << claims.size() << " claims reproduced** over the range of their run, widened "
+     << "by what a second run moves; " << unsettled << " unsettled (a run of the same code may give another verdict than its median's; each names those it lies "
+     << "between).\n\n";
   if (const int tiny = tiny_verdicts(claims))
     md << "> **Tiny scale.** " << tiny << " of the verdicts below come from runs at the tiny scale, a smoke test's sizes: "
        << "their ratios say nothing of the papers' claims. Judge the local or the paper scale's runs.\n\n";
@@ -171,8 +184,10 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
      << "paper's own hardware; elsewhere the claims are ratios, shares and orderings. *reproduced*: within the "
      << "claim's tolerance of the paper's value (or past its bound, on the side of its threshold). *partly*: the same "
      << "effect, not the same size (within twice the tolerance, on the paper's side of the no-effect value). *not "
-     << "reproduced*: neither; also a range every point of which is past the partly band. *noise*: the run's own range "
-     << "holds the no-effect value and reaches the partly band, so it gives no direction and no verdict. *contradicted*: "
+     << "reproduced*: neither; also a range every point of which is past the partly band. *unsettled*: the run's range, "
+     << "widened at each end by the between-run spread of the claim's class (below), reaches another verdict; the line "
+     << "names the verdicts it lies between. *noise*: the run's own range holds the no-effect value and reaches the "
+     << "partly band, so it gives no direction and no verdict. *contradicted*: "
      << "the run says reproduced or partly, but another of the suite's settings (the GPU run, this machine, the model "
      << "at the paper's scale) says not reproduced. *" << kOffHardware << "*: the run lacks what the claim is about: a "
      << "GPU (kernels, tensor cores, a GPU's memory or overlap), a link that uses a core (compute slowing communication; "
@@ -200,20 +215,17 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
   md << "| all |";
   for (const char* v : kVerdicts) md << " " << total[v] << " |";
   md << " " << claims.size() << " |\n\n";
-  std::vector<std::string> movable;
-  int judged = 0;
+  std::vector<std::string> between;
   for (const ClaimResult& c : claims)
-    if (c.verdict == "reproduced" || c.verdict == "partly" || c.verdict == "not reproduced" || c.verdict == kContradicted) {
-      ++judged;
-      if (!c.reaches.empty())
-        movable.push_back(c.spec.id + ": " + c.verdict + ", its range reaches " + c.reaches.front() +
-                          (c.reaches.size() > 1 ? " and " + c.reaches.back() : ""));
+    if (c.verdict == kUnsettled && !c.reaches.empty()) {
+      std::string names = c.reaches[0];
+      for (std::size_t i = 1; i < c.reaches.size(); ++i) names += (i + 1 < c.reaches.size() ? ", " : " and ") + c.reaches[i];
+      between.push_back(c.spec.id + ": between " + names);
     }
-  md << "Of the " << judged << " verdicts a run gave (reproduced, partly, contradicted, not reproduced), " << judged - int(movable.size())
-     << " hold over the run's whole range. The range of the other " << movable.size()
-     << " reaches another verdict, which a run of the same code may give" << (movable.empty() ? ".\n" : ":\n\n");
-  for (const std::string& m : movable) md << "- " << m << "\n";
-  md << "\n" << stability_section(stability);
+  md << between.size() << " verdicts are unsettled: their run's range, widened by their class's between-run spread, "
+     << "reaches another verdict" << (between.empty() ? ".\n" : ":\n\n");
+  for (const std::string& m : between) md << "- " << m << "\n";
+  md << "\n" << stability_section(stability, claims);
 
   // Each paper's claims in four parts, by where their number comes from (and the rest).
   for (const PaperInfo& p : kPapers) {
@@ -269,12 +281,12 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
     if (c.verdict == "not measurable here" || c.verdict == "modelled only")
       md << "| " << markdown_cell(c.spec.id) << " | " << markdown_cell(c.verdict == "modelled only" ? "modelled only; " + c.why : c.why)
          << " | " << (c.spec.cluster_command.empty() ? "-" : "`" + c.spec.cluster_command + "`") << " |\n";
-  md << "\n## Checking the rest on a cluster\n\nThe claims a run judged but did not reproduce (partly, not reproduced, "
-        "noise), with the run they were judged on above, and the command that measures them at the paper's scale on GPUs "
+  md << "\n## Checking the rest on a cluster\n\nThe claims a run judged but did not reproduce (partly, unsettled, not "
+        "reproduced, noise), with the run they were judged on above, and the command that measures them at the paper's scale on GPUs "
         "(then `experiments/claims/report.sh --results DIR` on that folder).\n\n| claim | verdict | on a cluster |\n|---|---|---|\n";
   for (const ClaimResult& c : claims)
-    if (c.verdict == "partly" || c.verdict == "not reproduced" || c.verdict == "noise" || c.verdict == kContradicted ||
-        c.verdict == kOffHardware)
+    if (c.verdict == "partly" || c.verdict == kUnsettled || c.verdict == "not reproduced" || c.verdict == "noise" ||
+        c.verdict == kContradicted || c.verdict == kOffHardware)
       md << "| " << markdown_cell(c.spec.id) << " | " << c.verdict << " | "
          << (c.spec.cluster_command.empty() ? "-" : "`" + c.spec.cluster_command + "`") << " |\n";
 

@@ -10,7 +10,8 @@
 namespace moebench {
 
 bool is_run_verdict(const std::string& v) {
-  return v == "reproduced" || v == "partly" || v == "contradicted" || v == "not reproduced" || v == "noise";
+  return v == "reproduced" || v == "partly" || v == "unsettled" || v == "contradicted" || v == "not reproduced" ||
+         v == "noise";
 }
 
 std::vector<const VerdictPair*> Agreement::flipped() const {
