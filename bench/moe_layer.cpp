@@ -17,7 +17,6 @@
 #include <set>
 #include <thread>
 #include "bench/moe_layer_csv.h"
-#include "harness/processors.h"
 #include "bench/moe_options.h"
 #include "harness/bench.h"
 #include "harness/kernel_table.h"
@@ -140,8 +139,7 @@ class MoELayerBench final : public BenchProgram {
       }
       write_kernels(ctx, d, r.time_ms().median);
       write_layer_csv(ctx.opts.out_dir, ctx.provenance, r,
-                      LayerCsvRun{d, moe_, popularity_.text, roofline_, torch_, !reference_path_.empty(),
-                                  processors_cell(ctx)});
+                      LayerCsvRun{d, moe_, popularity_.text, roofline_, torch_, !reference_path_.empty()});
     }
     return 0;
   }

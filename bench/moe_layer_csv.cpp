@@ -48,7 +48,7 @@ void write_layer_csv(const std::string& out_dir, const Provenance& provenance, c
         "overhead_ratio_min", "overhead_ratio_max", "overhead_status", "target_ratio", "tokens_per_s",
         "peak_model_states_bytes", "peak_activations_bytes", "peak_buffers_bytes", "peak_temporary_bytes",
         "tokens_dropped_fraction", "load_cv", "popularity", "busiest_over_mean_load", "computed_rows_over_routed",
-        "repetitions", "iterations", "processors", "torch_variant", "torch_ms", "torch_ms_min", "torch_ms_max",
+        "repetitions", "iterations", "torch_variant", "torch_ms", "torch_ms_min", "torch_ms_max",
         "torch_busiest_over_mean_load", "speed_vs_torch", "torch", "torch_device"})
     cols.push_back(extra);
   for (const auto& col : roofline_columns()) cols.push_back(col);
@@ -89,7 +89,6 @@ void write_layer_csv(const std::string& out_dir, const Provenance& provenance, c
   row.push_back(fmt(r.counter("computed_over_routed_rows").median, 6));
   row.push_back(std::to_string(r.repetitions()));
   row.push_back(std::to_string(r.iterations));
-  row.push_back(run.processors);
   for (auto& cell : torch_cells(run, total.median)) row.push_back(cell);
   const Work work{r.counter("roofline_flops").median, r.counter("roofline_bytes").median};
   for (auto& cell : roofline_cells(roof, work, half, total.median)) row.push_back(cell);

@@ -32,7 +32,6 @@ struct LayerCsvRun {
   const RooflineProfile& roofline;
   const std::optional<TorchRun>& torch;  // PyTorch's fastest layer (--reference), or none
   bool has_reference = false;            // --reference was given
-  std::string processors;                // harness/processors.h's cell
 };
 
 // Writes <out>/moe/layer_<dispatcher>.csv and prints its summary.

@@ -93,7 +93,7 @@ class PipeBubbleBench final : public BenchProgram {
 
   int finish(BenchContext& ctx, const std::vector<RunRecord>& runs) override {
     fixture_.reset();
-    if (ctx.rt.rank() == 0) write_bubble_csv(ctx, rec_, runs, cores_shared_by_ranks(ctx));
+    if (ctx.rt.rank() == 0) write_bubble_csv(ctx, rec_, runs, cores_shared_by_ranks(ctx.rt, ctx.backend()));
     return 0;
   }
 

@@ -15,7 +15,6 @@
 #include <optional>
 #include "gpt/gpt_layout.h"
 #include "harness/bench.h"
-#include "harness/processors.h"
 #include "models/paper_specs.h"
 #include "models/paper_values.h"
 #include "runtime/range.h"
@@ -107,7 +106,6 @@ class BreakdownBench final : public BenchProgram {
           header.push_back(c.name + suffix);
       header.push_back("expert_rows_max_over_mean");
       header.push_back("repetitions");
-      header.push_back("processors");
       CsvTable table(header);
       const ParallelLayout l = layout(t, ctx.world.size());
       std::vector<std::string> row = {l.describe(), std::to_string(l.dp),
@@ -136,7 +134,6 @@ class BreakdownBench final : public BenchProgram {
       std::printf("  experts' rows busiest / mean rank %s\n", load.c_str());
       row.push_back(load);
       row.push_back(std::to_string(reps.size()));
-      row.push_back(processors_cell(ctx));
       table.add_row(row);
       table.write(ctx.opts.out_dir + "/ppmoe/" + t + ".csv", ctx.provenance);
     }

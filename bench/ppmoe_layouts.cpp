@@ -12,7 +12,6 @@
 #include <map>
 #include <optional>
 #include "harness/bench.h"
-#include "harness/processors.h"
 #include "models/paper_specs.h"
 #include "models/paper_values.h"
 #include "gpt/gpt_trainer.h"
@@ -153,7 +152,7 @@ class LayoutsBench final : public BenchProgram {
     CsvTable t({"model", "dp", "tp", "pp", "ep", "zero", "step_ms", "step_ms_min", "step_ms_max", "step_ms_reps",
                 "tokens_per_s_per_rank", "speed_ratio_vs_slowest_dense", "paper_row", "paper_tokens_per_s_per_gpu",
                 "paper_speed_ratio", "speed_ratio_over_paper", "layers", "hidden", "ffn", "heads", "seq", "vocab", "experts", "sequences_per_step",
-                "micro_batches", "expert_rows_max_over_mean", "processors"});
+                "micro_batches", "expert_rows_max_over_mean"});
     for (std::size_t i = 0; i < rows_.size(); ++i) {
       const Row& row = rows_[i];
       const ParallelLayout& r = row.layout;
@@ -173,7 +172,7 @@ class LayoutsBench final : public BenchProgram {
                  std::to_string(shape_.heads), std::to_string(shape_.seq), std::to_string(shape_.vocab),
                  r.kind == Kind::dense ? "0" : std::to_string(shape_.experts), std::to_string(sequences_),
                  std::to_string(r.pp > 1 ? micro_ : 1),
-                 expert_load_.count(r.describe()) ? fmt(expert_load_.at(r.describe()), 4) : "-", processors_cell(ctx)});
+                 expert_load_.count(r.describe()) ? fmt(expert_load_.at(r.describe()), 4) : "-"});
       std::printf("%-34s step %9.2f ms  %10.1f tokens/s/rank  speed ratio %-8s (paper: %s, %s tokens/s/GPU, %s)\n",
                   r.describe().c_str(), s.median, tput, ratio.c_str(), row.paper_row().c_str(),
                   fmt_or_na(row.paper_throughput()).c_str(), paper_ratio_text.c_str());

@@ -10,13 +10,13 @@
 namespace moebench {
 
 const std::vector<std::string>& Provenance::columns() {
-  static const std::vector<std::string> c = {"backend", "device", "driver", "cuda",  "nccl",   "ranks", "nodes",
-                                             "hosts",   "link",   "dtype",  "scale", "commit", "date"};
+  static const std::vector<std::string> c = {"backend", "device", "driver", "cuda",   "nccl",  "ranks",  "nodes",
+                                             "hosts",   "processors", "link", "dtype", "scale", "commit", "date"};
   return c;
 }
 
 std::vector<std::string> Provenance::values() const {
-  return {backend, device, driver, cuda, nccl, ranks, nodes, hosts, link, dtype, scale, commit, date};
+  return {backend, device, driver, cuda, nccl, ranks, nodes, hosts, processors, link, dtype, scale, commit, date};
 }
 
 CsvTable::CsvTable(std::vector<std::string> columns) : columns_(std::move(columns)) {}

@@ -10,9 +10,10 @@ namespace moebench {
 
 struct Provenance {
   // nodes, hosts: how many hosts the ranks ran on, and their names in rank order ("-" for a
-  // model). link: what communication ran over -- "measured: ..." (on several nodes, within a node
-  // and between them) or "emulated: <GB/s>, <us>". device, driver: every rank's, or "mixed: ...".
-  std::string backend, device, driver, cuda, nccl, ranks, nodes, hosts, link, dtype, scale, commit, date;
+  // model). processors: whether each rank had a processor of its own (harness/processors.h; "-" for
+  // a model). link: what communication ran over -- "measured: ..." (on several nodes, within a
+  // node and between them) or "emulated: <GB/s>, <us>". device, driver: every rank's, or "mixed: ...".
+  std::string backend, device, driver, cuda, nccl, ranks, nodes, hosts, processors, link, dtype, scale, commit, date;
   static const std::vector<std::string>& columns();
   std::vector<std::string> values() const;
 };

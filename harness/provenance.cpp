@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <ctime>
 #include "comm/comm.h"
+#include "harness/processors.h"
 
 namespace moebench {
 
@@ -94,6 +95,7 @@ Provenance make_provenance(const Runtime& rt, const Device& device, const std::s
   p.driver = agreed_or_mixed(rt.gather(device.info().driver));
   p.nodes = std::to_string(rt.nodes());
   p.hosts = hosts_cell(rt.hosts());
+  p.processors = processors_cell(rt, device.backend());
   p.cuda = device.info().cuda;
 #if MOEBENCH_WITH_CUDA
   p.nccl = device.backend() == Backend::cuda ? nccl_version() : "-";

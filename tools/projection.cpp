@@ -98,7 +98,7 @@ Provenance model_provenance(const HardwareProfile& hw, int gpus, const std::stri
   p.device = hw.name;
   p.driver = p.cuda = p.nccl = "-";
   p.ranks = std::to_string(gpus);
-  p.nodes = p.hosts = "-";  // no run: the profile says what the modelled cluster is
+  p.nodes = p.hosts = p.processors = "-";  // no run: the profile says what the modelled cluster is
   p.link = "modelled: profile " + hw.path.substr(hw.path.find_last_of('/') + 1);
   p.dtype = dtype;
   p.scale = scale;

@@ -371,7 +371,7 @@ MUTATIONS = [
         "id": "processors_always_one_per_rank",
         "mechanism": "a run of more ranks than cores says each rank had a core: its phase split would be judged",
         "file": "harness/processors.cpp",
-        "edits": [("  return cores >= 1 && cores < ctx.rt.ranks_per_machine() ? cores : 0;", "  return 0 * cores;")],
+        "edits": [("  return cores >= 1 && cores < rt.ranks_per_machine() ? cores : 0;", "  return 0 * cores;")],
         "targets": ["moebench_ppmoe_breakdown"],
         "tests": r"^bench\.ppmoe_breakdown\.tiny\.ranks4$",
     },
