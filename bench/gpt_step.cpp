@@ -52,7 +52,7 @@ class GptStepBench final : public BenchProgram {
                "The step enqueued op by op, or captured once into a graph and replayed (a CUDA graph; on the CPU its "
                "ops replayed onto the same streams) (default: captured on cuda, eager on cpu). The MoE model's step is "
                "captured only with --expert-gemm segmented: the other routes read expert counts on the host");
-    add_choice(app, "--expert-gemm", expert_gemm_opt_, {"grouped", "serial", "padded", "streams", "segmented"},
+    add_choice(app, "--expert-gemm", expert_gemm_opt_, expert_gemm_names(),
                "The MoE model's experts (moebench_moe_layer's routes; segmented keeps the counts on the device) "
                "(default: padded on cuda where the FFN width is a multiple of 8, else grouped)");
     add_flag(app, "--kernels", rec_.log_kernels,

@@ -25,6 +25,7 @@
 #include "runtime/layout.h"
 #include "models/paper_specs.h"
 #include "models/roofline.h"
+#include "moe/dispatcher_table.h"
 
 namespace moebench {
 namespace {
@@ -33,12 +34,14 @@ class MoELayerBench final : public BenchProgram {
  public:
   std::string name() const override { return "moebench_moe_layer"; }
   std::string description() const override {
-    return "One MoE layer, forward + backward, per dispatcher (local, expert_parallel, ppmoe), with its time breakdown.";
+    return "One MoE layer, forward + backward, per dispatcher (" + dispatcher_list() + "), with its time breakdown.";
   }
   bool takes_iteration_counts() const override { return true; }
   void add_options(CLI::App& app) override {
     moe_.add(app);
-    add_choices(app, "--dispatchers", dispatchers_, {"local", "expert_parallel", "ppmoe"}, "Dispatchers to run (default: all; with --expert-gemm segmented, local and ppmoe)");
+    add_choices(app, "--dispatchers", dispatchers_, dispatcher_names(),
+                "Dispatchers to run (default: all; with --expert-gemm segmented, " +
+                    dispatcher_list([](const DispatcherRow& row) { return !row.needs_host_counts; }) + ")");
     add_whole(app, "--tp", tp_opt_, 1, 1 << 20, "PPMoE tensor-parallel group size (default: all ranks)");
     add_path(app, "--dump", dump_dir_, "Write each layer's input, weights, routing, output and gradients as .npy here");
     add_text(app, "--popularity", popularity_text_, "POPULARITY",
@@ -68,26 +71,24 @@ class MoELayerBench final : public BenchProgram {
     warmup_ = ctx.opts.warmup.value_or(warmup_);
     iters_ = ctx.opts.iters.value_or(iters_);
     const int world = ctx.world.size();
-    const bool segmented = moe_.expert_gemm == "segmented";  // counts on the device: no all-to-all sized on the host
-    const bool listed = !dispatchers_.empty();
-    if (!listed) dispatchers_ = segmented ? std::vector<std::string>{"local", "ppmoe"}
-                                          : std::vector<std::string>{"local", "expert_parallel", "ppmoe"};
-    if (segmented && listed &&
-        std::find(dispatchers_.begin(), dispatchers_.end(), "expert_parallel") != dispatchers_.end())
-      return "--dispatchers: expert_parallel sizes its all-to-all from row counts on the host, and --expert-gemm "
-             "segmented keeps them on the device; allowed with it: local, ppmoe";
-    const bool has_ppmoe = std::find(dispatchers_.begin(), dispatchers_.end(), "ppmoe") != dispatchers_.end();
-    if (tp_opt_ && !has_ppmoe) return "--tp: only the ppmoe dispatcher uses it; add ppmoe to --dispatchers or drop --tp";
+    // segmented keeps the counts on the device: no exchange sized on the host.
+    if (auto e = pick_dispatchers(dispatchers_, moe_.expert_gemm == "segmented")) return e;
+    const bool grouped = std::any_of(dispatchers_.begin(), dispatchers_.end(),
+                                     [](const std::string& d) { return dispatcher_row(d).shares_tokens(); });
+    if (tp_opt_ && !grouped)
+      return "--tp: only a dispatcher whose experts split over a TP group uses it (" +
+             dispatcher_list([](const DispatcherRow& row) { return row.shares_tokens(); }) +
+             "); add one to --dispatchers or drop --tp";
     tp_ = tp_opt_.value_or(world);
     if (world % tp_ != 0)
       return "--tp: '" + std::to_string(tp_) + "' does not divide the " + std::to_string(world) +
              " ranks; allowed: a divisor of the number of ranks";
     // PPMoE's tensor-parallel groups, and the data-parallel replicas they form, from the one layout.
     if (auto e = ParallelLayout::make(world, tp_, 1, 1, &layout_)) return e;
-    for (const auto& d2 : dispatchers_) {
-      const int r = d2 == "expert_parallel" ? world : d2 == "ppmoe" ? tp_ : 1;
-      if (auto e = moe_.resolve(d, tokens, ctx.dtype(), ctx.backend(), r)) {
-        if (d2 == "ppmoe" && e->rfind("--experts", 0) == 0) return *e + " (the --tp group)";
+    for (const auto& name : dispatchers_) {
+      const DispatcherRow& row = dispatcher_row(name);
+      if (auto e = moe_.resolve(d, tokens, ctx.dtype(), ctx.backend(), row.expert_ranks(world, tp_))) {
+        if (row.shares_tokens() && e->rfind("--experts", 0) == 0) return *e + " (the --tp group)";
         return e;
       }
     }
@@ -146,13 +147,14 @@ class MoELayerBench final : public BenchProgram {
 
  private:
   std::unique_ptr<TokenDispatcher> make(BenchContext& ctx, const std::string& d, const DispatcherEnv& env) {
-    if (d == "expert_parallel") return make_expert_parallel_dispatcher(env, ctx.world);
-    if (d == "ppmoe") {
+    const DispatcherRow& row = dispatcher_row(d);
+    Communicator* group = &ctx.world;
+    if (row.shares_tokens()) {
       const int r = ctx.world.rank();
       if (!tp_comm_) tp_comm_ = ctx.world.split(layout_.tp_color(r), layout_.tp_index(r));
-      return make_ppmoe_dispatcher(env, *tp_comm_);
+      group = tp_comm_.get();
     }
-    return make_local_dispatcher(env);
+    return row.make(env, group);
   }
 
   // The fastest PyTorch variant that ran, at our sizes and popularity; none without --reference.
@@ -181,7 +183,7 @@ class MoELayerBench final : public BenchProgram {
 
   // PPMoE ranks of one TP group hold the same tokens; otherwise every rank has its own.
   int token_block(const BenchContext& ctx, const std::string& d) const {
-    return d == "ppmoe" ? layout_.dp_index(ctx.world.rank()) : ctx.world.rank();
+    return dispatcher_row(d).shares_tokens() ? layout_.dp_index(ctx.world.rank()) : ctx.world.rank();
   }
 
   LayerCase& fixture(BenchContext& ctx, const std::string& d) {
@@ -262,14 +264,14 @@ class MoELayerBench final : public BenchProgram {
     for (const auto& [name, ms] : range_ms) st.counters[name] = ms / n;
     st.counters["expert_gemms_ms"] = gemm_ms / n;
     st.counters["overhead_ratio"] = total_ms / gemm_ms;
-    // PPMoE ranks of one TP group hold the same tokens: one of them counts them.
-    const bool counts = d != "ppmoe" || layout_.tp_index(ctx.world.rank()) == 0;
+    // The ranks of one TP group hold the same tokens: one of them counts them.
+    const bool counts = !dispatcher_row(d).shares_tokens() || layout_.tp_index(ctx.world.rank()) == 0;
     for (const auto& [name, v] : layer_counters(ctx.rt, f, counts)) st.counters[name] = v;
   }
 
   void dump(BenchContext& ctx, const std::string& d, LayerCase& f) {
     dump_layer_case(dump_dir_ + "/" + d, ctx.world.rank(), ctx.device, f,
-                    DumpMeta{d, ctx.opts.dtype, backend_name(ctx.backend()), ctx.world.size(), d == "ppmoe" ? tp_ : 1,
+                    DumpMeta{d, ctx.opts.dtype, backend_name(ctx.backend()), ctx.world.size(), dispatcher_row(d).shares_tokens() ? tp_ : 1,
                              moe_.resolved_tokens});
   }
 

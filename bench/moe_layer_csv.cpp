@@ -1,5 +1,6 @@
 #include "bench/moe_layer_csv.h"
 #include <cstdio>
+#include "moe/dispatcher_table.h"
 
 namespace moebench {
 
@@ -24,7 +25,7 @@ std::vector<std::string> torch_cells(const LayerCsvRun& run, double ours_ms) {
     const std::string why = run.has_reference ? "n/a (no PyTorch variant ran)" : "n/a (no --reference)";
     return {"n/a", "n/a", "n/a", "n/a", "n/a", why, "n/a", "n/a"};
   }
-  if (run.dispatcher != "local")
+  if (!dispatcher_row(run.dispatcher).one_device())
     return {t->variant, "n/a", "n/a", "n/a", "n/a", "n/a (PyTorch's layer runs on one device: see the local row)",
             t->torch, t->device};
   return {t->variant, fmt(t->ms), fmt(t->ms_min), fmt(t->ms_max), t->cell("busiest_over_mean_load"),
@@ -102,8 +103,8 @@ void write_layer_csv(const std::string& out_dir, const Provenance& provenance, c
                 "repetitions (target <= %.2f: %s)\n",
                 d.c_str(), total.median, gem.median, ratio.median, ratio.min, ratio.max, ratio.samples,
                 kOverheadTarget, ratio.median <= kOverheadTarget ? "met" : "NOT met");
-  if (run.torch && d == "local")
-    std::printf("moe_layer/local            PyTorch %s (%s): %.3f ms -> ours %.2fx its speed\n", run.torch->variant.c_str(),
+  if (run.torch && dispatcher_row(d).one_device())
+    std::printf("moe_layer/%-16s PyTorch %s (%s): %.3f ms -> ours %.2fx its speed\n", d.c_str(), run.torch->variant.c_str(),
                 run.torch->torch.c_str(), run.torch->ms, run.torch->ms / total.median);
 }
 

@@ -13,7 +13,7 @@ void MoEOptions::add(CLI::App& app) {
   add_real(app, "--capacity-factor", capacity_factor, above(0), "Capacity factor gamma of M6-T Eq. 2; default dropless");
   add_flag(app, "--no-aux", no_aux, "Switch the load-balancing loss off");
   add_real(app, "--aux-coef", aux_coef, at_least(0), "Load-balancing loss coefficient (default 0.01)");
-  add_choice(app, "--expert-gemm", expert_gemm, {"grouped", "serial", "padded", "streams", "segmented"},
+  add_choice(app, "--expert-gemm", expert_gemm, expert_gemm_names(),
              "Local experts as one grouped GEMM, serial GEMMs, one strided-batched GEMM over rows padded to the "
              "busiest expert's with GeLU in its epilogue, one GEMM per expert over 4 side streams, or one segment GEMM "
              "per step whose row counts stay on the device (our kernel; local and ppmoe dispatchers) (default: padded on "

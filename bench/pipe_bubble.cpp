@@ -34,7 +34,7 @@ class PipeBubbleBench final : public BenchProgram {
            "throughput vs micro-batch count, activation memory with and without recomputation (one stage per rank).";
   }
   void add_options(CLI::App& app) override {
-    add_choices(app, "--schedules", schedule_names_, {"gpipe", "1f1b", "zb-h1"}, "Schedules (default: all three)");
+    add_choices(app, "--schedules", schedule_names_, schedule_names(), "Schedules (default: all)");
     add_wholes(app, "--micro-batches", micro_opt_, 1, 1 << 16, "Micro-batch counts M (default by scale)");
     add_whole(app, "--mini-batch", mini_opt_, 1, 1 << 24, "Rows of the mini-batch, split into M micro-batches (default by scale)");
     add_whole(app, "--layers", layers_opt_, 1, 1 << 12, "MLP blocks in the model, split evenly over the stages (default by scale)");
@@ -70,7 +70,7 @@ class PipeBubbleBench final : public BenchProgram {
         return "--micro-batches: " + std::to_string(M) + " does not divide the mini-batch of " + std::to_string(rec_.mini) +
                " rows (--mini-batch); allowed: its divisors";
     }
-    if (schedule_names_.empty()) schedule_names_ = {"gpipe", "1f1b", "zb-h1"};
+    if (schedule_names_.empty()) schedule_names_ = schedule_names();
     // Weights and gradients, and at most a whole mini-batch's activations (GPipe) plus buffers.
     const std::uint64_t per_stage = layers_ / P, wts = 4ull * per_stage * hidden_ * ffn_ * 4;
     const std::uint64_t act = 4ull * rec_.mini * per_stage * (3ull * hidden_ + 3ull * ffn_) + 16ull * rec_.mini * hidden_;

@@ -4,20 +4,6 @@
 
 namespace moebench {
 
-std::string schedule_name(PipelineScheduleKind kind) {
-  switch (kind) {
-    case PipelineScheduleKind::gpipe: return "gpipe";
-    case PipelineScheduleKind::one_f_one_b: return "1f1b";
-    case PipelineScheduleKind::zb_h1: return "zb-h1";
-  }
-  return "?";
-}
-
-std::optional<PipelineScheduleKind> parse_schedule(const std::string& name) {
-  for (auto k : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1})
-    if (schedule_name(k) == name) return k;
-  return std::nullopt;
-}
 
 std::optional<std::string> validate_pipeline_shape(int stages, int micro_batches) {
   if (stages < 1) return "--pp: " + std::to_string(stages) + " pipeline stages; allowed: >= 1";
@@ -76,18 +62,45 @@ std::vector<PipeStep> one_f_one_b_stage(int P, int M, int s, int w_delay) {
 
 }  // namespace
 
+const std::vector<ScheduleRow>& schedule_table() {
+  static const std::vector<ScheduleRow> rows = {
+      {PipelineScheduleKind::gpipe, "gpipe", [](int, int M, int) { return gpipe_stage(M); }},
+      {PipelineScheduleKind::one_f_one_b, "1f1b", [](int P, int M, int s) { return one_f_one_b_stage(P, M, s, -1); }},
+      {PipelineScheduleKind::zb_h1, "zb-h1", [](int P, int M, int s) { return one_f_one_b_stage(P, M, s, s); }},
+  };
+  return rows;
+}
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> out;
+  for (const ScheduleRow& r : schedule_table()) out.push_back(r.name);
+  return out;
+}
+
+std::string schedule_name(PipelineScheduleKind kind) {
+  for (const ScheduleRow& r : schedule_table())
+    if (r.kind == kind) return r.name;
+  return "?";
+}
+
+std::optional<PipelineScheduleKind> parse_schedule(const std::string& name) {
+  for (const ScheduleRow& r : schedule_table())
+    if (r.name == name) return r.kind;
+  return std::nullopt;
+}
+
 PipelineSchedule make_pipeline_schedule(PipelineScheduleKind kind, int stages, int micro_batches) {
   if (auto e = validate_pipeline_shape(stages, micro_batches)) throw std::invalid_argument(*e);
+  const auto row = std::find_if(schedule_table().begin(), schedule_table().end(),
+                                [&](const ScheduleRow& r) { return r.kind == kind; });
+  if (row == schedule_table().end()) throw std::invalid_argument("make_pipeline_schedule: a schedule with no row");
   PipelineSchedule sch;
   sch.kind = kind;
   sch.stages = stages;
   sch.micro_batches = micro_batches;
   for (int s = 0; s < stages; ++s) {
-    switch (kind) {
-      case PipelineScheduleKind::gpipe: sch.steps.push_back(gpipe_stage(micro_batches)); break;
-      case PipelineScheduleKind::one_f_one_b: sch.steps.push_back(one_f_one_b_stage(stages, micro_batches, s, -1)); break;
-      case PipelineScheduleKind::zb_h1: sch.steps.push_back(one_f_one_b_stage(stages, micro_batches, s, s)); break;
-    }
+    sch.steps.push_back(row->stage_steps(stages, micro_batches, s));
+    for (const PipeStep& step : sch.steps.back()) sch.split_ = sch.split_ || step.op == PipeOp::W;
   }
   return sch;
 }

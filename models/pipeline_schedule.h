@@ -36,15 +36,32 @@ struct PipelineSchedule {
   int micro_batches = 0;
   std::vector<std::vector<PipeStep>> steps;  // [stage] -> its ops in order
 
-  bool splits_backward() const { return kind == PipelineScheduleKind::zb_h1; }
+  // Whether B is the input gradient alone, W the weight gradient: read from the steps (a W in them).
+  bool splits_backward() const { return split_; }
   // "F0 F1 B0 ..." for one stage.
   std::string describe(int stage) const;
   // Micro-batches whose activations a stage holds at once at most: forward done, last backward
   // op (W where the backward is split, else B) not yet.
   int peak_in_flight(int stage) const;
+
+ private:
+  friend PipelineSchedule make_pipeline_schedule(PipelineScheduleKind, int, int);
+  bool split_ = false;
 };
 
-// "gpipe", "1f1b" or "zb-h1".
+// The schedules, one row each: the table the programs' choices are built from. A new schedule of
+// one stage per rank is its builder, its row and its tests (pipeline/README.md says what one of
+// several stages per rank needs).
+struct ScheduleRow {
+  PipelineScheduleKind kind;
+  const char* name;
+  // One stage's ops in order, of `stages` stages and `micro_batches` micro-batches.
+  std::vector<PipeStep> (*stage_steps)(int stages, int micro_batches, int stage);
+};
+const std::vector<ScheduleRow>& schedule_table();
+std::vector<std::string> schedule_names();
+
+// The row's name ("gpipe", "1f1b", "zb-h1").
 std::string schedule_name(PipelineScheduleKind kind);
 std::optional<PipelineScheduleKind> parse_schedule(const std::string& name);
 

@@ -18,6 +18,12 @@ const char* expert_gemm_name(ExpertGemm g) {
   return "?";
 }
 
+std::vector<std::string> expert_gemm_names() {
+  std::vector<std::string> out;
+  for (const auto& [value, name] : kExpertGemmNames) out.push_back(name);
+  return out;
+}
+
 ExpertGemm default_expert_gemm(Backend backend, int ffn) {
   return backend == Backend::cuda && ffn % 8 == 0 ? ExpertGemm::padded : ExpertGemm::grouped;
 }

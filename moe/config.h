@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 #include "kernels/dtype.h"
 #include "kernels/exec.h"
 #include "kernels/grouped_gemm.h"
@@ -17,8 +18,9 @@ namespace moebench {
 enum class GateImpl { fused, paper };
 inline const char* gate_impl_name(GateImpl g) { return g == GateImpl::fused ? "fused" : "paper"; }
 
-// --expert-gemm's names: grouped, serial, padded, streams, segmented.
+// --expert-gemm's names: grouped, serial, padded, streams, segmented (the routes' one list).
 const char* expert_gemm_name(ExpertGemm g);
+std::vector<std::string> expert_gemm_names();
 // The route a run takes unless --expert-gemm names one. On the GPU: padded, the fastest route
 // measured there at every popularity, where its cuBLASLt epilogue takes the FFN width (a multiple
 // of 8). Else -- and on the CPU, where padding rows are only more work -- grouped.

@@ -2,7 +2,7 @@
 """claims.py RESULTS: one figure per paper from RESULTS/claims.csv (the claim ledger), claims_<paper>.png:
 ours over the paper's value, claim by claim, from the setting that gave the verdict (a GPU run, this
 machine, or the model; a stale GPU number is drawn only where no other is, and labelled so), coloured
-by verdict; claims without a number of ours are left out."""
+by verdict; claims without a number of ours are left out. The papers are experiments/reference/papers.csv's."""
 import pathlib
 import sys
 
@@ -12,7 +12,8 @@ from common import read_rows, save
 
 COLOURS = {"reproduced": "tab:green", "partly": "tab:olive", "unsettled": "tab:cyan", "contradicted": "tab:orange",
            "not reproduced": "tab:red", "noise": "tab:gray", "not on the relevant hardware": "tab:purple", "modelled only": "tab:blue"}
-NAMES = {"000": "PPMoE (000)", "001": "M6-T (001)", "002": "Pipelines (002)", "003": "MPMoE (003)"}
+# The papers, one figure each: experiments/reference/papers.csv, beside this checkout's plots/.
+PAPERS = pathlib.Path(__file__).resolve().parent.parent / "experiments" / "reference" / "papers.csv"
 
 
 # A setting's verdicts that say its number did not judge the claim, and how the bar is labelled then.
@@ -47,7 +48,8 @@ def ratio(row):
 
 def main(results):
     rows = read_rows(pathlib.Path(results) / "claims.csv")
-    for paper, name in NAMES.items():
+    names = {p["key"]: f"{p['name']} ({p['key']})" for p in read_rows(PAPERS)}
+    for paper, name in names.items():
         points = []
         for r in rows:
             x, setting = ratio(r)

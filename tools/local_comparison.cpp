@@ -12,6 +12,7 @@
 #include "harness/provenance.h"
 #include "models/collective_model.h"
 #include "models/paper_specs.h"
+#include "moe/dispatcher_table.h"
 #include "tools/mpmoe_projection.h"
 
 namespace moebench {
@@ -157,10 +158,11 @@ void compare_breakdown(const HardwareProfile& hw, const std::string& path, const
 // One MoE layer's forward + backward (moe.layer: local, expert-parallel or PPMoE over the run's
 // ranks), fp32: the fp32 gate, the local experts as serial GEMMs, the permutations, and the
 // dispatcher's communication -- four all-to-alls (expert parallel) or two all-reduces (PPMoE).
-double moe_layer_ms(const HardwareProfile& hw, const std::string& dispatcher, int tokens, int hidden, int ffn, int experts,
+double moe_layer_ms(const HardwareProfile& hw, const DispatcherRow& dispatcher, int tokens, int hidden, int ffn, int experts,
                     int top_k, int ranks) {
   const double T = tokens, h = hidden, f = ffn, k = top_k;
-  const bool ep = dispatcher == "expert_parallel", pp = dispatcher == "ppmoe";
+  // The bench's groups: expert parallelism over every rank, PPMoE's TP group of every rank.
+  const bool ep = dispatcher.experts_over == ExpertsOver::world, pp = dispatcher.experts_over == ExpertsOver::tp_group;
   const int local = ep || pp ? experts / ranks : experts;
   const double rows = pp ? T * k / ranks : T * k, per_expert = rows / local;
   const double gate = 3 * hw.gemm_seconds(2 * T * h * experts, false) + 4 * T * experts * 4 / hw.elementwise_bw;
@@ -176,8 +178,8 @@ double moe_layer_ms(const HardwareProfile& hw, const std::string& dispatcher, in
 
 void compare_moe_layer(const HardwareProfile& hw, const std::string& dir, std::vector<Comparison>& out,
                        NotCompared& missing) {
-  for (const char* d : {"local", "expert_parallel", "ppmoe"}) {
-    const std::string path = dir + "/layer_" + d + ".csv";
+  for (const DispatcherRow& row : dispatcher_table()) {
+    const std::string path = dir + "/layer_" + row.name + ".csv";
     if (!present(path, missing)) continue;
     CsvIn<9> in(path);
     in.read_header(io::ignore_extra_column, "dispatcher", "tokens_per_rank", "hidden", "ffn", "experts", "top_k",
@@ -191,9 +193,9 @@ void compare_moe_layer(const HardwareProfile& hw, const std::string& dir, std::v
                           std::to_string(hw.gpus_per_node) + " sharing this machine's cores)");
         continue;
       }
-      if (dispatcher != "local" && (ranks < 1 || experts % ranks != 0)) continue;
+      if (!row.one_device() && (ranks < 1 || experts % ranks != 0)) continue;
       out.push_back({"moe.layer", dispatcher + " T=" + std::to_string(tokens) + " E=" + std::to_string(experts), link,
-                     moe_layer_ms(with_link(hw, link), dispatcher, tokens, hidden, ffn, experts, k, ranks), ms});
+                     moe_layer_ms(with_link(hw, link), row, tokens, hidden, ffn, experts, k, ranks), ms});
     }
   }
 }

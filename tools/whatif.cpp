@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   add_whole(app, "--zero-stage", zero_stage, 1, 2, "ZeRO stage with --zero: 1 optimizer states, 2 and gradients (default 1)");
   add_whole(app, "--micro-batches", micro, 1, 1 << 20, "Micro-batches per step (default 1)");
   add_whole(app, "--micro-batch-size", micro_size, 1, 1 << 20, "Sequences per micro-batch (default 1)");
-  add_choice(app, "--schedule", schedule, {"gpipe", "1f1b", "zb-h1"}, "Pipeline schedule (default 1f1b)");
+  add_choice(app, "--schedule", schedule, schedule_names(), "Pipeline schedule (default 1f1b)");
   add_flag(app, "--recompute", recompute, "Recompute activations in backward");
   add_choice(app, "--dtype", dtype, {"fp16", "bf16", "fp32"}, "Weights and activations (default fp16)");
   add_whole(app, "--experts", experts, 1, 1 << 20, "Experts per MoE layer (default: the model's)");

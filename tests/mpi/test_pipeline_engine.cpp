@@ -25,14 +25,8 @@ struct Grads {
   std::size_t peak_activations = 0;
 };
 
-class PipelineEngineTest : public test_backend::WorldTest<test_backend::WorldOf::mpi> {
+class PipelineEngineTest : public StagePerRank {
  protected:
-  void SetUp() override {
-    WorldTest::SetUp();
-    P = n;
-    stage = r;
-  }
-
   std::vector<float> input(int j) const { return tokens(kRows, kHidden, 300 + j); }
   // dL/dy of micro-batch j: a fixed direction, over the mini-batch's size.
   std::vector<float> output_grad(int j, int M) const {
@@ -102,7 +96,6 @@ class PipelineEngineTest : public test_backend::WorldTest<test_backend::WorldOf:
   }
 
   Device dev = Device::open(Backend::cpu);
-  int P = 1, stage = 0;
 };
 
 TEST_F(PipelineEngineTest, EverySchedulePlainAndRecomputedEqualsTheWholeModel) {

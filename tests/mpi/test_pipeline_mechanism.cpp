@@ -74,15 +74,8 @@ struct Recorded {
   std::size_t weight_bytes = 0;
 };
 
-class PipelineMechanism : public test_backend::WorldTest<test_backend::WorldOf::mpi> {
+class PipelineMechanism : public StagePerRank {
  protected:
-  void SetUp() override {
-    WorldTest::SetUp();
-    P = n;
-    stage = r;
-    ASSERT_EQ(kLayers % P, 0) << "run at 1, 2 or 4 ranks";
-  }
-
   MlpStageConfig config(bool recompute) const {
     MlpStageConfig cfg{kHidden, kFfn, kLayers / P, stage * kLayers / P};
     cfg.recompute = recompute;
@@ -142,7 +135,6 @@ class PipelineMechanism : public test_backend::WorldTest<test_backend::WorldOf::
   }
 
   Device dev = Device::open(Backend::cpu);
-  int P = 1, stage = 0;
 };
 
 // What a GEMM of the step did: wrote a weight gradient, or ran the forward (x W, W untransposed).

@@ -61,6 +61,25 @@ TEST(PipelineSchedule, BadShapesNameTheOption) {
   EXPECT_FALSE(parse_schedule("interleaved"));
 }
 
+// The schedules' table: each row's name round-trips, and whether a schedule splits the backward
+// is read from its steps (a W among them), not from which schedule it is.
+TEST(PipelineSchedule, EveryRowOfTheTableNamesItselfAndItsStepsSayWhetherItSplits) {
+  EXPECT_EQ(schedule_names(), (std::vector<std::string>{"gpipe", "1f1b", "zb-h1"}));
+  for (const ScheduleRow& row : schedule_table()) {
+    EXPECT_EQ(schedule_name(row.kind), row.name);
+    ASSERT_TRUE(parse_schedule(row.name).has_value()) << row.name;
+    EXPECT_EQ(*parse_schedule(row.name), row.kind);
+    const PipelineSchedule t = make_pipeline_schedule(row.kind, 4, 8);
+    bool has_w = false;
+    for (const auto& stage : t.steps)
+      for (const PipeStep& step : stage) has_w = has_w || step.op == PipeOp::W;
+    EXPECT_EQ(t.splits_backward(), has_w) << row.name;
+  }
+  EXPECT_TRUE(make_pipeline_schedule(PipelineScheduleKind::zb_h1, 2, 2).splits_backward());
+  EXPECT_FALSE(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 2, 2).splits_backward());
+  EXPECT_FALSE(parse_schedule("zb-v").has_value());
+}
+
 TEST(PipelineSimulator, GPipeAndOneFOneBBubbleIsTheClosedForm) {
   for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b})
     for (int P : {1, 2, 3, 4, 8})

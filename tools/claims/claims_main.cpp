@@ -24,17 +24,19 @@ int main(int argc, char** argv) {
   std::string results = std::string(MOEBENCH_SOURCE_DIR) + "/results", out, reference;
   add_path(app, "--results", results, "Results folder to judge (default: the source tree's results/)");
   add_path(app, "--out", out, "Where claims.csv and REPORT.md go (default: --results)");
-  add_path(app, "--reference", reference, "The papers' numbers and claims (default: experiments/reference/)");
+  add_path(app, "--reference", reference, "The papers (papers.csv), their numbers and claims (default: experiments/reference/)");
   if (const std::optional<int> exit_code = command_line.parse(argc, argv)) return *exit_code;
   try {
     if (!std::filesystem::is_directory(results)) throw Error("--results: " + results + " is not a folder");
     if (out.empty()) out = results;
     if (auto e = check_output_folder("--out", out)) throw Error(*e);
     if (!reference.empty()) {
-      if (!std::filesystem::is_regular_file(reference + "/values.csv") || !std::filesystem::is_regular_file(reference + "/claims.csv"))
-        throw Error("--reference: " + reference + " holds no values.csv and claims.csv");
+      for (const char* file : {"values.csv", "claims.csv", "papers.csv"})
+        if (!std::filesystem::is_regular_file(reference + "/" + file))
+          throw Error("--reference: " + reference + " holds no " + file + " (it needs values.csv, claims.csv and papers.csv)");
       setenv("MOEBENCH_REFERENCE", reference.c_str(), 1);
     }
+    const std::vector<Paper> papers = read_papers(reference_dir() + "/papers.csv");
     const std::vector<ClaimResult> claims = judge_claims(read_claim_specs(reference_dir() + "/claims.csv"), results);
     // The report names the folder as the user gave it, so it does not change with the checkout's path.
     write_file_atomic(out + "/claims.csv", claims_csv(claims));
@@ -44,7 +46,8 @@ int main(int argc, char** argv) {
     if (std::filesystem::is_regular_file(results + "/claims_stability.csv"))
       stability = CsvRows::read(results + "/claims_stability.csv");
     write_file_atomic(out + "/REPORT.md",
-                      claims_report(claims, name.filename().string() + "/", results, stability ? &*stability : nullptr));
+                      claims_report(claims, papers, name.filename().string() + "/",
+                                    results, stability ? &*stability : nullptr));
     std::map<std::string, int> n;
     for (const ClaimResult& c : claims) ++n[c.verdict];
     std::printf("moebench_claims: %zu claims:", claims.size());

@@ -1,10 +1,12 @@
 #include "tools/claims/report.h"
 #include "tools/claims/node_setting.h"
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 #include "harness/csv.h"
+#include "kernels/exec.h"
 #include "tools/claims/between_runs.h"
 #include "tools/claims/stability.h"
 #include "tools/claims/torch_comparisons.h"
@@ -21,20 +23,6 @@ namespace {
 
 const char* const kVerdicts[] = {"reproduced", "partly",     "unsettled",    "contradicted",       "not reproduced",
                                  "noise",      kOffHardware, "modelled only", "not measurable here"};
-
-struct PaperInfo {
-  const char* key;
-  const char* name;
-  const char* title;
-  const char* anchor;
-};
-const PaperInfo kPapers[] = {
-    {"000", "PPMoE", "Pipeline MoE: a flexible MoE implementation with pipeline parallelism", "ppmoe-000"},
-    {"001", "M6-T", "M6-T: exploring sparse expert models and beyond", "m6-t-001"},
-    {"002", "Pipelines", "Pipeline parallelism with micro-batching (a textbook section)", "pipelines-002"},
-    {"003", "MPMoE", "MPMoE: memory efficient MoE for pre-trained models with adaptive pipeline parallelism",
-     "mpmoe-003"}};
-
 
 std::string ours_of(const ClaimResult& c) {
   std::string out;
@@ -160,8 +148,11 @@ std::string stability_section(const CsvRows* t, const std::vector<ClaimResult>& 
 
 }  // namespace
 
-std::string claims_report(const std::vector<ClaimResult>& claims, const std::string& results,
-                          const std::string& results_dir, const CsvRows* stability) {
+std::string claims_report(const std::vector<ClaimResult>& claims, const std::vector<Paper>& papers,
+                          const std::string& results, const std::string& results_dir, const CsvRows* stability) {
+  for (const ClaimResult& c : claims)
+    if (std::none_of(papers.begin(), papers.end(), [&](const Paper& p) { return p.key == c.spec.paper; }))
+      throw Error("claim " + c.spec.id + ": paper '" + c.spec.paper + "' is not in papers.csv");
   std::ostringstream md;
   md << "# What the suite reproduces of the four papers\n\n";
   // The headline counts the verdicts that hold over their run's range widened by the between-run spread.
@@ -203,7 +194,7 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
   for (std::size_t i = 0; i <= std::size(kVerdicts); ++i) md << "---|";
   md << "\n";
   std::map<std::string, int> total;
-  for (const PaperInfo& p : kPapers) {
+  for (const Paper& p : papers) {
     std::map<std::string, int> n;
     int all = 0;
     for (const ClaimResult& c : claims)
@@ -228,7 +219,7 @@ std::string claims_report(const std::vector<ClaimResult>& claims, const std::str
   md << "\n" << stability_section(stability, claims);
 
   // Each paper's claims in four parts, by where their number comes from (and the rest).
-  for (const PaperInfo& p : kPapers) {
+  for (const Paper& p : papers) {
     md << "## " << p.name << " (" << p.key << ")\n\n*" << p.title << "*\n\n"
        << "![ours over the paper's, claim by claim](claims_" << p.key << ".png)\n\n";
     for (Part part : {Part::gpu, Part::here, Part::model, Part::specs, Part::none}) {

@@ -8,16 +8,18 @@
 #include <string>
 #include <vector>
 #include "tools/claims/ledger.h"
+#include "tools/claims/papers.h"
 
 namespace moebench {
 
-// `results`: the folder as the report names it; `results_dir`: where it is (PyTorch's comparisons
-// are read from it). `stability`: its claims_stability.csv (two runs of one commit compared,
-// moebench_claims_stability), when it has one.
 // `s` as a Markdown table cell: no pipes or line breaks; "-" for nothing.
 std::string markdown_cell(std::string s);
 
-std::string claims_report(const std::vector<ClaimResult>& claims, const std::string& results,
-                          const std::string& results_dir, const CsvRows* stability = nullptr);
+// `papers`: one section each, in their order (papers.csv); a claim of a paper not among them is an
+// Error. `results`: the folder as the report names it; `results_dir`: where it is (PyTorch's
+// comparisons are read from it). `stability`: its claims_stability.csv (two runs of one commit
+// compared, moebench_claims_stability), when it has one.
+std::string claims_report(const std::vector<ClaimResult>& claims, const std::vector<Paper>& papers,
+                          const std::string& results, const std::string& results_dir, const CsvRows* stability = nullptr);
 
 }  // namespace moebench
