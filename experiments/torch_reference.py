@@ -122,7 +122,7 @@ def provenance(torch, device, dtype, scale):
             driver = "unknown"
     return {"backend": device, "device": torch.cuda.get_device_name() if cuda else cpu_model(), "driver": driver,
             "cuda": (torch.version.cuda or "-") if cuda else "-", "nccl": nccl, "ranks": 1,
-            "nodes": 1, "hosts": socket.gethostname(), "link": "none: one device", "dtype": dtype, "scale": scale, "commit": source_commit(),
+            "nodes": 1, "hosts": socket.gethostname(), "processors": "one per rank", "link": "none: one device", "dtype": dtype, "scale": scale, "commit": source_commit(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 

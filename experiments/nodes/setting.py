@@ -42,7 +42,7 @@ def main(out, status, rule, gemm, rate, scale, hosts, device):
         "half_rate_GBps": f"{rate_v / 2:.3g}" if rate_v else "-",
         "twice_rate_GBps": f"{rate_v * 2:.3g}" if rate_v else "-",
         "backend": "cpu", "device": device or "-", "driver": "-", "cuda": "-", "nccl": "-", "ranks": "-",
-        "nodes": "2" if measured else "-", "hosts": hosts.strip() if measured and hosts.strip() else "-",
+        "nodes": "2" if measured else "-", "hosts": hosts.strip() if measured and hosts.strip() else "-", "processors": "-",
         "link": (f"measured: shared memory within a node; TCP shaped to {rate_v:.3g} GB/s between nodes"
                  if measured and rate_v else "-"),
         "dtype": "-", "scale": scale,

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The committed results, checked as a reader would trust them:
  - every CSV names each column once and ends its rows with the provenance columns (backend,
-   device, driver, cuda, nccl, ranks, nodes, hosts, link, dtype, scale, commit, date); the few
-   written by other tools say so below, with what they carry instead, and the GPU runs' CSVs
-   under cuda/ from before the rows named their nodes end without nodes and hosts;
+   device, driver, cuda, nccl, ranks, nodes, hosts, processors, link, dtype, scale, commit, date);
+   the few written by other tools say so below, with what they carry instead, and the GPU runs'
+   CSVs under cuda/ from before the rows named their nodes end without nodes and hosts (and
+   processors), those from before the rows said their processors without processors, as do the
+   Python scripts' CSVs (PyTorch's, the two-node setting) from before they wrote it;
  - no CSV holds rows of two scales, backends or devices;
  - every CSV outside cuda/ names a commit a reader can check out: none ends in "-dirty" (a run of
    code not yet committed); commit the code, then run. The GPU leases under cuda/ are let be:
@@ -25,10 +27,12 @@ import re
 
 import checklib
 
-PROVENANCE = ["backend", "device", "driver", "cuda", "nccl", "ranks", "nodes", "hosts", "link", "dtype", "scale", "commit",
-              "date"]
-# The GPU runs' CSVs from before the rows named their nodes: one node, the lease's machine.
-PROVENANCE_BEFORE_NODES = [c for c in PROVENANCE if c not in ("nodes", "hosts")]
+PROVENANCE = ["backend", "device", "driver", "cuda", "nccl", "ranks", "nodes", "hosts", "processors", "link", "dtype",
+              "scale", "commit", "date"]
+# The GPU runs' CSVs from before the rows named their nodes (one node, the lease's machine), and
+# from before they said their processors (a GPU each).
+PROVENANCE_BEFORE_NODES = [c for c in PROVENANCE if c not in ("nodes", "hosts", "processors")]
+PROVENANCE_BEFORE_PROCESSORS = [c for c in PROVENANCE if c != "processors"]
 # CSVs another tool writes: what they carry in place of the suite's provenance.
 OTHER_PROVENANCE = {
     "claims.csv": "the ledger: each number names its CSVs and their provenance",
@@ -38,6 +42,9 @@ OTHER_PROVENANCE = {
 }
 
 LEGACY_TORCH = {"gpt/torch_step.csv", "moe/torch_layer.csv"}
+# The CSVs the Python scripts write (PyTorch's one-process runs, the two-node setting, which has no
+# ranks) from before they wrote processors: their next run adds it.
+BEFORE_PROCESSORS = {"gpt/torch_step.csv", "moe/torch_layer.csv", "nodes/setting.csv"}
 LEGACY_TORCH_END = ["torch", "torch_device", "math", "date"]
 
 
@@ -93,7 +100,10 @@ def main(source):
         # PyTorch's CSVs from the GPU runs before they carried the suite's provenance: their rows
         # end with what PyTorch's scripts wrote then, and the run's provenance.md says the rest.
         legacy_torch = rel.startswith("cuda/") and key in LEGACY_TORCH and header[-4:] == LEGACY_TORCH_END
-        before_nodes = rel.startswith("cuda/") and header[-len(PROVENANCE_BEFORE_NODES):] == PROVENANCE_BEFORE_NODES
+        before_nodes = rel.startswith("cuda/") and any(header[-len(p):] == p for p in (PROVENANCE_BEFORE_NODES,
+                                                                                       PROVENANCE_BEFORE_PROCESSORS))
+        before_nodes = before_nodes or (key in BEFORE_PROCESSORS and
+                                        header[-len(PROVENANCE_BEFORE_PROCESSORS):] == PROVENANCE_BEFORE_PROCESSORS)
         if header[-len(PROVENANCE):] != PROVENANCE and key not in OTHER_PROVENANCE and not legacy_torch and not before_nodes:
             breaches.append(f"{rel}: its rows do not end with the provenance columns ({', '.join(PROVENANCE)})")
         for k in ("scale", "backend", "device"):

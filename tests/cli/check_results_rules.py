@@ -21,7 +21,7 @@ BEFORE_NODES = ",".join(check_results.PROVENANCE_BEFORE_NODES)
 
 
 def row(commit="abc1234", scale="local"):
-    return f"cpu,AMD EPYC,-,-,-,4,1,host,emulated,fp32,{scale},{commit},2026-01-01T00:00:00Z"
+    return f"cpu,AMD EPYC,-,-,-,4,1,host,2 cores shared by the 4 ranks,emulated,fp32,{scale},{commit},2026-01-01T00:00:00Z"
 
 
 def row_before_nodes(commit="abc1234"):
