@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt
 
 from common import num, provenance_line, read_rows, save
 
-PROVENANCE = ("backend", "device", "driver", "cuda", "nccl", "ranks", "nodes", "hosts", "link", "dtype", "scale",
-              "commit", "date")
+PROVENANCE = ("backend", "device", "driver", "cuda", "nccl", "ranks", "nodes", "hosts", "processors", "link", "dtype",
+              "scale", "commit", "date")
 WAYS = (("fastmoe", "FastMoE-style"), ("fastermoe", "FasterMoE-style"), ("pb", "MPMoE-pb"), ("pm", "MPMoE-pm"))
 
 
@@ -41,7 +41,7 @@ def main(scaling, out):
             table.append({"layer": label, "throughput_over_one_node": f"{speed:.4g}",
                           "ideal": n, "share_of_ideal": f"{speed / n:.4g}",
                           "paper": "MPMoE 5.76x (72%), FasterMoE 5.4x at 8 nodes" if n == 8 else "",
-                          **{k: first[k] for k in PROVENANCE}})
+                          **{k: first.get(k, "-") for k in PROVENANCE}})
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / f"f17_scaling.csv.tmp.{os.getpid()}"
     with tmp.open("w", newline="") as f:

@@ -140,7 +140,7 @@ TEST(CommBenchCli, CorrectRunWritesCsvWithProvenance) {
   fclose(f);
   EXPECT_EQ(std::string(header).rfind("collective,size_bytes,count,time_us,time_us_min,time_us_max,algbw_GBps,busbw_GBps,"
                                      "busbw_GBps_min,busbw_GBps_max,wrong,repetitions,iterations,backend,device,driver,"
-                                     "cuda,nccl,ranks,nodes,hosts,link", 0), 0u)
+                                     "cuda,nccl,ranks,nodes,hosts,processors,link", 0), 0u)
       << header;
   std::filesystem::remove_all(dir);
 }
