@@ -603,6 +603,8 @@ TEST_F(ClaimExpression, TwoRunsLedgersAgreeClaimByClaim) {
   ASSERT_TRUE(median_relative_difference(a.pairs).has_value());
   EXPECT_NEAR(*median_relative_difference(a.pairs), 0.2 / 1.1, 1e-12);
   EXPECT_FALSE(median_relative_difference({}).has_value());
+  // A number the same in both runs (a count) cannot move: it is not in the median.
+  EXPECT_FALSE(median_relative_difference({VerdictPair{"count", "reproduced", "reproduced", "2", "2", true}}).has_value());
   // Only the claims that read a CSV the second run wrote again count, when it says which.
   std::ofstream(root / "four.csv") << "claim,verdict,why,local_value,gpu_value,local_csv,gpu_csv\n"
                                       "a,reproduced,this machine: ...,1.5,-,x/a.csv,-\n"

@@ -1,11 +1,10 @@
 #include "tools/claims/stability.h"
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
 #include <map>
 #include <sstream>
 #include "harness/csv.h"
 #include "kernels/exec.h"
+#include "tools/claims/between_runs.h"
 
 namespace moebench {
 
@@ -23,15 +22,8 @@ std::vector<const VerdictPair*> Agreement::flipped() const {
 
 std::optional<double> median_relative_difference(const std::vector<VerdictPair>& pairs) {
   std::vector<double> d;
-  for (const VerdictPair& p : pairs) {
-    if (!p.counted) continue;
-    char* end_a = nullptr;
-    char* end_b = nullptr;
-    const double a = std::strtod(p.first_value.c_str(), &end_a), b = std::strtod(p.second_value.c_str(), &end_b);
-    if (end_a == p.first_value.c_str() || *end_a || end_b == p.second_value.c_str() || *end_b) continue;
-    const double scale = std::max(std::fabs(a), std::fabs(b));
-    if (scale > 0 && std::isfinite(scale)) d.push_back(std::fabs(a - b) / scale);
-  }
+  for (const VerdictPair& p : pairs)
+    if (const auto move = relative_move(p.first_value, p.second_value); p.counted && move && *move > 0) d.push_back(*move);
   if (d.empty()) return std::nullopt;
   std::sort(d.begin(), d.end());
   const std::size_t n = d.size();

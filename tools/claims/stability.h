@@ -27,9 +27,10 @@ struct Agreement {
   std::vector<const VerdictPair*> flipped() const;
 };
 
-// The median over claims of how far the two runs' numbers are apart, |a - b| / max(|a|, |b|), over
-// the counted claims with a number in both (none: no such claim): what a second launch moves a
-// number by, which one run's repetitions do not show.
+// The median over claims of how far the two runs' numbers are apart (between_runs.h's
+// relative_move), over the counted claims whose number moved -- a count or a seeded run gives the
+// same twice and cannot (none: no such claim): what a second launch moves a number by, which one
+// run's repetitions do not show.
 std::optional<double> median_relative_difference(const std::vector<VerdictPair>& pairs);
 
 // Throws Error when the ledgers do not hold the same claims. `rerun`: the CSVs (relative to the
