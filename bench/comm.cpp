@@ -5,14 +5,14 @@
 #include <csignal>
 #include <cstdio>
 #include <sstream>
-#include "harness/comm_check.h"
+#include "comm/collective_table.h"
 #include "harness/bench.h"
 #include "kernels/convert.h"
 
 namespace moebench {
 namespace {
 
-using comm_bench::Collective;
+using collectives::Collective;
 
 struct SweepDefaults { const char* min_bytes; const char* max_bytes; int warmup, iters; };
 SweepDefaults defaults_for(Scale s) {
@@ -28,7 +28,9 @@ class CommBench final : public BenchProgram {
  public:
   std::string name() const override { return "moebench_comm"; }
   std::string description() const override {
-    return "nccl-tests-style collective benchmark: all_to_all, all_reduce, all_gather, reduce_scatter, send_recv.";
+    std::string names;
+    for (const std::string& n : collectives::collective_names()) names += (names.empty() ? "" : ", ") + n;
+    return "nccl-tests-style collective benchmark: " + names + ".";
   }
   bool takes_iteration_counts() const override { return true; }
 
@@ -36,8 +38,7 @@ class CommBench final : public BenchProgram {
     add_text(app, "-b,--min-bytes", min_text_, "SIZE", "Smallest size (bytes; K/M/G suffixes); default by scale");
     add_text(app, "-e,--max-bytes", max_text_, "SIZE", "Largest size; default by scale");
     add_whole(app, "-f,--step-factor", step_, 2, 1024, "Multiply the size by this from min to max (default 2)");
-    add_choices(app, "--collectives", collective_names_,
-                {"all_to_all", "all_reduce", "all_gather", "reduce_scatter", "send_recv"}, "Which collectives (default: all)");
+    add_choices(app, "--collectives", collective_names_, collectives::collective_names(), "Which collectives (default: all)");
     add_whole(app, "--fail-rank", fail_rank_, 0, 1 << 20, "Self-test: this rank fails at its first measurement (the job must end)");
     add_flag(app, "--fail-with-send-in-flight", fail_in_flight_,
              "Self-test, with --fail-rank: the rank first leaves a send no peer receives in flight (its teardown "
@@ -68,16 +69,16 @@ class CommBench final : public BenchProgram {
         return std::string(opt) + ": '" + std::to_string(*r) + "' is not a rank; allowed: 0 to " + std::to_string(ctx.world.size() - 1);
     collectives_.clear();
     if (collective_names_.empty())
-      collectives_ = comm_bench::all_collectives();
+      collectives_ = collectives::all_collectives();
     else
-      for (const auto& n : collective_names_) collectives_.push_back(*comm_bench::parse_collective(n));
+      for (const auto& n : collective_names_) collectives_.push_back(*collectives::parse_collective(n));
     // Every collective must get at least one size, or the run would measure nothing and say nothing.
     for (Collective c : collectives_)
       if (sizes_for(c, ctx).empty()) {
-        const comm_bench::Geometry smallest = comm_bench::geometry(c, 1ull << 40, ctx.world.size(), ctx.dtype());
+        const collectives::Geometry smallest = collectives::geometry(c, 1ull << 40, ctx.world.size(), ctx.dtype());
         const std::uint64_t need = smallest.size_bytes / smallest.block;  // one element per block
         return "--min-bytes/--max-bytes: no size from " + lo_text + " to " + hi_text + " holds one " + ctx.opts.dtype +
-               " element per rank for " + comm_bench::collective_name(c) + " on " + std::to_string(ctx.world.size()) +
+               " element per rank for " + collectives::collective_name(c) + " on " + std::to_string(ctx.world.size()) +
                " rank(s); the smallest such size is " + std::to_string(need) + " bytes";
       }
     // send + receive buffers of the largest size, plus fp32 staging for 16-bit types on the GPU
@@ -104,8 +105,8 @@ class CommBench final : public BenchProgram {
       ctx.world.wait(s);
     }
     for (Collective c : collectives_)
-      for (const comm_bench::Geometry& g : sizes_for(c, ctx)) {
-        const std::string name = std::string("comm/") + comm_bench::collective_name(c) + "/" + std::to_string(g.size_bytes);
+      for (const collectives::Geometry& g : sizes_for(c, ctx)) {
+        const std::string name = std::string("comm/") + collectives::collective_name(c) + "/" + std::to_string(g.size_bytes);
         ctx.add(name, iters_, [this, &ctx, c, g](benchmark::State& st) { run(st, ctx, c, g); }, benchmark::kMicrosecond);
       }
   }
@@ -123,30 +124,30 @@ class CommBench final : public BenchProgram {
         CsvTable table({"collective", "size_bytes", "count", "time_us", "time_us_min", "time_us_max", "algbw_GBps",
                         "busbw_GBps", "busbw_GBps_min", "busbw_GBps_max", "wrong", "repetitions", "iterations"});
         for (const RunRecord& r : runs) {
-          const std::string prefix = std::string("comm/") + comm_bench::collective_name(c) + "/";
+          const std::string prefix = std::string("comm/") + collectives::collective_name(c) + "/";
           if (r.name.rfind(prefix, 0) != 0) continue;
           if (r.error) {
             errors = true;
-            std::printf("  %14s %12s  error: %s\n", comm_bench::collective_name(c), r.name.substr(prefix.size()).c_str(),
+            std::printf("  %14s %12s  error: %s\n", collectives::collective_name(c), r.name.substr(prefix.size()).c_str(),
                         r.error_message.c_str());
             continue;
           }
           const double wrong = r.counter("wrong").max;
           total_wrong += static_cast<std::int64_t>(wrong);
           const double bytes = r.counter("size_bytes").median, count = r.counter("count").median;
-          const double factor = comm_bench::bus_factor(c, ctx.world.size());
+          const double factor = collectives::bus_factor(c, ctx.world.size());
           const double t_med = r.time_ms().median * 1e3, t_min = r.time_ms().min * 1e3, t_max = r.time_ms().max * 1e3;
           const double algbw = bytes / 1e3 / t_med;  // bytes / us = MB/s; / 1e3 = GB/s
           const double busbw = algbw * factor;
-          std::printf("  %14s %12.0f %12.0f %12.2f %12.3f %12.3f %8.0f   [%.3f .. %.3f]\n", comm_bench::collective_name(c),
+          std::printf("  %14s %12.0f %12.0f %12.2f %12.3f %12.3f %8.0f   [%.3f .. %.3f]\n", collectives::collective_name(c),
                       bytes, count, t_med, algbw, busbw, wrong, bytes / 1e3 / t_max * factor, bytes / 1e3 / t_min * factor);
-          table.add_row({comm_bench::collective_name(c), fmt(bytes, 15), fmt(count, 15), fmt(t_med), fmt(t_min),
+          table.add_row({collectives::collective_name(c), fmt(bytes, 15), fmt(count, 15), fmt(t_med), fmt(t_min),
                          fmt(t_max), fmt(algbw), fmt(busbw), fmt(bytes / 1e3 / t_max * factor),
                          fmt(bytes / 1e3 / t_min * factor), fmt(wrong, 15), std::to_string(r.repetitions()),
                          std::to_string(r.iterations)});
         }
         if (table.rows() > 0)
-          table.write(ctx.opts.out_dir + "/comm/" + comm_bench::collective_name(c) + ".csv", ctx.provenance);
+          table.write(ctx.opts.out_dir + "/comm/" + collectives::collective_name(c) + ".csv", ctx.provenance);
       }
       std::printf("# Out of bounds values : %lld %s\n#\n", static_cast<long long>(total_wrong), total_wrong ? "FAILED" : "OK");
     }
@@ -175,11 +176,11 @@ class CommBench final : public BenchProgram {
     ctx.device.copy_to_host(host.data(), staging_.data(), count * 4, s);
   }
 
-  void launch(BenchContext& ctx, Collective c, const comm_bench::Geometry& g) {
-    comm_bench::spec(c).launch(ctx.world, send_.data(), recv_.data(), g, ctx.dtype(), ctx.device.default_stream());
+  void launch(BenchContext& ctx, Collective c, const collectives::Geometry& g) {
+    collectives::spec(c).launch(ctx.world, send_.data(), recv_.data(), g, ctx.dtype(), ctx.device.default_stream());
   }
 
-  void run(benchmark::State& st, BenchContext& ctx, Collective c, const comm_bench::Geometry& g) {
+  void run(benchmark::State& st, BenchContext& ctx, Collective c, const collectives::Geometry& g) {
     const int rank = ctx.world.rank(), n = ctx.world.size();
     if (fail_rank_ && rank == *fail_rank_) {
       if (fail_in_flight_) {
@@ -195,7 +196,7 @@ class CommBench final : public BenchProgram {
     if (stall_rank_ && rank == *stall_rank_) ::raise(SIGSTOP);
     const Stream& s = ctx.device.default_stream();
     std::vector<float> host(g.send_count);
-    comm_bench::fill_send(c, rank, g, host.data());
+    collectives::fill_send(c, rank, g, host.data());
     upload(ctx, host, send_.data(), g.send_count);
 
     for (int i = 0; i < warmup_; ++i) launch(ctx, c, g);
@@ -214,7 +215,7 @@ class CommBench final : public BenchProgram {
     ctx.world.wait(s);
     download(ctx, recv_.data(), host, g.recv_count);
     if (corrupt_ && rank == 0) host[host.size() / 2] += 1000.f;
-    const std::int64_t wrong = ctx.rt.sum(comm_bench::count_wrong(c, rank, n, g, host.data(), ctx.dtype()));
+    const std::int64_t wrong = ctx.rt.sum(collectives::count_wrong(c, rank, n, g, host.data(), ctx.dtype()));
 
     st.SetBytesProcessed(static_cast<std::int64_t>(g.size_bytes) * st.iterations());
     st.counters["size_bytes"] = double(g.size_bytes);
@@ -223,11 +224,11 @@ class CommBench final : public BenchProgram {
   }
 
   // The sizes a sweep visits for `c`: one per distinct layout, none that rounds to nothing.
-  std::vector<comm_bench::Geometry> sizes_for(Collective c, const BenchContext& ctx) const {
-    std::vector<comm_bench::Geometry> out;
+  std::vector<collectives::Geometry> sizes_for(Collective c, const BenchContext& ctx) const {
+    std::vector<collectives::Geometry> out;
     std::uint64_t prev = 0;
     for (std::uint64_t b = min_bytes_; b <= max_bytes_; b *= static_cast<std::uint64_t>(step)) {
-      const comm_bench::Geometry g = comm_bench::geometry(c, b, ctx.world.size(), ctx.dtype());
+      const collectives::Geometry g = collectives::geometry(c, b, ctx.world.size(), ctx.dtype());
       if (g.block > 0 && g.size_bytes != prev) out.push_back(g);
       prev = g.block > 0 ? g.size_bytes : prev;
       if (b > max_bytes_ / static_cast<std::uint64_t>(step)) break;

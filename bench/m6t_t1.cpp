@@ -41,7 +41,7 @@ class T1Bench final : public BenchProgram {
   }
   void add_options(CLI::App& app) override {
     add_wholes(app, "--layers", layers_opt_, 1, 1 << 10, "Model depths (default: 3 and 16, M6-T's; tiny scale: 3)");
-    add_choices(app, "--gate", gates_opt_, {"paper", "fused"},
+    add_choices(app, "--gate", gates_opt_, gate_impl_names(),
                 "Gates to run: paper (M6-T's looped arg-max and one-hot dispatch), fused (ours) (default both)");
   }
 
@@ -70,9 +70,9 @@ class T1Bench final : public BenchProgram {
     dtype_ = ctx.dtype();
     layers_ = layers_opt_.empty() ? (ctx.scale() == Scale::tiny ? std::vector<int>{3} : std::vector<int>{3, 16}) : layers_opt_;
     gates_.clear();
-    for (const char* g : {"paper", "fused"})
-      if (gates_opt_.empty() || std::find(gates_opt_.begin(), gates_opt_.end(), g) != gates_opt_.end())
-        gates_.push_back(std::string(g) == "paper" ? GateImpl::paper : GateImpl::fused);
+    for (GateImpl g : {GateImpl::paper, GateImpl::fused})  // the paper's first: the table's rows keep that order
+      if (gates_opt_.empty() || std::find(gates_opt_.begin(), gates_opt_.end(), gate_impl_name(g)) != gates_opt_.end())
+        gates_.push_back(g);
     for (int L : layers_)
       for (const Routing& r : kRoutings) {
         if (auto e = validate_layout(layout(W), shape(L, r), W)) return e;

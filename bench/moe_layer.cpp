@@ -22,7 +22,8 @@
 #include "harness/kernel_table.h"
 #include "harness/layer_case.h"
 #include "harness/torch_reference.h"
-#include "runtime/layout.h"
+#include "models/expert_split.h"
+#include "models/layout.h"
 #include "models/paper_specs.h"
 #include "models/roofline.h"
 #include "moe/dispatcher_table.h"
@@ -72,7 +73,7 @@ class MoELayerBench final : public BenchProgram {
     iters_ = ctx.opts.iters.value_or(iters_);
     const int world = ctx.world.size();
     // segmented keeps the counts on the device: no exchange sized on the host.
-    if (auto e = pick_dispatchers(dispatchers_, moe_.expert_gemm == "segmented")) return e;
+    if (auto e = pick_dispatchers(dispatchers_, parse_expert_gemm(moe_.expert_gemm) == ExpertGemm::segmented)) return e;
     const bool grouped = std::any_of(dispatchers_.begin(), dispatchers_.end(),
                                      [](const std::string& d) { return dispatcher_row(d).shares_tokens(); });
     if (tp_opt_ && !grouped)
@@ -85,12 +86,12 @@ class MoELayerBench final : public BenchProgram {
              " ranks; allowed: a divisor of the number of ranks";
     // PPMoE's tensor-parallel groups, and the data-parallel replicas they form, from the one layout.
     if (auto e = ParallelLayout::make(world, tp_, 1, 1, &layout_)) return e;
+    // The layer's config resolved and checked once; then each dispatcher's experts over its group.
+    if (auto e = moe_.resolve(d, tokens, ctx.dtype(), ctx.backend(), 1)) return e;
     for (const auto& name : dispatchers_) {
       const DispatcherRow& row = dispatcher_row(name);
-      if (auto e = moe_.resolve(d, tokens, ctx.dtype(), ctx.backend(), row.expert_ranks(world, tp_))) {
-        if (row.shares_tokens() && e->rfind("--experts", 0) == 0) return *e + " (the --tp group)";
-        return e;
-      }
+      const int group = row.expert_ranks(world, tp_);
+      if (auto e = expert_split_error(moe_.config.experts, group, row.shares_tokens() ? "the --tp group" : "")) return e;
     }
     if (auto e = parse_popularity("--popularity", popularity_text_, &popularity_)) return e;
     if (auto e = read_reference(ctx)) return e;

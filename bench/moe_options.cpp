@@ -18,7 +18,7 @@ void MoEOptions::add(CLI::App& app) {
              "busiest expert's with GeLU in its epilogue, one GEMM per expert over 4 side streams, or one segment GEMM "
              "per step whose row counts stay on the device (our kernel; local and ppmoe dispatchers) (default: padded on "
              "cuda where f is a multiple of 8, else grouped)");
-  add_choice(app, "--gate", gate, {"fused", "paper"},
+  add_choice(app, "--gate", gate, gate_impl_names(),
              "Gate: ours (fused softmax + top-k, index dispatch) or M6-T's (k rounds of arg-max, one-hot "
              "dispatch and combine tensors; needs --capacity-factor) (default fused)");
   add_choice(app, "--gate-kernels", gate_kernels, {"one_pass", "separate"},
@@ -42,7 +42,7 @@ std::optional<std::string> MoEOptions::resolve(const MoEConfig& d, int default_t
   if (aux_coef) config.aux_coef = float(*aux_coef);
   config.expert_gemm = expert_gemm.empty() ? default_expert_gemm(backend, config.ffn) : *parse_expert_gemm(expert_gemm);
   expert_gemm = expert_gemm_name(config.expert_gemm);  // what the rows record
-  config.gate = gate == "paper" ? GateImpl::paper : GateImpl::fused;
+  config.gate = *parse_gate_impl(gate);
   config.gate_kernels = gate_kernels.empty() ? std::nullopt : parse_route_kernels(gate_kernels);
   config.dtype = dtype;
   resolved_tokens = tokens.value_or(default_tokens);

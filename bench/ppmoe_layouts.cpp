@@ -62,8 +62,8 @@ class LayoutsBench final : public BenchProgram {
   int repetitions_at(Scale s) const override { return s == Scale::local ? 15 : BenchProgram::repetitions_at(s); }
   void add_options(CLI::App& app) override {
     add_whole(app, "--micro-batches", micro_opt_, 1, 1 << 12, "Micro-batches per step in the pipelined rows (default 4)");
-    add_choice(app, "--layout", layout_opt_, {"dense", "dpmoe", "ppmoe"},
-               "Run this layout instead of Table 2's rows (with --dp, --tp, --pp, --zero)");
+    add_choice(app, "--layout", layout_opt_, layout_options(),
+               "Run this layout instead of Table 2's rows (with --dp, --tp, --pp, --zero): " + layout_options_help());
     add_whole(app, "--dp", dp_opt_, 1, 1 << 16, "--layout: data-parallel size (default: the ranks over --tp x --pp)");
     add_whole(app, "--tp", tp_opt_, 1, 1 << 16, "--layout: tensor-parallel size (default 1)");
     add_whole(app, "--pp", pp_opt_, 1, 1 << 16, "--layout: pipeline stages (default 1)");
@@ -94,10 +94,14 @@ class LayoutsBench final : public BenchProgram {
     const bool custom = !layout_opt_.empty();
     for (const auto& [given, option] : {std::pair{bool(dp_opt_), "--dp"}, std::pair{bool(tp_opt_), "--tp"},
                                         std::pair{bool(pp_opt_), "--pp"}, std::pair{zero_, "--zero"}})
-      if (given && !custom) return std::string(option) + ": only with --layout dense|dpmoe|ppmoe (Table 2's rows set their own)";
+      if (given && !custom) {
+        std::string layouts;
+        for (const std::string& o : layout_options()) layouts += (layouts.empty() ? "" : "|") + o;
+        return std::string(option) + ": only with --layout " + layouts + " (Table 2's rows set their own)";
+      }
     if (custom && !row_opt_.empty()) return "--rows: Table 2's rows, or --layout: not both";
     if (custom) {
-      const LayoutKind k = layout_opt_ == "dense" ? LayoutKind::dense : layout_opt_ == "dpmoe" ? LayoutKind::dpmoe : LayoutKind::ppmoe;
+      const LayoutKind k = *parse_layout_option(layout_opt_);
       const int tp = tp_opt_.value_or(1), pp = pp_opt_.value_or(1);
       // As Megatron does, data parallelism takes the ranks that tensor and pipeline parallelism leave.
       if (!dp_opt_ && W % (tp * pp) != 0)

@@ -71,7 +71,7 @@ class SerialBench final : public BenchProgram {
   void register_benchmarks(BenchContext& ctx) override {
     for (const Width& w : widths_)
       for (int n = 1; n <= max_experts_; n *= 2)
-        for (const char* v : {"dense", "serial", "grouped"}) {
+        for (const std::string& v : variants()) {
           const std::string name = "ppmoe_serial/" + w.name + "/" + std::to_string(n) + "/" + v;
           ctx.add(name, iters_, [this, &ctx, w, n, v](benchmark::State& st) { run(st, ctx, w, n, v); });
         }
@@ -93,8 +93,9 @@ class SerialBench final : public BenchProgram {
     for (const Width& w : widths_)
       for (int n = 1; n <= max_experts_; n *= 2) {
         const std::string key = "ppmoe_serial/" + w.name + "/" + std::to_string(n) + "/";
-        if (!ms.count(key + "dense") || !ms.count(key + "serial") || !ms.count(key + "grouped")) continue;
-        const Spread d = ms[key + "dense"], s = ms[key + "serial"], g = ms[key + "grouped"];
+        const std::vector<std::string> v = variants();  // dense, serial, grouped
+        if (!ms.count(key + v[0]) || !ms.count(key + v[1]) || !ms.count(key + v[2])) continue;
+        const Spread d = ms[key + v[0]], s = ms[key + v[1]], g = ms[key + v[2]];
         const double flops = gemm_flops(tokens_, w.ffn, w.hidden);
         t.add_row({w.name, std::to_string(w.hidden), std::to_string(w.ffn), std::to_string(tokens_), std::to_string(n),
                    fmt(d.median), fmt(d.min), fmt(d.max), fmt(s.median), fmt(s.min), fmt(s.max), fmt(g.median),
@@ -120,6 +121,13 @@ class SerialBench final : public BenchProgram {
     iters_ = iters;
   }
 
+  // Sec. 3.3.2's three rows: one dense GEMM of all the rows, and the N experts' GEMMs one by one
+  // (serial) and in one grouped call, the routes named by moe/config.h's list.
+  static std::vector<std::string> variants() {
+    return {"dense", expert_gemm_name(ExpertGemm::serial), expert_gemm_name(ExpertGemm::grouped)};
+  }
+  // The dense row is one GEMM, issued the serial way.
+  static ExpertGemm route(const std::string& variant) { return parse_expert_gemm(variant).value_or(ExpertGemm::serial); }
   // The operands of one (width, N, variant), made at its first repetition and kept for the rest.
   struct Fixture {
     std::string key;
@@ -135,7 +143,7 @@ class SerialBench final : public BenchProgram {
     f->key = key;
     const DType t = ctx.dtype();
     const std::size_t es = dtype_size(t), h = std::size_t(w.hidden), ff = std::size_t(w.ffn), T = std::size_t(tokens_);
-    const int experts = variant == "dense" ? 1 : n;
+    const int experts = parse_expert_gemm(variant) ? n : 1;
     f->x = device_from_f32(ctx.device, ctx.alloc, normal_vector(T * h, 1, 1, 1.f), t, MemTag::activations);
     f->wts = ctx.alloc.allocate(std::size_t(experts) * h * ff * es, MemTag::model_states);
     {
@@ -150,7 +158,7 @@ class SerialBench final : public BenchProgram {
     for (int e = 0; e < experts; ++e)
       f->problems.push_back(dense_gemm(false, false, int(rows), int(ff), int(h), f->x.as<char>() + e * rows * h * es,
                                        f->wts.as<char>() + e * h * ff * es, f->y.as<char>() + e * rows * ff * es, t));
-    const ExpertGemm mode = variant == "grouped" ? ExpertGemm::grouped : ExpertGemm::serial;
+    const ExpertGemm mode = route(variant);
     const Exec ex = ctx.device.exec(ctx.device.default_stream());
     for (int i = 0; i < warmup_; ++i) grouped_gemm(ex, f->problems, mode, f->ptrs.data(), f->ptrs.bytes());
     ctx.device.synchronize();
@@ -161,13 +169,13 @@ class SerialBench final : public BenchProgram {
   void run(benchmark::State& st, BenchContext& ctx, const Width& w, int n, const std::string& variant) {
     const DType t = ctx.dtype();
     // The grouped call has no tensor-core-free mode for 16-bit types: it would run serially.
-    if (ctx.skip_if_any(st, variant == "grouped" && ctx.backend() == Backend::cuda && t != DType::f32 &&
+    if (ctx.skip_if_any(st, route(variant) == ExpertGemm::grouped && ctx.backend() == Backend::cuda && t != DType::f32 &&
                                     ctx.opts.no_tensor_cores
                                 ? std::optional<std::string>("grouped GEMM: cuBLAS has no 16-bit mode without tensor cores")
                                 : std::nullopt))
       return;
     Fixture& f = fixture(ctx, w, n, variant);
-    const ExpertGemm mode = variant == "grouped" ? ExpertGemm::grouped : ExpertGemm::serial;
+    const ExpertGemm mode = route(variant);
     const Exec ex = ctx.device.exec(ctx.device.default_stream());
     const Stream& s = ctx.device.default_stream();
     ctx.profile_begin();

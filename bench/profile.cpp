@@ -16,7 +16,7 @@
 #include <limits>
 #include <map>
 #include <set>
-#include "harness/comm_check.h"
+#include "comm/collective_table.h"
 #include "bench/profile_csv.h"
 #include "harness/bench.h"
 #include "kernels/gelu.h"
@@ -86,9 +86,9 @@ class ProfileBench final : public BenchProgram {
     for (std::size_t bytes : {small_message(ctx), rec_.big_message})
       ctx.add("profile/exchange/" + std::to_string(bytes), 10,
               [this, &ctx, bytes](benchmark::State& st) { exchange(st, ctx, bytes); });
-    for (comm_bench::Collective c : comm_bench::all_collectives())
+    for (collectives::Collective c : collectives::all_collectives())
       for (std::uint64_t bytes : rec_.curve_sizes) {
-        const comm_bench::Geometry g = comm_bench::geometry(c, bytes, ctx.world.size(), ctx.dtype());
+        const collectives::Geometry g = collectives::geometry(c, bytes, ctx.world.size(), ctx.dtype());
         if (g.block == 0) continue;
         ctx.add(curve_key(c, g.size_bytes), 10, [this, &ctx, c, g](benchmark::State& st) { collective(st, ctx, c, g); });
       }
@@ -160,7 +160,7 @@ class ProfileBench final : public BenchProgram {
 
   // One collective of the comm bench at one size, timed as the comm bench times it.
   // Like the comm bench: one pair of buffers of the largest size for every size, its warm-up.
-  void collective(benchmark::State& st, BenchContext& ctx, comm_bench::Collective c, const comm_bench::Geometry& g) {
+  void collective(benchmark::State& st, BenchContext& ctx, collectives::Collective c, const collectives::Geometry& g) {
     const DType t = ctx.dtype();
     const Stream& s = ctx.device.default_stream();
     if (!curve_send_) {
@@ -169,7 +169,7 @@ class ProfileBench final : public BenchProgram {
       ctx.device.fill_zero(curve_send_.data(), rec_.curve_sizes.back(), s);
       ctx.device.fill_zero(curve_recv_.data(), rec_.curve_sizes.back(), s);
     }
-    const auto& spec = comm_bench::spec(c);
+    const auto& spec = collectives::spec(c);
     for (int i = 0; i < kCollectiveWarmup; ++i) spec.launch(ctx.world, curve_send_.data(), curve_recv_.data(), g, t, s);
     ctx.world.wait(s);
     for (auto _ : st) ctx.time_iteration(st, s, [&] {
@@ -178,8 +178,8 @@ class ProfileBench final : public BenchProgram {
     });
   }
 
-  static std::string curve_key(comm_bench::Collective c, std::uint64_t size_bytes) {
-    return "profile/collective/" + std::string(comm_bench::collective_name(c)) + "/" + std::to_string(size_bytes);
+  static std::string curve_key(collectives::Collective c, std::uint64_t size_bytes) {
+    return "profile/collective/" + std::string(collectives::collective_name(c)) + "/" + std::to_string(size_bytes);
   }
 
   static std::size_t small_message(const BenchContext& ctx) { return std::size_t(8) * ctx.world.size(); }

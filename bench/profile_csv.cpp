@@ -6,8 +6,8 @@
 
 namespace moebench {
 
-std::string curve_key(comm_bench::Collective c, std::uint64_t size_bytes) {
-  return "profile/collective/" + std::string(comm_bench::collective_name(c)) + "/" + std::to_string(size_bytes);
+std::string curve_key(collectives::Collective c, std::uint64_t size_bytes) {
+  return "profile/collective/" + std::string(collectives::collective_name(c)) + "/" + std::to_string(size_bytes);
 }
 
 int write_profile_csv(const BenchContext& ctx, const ProfileRecord& rec, const std::vector<RunRecord>& runs) {
@@ -123,12 +123,12 @@ int write_profile_csv(const BenchContext& ctx, const ProfileRecord& rec, const s
                fmt(std::max(a, b), 4),
                here + ": [m, k] x [k, n] " + std::string(dtype_name(ctx.dtype())) + " GEMMs, rate over the best (median)"});
   }
-  for (comm_bench::Collective c : comm_bench::all_collectives())
+  for (collectives::Collective c : collectives::all_collectives())
     for (std::uint64_t bytes : rec.curve_sizes) {
-      const comm_bench::Geometry g = comm_bench::geometry(c, bytes, ranks, ctx.dtype());
+      const collectives::Geometry g = collectives::geometry(c, bytes, ranks, ctx.dtype());
       const auto it = spread.find(curve_key(c, g.size_bytes));
       if (g.block == 0 || it == spread.end()) continue;
-      t.add_row({std::string(comm_bench::collective_name(c)) + "_time", std::to_string(g.size_bytes),
+      t.add_row({std::string(collectives::collective_name(c)) + "_time", std::to_string(g.size_bytes),
                  fmt(it->second.median * 1e3, 6), "us", fmt(it->second.min * 1e3, 6), fmt(it->second.max * 1e3, 6),
                  here + ": one call per iteration, the slowest rank's time, as the comm bench times it"});
     }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 #include "harness/bench.h"
-#include "harness/comm_check.h"
+#include "comm/collective_table.h"
 #include "kernels/gemm.h"
 #include "models/hardware_profile.h"
 
@@ -29,7 +29,7 @@ inline int repeats(const Shape& s) { return std::max(1, int(1.5e9 / s.flops()));
 // The small all-to-all: 8 bytes per peer.
 inline std::size_t small_message(const BenchContext& ctx) { return std::size_t(8) * ctx.world.size(); }
 
-std::string curve_key(comm_bench::Collective c, std::uint64_t size_bytes);
+std::string curve_key(collectives::Collective c, std::uint64_t size_bytes);
 
 struct ProfileRecord {
   std::string name = "this_machine";

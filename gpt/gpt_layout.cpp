@@ -2,7 +2,7 @@
 #include <cmath>
 #include <vector>
 #include "moe/init.h"
-#include "models/expert_split.h"
+#include "models/layout_rules.h"
 
 namespace moebench {
 
@@ -48,16 +48,11 @@ Buffer synthetic_tokens(Device& dev, TrackingAllocator& alloc, const Stream& s, 
 }
 
 std::optional<std::string> validate_layout(const ParallelLayout& l, const ModelShape& shape, int world_size) {
-  const int experts = shape.experts;
   if (l.dp * l.tp * l.pp != world_size)
     return "--ranks: " + std::to_string(world_size) + " ranks, but the layout " + l.describe() + " needs DP x TP x PP = " +
            std::to_string(l.dp * l.tp * l.pp);
-  if (l.kind != LayoutKind::dense && !shape.has_moe())
-    return "the " + l.describe() + " layout needs a model with experts; this one has none";
-  if (auto e = GptStage::validate(layout_model(shape, l), l.pp, l.tp)) return e;
-  if (l.kind == LayoutKind::dpmoe) return expert_split_error(experts, l.dp, "the EP (= DP) group");
-  if (l.kind == LayoutKind::ppmoe) return expert_split_error(experts, l.tp, "the TP group");
-  return std::nullopt;
+  if (auto e = trainer_layout_error(shape, l.kind, l.dp, l.tp, l.pp)) return e;
+  return GptStage::validate(layout_model(shape, l), l.pp, l.tp);  // what the stage adds: the dtype, the gate
 }
 
 }  // namespace moebench

@@ -1,4 +1,4 @@
-// What running the GPT model in a layout of PPMoE Table 2 (runtime/layout.h: Dense, DPMoE or
+// What running the GPT model in a layout of PPMoE Table 2 (models/layout.h: Dense, DPMoE or
 // PPMoE over DP x TP x PP ranks, with or without ZeRO-1) needs: the ranks' groups, the model (the
 // backbone, or an MoE layer on every other FFN) and its MoE blocks' dispatcher.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include "gpt/gpt_stage.h"
 #include "comm/comm.h"
-#include "runtime/layout.h"
+#include "models/layout.h"
 #include "runtime/runtime.h"
 
 namespace moebench {

@@ -6,6 +6,7 @@
 #include "kernels/gemm.h"
 #include "kernels/layernorm.h"
 #include "moe/init.h"
+#include "models/layout_rules.h"
 #include "gpt/typed_upload.h"
 
 namespace moebench {
@@ -36,17 +37,12 @@ GptConfig gpt_config(const ModelShape& shape, DType dtype) {
 }
 
 std::optional<std::string> GptStage::validate(const GptConfig& cfg, int stages, int tp_size) {
-  if (cfg.vocab < 1 || cfg.seq < 1 || cfg.layers < 1)
-    return "--vocab, --seq and --layers: " + std::to_string(cfg.vocab) + ", " + std::to_string(cfg.seq) + " and " +
-           std::to_string(cfg.layers) + "; allowed: >= 1";
-  if (stages < 1 || cfg.layers % stages != 0)
-    return "--pp: " + std::to_string(stages) + " pipeline stages do not split the " + std::to_string(cfg.layers) +
-           " layers evenly; allowed: a divisor of --layers";
+  if (auto e = stage_split_error(cfg.layers, cfg.seq, cfg.vocab, stages)) return e;
   if (!is_float(cfg.dtype))
     return "--dtype: " + std::string(dtype_name(cfg.dtype)) + "; allowed: fp32, fp16 and bf16";
   if (cfg.moe_every > 0 && cfg.moe.gate == GateImpl::paper && cfg.dtype != DType::f32)
     return "--gate paper: its dense dispatch and combine tensors are fp32; allowed --dtype fp32";
-  return TransformerBlock::validate({cfg.hidden, cfg.heads, cfg.ffn, 0, std::nullopt}, tp_size);
+  return block_split_error(cfg.hidden, cfg.heads, cfg.ffn, tp_size);
 }
 
 GptStage::GptStage(const GptConfig& cfg, int stage, int stages, Device& dev, TrackingAllocator& alloc, Communicator* tp,

@@ -10,20 +10,13 @@
 #include "kernels/gemm.h"
 #include "kernels/layernorm.h"
 #include "moe/init.h"
+#include "models/layout_rules.h"
 #include "gpt/typed_upload.h"
 
 namespace moebench {
 
 std::optional<std::string> TransformerBlock::validate(const TransformerBlockConfig& c, int tp_size) {
-  if (c.hidden < 1 || c.heads < 1 || c.ffn < 1)
-    return "--hidden, --heads and --ffn: " + std::to_string(c.hidden) + ", " + std::to_string(c.heads) + " and " +
-           std::to_string(c.ffn) + "; allowed: >= 1";
-  if (c.hidden % c.heads != 0)
-    return "--heads: " + std::to_string(c.heads) + " does not divide the hidden size " + std::to_string(c.hidden);
-  if (c.heads % tp_size != 0)
-    return "--tp: " + std::to_string(tp_size) + " does not divide the " + std::to_string(c.heads) + " heads";
-  if (c.ffn % tp_size != 0) return "--tp: " + std::to_string(tp_size) + " does not divide the ffn size " + std::to_string(c.ffn);
-  return std::nullopt;
+  return block_split_error(c.hidden, c.heads, c.ffn, tp_size);
 }
 
 namespace {

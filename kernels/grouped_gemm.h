@@ -5,16 +5,12 @@
 // Problems with m = 0 or n = 0 are skipped; k = 0 gives C = beta * C (beta 0 or 1).
 #pragma once
 #include <vector>
+#include "kernels/expert_gemm_routes.h"
 #include "kernels/gemm.h"
 
 namespace moebench {
 
-// padded: the experts' rows padded to the busiest expert's and one strided-batched GEMM per
-// step, GeLU in the GEMMs' epilogues (moe/experts_padded.cpp). streams: one GEMM per expert,
-// spread round-robin over side streams that run at once (moe/expert_streams.cpp). segmented: one
-// segment GEMM per step whose row counts stay on the device (kernels/segment_gemm.h,
-// moe/experts_segmented.cpp). grouped_gemm takes none of the three.
-enum class ExpertGemm { serial, grouped, padded, streams, segmented };
+// `mode`: serial or grouped (expert_gemm_routes.h); the other routes are the layer's.
 
 // Bytes of device pointer arrays grouped_gemm needs for `problems` problems.
 inline std::size_t grouped_gemm_workspace_bytes(std::size_t problems) { return 3 * problems * sizeof(void*); }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include "comm/collective_table.h"
 #include "kernels/exec.h"
 
 namespace moebench {
@@ -151,7 +152,11 @@ HardwareProfile load_hardware_profile(const std::string& path) {
 }
 
 const std::vector<std::string>& profiled_collectives() {
-  static const std::vector<std::string> names = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (collectives::Collective c : collectives::all_collectives()) out.push_back(collectives::collective_name(c));
+    return out;
+  }();
   return names;
 }
 

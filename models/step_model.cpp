@@ -3,6 +3,7 @@
 #include <cmath>
 #include "models/collective_model.h"
 #include "models/expert_split.h"
+#include "models/layout_rules.h"
 #include "models/pipeline_simulator.h"
 
 namespace moebench {
@@ -147,31 +148,24 @@ double ForwardParts::total() const {
 
 std::optional<std::string> validate_step(const ModelShape& m, const StepLayout& l, const HardwareProfile& hw) {
   auto s = [](auto v) { return std::to_string(v); };
-  for (auto [opt, v] : {std::pair{"--layers", m.layers}, {"--hidden", m.hidden}, {"--ffn", m.ffn}, {"--heads", m.heads},
-                        {"--seq", m.seq}, {"--vocab", m.vocab}, {"--dp", l.dp}, {"--tp", l.tp}, {"--pp", l.pp},
-                        {"--micro-batches", l.micro_batches}, {"--micro-batch-size", l.micro_batch_sequences}})
+  for (auto [opt, v] : {std::pair{"--dp", l.dp}, {"--tp", l.tp}, {"--pp", l.pp}, {"--micro-batches", l.micro_batches},
+                        {"--micro-batch-size", l.micro_batch_sequences}})
     if (v < 1) return std::string(opt) + ": must be >= 1, got " + s(v);
   if (!(l.expert_load >= 1))
     return "expert load: the busiest rank's expert rows over the mean rank's are at least 1, got " + s(l.expert_load);
-  if (m.hidden % m.heads != 0) return "--heads: " + s(m.heads) + " does not divide --hidden " + s(m.hidden);
-  if (m.heads % l.tp != 0) return "--tp: " + s(l.tp) + " does not divide the " + s(m.heads) + " heads (--heads)";
-  if (m.ffn % l.tp != 0) return "--tp: " + s(l.tp) + " does not divide --ffn " + s(m.ffn);
-  if (m.layers % l.pp != 0) return "--pp: " + s(l.pp) + " stages cannot hold the " + s(m.layers) + " layers evenly (--layers)";
+  // What the trainer refuses, in its words (layout_rules.h), but a DP group holding replicas.
+  if (auto e = trainer_layout_error(m, l.kind, l.dp, l.tp, l.pp, /*replicas=*/true)) return e;
   if (l.pp > 1)
     if (auto e = validate_pipeline_shape(l.pp, l.micro_batches)) return e;
   if (l.zero && l.zero_stage != 1 && l.zero_stage != 2) return "--zero-stage: " + s(l.zero_stage) + " is not modelled; allowed: 1 or 2";
   if (l.tp > hw.gpus_per_node)
     return "--tp: " + s(l.tp) + " exceeds the profile's " + s(hw.gpus_per_node) + " GPUs per node (TP stays inside a node)";
-  if (l.kind != LayoutKind::dense) {
-    if (m.experts < 1 || m.moe_every < 1) return "--experts: a " + std::string(layout_kind_name(l.kind)) + " layout needs MoE layers (--experts and --moe-every >= 1)";
+  const LayoutRow& row = layout_row(l.kind);
+  if (row.experts_over != ExpertGroup::none) {
     if (m.top_k < 1 || m.prototypes < 1 || m.experts % m.prototypes != 0 || m.top_k > m.experts / m.prototypes)
       return "--top-k: " + s(m.top_k) + " of " + s(m.experts / std::max(m.prototypes, 1)) + " experts per prototype is not a routing";
-    if (l.kind == LayoutKind::dpmoe)
-      if (auto e = expert_split_error(m.experts, l.dp, "the EP (= DP) group", /*replicas=*/true)) return e;
-    if (l.kind == LayoutKind::ppmoe)
-      if (auto e = expert_split_error(m.experts, l.tp, "the TP group")) return e;
   } else if (m.experts > 0) {
-    return "--layout: dense takes no --experts";
+    return "--layout: " + std::string(row.option) + " takes no --experts";
   }
   return std::nullopt;
 }

@@ -16,7 +16,7 @@
 //              4 too), activations per Korthikanti et al. 2022 (Megatron) times the micro-batches
 //              in flight; over the profile's memory: out of memory.
 #pragma once
-#include "runtime/layout.h"
+#include "models/layout.h"
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +27,7 @@
 namespace moebench {
 
 
-// A layout (runtime/layout.h) and how a step runs in it.
+// A layout (models/layout.h) and how a step runs in it.
 struct StepLayout : ParallelLayout {
   int zero_stage = 1;             // with zero: 1 shards the optimizer states, 2 the gradients too
   int micro_batches = 1;          // per step and pipeline (gradient accumulation without PP)

@@ -4,34 +4,16 @@
 
 namespace moebench {
 
-namespace {
-constexpr std::pair<ExpertGemm, const char*> kExpertGemmNames[] = {{ExpertGemm::grouped, "grouped"},
-                                                                   {ExpertGemm::serial, "serial"},
-                                                                   {ExpertGemm::padded, "padded"},
-                                                                   {ExpertGemm::streams, "streams"},
-                                                                   {ExpertGemm::segmented, "segmented"}};
-}  // namespace
+std::vector<std::string> gate_impl_names() { return {gate_impl_name(GateImpl::fused), gate_impl_name(GateImpl::paper)}; }
 
-const char* expert_gemm_name(ExpertGemm g) {
-  for (const auto& [value, name] : kExpertGemmNames)
-    if (value == g) return name;
-  return "?";
-}
-
-std::vector<std::string> expert_gemm_names() {
-  std::vector<std::string> out;
-  for (const auto& [value, name] : kExpertGemmNames) out.push_back(name);
-  return out;
+std::optional<GateImpl> parse_gate_impl(const std::string& name) {
+  for (GateImpl g : {GateImpl::fused, GateImpl::paper})
+    if (name == gate_impl_name(g)) return g;
+  return std::nullopt;
 }
 
 ExpertGemm default_expert_gemm(Backend backend, int ffn) {
   return backend == Backend::cuda && ffn % 8 == 0 ? ExpertGemm::padded : ExpertGemm::grouped;
-}
-
-std::optional<ExpertGemm> parse_expert_gemm(const std::string& name) {
-  for (const auto& [value, n] : kExpertGemmNames)
-    if (name == n) return value;
-  return std::nullopt;
 }
 
 std::optional<std::string> MoEConfig::validate(int tokens, int expert_ranks) const {

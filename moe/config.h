@@ -17,15 +17,15 @@ namespace moebench {
 // (kernels/looped_gating.h, moe/one_hot_dispatch.h). Both route identically.
 enum class GateImpl { fused, paper };
 inline const char* gate_impl_name(GateImpl g) { return g == GateImpl::fused ? "fused" : "paper"; }
+// --gate's choices, "fused" then "paper", and back from a name.
+std::vector<std::string> gate_impl_names();
+std::optional<GateImpl> parse_gate_impl(const std::string& name);
 
-// --expert-gemm's names: grouped, serial, padded, streams, segmented (the routes' one list).
-const char* expert_gemm_name(ExpertGemm g);
-std::vector<std::string> expert_gemm_names();
+// The routes and their names: kernels/expert_gemm_routes.h (included through grouped_gemm.h).
 // The route a run takes unless --expert-gemm names one. On the GPU: padded, the fastest route
 // measured there at every popularity, where its cuBLASLt epilogue takes the FFN width (a multiple
 // of 8). Else -- and on the CPU, where padding rows are only more work -- grouped.
 ExpertGemm default_expert_gemm(Backend backend, int ffn);
-std::optional<ExpertGemm> parse_expert_gemm(const std::string& name);
 
 // What the padded route's layout costs, in rows of its batched GEMMs (moe/padded_blocks.h).
 struct PaddedBlockCost {

@@ -12,8 +12,9 @@ int DispatcherRow::expert_ranks(int world, int tp) const {
   return 1;
 }
 
-const std::vector<DispatcherRow>& dispatcher_table() {
-  static const std::vector<DispatcherRow> rows = {
+namespace {
+std::vector<DispatcherRow>& dispatcher_rows_table() {
+  static std::vector<DispatcherRow> table = {
       {"local", ExpertsOver::each_rank, false, "every expert on every rank: the one-device layer",
        [](const DispatcherEnv& env, Communicator*) { return make_local_dispatcher(env); }},
       {"expert_parallel", ExpertsOver::world, true,
@@ -23,8 +24,11 @@ const std::vector<DispatcherRow>& dispatcher_table() {
        "PPMoE (000 Algorithm 1): the experts over the TP group by index selection, the outputs all-reduced",
        [](const DispatcherEnv& env, Communicator* group) { return make_ppmoe_dispatcher(env, *group); }},
   };
-  return rows;
+  return table;
 }
+}  // namespace
+
+const std::vector<DispatcherRow>& dispatcher_table() { return dispatcher_rows_table(); }
 
 std::vector<std::string> dispatcher_names() {
   std::vector<std::string> out;
@@ -55,6 +59,16 @@ const DispatcherRow& dispatcher_row(const std::string& name) {
   for (const DispatcherRow& r : dispatcher_table())
     if (r.name == name) return r;
   throw Error("no dispatcher '" + name + "'; there are: " + dispatcher_list());
+}
+
+DispatcherRegistration::DispatcherRegistration(const DispatcherRow& row) : name_(row.name) {
+  for (const DispatcherRow& r : dispatcher_rows_table())
+    if (name_ == r.name) throw Error("a dispatcher '" + name_ + "' is already in the table");
+  dispatcher_rows_table().push_back(row);
+}
+
+DispatcherRegistration::~DispatcherRegistration() {
+  std::erase_if(dispatcher_rows_table(), [&](const DispatcherRow& r) { return name_ == r.name; });
 }
 
 }  // namespace moebench

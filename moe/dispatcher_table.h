@@ -47,4 +47,17 @@ std::optional<std::string> pick_dispatchers(std::vector<std::string>& names, boo
 // Throws Error naming the dispatchers there are.
 const DispatcherRow& dispatcher_row(const std::string& name);
 
+// A row added for as long as this lives: a dispatcher outside moe/ (a test's, or a program's own)
+// joins every choice, default and check the table feeds. Throws Error for a name already there.
+class DispatcherRegistration {
+ public:
+  explicit DispatcherRegistration(const DispatcherRow& row);
+  ~DispatcherRegistration();
+  DispatcherRegistration(const DispatcherRegistration&) = delete;
+  DispatcherRegistration& operator=(const DispatcherRegistration&) = delete;
+
+ private:
+  std::string name_;
+};
+
 }  // namespace moebench

@@ -10,11 +10,15 @@ import matplotlib.pyplot as plt
 
 from common import nonempty_rows, num, provenance_line, run_main, save
 
-COLORS = {"gpipe": "tab:blue", "1f1b": "tab:orange", "zb-h1": "tab:green"}
+CYCLE = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
 
 
 def main(folder):
     rows = nonempty_rows(pathlib.Path(folder) / "bubble.csv")
+    # A colour per schedule, in the order the bench wrote them (its table's order).
+    COLORS = {}
+    for r in rows:
+        COLORS.setdefault(r["schedule"], CYCLE[len(COLORS) % len(CYCLE)])
     # (P, schedule, recompute) -> M -> the stages' rows
     groups = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in rows:

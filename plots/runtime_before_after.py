@@ -11,7 +11,8 @@ import sys
 def main(work, rounds, before_commit, after_commit, out):
     work, rounds = pathlib.Path(work), int(rounds)
     rows = []
-    for d in ("local", "expert_parallel", "ppmoe"):
+    # The dispatchers the runs measured (each run's moe/layer_<dispatcher>.csv).
+    for d in sorted({p.name[len("layer_"):-len(".csv")] for p in work.glob("*/moe/layer_*.csv")}):
         runs = {}
         for which in ("before", "after"):
             got = []

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include "comm/collective_table.h"
 #include "harness/provenance.h"
 #include "models/collective_model.h"
 #include "models/paper_specs.h"
@@ -55,11 +56,13 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
       }
       const Placement g = place_group(h, ranks);
       double s = 0;
-      if (name == "all_reduce") s = all_reduce_seconds(h, bytes, g);
-      else if (name == "all_to_all") s = all_to_all_seconds(h, bytes, g);
-      else if (name == "all_gather") s = all_gather_seconds(h, bytes, g);
-      else if (name == "reduce_scatter") s = reduce_scatter_seconds(h, bytes, g);
-      else s = send_recv_seconds(h, bytes, false);
+      switch (collectives::parse_collective(name).value_or(collectives::Collective::send_recv)) {
+        case collectives::Collective::all_reduce: s = all_reduce_seconds(h, bytes, g); break;
+        case collectives::Collective::all_to_all: s = all_to_all_seconds(h, bytes, g); break;
+        case collectives::Collective::all_gather: s = all_gather_seconds(h, bytes, g); break;
+        case collectives::Collective::reduce_scatter: s = reduce_scatter_seconds(h, bytes, g); break;
+        case collectives::Collective::send_recv: s = send_recv_seconds(h, bytes, false); break;
+      }
       out.push_back({"comm", name + " " + fmt(bytes, 8) + " B, " + std::to_string(ranks) + " ranks", link, s * 1e3, us / 1e3});
     }
     const double apart = seen > 0 ? seen_apart / seen : 0;
@@ -247,7 +250,9 @@ void compare_t2(const HardwareProfile& hw, const std::string& path, std::vector<
                      expert_load)) {
     ModelShape m{.layers = layers, .hidden = hidden, .ffn = ffn, .heads = heads, .seq = seq, .vocab = vocab};
     StepLayout l;
-    l.kind = kind == "Dense" ? LayoutKind::dense : kind == "DPMoE" ? LayoutKind::dpmoe : LayoutKind::ppmoe;
+    const std::optional<LayoutKind> k = parse_layout_name(kind);
+    if (!k) throw Error(path + ": layout '" + kind + "' is not a row of models/layout.h's table");
+    l.kind = *k;
     if (l.kind != LayoutKind::dense) {
       m.experts = experts;
       m.moe_every = 2;

@@ -6,13 +6,18 @@
 namespace moebench {
 
 namespace {
+// The papers' profiles by the keys their tables are written under.
+const std::pair<const char*, HardwareProfile PaperProfiles::*> kProfileKeys[] = {
+    {"ppmoe", &PaperProfiles::ppmoe}, {"m6t", &PaperProfiles::m6t}, {"adira", &PaperProfiles::adira}, {"valor", &PaperProfiles::valor}};
+
 template <class Profiles>
 auto& profile_by_key(Profiles& p, const std::string& key) {
-  if (key == "ppmoe") return p.ppmoe;
-  if (key == "m6t") return p.m6t;
-  if (key == "adira") return p.adira;
-  if (key == "valor") return p.valor;
-  throw Error("no paper profile '" + key + "'; there are: ppmoe, m6t, adira, valor");
+  std::string keys;
+  for (const auto& [k, member] : kProfileKeys) {
+    if (key == k) return p.*member;
+    keys += (keys.empty() ? "" : ", ") + std::string(k);
+  }
+  throw Error("no paper profile '" + key + "'; there are: " + keys);
 }
 }  // namespace
 

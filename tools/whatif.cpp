@@ -6,7 +6,7 @@
 #include <cstdio>
 #include "harness/tool_command_line.h"
 #include "harness/output_check.h"
-#include "models/expert_split.h"
+#include "models/layout_rules.h"
 #include "models/paper_specs.h"
 #include "tools/projection.h"
 
@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   ToolCommandLine command_line(
       "moebench_whatif", "Projected training step of a GPT model (dense or MoE) in a DP x TP x PP layout on a hardware profile.");
   CLI::App& app = command_line.app();
-  std::string profile, model = "gpt3-medium", layout = "dense", schedule = "1f1b", out, dtype = "fp16";
+  std::string profile, model = "gpt3-medium", layout = layout_table().front().option,
+              schedule = schedule_name(PipelineScheduleKind::one_f_one_b), out, dtype = "fp16";
   std::optional<int> gpus, dp, tp, pp, micro, micro_size, experts, moe_every, top_k, layers, hidden, ffn, heads, seq, vocab,
       zero_stage;
   std::optional<double> capacity;
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> names;
   for (const auto& m : model_specs()) names.push_back(m.name);
   add_choice(app, "--model", model, names, "The model's shape (default gpt3-medium); --layers etc. override it");
-  add_choice(app, "--layout", layout, {"dense", "dpmoe", "ppmoe"}, "Dense, DPMoE (EP = DP) or PPMoE (experts in TP) (default dense)");
+  add_choice(app, "--layout", layout, layout_options(), "Where the experts live: " + layout_options_help() + " (default " + layout + ")");
   add_whole(app, "--gpus", gpus, 1, 1 << 24, "GPUs of the cluster: checks that --dp x --tp x --pp uses them all");
   add_whole(app, "--dp", dp, 1, 1 << 20, "Data-parallel size (default 1)");
   add_whole(app, "--tp", tp, 1, 1024, "Tensor-parallel size (default 1)");
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
   add_whole(app, "--zero-stage", zero_stage, 1, 2, "ZeRO stage with --zero: 1 optimizer states, 2 and gradients (default 1)");
   add_whole(app, "--micro-batches", micro, 1, 1 << 20, "Micro-batches per step (default 1)");
   add_whole(app, "--micro-batch-size", micro_size, 1, 1 << 20, "Sequences per micro-batch (default 1)");
-  add_choice(app, "--schedule", schedule, schedule_names(), "Pipeline schedule (default 1f1b)");
+  add_choice(app, "--schedule", schedule, schedule_names(), "Pipeline schedule (default " + schedule + ")");
   add_flag(app, "--recompute", recompute, "Recompute activations in backward");
   add_choice(app, "--dtype", dtype, {"fp16", "bf16", "fp32"}, "Weights and activations (default fp16)");
   add_whole(app, "--experts", experts, 1, 1 << 20, "Experts per MoE layer (default: the model's)");
@@ -66,14 +67,17 @@ int main(int argc, char** argv) {
     m.seq = seq.value_or(m.seq > 0 ? m.seq : 2048);
     m.vocab = vocab.value_or(m.vocab);
     StepLayout l;
-    l.kind = layout == "dense" ? LayoutKind::dense : layout == "dpmoe" ? LayoutKind::dpmoe : LayoutKind::ppmoe;
-    if (l.kind != LayoutKind::dense) {
+    l.kind = *parse_layout_option(layout);
+    if (layout_row(l.kind).experts_over != ExpertGroup::none) {
       m.experts = experts.value_or(spec.shape.experts);
       m.moe_every = moe_every.value_or(spec.shape.moe_every > 0 ? spec.shape.moe_every : 2);
       m.top_k = top_k.value_or(1);
       m.capacity_factor = capacity.value_or(0);
     } else if (experts || moe_every || top_k || capacity) {
-      throw Error("--layout dense: --experts, --moe-every, --top-k and --capacity-factor need --layout dpmoe or ppmoe");
+      std::string with_experts;
+      for (const LayoutRow& r : layout_table())
+        if (r.experts_over != ExpertGroup::none) with_experts += (with_experts.empty() ? "" : " or ") + std::string(r.option);
+      throw Error("--layout " + layout + ": --experts, --moe-every, --top-k and --capacity-factor need --layout " + with_experts);
     }
     l.dp = dp.value_or(1);
     l.tp = tp.value_or(1);
@@ -89,12 +93,9 @@ int main(int argc, char** argv) {
     if (gpus && *gpus != l.world())
       throw Error("--gpus: " + std::to_string(*gpus) + " GPUs, but --dp " + std::to_string(l.dp) + " x --tp " +
                   std::to_string(l.tp) + " x --pp " + std::to_string(l.pp) + " = " + std::to_string(l.world()));
-    // The trainer's rule for the experts (gpt_layout.h), which the step model widens to replicas for
-    // 000's paper-scale rows: a layout the suite cannot train is not projected.
-    if (l.kind != LayoutKind::dense)
-      if (auto e = expert_split_error(m.experts, l.kind == LayoutKind::dpmoe ? l.dp : l.tp,
-                                      l.kind == LayoutKind::dpmoe ? "the EP (= DP) group" : "the TP group"))
-        throw Error(*e);
+    // The trainer's rules, in its words (the step model also prices expert replicas, for 000's
+    // paper-scale rows): a layout the suite cannot train is not projected.
+    if (auto e = trainer_layout_error(m, l.kind, l.dp, l.tp, l.pp)) throw Error(*e);
     if (auto e = validate_step(m, l, hw)) throw Error(*e);
     const StepPrediction p = predict_step(m, l, hw);
     const ForwardParts& f = p.forward;

@@ -9,7 +9,7 @@
 #include "kernels/convert.h"
 #include "comm/comm.h"
 #include "runtime/device.h"
-#include "runtime/layout.h"
+#include "models/layout.h"
 #include "test_backend.h"
 
 namespace moebench {

@@ -5,6 +5,7 @@
 #include "comm/comm.h"
 #include "kernels/exec.h"
 #include "moe/dispatcher_table.h"
+#include "counting_dispatcher.h"
 #include "moe_test_util.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
@@ -61,6 +62,38 @@ TEST(DispatcherTable, ANameNotInTheTableIsRefusedWithTheOnesThereAre) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A new dispatcher is its file (counting_dispatcher.h, outside moe/), its row and its test: once
+// registered, the table's names, a run's default choice and the row's factory hold it, and a layer
+// made by the row runs through it and computes what the one-device layer computes. Gone with the
+// registration.
+TEST(DispatcherTable, ADispatcherOutsideMoeJoinsByItsRowAlone) {
+  const std::vector<std::string> before = dispatcher_names();
+  {
+    DispatcherRegistration added({"counting_local", ExpertsOver::each_rank, false, "the one-device layer, counted",
+                                  [](const DispatcherEnv& env, Communicator*) -> std::unique_ptr<TokenDispatcher> {
+                                    return std::make_unique<testing_util::CountingDispatcher>(env);
+                                  }});
+    std::vector<std::string> picked;
+    ASSERT_FALSE(pick_dispatchers(picked, false));
+    EXPECT_EQ(picked.back(), "counting_local");
+    EXPECT_NE(dispatcher_list().find("counting_local"), std::string::npos);
+    EXPECT_THROW(DispatcherRegistration again(dispatcher_row("local")), Error);
+
+    const MoEConfig cfg = testing_util::test_moe_config(4, 1, 2);
+    auto world = make_self_communicator();
+    const DispatcherRow& row = dispatcher_row("counting_local");
+    testing_util::CpuLayer counted(cfg, [&](const DispatcherEnv& env) { return row.make(env, world.get()); });
+    testing_util::CpuLayer local(cfg, testing_util::local_dispatcher);
+    const std::vector<float> x = testing_util::tokens(12, cfg.hidden, 5);
+    const int dispatched = testing_util::CountingDispatcher::dispatched();
+    counted.forward(x);
+    local.forward(x);
+    EXPECT_EQ(testing_util::CountingDispatcher::dispatched(), dispatched + 1);
+    EXPECT_EQ(counted.y, local.y);
+  }
+  EXPECT_EQ(dispatcher_names(), before);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #include <gtest/gtest.h>
-#include "runtime/layout.h"
+#include "models/layout.h"
 #include "harness/options.h"
 #include <CLI/CLI.hpp>
 #include <algorithm>

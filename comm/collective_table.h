@@ -1,8 +1,8 @@
-// What the comm bench moves and how it checks it, nccl-tests style: one table entry per
-// collective (its name, the buffer layout a size means, the bus-bandwidth factor, the value
-// each received element must have, and the call that runs it), the input pattern (small
-// integers, exact in fp16/bf16 sums) and the count of wrong received elements (#wrong).
-// Adding a collective is adding an entry.
+// The collectives as a table, nccl-tests style: one row per collective (its name, the buffer
+// layout a size means, the bus-bandwidth factor, the value each received element must have, and
+// the call that runs it), the input pattern (small integers, exact in fp16/bf16 sums) and the
+// count of wrong received elements (#wrong). Every program takes the collectives' names from
+// here; adding a collective is adding a row.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -12,11 +12,12 @@
 #include "kernels/dtype.h"
 #include "comm/comm.h"
 
-namespace moebench::comm_bench {
+namespace moebench::collectives {
 
 enum class Collective { all_to_all, all_reduce, all_gather, reduce_scatter, send_recv };
 const std::vector<Collective>& all_collectives();
 const char* collective_name(Collective c);
+std::vector<std::string> collective_names();  // the rows' names, in the table's order
 std::optional<Collective> parse_collective(const std::string& s);
 
 struct Geometry {
@@ -48,4 +49,4 @@ float expected_value(Collective c, int rank, int ranks, const Geometry& g, std::
 // Elements of `recv` (recv_count of them, as fp32) that differ from the expected values.
 std::int64_t count_wrong(Collective c, int rank, int ranks, const Geometry& g, const float* recv, DType t);
 
-}  // namespace moebench::comm_bench
+}  // namespace moebench::collectives

@@ -1,7 +1,7 @@
-#include "harness/comm_check.h"
+#include "comm/collective_table.h"
 #include <cmath>
 
-namespace moebench::comm_bench {
+namespace moebench::collectives {
 
 float input_value(int rank, std::size_t index) {
   return static_cast<float>(static_cast<int>((static_cast<std::size_t>(rank) * 131 + index * 7) % 17) - 8);
@@ -98,6 +98,12 @@ const std::vector<Collective>& all_collectives() {
 
 const char* collective_name(Collective c) { return spec(c).name; }
 
+std::vector<std::string> collective_names() {
+  std::vector<std::string> out;
+  for (const CollectiveSpec& c : kTable) out.push_back(c.name);
+  return out;
+}
+
 std::optional<Collective> parse_collective(const std::string& s) {
   for (const CollectiveSpec& c : kTable)
     if (s == c.name) return c.id;
@@ -127,4 +133,4 @@ std::int64_t count_wrong(Collective c, int rank, int ranks, const Geometry& g, c
   return wrong;
 }
 
-}  // namespace moebench::comm_bench
+}  // namespace moebench::collectives

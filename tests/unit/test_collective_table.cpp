@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 #include <cmath>
-#include "harness/comm_check.h"
+#include "comm/collective_table.h"
 
-namespace moebench::comm_bench {
+namespace moebench::collectives {
 
 // Simulates what each collective should deliver from the send patterns of all ranks, so the
 // expected values are checked independently of the formula in expected_value().
@@ -22,7 +22,7 @@ static std::vector<float> simulate(Collective c, int rank, int n, const Geometry
   return out;
 }
 
-TEST(CommCheck, CorrectDataHasNoWrongElements) {
+TEST(CollectiveTable, CorrectDataHasNoWrongElements) {
   for (Collective c : all_collectives())
     for (int n : {1, 2, 4})
       for (int rank = 0; rank < n; ++rank) {
@@ -32,7 +32,7 @@ TEST(CommCheck, CorrectDataHasNoWrongElements) {
       }
 }
 
-TEST(CommCheck, CorruptedElementsAreCounted) {
+TEST(CollectiveTable, CorruptedElementsAreCounted) {
   for (Collective c : all_collectives()) {
     const int n = 4, rank = 2;
     const Geometry g = geometry(c, 8192, n, DType::f32);
@@ -44,14 +44,14 @@ TEST(CommCheck, CorruptedElementsAreCounted) {
   }
 }
 
-TEST(CommCheck, UnwrittenZeroBufferIsWrong) {
+TEST(CollectiveTable, UnwrittenZeroBufferIsWrong) {
   const Geometry g = geometry(Collective::all_to_all, 1024, 2, DType::f32);
   std::vector<float> zeros(g.recv_count, 0.f);
   // The pattern takes 17 values, one of them 0, so most zeros are wrong.
   EXPECT_GT(count_wrong(Collective::all_to_all, 0, 2, g, zeros.data(), DType::f32), std::int64_t(g.recv_count / 2));
 }
 
-TEST(CommCheck, GeometryMatchesNcclTestsSizes) {
+TEST(CollectiveTable, GeometryMatchesNcclTestsSizes) {
   Geometry g = geometry(Collective::all_gather, 1024, 4, DType::f32);
   EXPECT_EQ(g.block, 64u);
   EXPECT_EQ(g.recv_count, 256u);
@@ -63,7 +63,7 @@ TEST(CommCheck, GeometryMatchesNcclTestsSizes) {
   EXPECT_EQ(g.block, 0u);  // too small for 4 ranks: the bench skips it
 }
 
-TEST(CommCheck, BusBandwidthFactors) {
+TEST(CollectiveTable, BusBandwidthFactors) {
   EXPECT_DOUBLE_EQ(bus_factor(Collective::all_reduce, 4), 1.5);
   EXPECT_DOUBLE_EQ(bus_factor(Collective::all_to_all, 4), 0.75);
   EXPECT_DOUBLE_EQ(bus_factor(Collective::all_gather, 8), 0.875);
@@ -71,4 +71,4 @@ TEST(CommCheck, BusBandwidthFactors) {
   EXPECT_DOUBLE_EQ(bus_factor(Collective::send_recv, 4), 1.0);
 }
 
-}  // namespace moebench::comm_bench
+}  // namespace moebench::collectives

@@ -1,17 +1,41 @@
 // The one rank layout of the suite: where the MoE layers' experts live (000 Table 2's Dense,
-// DPMoE, PPMoE), Megatron-style placement of ranks on a TP x DP x PP grid (TP fastest), expert-
-// parallel groups of `ep` consecutive data-parallel replicas, and ZeRO-1. The benches, the
-// trainer, the step model and the projections all take it. Colours feed Communicator::split.
+// DPMoE, PPMoE: one row each of layout_table()), Megatron-style placement of ranks on a TP x DP x
+// PP grid (TP fastest), expert-parallel groups of `ep` consecutive data-parallel replicas, and
+// ZeRO-1. The benches, the trainer, the step model and the projections all take it. Colours feed
+// Communicator::split.
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace moebench {
 
 // Dense: no MoE layer; DPMoE: the experts split over the data-parallel group (EP = DP), two
 // all-to-alls per layer; PPMoE: the experts inside the tensor-parallel group (000 Algorithm 1).
 enum class LayoutKind { dense, dpmoe, ppmoe };
-const char* layout_kind_name(LayoutKind k);  // "Dense", "DPMoE", "PPMoE"
+
+// The ranks a layout splits its experts over.
+enum class ExpertGroup { none, dp, tp };
+
+// One row per layout kind: every program's --layout takes its choices, its help and its
+// parsing from here, and the trainer and the step model their expert group.
+struct LayoutRow {
+  LayoutKind kind;
+  const char* option;  // --layout's value: "dense"
+  const char* name;    // as tables and layouts print it: "Dense"
+  ExpertGroup experts_over;
+  const char* group;   // that group in messages: "the EP (= DP) group"
+  const char* what;    // one line for --layout's help
+};
+const std::vector<LayoutRow>& layout_table();
+const LayoutRow& layout_row(LayoutKind k);
+const char* layout_kind_name(LayoutKind k);     // the row's name: "Dense", "DPMoE", "PPMoE"
+std::vector<std::string> layout_options();      // the rows' options, in the table's order
+std::string layout_options_help();              // "dense (...), dpmoe (...), ppmoe (...)"
+std::optional<LayoutKind> parse_layout_option(const std::string& option);  // "dpmoe"
+std::optional<LayoutKind> parse_layout_name(const std::string& name);      // "DPMoE"
+// The size of the group a layout of `kind` splits its experts over (1 for none).
+int expert_group_size(LayoutKind kind, int dp, int tp);
 
 struct ParallelLayout {
   LayoutKind kind = LayoutKind::dense;
