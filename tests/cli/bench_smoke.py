@@ -71,10 +71,7 @@ def check_csv(out_dir, rel, spec, columns):
     header, body = table[0], table[1:]
     problems = []
     missing = [c for c in want if c not in header]
-    # The Python scripts' CSVs from before they wrote processors (tests/cli/check_results.py's
-    # BEFORE_PROCESSORS): their next run adds it.
-    legacy = columns in ("gpt/torch_step.csv", "moe/torch_layer.csv", "nodes/setting.csv") and "processors" not in want
-    extra = [c for c in header if c not in want and not (legacy and c == "processors")]
+    extra = [c for c in header if c not in want]
     if missing:
         problems.append(f"{rel}: columns missing (results/{columns} has them): {', '.join(missing)}")
     if extra:

@@ -42,9 +42,6 @@ OTHER_PROVENANCE = {
 }
 
 LEGACY_TORCH = {"gpt/torch_step.csv", "moe/torch_layer.csv"}
-# The CSVs the Python scripts write (PyTorch's one-process runs, the two-node setting, which has no
-# ranks) from before they wrote processors: their next run adds it.
-BEFORE_PROCESSORS = {"gpt/torch_step.csv", "moe/torch_layer.csv", "nodes/setting.csv"}
 LEGACY_TORCH_END = ["torch", "torch_device", "math", "date"]
 
 
@@ -102,8 +99,6 @@ def main(source):
         legacy_torch = rel.startswith("cuda/") and key in LEGACY_TORCH and header[-4:] == LEGACY_TORCH_END
         before_nodes = rel.startswith("cuda/") and any(header[-len(p):] == p for p in (PROVENANCE_BEFORE_NODES,
                                                                                        PROVENANCE_BEFORE_PROCESSORS))
-        before_nodes = before_nodes or (key in BEFORE_PROCESSORS and
-                                        header[-len(PROVENANCE_BEFORE_PROCESSORS):] == PROVENANCE_BEFORE_PROCESSORS)
         if header[-len(PROVENANCE):] != PROVENANCE and key not in OTHER_PROVENANCE and not legacy_torch and not before_nodes:
             breaches.append(f"{rel}: its rows do not end with the provenance columns ({', '.join(PROVENANCE)})")
         for k in ("scale", "backend", "device"):
