@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cmath>
 #include "models/collective_model.h"
-#include "models/expert_split.h"
 #include "models/layout_rules.h"
 #include "models/pipeline_simulator.h"
 

@@ -56,7 +56,9 @@ void compare_comm(const HardwareProfile& hw, const std::string& dir, std::vector
       }
       const Placement g = place_group(h, ranks);
       double s = 0;
-      switch (collectives::parse_collective(name).value_or(collectives::Collective::send_recv)) {
+      const std::optional<collectives::Collective> c = collectives::parse_collective(name);
+      if (!c) throw Error(path + ": collective '" + name + "' is not a row of comm/collective_table.h's table");
+      switch (*c) {
         case collectives::Collective::all_reduce: s = all_reduce_seconds(h, bytes, g); break;
         case collectives::Collective::all_to_all: s = all_to_all_seconds(h, bytes, g); break;
         case collectives::Collective::all_gather: s = all_gather_seconds(h, bytes, g); break;
